@@ -1,0 +1,182 @@
+package firestoretest
+
+import (
+	"context"
+	"path"
+	"strings"
+	"sync"
+
+	"cloud.google.com/go/firestore/apiv1/firestorepb"
+	"google.golang.org/grpc"
+)
+
+// Ops is a count of Firestore operations.
+type Ops struct {
+	RoundTrips int64
+	Reads      int64
+	Writes     int64
+}
+
+// Sub returns o - p: the operations between two snapshots.
+func (o Ops) Sub(p Ops) Ops {
+	return Ops{
+		RoundTrips: o.RoundTrips - p.RoundTrips,
+		Reads:      o.Reads - p.Reads,
+		Writes:     o.Writes - p.Writes,
+	}
+}
+
+// A Counter counts the operations of a client from [NewCountingClient] and
+// injects faults into its calls. Its methods may be called concurrently.
+type Counter struct {
+	mu     sync.Mutex
+	ops    Ops
+	faults []fault
+	hook   func(method string, req any) error
+}
+
+type fault struct {
+	method string
+	err    error
+}
+
+// RoundTrips returns the number of calls sent: unary calls and streams opened.
+func (c *Counter) RoundTrips() int64 { return c.Snapshot().RoundTrips }
+
+// Reads returns the number of document reads, as Firestore bills them.
+func (c *Counter) Reads() int64 { return c.Snapshot().Reads }
+
+// Writes returns the number of document writes committed.
+func (c *Counter) Writes() int64 { return c.Snapshot().Writes }
+
+// Snapshot returns the counts so far.
+func (c *Counter) Snapshot() Ops {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ops
+}
+
+// Reset sets the counts to zero.
+func (c *Counter) Reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ops = Ops{}
+}
+
+// FailNext makes the next call whose full method name ends with method (such
+// as "/Commit") return err without being sent.
+func (c *Counter) FailNext(method string, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.faults = append(c.faults, fault{method, err})
+}
+
+// SetHook sets fn to be called before every call, with the full method name
+// and the request (nil for streams, whose requests are sent later). If fn
+// returns an error, the call returns it without being sent. SetHook(nil)
+// removes the hook.
+func (c *Counter) SetHook(fn func(method string, req any) error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.hook = fn
+}
+
+func (c *Counter) add(o Ops) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ops.RoundTrips += o.RoundTrips
+	c.ops.Reads += o.Reads
+	c.ops.Writes += o.Writes
+}
+
+// before returns the error injected into a call, or counts it as sent.
+func (c *Counter) before(method string, req any) error {
+	c.mu.Lock()
+	for i, f := range c.faults {
+		if strings.HasSuffix(method, f.method) {
+			c.faults = append(c.faults[:i], c.faults[i+1:]...)
+			c.mu.Unlock()
+			return f.err
+		}
+	}
+	hook := c.hook
+	c.mu.Unlock()
+	if hook != nil {
+		if err := hook(method, req); err != nil {
+			return err
+		}
+	}
+	c.add(Ops{RoundTrips: 1})
+	return nil
+}
+
+func (c *Counter) unary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	if err := c.before(method, req); err != nil {
+		return err
+	}
+	if err := invoker(ctx, method, req, reply, cc, opts...); err != nil {
+		return err
+	}
+	var o Ops
+	switch r := req.(type) {
+	case *firestorepb.CommitRequest:
+		o.Writes = int64(len(r.Writes))
+	case *firestorepb.BatchWriteRequest:
+		o.Writes = int64(len(r.Writes))
+	}
+	switch r := reply.(type) {
+	case *firestorepb.Document:
+		o.Reads = 1
+	case *firestorepb.ListDocumentsResponse:
+		o.Reads = max(int64(len(r.Documents)), 1)
+	}
+	c.add(o)
+	return nil
+}
+
+func (c *Counter) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+	if err := c.before(method, nil); err != nil {
+		return nil, err
+	}
+	s, err := streamer(ctx, desc, cc, method, opts...)
+	if err != nil {
+		return nil, err
+	}
+	switch path.Base(method) {
+	case "BatchGetDocuments", "RunQuery", "RunAggregationQuery":
+		// Firestore bills at least one read per query or batch get; the
+		// first document returned is that read.
+		c.add(Ops{Reads: 1})
+		return &readStream{ClientStream: s, c: c}, nil
+	}
+	return s, nil
+}
+
+// readStream counts the documents a read stream returns after the first.
+type readStream struct {
+	grpc.ClientStream
+	c    *Counter
+	docs int
+}
+
+func (s *readStream) RecvMsg(m any) error {
+	if err := s.ClientStream.RecvMsg(m); err != nil {
+		return err
+	}
+	switch r := m.(type) {
+	case *firestorepb.BatchGetDocumentsResponse:
+		if r.GetFound() == nil {
+			return nil
+		}
+	case *firestorepb.RunQueryResponse:
+		if r.Document == nil {
+			return nil
+		}
+	default:
+		return nil
+	}
+	if s.docs++; s.docs > 1 {
+		s.c.add(Ops{Reads: 1})
+	}
+	return nil
+}

@@ -1,0 +1,58 @@
+// Package sessionstore is a Firestore implementation of ADK's session.Service.
+//
+// # Document layout
+//
+// Everything lives under one top-level collection, Options.Root (default
+// "baton"), so two deployments can share a database:
+//
+//	{root}/{app}                                    app state       (stateDoc)
+//	{root}/{app}/users/{user}                       user state      (stateDoc)
+//	{root}/{app}/users/{user}/sessions/{session}    session         (sessionDoc)
+//	{root}/{app}/users/{user}/sessions/{session}/events/{n:06d}    event chunk (chunkDoc)
+//
+// A session document holds the session-scoped state (one JSON object), the
+// revision counter, ADK's last-update time, its most recent events (the
+// tail) and an index of its sealed event chunks (number, event count, first
+// and last event time). Each event is stored as JSON, tagged with the
+// revision that appended it. When the next event would push the session
+// document past about 1 MB, the tail is sealed into a chunk document, which
+// never changes afterwards. App and user state documents keep one field per
+// key, so an append merges the keys it changes without reading.
+//
+// Why pack: Firestore bills per document, not per byte. One document per
+// event would make every turn read the whole history one document at a
+// time. Packed, a Get reads the session, app and user documents in one round
+// trip and the sealed chunks it needs (about one per MB of history) in a
+// second, whatever the event count; an append writes the session document
+// alone, plus a chunk when it seals one and the app or user state document
+// when the event changes them. NumRecentEvents and After use the chunk index
+// to skip chunks they cannot need.
+//
+// # Concurrency
+//
+// Every append increments the session's revision. The compare-and-set on
+// that revision is a Firestore precondition on the session document's update
+// time, taken when the handle was read or last written: every write to the
+// session document changes both, so "unchanged update time" means
+// "unchanged revision". It is an equality check on a server-assigned
+// version, never a comparison of clocks. The append (session, any sealed
+// chunk, any app or user state) is one atomic batch: a loser gets
+// ErrConflict and nothing of its event is stored. Because the tail lives in
+// the session document and sealed chunks are immutable, a Get always sees a
+// consistent history even while appends land.
+//
+// # Values
+//
+// Events and state values are stored as JSON, like ADK's database service:
+// every event field round-trips (nil and empty maps and slices stay
+// distinct), but numbers inside free-form maps (state, function arguments,
+// custom metadata) come back as float64, and structs as maps.
+//
+// # Indexes
+//
+// List across all users of an app is a collection-group query on
+// "sessions" with an equality filter on "scope" ("{root}/{app}"). It needs
+// the single-field index on sessions.scope enabled for collection-group
+// scope (declared in infra/terraform). No other query needs an index beyond
+// Firestore's automatic ones.
+package sessionstore

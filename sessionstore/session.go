@@ -1,0 +1,114 @@
+package sessionstore
+
+import (
+	"iter"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"google.golang.org/adk/session"
+)
+
+// storedSession is the session.Session this service hands out. Besides what
+// ADK sees it carries the storage bookkeeping an append needs: the revision
+// it was read at, the Firestore update time of its document (the
+// compare-and-set token for that revision) and the chunk index.
+type storedSession struct {
+	app, user, id string
+
+	// appendMu serialises appends through one handle, so they commit in
+	// the order they were made.
+	appendMu sync.Mutex
+
+	mu       sync.RWMutex
+	state    map[string]any
+	events   []*session.Event
+	updated  time.Time
+	revision int64
+	version  time.Time
+	chunks   []chunkMeta
+	tail     []chunkElement
+	// stateSize is the encoded size of the session-scoped state.
+	stateSize int
+	// tailKnown is false for handles from List, which do not read the tail
+	// and so cannot append.
+	tailKnown bool
+}
+
+var _ session.Session = (*storedSession)(nil)
+
+func (s *storedSession) ID() string      { return s.id }
+func (s *storedSession) AppName() string { return s.app }
+func (s *storedSession) UserID() string  { return s.user }
+
+func (s *storedSession) State() session.State { return &sessionState{s: s} }
+
+func (s *storedSession) Events() session.Events {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return eventList(slices.Clone(s.events))
+}
+
+func (s *storedSession) LastUpdateTime() time.Time {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.updated
+}
+
+// Revision returns the number of events appended to the session when this
+// handle was last read or written.
+func (s *storedSession) Revision() int64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.revision
+}
+
+// Revision returns the storage revision of a session returned by this
+// package's Service, and false for any other session.Session.
+func Revision(s session.Session) (int64, bool) {
+	ss, ok := s.(*storedSession)
+	if !ok {
+		return 0, false
+	}
+	return ss.Revision(), true
+}
+
+type eventList []*session.Event
+
+func (e eventList) All() iter.Seq[*session.Event] { return slices.Values(e) }
+func (e eventList) Len() int                      { return len(e) }
+func (e eventList) At(i int) *session.Event {
+	if i < 0 || i >= len(e) {
+		return nil
+	}
+	return e[i]
+}
+
+type sessionState struct{ s *storedSession }
+
+func (st *sessionState) Get(key string) (any, error) {
+	st.s.mu.RLock()
+	defer st.s.mu.RUnlock()
+	v, ok := st.s.state[key]
+	if !ok {
+		return nil, session.ErrStateKeyNotExist
+	}
+	return v, nil
+}
+
+// Set changes the in-memory view only, as ADK's own services do; state is
+// persisted through an event's StateDelta.
+func (st *sessionState) Set(key string, value any) error {
+	st.s.mu.Lock()
+	defer st.s.mu.Unlock()
+	st.s.state[key] = value
+	return nil
+}
+
+func (st *sessionState) All() iter.Seq2[string, any] {
+	st.s.mu.RLock()
+	snapshot := maps.Clone(st.s.state)
+	st.s.mu.RUnlock()
+	return maps.All(snapshot)
+}
