@@ -29,6 +29,9 @@ var (
 	// ErrInvalidID is returned when an app name, user id or session id
 	// cannot name a document. Nothing was written.
 	ErrInvalidID = errors.New("invalid id")
+	// ErrAlreadyExists is returned by Create when the user already has a
+	// session with the requested id.
+	ErrAlreadyExists = errors.New("session already exists")
 	// ErrUnavailable is returned when Firestore could not be reached or
 	// did not answer in time. The request may be retried.
 	ErrUnavailable = errors.New("firestore unavailable")
@@ -127,7 +130,7 @@ func (s *Service) Create(ctx context.Context, req *session.CreateRequest) (*sess
 	results, err := batch.Commit(ctx)
 	if err != nil {
 		if status.Code(err) == codes.AlreadyExists {
-			return nil, fmt.Errorf("session %q already exists: %w", id, err)
+			return nil, fmt.Errorf("%w: %q", ErrAlreadyExists, id)
 		}
 		return nil, fmt.Errorf("create session %q: %w", id, translate(err))
 	}

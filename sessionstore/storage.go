@@ -47,6 +47,7 @@ type sessionDoc struct {
 	Revision int64          `firestore:"revision"`
 	Chunks   []chunkMeta    `firestore:"chunks"`
 	Tail     []chunkElement `firestore:"tail"`
+	Lease    leaseDoc       `firestore:"lease"`
 }
 
 // chunkMeta describes one sealed chunk document so that Get can pick the

@@ -1,0 +1,290 @@
+package toolcallback
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"google.golang.org/adk/agent"
+	"google.golang.org/adk/platform"
+	"google.golang.org/adk/plugin"
+	"google.golang.org/adk/runner"
+	"google.golang.org/adk/session"
+	"google.golang.org/genai"
+
+	"github.com/baton-run/baton/sessionstore"
+)
+
+// LeasePolicy says what a turn does when another invocation holds the
+// session.
+type LeasePolicy string
+
+const (
+	// LeaseReject fails at once with a *sessionstore.BusyError.
+	LeaseReject LeasePolicy = "reject"
+	// LeaseEnqueue waits up to Options.MaxWait for the session.
+	LeaseEnqueue LeasePolicy = "enqueue"
+)
+
+// PendingPolicy says what a new message does to calls still pending.
+type PendingPolicy string
+
+const (
+	// PendingCancel answers each pending call with a cancellation error,
+	// then lets the message proceed.
+	PendingCancel PendingPolicy = "cancel"
+	// PendingReject refuses the message with a *PendingCallsError.
+	PendingReject PendingPolicy = "reject"
+)
+
+// Options tunes an Engine. Nil or zero fields take the defaults.
+type Options struct {
+	LeasePolicy   LeasePolicy   // default LeaseReject
+	MaxWait       time.Duration // LeaseEnqueue's bound; default 10s
+	PendingPolicy PendingPolicy // default PendingCancel
+	// ResumeWait bounds how long a resume waits for a busy session (a
+	// resume continues an interaction already under way, so it waits
+	// whatever the lease policy). Default 10s.
+	ResumeWait time.Duration
+	// InvocationTimeout bounds one invocation, detached from the caller.
+	// Default 2m. The lease lasts this long plus LeaseMargin.
+	InvocationTimeout time.Duration
+	LeaseMargin       time.Duration // default 30s
+	// CallTimeout is how long a paused call waits for its answer when its
+	// tool sets no timeout (approvals always use it). Default 10m.
+	CallTimeout time.Duration
+	// AnswerGrace is how long after an answer Sweep leaves a step to the
+	// request that recorded it before resuming it itself. Default 1m.
+	AnswerGrace time.Duration
+	// Retention is how long a finished ledger record is kept (its TTL
+	// field) after it expires. Default 7 days.
+	Retention time.Duration
+	// MaxAnswerBytes limits one answer's JSON. Default 256 KiB.
+	MaxAnswerBytes int
+	// TokenKey signs call tokens; Token fails without one.
+	TokenKey []byte
+	// ApprovalsAnyDevice lets any of the user's clients answer approvals.
+	// By default only the client that started the turn may.
+	ApprovalsAnyDevice bool
+	// StreamingMode of the runner. Default SSE, so text streams as partial
+	// events.
+	StreamingMode agent.StreamingMode
+	Logger        *slog.Logger
+}
+
+func (o *Options) withDefaults() Options {
+	var out Options
+	if o != nil {
+		out = *o
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	if out.LeasePolicy == "" {
+		out.LeasePolicy = LeaseReject
+	}
+	if out.PendingPolicy == "" {
+		out.PendingPolicy = PendingCancel
+	}
+	def(&out.MaxWait, 10*time.Second)
+	def(&out.ResumeWait, 10*time.Second)
+	def(&out.InvocationTimeout, 2*time.Minute)
+	def(&out.LeaseMargin, 30*time.Second)
+	def(&out.CallTimeout, 10*time.Minute)
+	def(&out.AnswerGrace, time.Minute)
+	def(&out.Retention, 7*24*time.Hour)
+	if out.MaxAnswerBytes <= 0 {
+		out.MaxAnswerBytes = 256 << 10
+	}
+	if out.StreamingMode == "" {
+		out.StreamingMode = agent.StreamingModeSSE
+	}
+	if out.Logger == nil {
+		out.Logger = slog.New(slog.DiscardHandler)
+	}
+	return out
+}
+
+// Engine runs turns and resumes for one app and agent, keeping paused
+// calls in the ledger. It holds no state between requests: any Engine
+// value, on any instance, can resume a call another one paused.
+type Engine struct {
+	app      string
+	sessions *sessionstore.Service
+	client   *firestore.Client
+	runner   *runner.Runner
+	opts     Options
+}
+
+// New returns an Engine running root for app, storing sessions in sessions
+// and the ledger beside them through client.
+func New(client *firestore.Client, sessions *sessionstore.Service, app string, root agent.Agent, opts *Options) (*Engine, error) {
+	if err := sessionstore.ValidateID("app name", app); err != nil {
+		return nil, err
+	}
+	stamp, err := plugin.New(plugin.Config{Name: "baton_client_stamp", OnEventCallback: stampClient})
+	if err != nil {
+		return nil, err
+	}
+	r, err := runner.New(runner.Config{
+		AppName: app, Agent: root, SessionService: sessions,
+		PluginConfig: runner.PluginConfig{Plugins: []*plugin.Plugin{stamp}},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Engine{app: app, sessions: sessions, client: client, runner: r, opts: opts.withDefaults()}, nil
+}
+
+type clientKey struct{}
+
+// stampClient records, on events that pause, which client started the
+// turn, so that a ledger record lost in a crash can be rebuilt with it.
+func stampClient(ctx agent.InvocationContext, ev *session.Event) (*session.Event, error) {
+	client, _ := ctx.Value(clientKey{}).(string)
+	if ev == nil || ev.Partial || len(ev.LongRunningToolIDs) == 0 || client == "" {
+		return nil, nil
+	}
+	if ev.CustomMetadata == nil {
+		ev.CustomMetadata = map[string]any{}
+	}
+	ev.CustomMetadata[clientMetadataKey] = client
+	return nil, nil
+}
+
+// TurnRequest is one user message.
+type TurnRequest struct {
+	UserID    string
+	SessionID string // created on first use
+	ClientID  string // the device or tab sending the message
+	Content   *genai.Content
+}
+
+// Turn runs the agent on a user message. It takes the session's lease
+// (policy LeaseReject or LeaseEnqueue), applies the pending-call policy, and
+// returns the running invocation. Errors before the invocation starts are
+// returned here: a busy session, pending calls under PendingReject, invalid
+// ids.
+func (e *Engine) Turn(ctx context.Context, req TurnRequest) (*Invocation, error) {
+	if err := validateIDs(req.UserID, req.SessionID, req.ClientID); err != nil {
+		return nil, err
+	}
+	if req.Content == nil || len(req.Content.Parts) == 0 {
+		return nil, fmt.Errorf("%w: empty message", ErrInvalidAnswer)
+	}
+	if e.opts.PendingPolicy == PendingReject {
+		// Refuse before taking the lease, so a refused message writes
+		// nothing; settleOpenCalls checks again under the lease.
+		if err := e.rejectIfPending(ctx, req.UserID, req.SessionID); err != nil {
+			return nil, err
+		}
+	}
+	wait := time.Duration(0)
+	if e.opts.LeasePolicy == LeaseEnqueue {
+		wait = e.opts.MaxWait
+	}
+	lease, err := e.acquire(ctx, req.UserID, req.SessionID, req.ClientID, wait, true)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.settleOpenCalls(ctx, req.UserID, req.SessionID); err != nil {
+		e.release(ctx, lease)
+		return nil, err
+	}
+	return e.start(ctx, lease, req.UserID, req.SessionID, req.ClientID, req.Content, nil), nil
+}
+
+// acquire takes the session's lease, waiting up to wait while it is busy.
+func (e *Engine) acquire(ctx context.Context, user, sid, client string, wait time.Duration, create bool) (*sessionstore.Lease, error) {
+	ttl := e.opts.InvocationTimeout + e.opts.LeaseMargin
+	holder := client + "/" + platform.NewUUID(ctx)
+	deadline := time.Now().Add(wait)
+	delay := 50 * time.Millisecond
+	for {
+		lease, err := e.sessions.AcquireLease(ctx, e.app, user, sid, holder, ttl)
+		if errors.Is(err, session.ErrNotFound) && create {
+			_, cerr := e.sessions.Create(ctx, &session.CreateRequest{AppName: e.app, UserID: user, SessionID: sid})
+			if cerr != nil && !isAlreadyExists(cerr) {
+				return nil, cerr
+			}
+			continue
+		}
+		if errors.Is(err, session.ErrNotFound) {
+			return nil, fmt.Errorf("%w: session %q", ErrNotFound, sid)
+		}
+		if !errors.Is(err, sessionstore.ErrBusy) || time.Now().Add(delay).After(deadline) {
+			return lease, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(delay):
+		}
+		delay = min(delay*2, 500*time.Millisecond)
+	}
+}
+
+func (e *Engine) release(ctx context.Context, lease *sessionstore.Lease) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := e.sessions.ReleaseLease(ctx, lease); err != nil {
+		e.opts.Logger.Warn("release lease", "session", lease.SessionID, "error", err)
+	}
+}
+
+// start runs the agent on msg in the background, detached from the
+// caller's cancellation and bounded by InvocationTimeout, and releases the
+// lease when it ends. after runs once the runner is done, before the lease
+// is released.
+func (e *Engine) start(ctx context.Context, lease *sessionstore.Lease, user, sid, client string, msg *genai.Content, after func(context.Context)) *Invocation {
+	inv := newInvocation()
+	runCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.opts.InvocationTimeout)
+	runCtx = context.WithValue(runCtx, clientKey{}, client)
+	go func() {
+		defer cancel()
+		defer inv.close()
+		defer e.release(runCtx, lease)
+		det := newDetector()
+		for ev, err := range e.runner.Run(runCtx, user, sid, msg, agent.RunConfig{StreamingMode: e.opts.StreamingMode}) {
+			if err != nil {
+				e.opts.Logger.Error("invocation", "session", sid, "error", err)
+				inv.fail(err)
+				break
+			}
+			if ev == nil {
+				continue
+			}
+			// The ledger record is written before the client can see the
+			// call, so an answer never arrives before its record.
+			for _, d := range det.observe(ev) {
+				if err := e.record(runCtx, user, sid, d, client); err != nil {
+					// Repaired from the session's events on the next access.
+					e.opts.Logger.Error("ledger write", "session", sid, "call", d.id, "error", err)
+				}
+			}
+			inv.push(ev)
+		}
+		if after != nil {
+			after(runCtx)
+		}
+	}()
+	return inv
+}
+
+func validateIDs(user, sid, client string) error {
+	if err := sessionstore.ValidateID("user id", user); err != nil {
+		return err
+	}
+	if err := sessionstore.ValidateID("session id", sid); err != nil {
+		return err
+	}
+	if client == "" {
+		return nil
+	}
+	return sessionstore.ValidateID("client id", client)
+}

@@ -1,0 +1,67 @@
+package toolcallback
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Sentinel errors returned by Resume, Turn, Pending and Sweep. Callers test
+// for them with errors.Is. A busy session is sessionstore.ErrBusy (a
+// *sessionstore.BusyError says how long to wait); an invalid id is
+// sessionstore.ErrInvalidID.
+var (
+	// ErrNotFound: no such call or session for this user. Another user's
+	// call or session is not found either.
+	ErrNotFound = errors.New("not found")
+	// ErrWrongClient: the call was started by another of the user's
+	// clients, and its tool does not let any device answer.
+	ErrWrongClient = errors.New("call belongs to another client")
+	// ErrAlreadyResolved: the call has its answer already. The
+	// *AlreadyResolvedError carries the recorded outcome.
+	ErrAlreadyResolved = errors.New("call already resolved")
+	// ErrExpired: the call expired, or was cancelled because the user moved
+	// on, before this answer arrived.
+	ErrExpired = errors.New("call expired or cancelled")
+	// ErrTooLarge: the answer exceeds the size limit.
+	ErrTooLarge = errors.New("answer too large")
+	// ErrInvalidAnswer: the answer does not fit the call (an approval
+	// decision for a browser tool, nothing set, several set).
+	ErrInvalidAnswer = errors.New("invalid answer")
+	// ErrPendingCalls: a new message arrived while calls are pending and the
+	// policy is PendingReject. The *PendingCallsError lists them.
+	ErrPendingCalls = errors.New("calls are pending")
+	// ErrInvalidToken: a call token is malformed, forged, expired or bound
+	// to other arguments.
+	ErrInvalidToken = errors.New("invalid call token")
+)
+
+// AlreadyResolvedError is returned when an answer arrives for a call that
+// has one. Call holds the recorded outcome; Same reports whether the new
+// answer is identical to the recorded one (a retry).
+type AlreadyResolvedError struct {
+	Call *Call
+	Same bool
+}
+
+func (e *AlreadyResolvedError) Error() string {
+	return fmt.Sprintf("call %q already %s", e.Call.ID, e.Call.Status)
+}
+
+func (e *AlreadyResolvedError) Is(target error) bool { return target == ErrAlreadyResolved }
+
+// PendingCallsError lists the calls that block a new message under the
+// PendingReject policy.
+type PendingCallsError struct {
+	Calls []*Call
+}
+
+func (e *PendingCallsError) Error() string {
+	ids := make([]string, len(e.Calls))
+	for i, c := range e.Calls {
+		ids[i] = c.Tool + " (" + c.ID + ")"
+	}
+	return "calls are pending: " + strings.Join(ids, ", ")
+}
+
+func (e *PendingCallsError) Is(target error) bool { return target == ErrPendingCalls }

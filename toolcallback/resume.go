@@ -1,0 +1,316 @@
+package toolcallback
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"google.golang.org/adk/platform"
+	"google.golang.org/adk/session"
+	"google.golang.org/adk/tool/toolconfirmation"
+	"google.golang.org/genai"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/baton-run/baton/sessionstore"
+)
+
+// Result is an answer to one paused call, identified either by the user,
+// session and call ids (with the answering client) or by a call token.
+type Result struct {
+	UserID    string
+	SessionID string
+	CallID    string
+	ClientID  string
+	// Token, when set, identifies and authorises the call instead of the
+	// ids above (see Engine.Token). No client check applies.
+	Token  string
+	Answer Answer
+}
+
+// Resumption is what an accepted answer led to.
+type Resumption struct {
+	Call *Call // the call as now recorded
+	// Waiting lists calls of the same model step still without an answer;
+	// the agent resumes once they have one.
+	Waiting []string
+	// Deferred is true when the step is complete but the session stayed
+	// busy: the answer is recorded and Sweep (or the next turn) will
+	// deliver it.
+	Deferred bool
+	// Invocation is the resumed agent, nil when nothing was resumed.
+	Invocation *Invocation
+}
+
+// Resume records an answer and, when it completes its model step, resumes
+// the agent once with the answers of every call of that step.
+//
+// The answer is accepted once: the first writer wins, and a later answer
+// gets an *AlreadyResolvedError carrying the recorded outcome, without
+// running anything again.
+func (e *Engine) Resume(ctx context.Context, r Result) (*Resumption, error) {
+	var tokenArgs string
+	if r.Token != "" {
+		claims, err := e.verifyToken(ctx, r.Token)
+		if err != nil {
+			return nil, err
+		}
+		r.UserID, r.SessionID, r.CallID, tokenArgs = claims.User, claims.Session, claims.Call, claims.ArgsHash
+	}
+	if err := validateIDs(r.UserID, r.SessionID, r.ClientID); err != nil {
+		return nil, err
+	}
+	if err := sessionstore.ValidateID("call id", r.CallID); err != nil {
+		return nil, err
+	}
+	answer, err := json.Marshal(r.Answer)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidAnswer, err)
+	}
+	if len(answer) > e.opts.MaxAnswerBytes {
+		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(answer), e.opts.MaxAnswerBytes)
+	}
+
+	ref := e.callRef(r.UserID, r.SessionID, r.CallID)
+	doc, snap, err := e.readCall(ctx, ref, r.UserID, r.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	if r.Token != "" && argsHash(doc.Args) != tokenArgs {
+		return nil, fmt.Errorf("%w: arguments differ from the call's", ErrInvalidToken)
+	}
+	if err := checkAnswer(Kind(doc.Kind), r.Answer); err != nil {
+		return nil, err
+	}
+	if r.Token == "" && !doc.AnyDevice && r.ClientID != doc.Client {
+		return nil, fmt.Errorf("%w: call %q", ErrWrongClient, r.CallID)
+	}
+	if err := e.settledError(doc, answer); err != nil {
+		return nil, err
+	}
+	now := platform.Now(ctx)
+	if !now.Before(doc.Expires) {
+		return nil, fmt.Errorf("%w: call %q expired at %s", ErrExpired, doc.ID, doc.Expires.Format(time.RFC3339))
+	}
+
+	sweepAt := now.Add(e.opts.AnswerGrace)
+	_, err = ref.Update(ctx, []firestore.Update{
+		{Path: "status", Value: string(StatusResolved)},
+		{Path: "answer", Value: answer},
+		{Path: "resolvedBy", Value: r.ClientID},
+		{Path: "resolved", Value: now},
+		{Path: "sweepAt", Value: sweepAt},
+	}, firestore.LastUpdateTime(snap.UpdateTime))
+	if status.Code(err) == codes.FailedPrecondition {
+		// Another answer (or the sweeper) got there first.
+		doc, _, rerr := e.readCall(ctx, ref, r.UserID, r.SessionID)
+		if rerr != nil {
+			return nil, rerr
+		}
+		if serr := e.settledError(doc, answer); serr != nil {
+			return nil, serr
+		}
+		return nil, fmt.Errorf("record answer to %q: %w", r.CallID, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("record answer to %q: %w", r.CallID, translate(err))
+	}
+	doc.Status, doc.Answer, doc.ResolvedBy, doc.Resolved, doc.SweepAt = string(StatusResolved), answer, r.ClientID, now, &sweepAt
+
+	client := r.ClientID
+	if client == "" {
+		client = doc.Client
+	}
+	return e.resumeStep(ctx, doc, client, e.opts.ResumeWait)
+}
+
+// readCall reads a ledger record, rebuilding it from the session's events
+// if a crash lost it.
+func (e *Engine) readCall(ctx context.Context, ref *firestore.DocumentRef, user, sid string) (*callDoc, *firestore.DocumentSnapshot, error) {
+	snap, err := ref.Get(ctx)
+	if status.Code(err) == codes.NotFound {
+		sess, lerr := e.loadSession(ctx, user, sid)
+		if lerr != nil {
+			return nil, nil, lerr
+		}
+		if rerr := e.repair(ctx, sess); rerr != nil {
+			return nil, nil, rerr
+		}
+		snap, err = ref.Get(ctx)
+	}
+	if status.Code(err) == codes.NotFound {
+		return nil, nil, fmt.Errorf("%w: call %q", ErrNotFound, ref.ID)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("read call %q: %w", ref.ID, translate(err))
+	}
+	var doc callDoc
+	if err := snap.DataTo(&doc); err != nil {
+		return nil, nil, fmt.Errorf("decode call %q: %w", ref.ID, err)
+	}
+	return &doc, snap, nil
+}
+
+// settledError is the error for an answer to a call that is no longer
+// pending, or nil if it is.
+func (e *Engine) settledError(doc *callDoc, answer []byte) error {
+	switch Status(doc.Status) {
+	case StatusPending:
+		return nil
+	case StatusResolved:
+		c, err := doc.call()
+		if err != nil {
+			return err
+		}
+		return &AlreadyResolvedError{Call: c, Same: bytes.Equal(doc.Answer, answer)}
+	default:
+		return fmt.Errorf("%w: call %q is %s", ErrExpired, doc.ID, doc.Status)
+	}
+}
+
+func checkAnswer(kind Kind, a Answer) error {
+	if kind == KindApproval {
+		if a.Approved == nil || a.Output != nil || a.Error != "" {
+			return fmt.Errorf("%w: an approval needs a decision (approved true or false) and nothing else", ErrInvalidAnswer)
+		}
+		return nil
+	}
+	if a.Approved != nil || a.Payload != nil {
+		return fmt.Errorf("%w: a %s call takes an output or an error, not an approval", ErrInvalidAnswer, kind)
+	}
+	if (a.Output == nil) == (a.Error == "") {
+		return fmt.Errorf("%w: set exactly one of output and error", ErrInvalidAnswer)
+	}
+	return nil
+}
+
+// resumeStep resumes the agent with the answers of doc's model step when
+// every call of the step has one and the agent does not have them yet.
+func (e *Engine) resumeStep(ctx context.Context, doc *callDoc, client string, wait time.Duration) (*Resumption, error) {
+	c, err := doc.call()
+	if err != nil {
+		return nil, err
+	}
+	res := &Resumption{Call: c}
+	step, _, err := queryCalls(ctx, e.callsOf(doc.User, doc.Session).Where("step", "==", doc.Step))
+	if err != nil {
+		return nil, err
+	}
+	var open []*callDoc
+	for _, d := range step {
+		switch {
+		case Status(d.Status) == StatusPending:
+			res.Waiting = append(res.Waiting, d.ID)
+		case !d.Resumed:
+			open = append(open, d)
+		}
+	}
+	if len(res.Waiting) > 0 || len(open) == 0 {
+		return res, nil
+	}
+	lease, err := e.acquire(ctx, doc.User, doc.Session, client, wait, false)
+	if errors.Is(err, sessionstore.ErrBusy) {
+		res.Deferred = true
+		return res, nil
+	}
+	if errors.Is(err, ErrNotFound) {
+		// The session is gone; nothing will ever take these answers.
+		return res, e.markResumed(ctx, open)
+	}
+	if err != nil {
+		return nil, err
+	}
+	sess, err := e.loadSession(ctx, doc.User, doc.Session)
+	if err != nil {
+		e.release(ctx, lease)
+		return nil, err
+	}
+	// Replaying answers would re-run the model, and replaying an approval
+	// would re-run the tool: the session, read under the lease, says
+	// whether an earlier resume already delivered them.
+	if delivered(sess, open) {
+		e.release(ctx, lease)
+		return res, e.markResumed(ctx, open)
+	}
+	msg := &genai.Content{Role: genai.RoleUser, Parts: responseParts(open, true)}
+	res.Invocation = e.start(ctx, lease, doc.User, doc.Session, client, msg, func(ctx context.Context) {
+		if err := e.markResumed(ctx, open); err != nil {
+			e.opts.Logger.Warn("mark resumed", "session", doc.Session, "error", err)
+		}
+	})
+	return res, nil
+}
+
+// delivered reports whether a user event of sess already answers calls.
+func delivered(sess session.Session, calls []*callDoc) bool {
+	ids := map[string]bool{}
+	for _, c := range calls {
+		ids[c.ID], ids[c.OriginalID] = true, true
+	}
+	for ev := range sess.Events().All() {
+		if ev.Author != "user" || ev.Content == nil {
+			continue
+		}
+		for _, p := range ev.Content.Parts {
+			if p.FunctionResponse != nil && ids[p.FunctionResponse.ID] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// responseParts turns settled calls into the function responses the agent
+// receives. resuming is false when the user moved on: an approval that was
+// granted but never delivered is then reported as not run, since ADK only
+// runs confirmed tools from the latest user event.
+func responseParts(calls []*callDoc, resuming bool) []*genai.Part {
+	parts := make([]*genai.Part, 0, len(calls))
+	for _, c := range calls {
+		var a Answer
+		if len(c.Answer) > 0 {
+			_ = json.Unmarshal(c.Answer, &a) // written by Resume from a valid Answer
+		}
+		fr := &genai.FunctionResponse{ID: c.ID, Name: c.Tool}
+		switch {
+		case Status(c.Status) == StatusResolved && Kind(c.Kind) == KindApproval && resuming:
+			fr.Name = toolconfirmation.FunctionCallName
+			fr.Response = map[string]any{"confirmed": *a.Approved, "payload": a.Payload}
+		case Status(c.Status) == StatusResolved && Kind(c.Kind) == KindApproval:
+			fr.ID = c.OriginalID
+			fr.Response = map[string]any{"error": "not run: the user sent a new message before the approval was processed"}
+		case Status(c.Status) == StatusResolved && a.Error != "":
+			fr.Response = map[string]any{"error": a.Error}
+		case Status(c.Status) == StatusResolved:
+			fr.Response = a.Output
+		default:
+			fr.ID = c.OriginalID
+			fr.Response = map[string]any{"error": settledReason(c)}
+		}
+		parts = append(parts, &genai.Part{FunctionResponse: fr})
+	}
+	return parts
+}
+
+func settledReason(c *callDoc) string {
+	if Status(c.Status) == StatusExpired {
+		return fmt.Sprintf("no result within %s", durationText(c.Expires.Sub(c.Created)))
+	}
+	return "cancelled: the user sent a new message before this call was answered"
+}
+
+// durationText writes a duration the way a person would: "10m", "1h30m".
+func durationText(d time.Duration) string {
+	d = d.Round(time.Second)
+	s := d.String()
+	for _, suffix := range []string{"m0s", "h0m"} {
+		if len(s) > len(suffix) && s[len(s)-len(suffix):] == suffix {
+			s = s[:len(s)-len(suffix)+1]
+		}
+	}
+	return s
+}

@@ -1,0 +1,181 @@
+package toolcallback
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"cloud.google.com/go/firestore"
+	"google.golang.org/adk/platform"
+	"google.golang.org/adk/session"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/baton-run/baton/sessionstore"
+)
+
+// callsCollection is the ledger's collection, nested under each session's
+// document so that a session's records live and die with it. Sweep queries
+// it as a collection group.
+const callsCollection = "calls"
+
+func (e *Engine) callRef(user, sid, callID string) *firestore.DocumentRef {
+	return e.sessions.SessionRef(e.app, user, sid).Collection(callsCollection).Doc(callID)
+}
+
+func (e *Engine) callsOf(user, sid string) *firestore.CollectionRef {
+	return e.sessions.SessionRef(e.app, user, sid).Collection(callsCollection)
+}
+
+// newCallDoc builds the ledger record of a detected call.
+func (e *Engine) newCallDoc(user, sid string, d detected, fallbackClient string) (*callDoc, error) {
+	args, err := json.Marshal(d.args)
+	if err != nil {
+		return nil, fmt.Errorf("encode arguments of %q: %w", d.id, err)
+	}
+	timeout := d.timeout
+	if timeout <= 0 {
+		timeout = e.opts.CallTimeout
+	}
+	created := d.created
+	if created.IsZero() {
+		created = platform.Now(context.Background())
+	}
+	client := d.client
+	if client == "" {
+		client = fallbackClient
+	}
+	anyDevice := d.anyDevice || (d.kind == KindApproval && e.opts.ApprovalsAnyDevice)
+	expires := created.Add(timeout)
+	return &callDoc{
+		ID: d.id, App: e.app, Scope: e.scope(), User: user, Session: sid, Invocation: d.invocation, Client: client,
+		Tool: d.tool, Args: args, Kind: string(d.kind), Step: d.step, OriginalID: d.originalID,
+		AnyDevice: anyDevice, Hint: d.hint, Status: string(StatusPending),
+		Created: created, Expires: expires, SweepAt: &expires, GCAt: expires.Add(e.opts.Retention),
+	}, nil
+}
+
+// record writes the ledger record of a call the invocation just paused.
+func (e *Engine) record(ctx context.Context, user, sid string, d detected, client string) error {
+	doc, err := e.newCallDoc(user, sid, d, client)
+	if err != nil {
+		return err
+	}
+	if err := sessionstore.ValidateID("call id", d.id); err != nil {
+		return err
+	}
+	_, err = e.callRef(user, sid, d.id).Create(ctx, doc)
+	if status.Code(err) == codes.AlreadyExists {
+		return nil
+	}
+	return translate(err)
+}
+
+// repair makes sure every open call of a stored session has its ledger
+// record, rebuilding the ones a crash lost between the call event reaching
+// the session and the record being written.
+func (e *Engine) repair(ctx context.Context, sess session.Session) error {
+	open := openCalls(sess.Events())
+	if len(open) == 0 {
+		return nil
+	}
+	refs := make([]*firestore.DocumentRef, len(open))
+	for i, d := range open {
+		if err := sessionstore.ValidateID("call id", d.id); err != nil {
+			return err
+		}
+		refs[i] = e.callRef(sess.UserID(), sess.ID(), d.id)
+	}
+	snaps, err := e.client.GetAll(ctx, refs)
+	if err != nil {
+		return fmt.Errorf("read ledger: %w", translate(err))
+	}
+	for i, snap := range snaps {
+		if snap.Exists() {
+			continue
+		}
+		if err := e.record(ctx, sess.UserID(), sess.ID(), open[i], ""); err != nil {
+			return fmt.Errorf("rebuild ledger record %q: %w", open[i].id, err)
+		}
+		e.opts.Logger.Warn("rebuilt lost ledger record", "session", sess.ID(), "call", open[i].id)
+	}
+	return nil
+}
+
+// loadSession reads a session for the ledger's purposes.
+func (e *Engine) loadSession(ctx context.Context, user, sid string) (session.Session, error) {
+	got, err := e.sessions.Get(ctx, &session.GetRequest{AppName: e.app, UserID: user, SessionID: sid})
+	if errors.Is(err, session.ErrNotFound) {
+		return nil, fmt.Errorf("%w: session %q", ErrNotFound, sid)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return got.Session, nil
+}
+
+// query returns the calls matching q, in creation order.
+func queryCalls(ctx context.Context, q firestore.Query) ([]*callDoc, []*firestore.DocumentSnapshot, error) {
+	snaps, err := q.Documents(ctx).GetAll()
+	if err != nil {
+		return nil, nil, fmt.Errorf("query ledger: %w", translate(err))
+	}
+	docs := make([]*callDoc, len(snaps))
+	for i, s := range snaps {
+		docs[i] = &callDoc{}
+		if err := s.DataTo(docs[i]); err != nil {
+			return nil, nil, fmt.Errorf("decode %s: %w", s.Ref.Path, err)
+		}
+	}
+	order := make([]int, len(docs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		if c := docs[a].Created.Compare(docs[b].Created); c != 0 {
+			return c
+		}
+		return strings.Compare(docs[a].ID, docs[b].ID)
+	})
+	sortedDocs := make([]*callDoc, len(docs))
+	sortedSnaps := make([]*firestore.DocumentSnapshot, len(docs))
+	for i, j := range order {
+		sortedDocs[i], sortedSnaps[i] = docs[j], snaps[j]
+	}
+	return sortedDocs, sortedSnaps, nil
+}
+
+// markResumed records that the agent has the answers of calls: Sweep
+// stops looking at them.
+func (e *Engine) markResumed(ctx context.Context, docs []*callDoc) error {
+	if len(docs) == 0 {
+		return nil
+	}
+	batch := e.client.Batch()
+	for _, d := range docs {
+		batch.Update(e.callRef(d.User, d.Session, d.ID), []firestore.Update{
+			{Path: "resumed", Value: true},
+			{Path: "sweepAt", Value: firestore.Delete},
+		})
+	}
+	_, err := batch.Commit(ctx)
+	return translate(err)
+}
+
+// translate maps the gRPC codes callers act on to sentinels.
+func translate(err error) error {
+	switch status.Code(err) {
+	case codes.OK:
+		return err
+	case codes.Unavailable, codes.DeadlineExceeded, codes.ResourceExhausted:
+		return fmt.Errorf("%w: %w", sessionstore.ErrUnavailable, err)
+	}
+	return err
+}
+
+func isAlreadyExists(err error) bool {
+	return errors.Is(err, sessionstore.ErrAlreadyExists) || status.Code(err) == codes.AlreadyExists
+}

@@ -1,0 +1,97 @@
+package toolcallback
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"google.golang.org/adk/platform"
+)
+
+// tokenClaims is what a call token binds: one call of one session of one
+// user, the call's arguments (by hash) and an expiry.
+type tokenClaims struct {
+	Call     string `json:"c"`
+	Session  string `json:"s"`
+	User     string `json:"u"`
+	ArgsHash string `json:"a"`
+	Expires  int64  `json:"x"` // Unix seconds
+}
+
+// tokenDomain separates call-token MACs from any other use of the key.
+const tokenDomain = "baton-call-token-v1."
+
+// Token returns an opaque token that alone authorises answering c, for an
+// external system or an approval link. It expires with the call. The same
+// exactly-once rules apply to answers carrying it.
+func (e *Engine) Token(c *Call) (string, error) {
+	if len(e.opts.TokenKey) == 0 {
+		return "", errors.New("call tokens need Options.TokenKey")
+	}
+	args, err := json.Marshal(c.Args)
+	if err != nil {
+		return "", fmt.Errorf("encode arguments of %q: %w", c.ID, err)
+	}
+	payload, err := json.Marshal(tokenClaims{
+		Call: c.ID, Session: c.SessionID, User: c.UserID, ArgsHash: argsHash(args), Expires: c.Expires.Unix(),
+	})
+	if err != nil {
+		return "", err
+	}
+	body := base64.RawURLEncoding.EncodeToString(payload)
+	return body + "." + base64.RawURLEncoding.EncodeToString(e.mac(body)), nil
+}
+
+func (e *Engine) mac(body string) []byte {
+	m := hmac.New(sha256.New, e.opts.TokenKey)
+	m.Write([]byte(tokenDomain + body))
+	return m.Sum(nil)
+}
+
+func (e *Engine) verifyToken(ctx context.Context, token string) (*tokenClaims, error) {
+	if len(e.opts.TokenKey) == 0 {
+		return nil, fmt.Errorf("%w: this deployment issues no call tokens", ErrInvalidToken)
+	}
+	if len(token) > 4096 {
+		return nil, fmt.Errorf("%w: too long", ErrInvalidToken)
+	}
+	body, sig, ok := strings.Cut(token, ".")
+	if !ok {
+		return nil, fmt.Errorf("%w: malformed", ErrInvalidToken)
+	}
+	got, err := base64.RawURLEncoding.DecodeString(sig)
+	if err != nil || !hmac.Equal(got, e.mac(body)) {
+		return nil, fmt.Errorf("%w: bad signature", ErrInvalidToken)
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(body)
+	if err != nil {
+		return nil, fmt.Errorf("%w: malformed", ErrInvalidToken)
+	}
+	var c tokenClaims
+	if err := json.Unmarshal(payload, &c); err != nil || c.Call == "" || c.Session == "" || c.User == "" {
+		return nil, fmt.Errorf("%w: malformed claims", ErrInvalidToken)
+	}
+	if !platform.Now(ctx).Before(time.Unix(c.Expires, 0)) {
+		return nil, fmt.Errorf("%w: expired", ErrInvalidToken)
+	}
+	return &c, nil
+}
+
+// argsHash hashes a call's arguments in a canonical JSON form (decoded and
+// encoded again, so map order and number spelling do not matter).
+func argsHash(raw []byte) string {
+	var v any
+	if len(raw) > 0 {
+		_ = json.Unmarshal(raw, &v)
+	}
+	canonical, _ := json.Marshal(v)
+	sum := sha256.Sum256(canonical)
+	return hex.EncodeToString(sum[:])
+}

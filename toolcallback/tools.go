@@ -1,0 +1,140 @@
+package toolcallback
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"google.golang.org/adk/tool"
+	"google.golang.org/adk/tool/functiontool"
+)
+
+// Kind says who answers a paused call.
+type Kind string
+
+const (
+	// KindBrowser calls are run by the user's browser.
+	KindBrowser Kind = "browser"
+	// KindApproval calls are ADK tool confirmations a person answers.
+	KindApproval Kind = "approval"
+	// KindExternal calls are answered by another system holding a call token.
+	KindExternal Kind = "external"
+)
+
+// pendingKey is the key of the marker a paused tool puts in its placeholder
+// result. The marker makes the placeholder self-describing, so that the
+// ledger can be rebuilt from the session's events alone.
+const pendingKey = "baton_pending"
+
+// pendingMarker is what a paused tool's placeholder result carries under
+// pendingKey. The model never sees it: the real answer replaces the
+// placeholder (ADK merges responses by call id) before the model is called.
+type pendingMarker struct {
+	Kind           Kind    `json:"kind"`
+	TimeoutSeconds float64 `json:"timeoutSeconds,omitempty"`
+	AnyDevice      bool    `json:"anyDevice,omitempty"`
+}
+
+// BrowserConfig declares a tool that runs in the user's browser.
+type BrowserConfig struct {
+	Name        string
+	Description string
+	// Timeout after which an unanswered call expires. Zero uses the
+	// engine's default.
+	Timeout time.Duration
+	// AnyDevice lets any of the user's clients answer. By default only the
+	// client that started the turn may.
+	AnyDevice bool
+}
+
+// Browser declares a tool the user's browser runs. The argument schema is
+// inferred from Args. When the model calls it, the invocation pauses: the
+// tool returns a placeholder and skips summarization, so the model is not
+// called again until the browser's answer resumes the agent.
+func Browser[Args any](cfg BrowserConfig) (tool.Tool, error) {
+	return pausingTool[Args](cfg.Name, cfg.Description, pendingMarker{
+		Kind: KindBrowser, TimeoutSeconds: cfg.Timeout.Seconds(), AnyDevice: cfg.AnyDevice,
+	})
+}
+
+// ExternalConfig declares a tool whose result comes from another system.
+type ExternalConfig struct {
+	Name        string
+	Description string
+	// Timeout after which an unanswered call expires. Zero uses the
+	// engine's default.
+	Timeout time.Duration
+}
+
+// External declares a tool answered by another system, authorised by a
+// call token bound to the single call (see Engine.Token). It pauses the
+// invocation like a browser tool.
+func External[Args any](cfg ExternalConfig) (tool.Tool, error) {
+	return pausingTool[Args](cfg.Name, cfg.Description, pendingMarker{
+		Kind: KindExternal, TimeoutSeconds: cfg.Timeout.Seconds(), AnyDevice: true,
+	})
+}
+
+func pausingTool[Args any](name, description string, marker pendingMarker) (tool.Tool, error) {
+	placeholder := map[string]any{
+		"status":   "pending",
+		pendingKey: marker,
+	}
+	return functiontool.New(functiontool.Config{Name: name, Description: description, IsLongRunning: true},
+		func(ctx tool.Context, _ Args) (map[string]any, error) {
+			// IsLongRunning alone does not pause: the flow would call the
+			// model again with this placeholder. Skipping summarization
+			// ends the invocation on this response.
+			ctx.Actions().SkipSummarization = true
+			return placeholder, nil
+		})
+}
+
+// ApprovalConfig declares a server tool that runs only after a person
+// approves the call.
+type ApprovalConfig[Args any] struct {
+	Name        string
+	Description string
+	// Require decides per call whether approval is needed. Nil means every
+	// call needs it.
+	Require func(Args) bool
+}
+
+// Approval declares an ordinary Go tool gated by ADK's tool confirmation.
+// The handler runs only after approval, exactly once. An approver may send
+// a payload: when it is a JSON object its fields replace the model's
+// arguments (an edited amount, say) before the handler runs. A rejection
+// reaches the model as the tool's error.
+func Approval[Args, Result any](cfg ApprovalConfig[Args], handler func(tool.Context, Args) (Result, error)) (tool.Tool, error) {
+	fc := functiontool.Config{Name: cfg.Name, Description: cfg.Description, RequireConfirmation: cfg.Require == nil}
+	if cfg.Require != nil {
+		fc.RequireConfirmationProvider = cfg.Require
+	}
+	return functiontool.New(fc, func(ctx tool.Context, args Args) (Result, error) {
+		if c := ctx.ToolConfirmation(); c != nil && c.Confirmed && c.Payload != nil {
+			edited, err := applyPayload(args, c.Payload)
+			if err != nil {
+				var zero Result
+				return zero, err
+			}
+			args = edited
+		}
+		return handler(ctx, args)
+	})
+}
+
+// applyPayload decodes an approver's JSON object over args.
+func applyPayload[Args any](args Args, payload any) (Args, error) {
+	obj, ok := payload.(map[string]any)
+	if !ok || len(obj) == 0 {
+		return args, nil
+	}
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return args, fmt.Errorf("approval payload: %w", err)
+	}
+	if err := json.Unmarshal(b, &args); err != nil {
+		return args, fmt.Errorf("approval payload does not fit the tool's arguments: %w", err)
+	}
+	return args, nil
+}
