@@ -68,7 +68,18 @@ type IDTokenOptions struct {
 	// ClockSkew is the leeway allowed on exp, iat and auth_time.
 	// Default: 30 s; a negative value means no leeway.
 	ClockSkew time.Duration
+	// Issuer and Audience replace Firebase's (the project's securetoken
+	// issuer, and the project id) to verify other Google-signed ID tokens,
+	// such as the OIDC token Cloud Scheduler sends: issuer
+	// https://accounts.google.com, audience the URL called, keys at
+	// GoogleOIDCKeysURL. auth_time is required only for Firebase tokens.
+	Issuer   string
+	Audience string
 }
+
+// GoogleOIDCKeysURL serves the certificates of Google-signed OIDC tokens
+// (service accounts, Cloud Scheduler) in the same format as Firebase's.
+const GoogleOIDCKeysURL = "https://www.googleapis.com/oauth2/v1/certs"
 
 // IDToken is a verified Firebase Auth ID token.
 type IDToken struct {
@@ -89,7 +100,9 @@ type IDToken struct {
 // allows. It is safe for concurrent use.
 type IDTokenVerifier struct {
 	projectID string
+	audience  string
 	issuer    string
+	firebase  bool // Firebase's rules: auth_time required
 	keysURL   string
 	client    *http.Client
 	now       func() time.Time
@@ -111,7 +124,9 @@ type IDTokenVerifier struct {
 func NewIDTokenVerifier(projectID string, opts *IDTokenOptions) *IDTokenVerifier {
 	v := &IDTokenVerifier{
 		projectID: projectID,
+		audience:  projectID,
 		issuer:    idTokenIssuerPrefix + projectID,
+		firebase:  true,
 		keysURL:   idTokenKeysURL,
 		now:       time.Now,
 		skew:      idTokenDefaultSkew,
@@ -122,6 +137,12 @@ func NewIDTokenVerifier(projectID string, opts *IDTokenOptions) *IDTokenVerifier
 			v.keysURL = opts.KeysURL
 		}
 		v.client = opts.HTTPClient
+		if opts.Issuer != "" {
+			v.issuer, v.firebase = opts.Issuer, false
+		}
+		if opts.Audience != "" {
+			v.audience = opts.Audience
+		}
 		if opts.Now != nil {
 			v.now = opts.Now
 		}
@@ -142,8 +163,8 @@ func NewIDTokenVerifier(projectID string, opts *IDTokenOptions) *IDTokenVerifier
 // that cannot be fetched give one wrapping [ErrKeysUnavailable]; any other
 // error (a verifier without a project id) is the server's fault.
 func (v *IDTokenVerifier) Verify(ctx context.Context, rawToken string) (*IDToken, error) {
-	if v.projectID == "" {
-		return nil, errors.New("id token verifier: empty project id")
+	if v.audience == "" {
+		return nil, errors.New("id token verifier: empty project id or audience")
 	}
 	if rawToken == "" {
 		return nil, fmt.Errorf("%w: missing token", ErrInvalidToken)
@@ -213,8 +234,8 @@ func (v *IDTokenVerifier) checkClaims(claims map[string]any) (*IDToken, error) {
 	if tok.Issuer, ok = claims["iss"].(string); !ok || tok.Issuer != v.issuer {
 		return nil, fmt.Errorf("%w: iss %q, want %q", ErrInvalidToken, tok.Issuer, v.issuer)
 	}
-	if tok.Audience, ok = claims["aud"].(string); !ok || tok.Audience != v.projectID {
-		return nil, fmt.Errorf("%w: aud %q, want %q", ErrInvalidToken, tok.Audience, v.projectID)
+	if tok.Audience, ok = claims["aud"].(string); !ok || tok.Audience != v.audience {
+		return nil, fmt.Errorf("%w: aud %q, want %q", ErrInvalidToken, tok.Audience, v.audience)
 	}
 	tok.UserID, _ = claims["sub"].(string)
 	if tok.UserID == "" {
@@ -230,8 +251,10 @@ func (v *IDTokenVerifier) checkClaims(claims map[string]any) (*IDToken, error) {
 	if tok.IssuedAt, err = idTokenTime(claims, "iat"); err != nil {
 		return nil, err
 	}
-	if tok.AuthTime, err = idTokenTime(claims, "auth_time"); err != nil {
-		return nil, err
+	if _, present := claims["auth_time"]; present || v.firebase {
+		if tok.AuthTime, err = idTokenTime(claims, "auth_time"); err != nil {
+			return nil, err
+		}
 	}
 	now := v.now()
 	if !now.Before(tok.Expires.Add(v.skew)) {

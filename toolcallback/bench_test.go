@@ -18,7 +18,7 @@ import (
 func BenchmarkPauseResume(b *testing.B) {
 	var n atomic.Int64
 	f := newFixture(b, nil)
-	f.model.repeat = func(req *model.LLMRequest) *genai.Content {
+	f.model.Repeat = func(req *model.LLMRequest) *genai.Content {
 		last := req.Contents[len(req.Contents)-1]
 		if len(last.Parts) > 0 && last.Parts[0].FunctionResponse != nil {
 			return genai.NewContentFromText("Now playing.", genai.RoleModel)

@@ -53,10 +53,10 @@ func TestStepResumedOnceWithAllAnswers(t *testing.T) {
 	if resumed != 1 {
 		t.Errorf("%d resumptions, want exactly 1", resumed)
 	}
-	if f.model.calls() != 2 {
-		t.Fatalf("model called %d times, want 2", f.model.calls())
+	if f.model.Calls() != 2 {
+		t.Fatalf("model called %d times, want 2", f.model.Calls())
 	}
-	last := f.model.lastRequest().Contents
+	last := f.model.LastRequest().Contents
 	got := dumpContents(last[len(last)-1:])
 	if !strings.Contains(got, "response(c1") || !strings.Contains(got, "response(c2") {
 		t.Errorf("resumed request's last content = %s, want both responses", got)
@@ -100,8 +100,8 @@ func TestDuplicateAnswers(t *testing.T) {
 	if accepted != 1 {
 		t.Errorf("%d answers accepted, want 1", accepted)
 	}
-	if f.model.calls() != 2 {
-		t.Errorf("model called %d times, want 2 (one turn, one resume)", f.model.calls())
+	if f.model.Calls() != 2 {
+		t.Errorf("model called %d times, want 2 (one turn, one resume)", f.model.Calls())
 	}
 }
 
@@ -114,7 +114,7 @@ func TestConcurrentTurns(t *testing.T) {
 			t.Parallel()
 			f := newFixture(t, &toolcallback.Options{LeasePolicy: policy, MaxWait: 20 * time.Second}, textReply("first"), textReply("second"))
 			gate := make(chan struct{})
-			f.model.gate = gate
+			f.model.Gate = gate
 			// The session exists before the race, so both turns contend
 			// for its lease only.
 			if _, err := f.sessions.Create(t.Context(), newSession("s1")); err != nil {
@@ -124,7 +124,7 @@ func TestConcurrentTurns(t *testing.T) {
 			if err != nil {
 				t.Fatalf("first Turn() error = %v", err)
 			}
-			for f.model.calls() == 0 { // the first turn is inside the model
+			for f.model.Calls() == 0 { // the first turn is inside the model
 				time.Sleep(5 * time.Millisecond)
 			}
 			type outcome struct {
@@ -178,13 +178,13 @@ func TestCallerCancellation(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, nil, callReply(call("c1", "change_bgm", map[string]any{"track": 5})), echoReply)
 	gate := make(chan struct{})
-	f.model.gate = gate
+	f.model.Gate = gate
 	ctx, cancel := context.WithCancel(t.Context())
 	inv, err := f.engine.Turn(ctx, textTurn("s1", "tab-a", "track 5"))
 	if err != nil {
 		t.Fatalf("Turn() error = %v", err)
 	}
-	for f.model.calls() == 0 {
+	for f.model.Calls() == 0 {
 		time.Sleep(5 * time.Millisecond)
 	}
 	cancel() // the client went away
@@ -195,13 +195,13 @@ func TestCallerCancellation(t *testing.T) {
 	if got := f.callStatus("s1", "c1"); got != "pending" {
 		t.Errorf("ledger status = %s, want pending", got)
 	}
-	f.model.gate = nil
+	f.model.Gate = nil
 	// The session is free again and the transcript is valid for the model
 	// (the strict model checks the resumed request).
 	if _, _, err := resume(f.engine, t.Context(), "s1", "c1", "tab-a", toolcallback.Answer{Output: map[string]any{"playing": 5}}); err != nil {
 		t.Fatalf("Resume() error = %v", err)
 	}
-	if f.model.calls() != 2 {
-		t.Errorf("model called %d times, want 2", f.model.calls())
+	if f.model.Calls() != 2 {
+		t.Errorf("model called %d times, want 2", f.model.Calls())
 	}
 }

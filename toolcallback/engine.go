@@ -249,6 +249,14 @@ func (e *Engine) start(ctx context.Context, lease *sessionstore.Lease, user, sid
 		defer cancel()
 		defer inv.close()
 		defer e.release(runCtx, lease)
+		defer func() {
+			// A panicking tool or model must not take the instance down
+			// with every other request on it.
+			if p := recover(); p != nil {
+				e.opts.Logger.Error("invocation panicked", "session", sid, "panic", fmt.Sprint(p))
+				inv.fail(fmt.Errorf("invocation panicked: %v", p))
+			}
+		}()
 		det := newDetector()
 		for ev, err := range e.runner.Run(runCtx, user, sid, msg, agent.RunConfig{StreamingMode: e.opts.StreamingMode}) {
 			if err != nil {

@@ -19,8 +19,8 @@ func TestBrowserRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Turn() error = %v", err)
 	}
-	if f.model.calls() != 1 {
-		t.Fatalf("model called %d times during the paused turn, want 1", f.model.calls())
+	if f.model.Calls() != 1 {
+		t.Fatalf("model called %d times during the paused turn, want 1", f.model.Calls())
 	}
 	var sawCall bool
 	for _, ev := range events {
@@ -50,8 +50,8 @@ func TestBrowserRoundTrip(t *testing.T) {
 	if got := finalText(resumed); !strings.Contains(got, `change_bgm={"playing":2}`) {
 		t.Errorf("resumed answer = %q, want the model to have seen the browser's output", got)
 	}
-	if f.model.calls() != 2 {
-		t.Errorf("model called %d times in all, want 2", f.model.calls())
+	if f.model.Calls() != 2 {
+		t.Errorf("model called %d times in all, want 2", f.model.Calls())
 	}
 	if got := f.callStatus("s1", "c1"); got != "resolved" {
 		t.Errorf("ledger status = %s, want resolved", got)

@@ -2,204 +2,36 @@ package toolcallback_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"iter"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"cloud.google.com/go/firestore"
 	"google.golang.org/adk/agent/llmagent"
-	"google.golang.org/adk/model"
 	"google.golang.org/adk/session"
 	"google.golang.org/adk/tool"
 	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/internal/firestoretest"
+	"github.com/baton-run/baton/internal/modeltest"
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
 )
 
 func TestMain(m *testing.M) { firestoretest.Main(m) }
 
-// strictModel is a scripted model that checks every request the way Gemini
-// does: each function call must be answered by exactly one response, in the
-// content right after it, and every response must answer a call of the
-// content right before it. A violation fails the test.
-type strictModel struct {
-	t        testing.TB
-	mu       sync.Mutex
-	script   []reply
-	requests []*model.LLMRequest
-	// gate, when set, is received from before answering (to hold the
-	// model mid-invocation).
-	gate chan struct{}
-	// repeat, when set, answers once the script is exhausted.
-	repeat reply
-}
+// Shorthands for the scripted model's helpers.
+type reply = modeltest.Reply
 
-// reply produces the model's answer to a request.
-type reply func(req *model.LLMRequest) *genai.Content
-
-func (m *strictModel) Name() string { return "strict-scripted" }
-
-func (m *strictModel) GenerateContent(ctx context.Context, req *model.LLMRequest, _ bool) iter.Seq2[*model.LLMResponse, error] {
-	return func(yield func(*model.LLMResponse, error) bool) {
-		if err := checkPairing(req.Contents); err != nil {
-			m.t.Errorf("model request violates function call pairing: %v\n%s", err, dumpContents(req.Contents))
-			yield(nil, err)
-			return
-		}
-		m.mu.Lock()
-		m.requests = append(m.requests, req)
-		if len(m.script) == 0 && m.repeat != nil {
-			m.script = append(m.script, m.repeat)
-		}
-		if len(m.script) == 0 {
-			m.mu.Unlock()
-			m.t.Errorf("model called more often than scripted:\n%s", dumpContents(req.Contents))
-			yield(nil, errors.New("strict model: script exhausted"))
-			return
-		}
-		next := m.script[0]
-		m.script = m.script[1:]
-		gate := m.gate
-		m.mu.Unlock()
-		if gate != nil {
-			select {
-			case <-gate:
-			case <-ctx.Done():
-				yield(nil, ctx.Err())
-				return
-			}
-		}
-		yield(&model.LLMResponse{Content: next(req), TurnComplete: true}, nil)
-	}
-}
-
-func (m *strictModel) calls() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return len(m.requests)
-}
-
-func (m *strictModel) lastRequest() *model.LLMRequest {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.requests[len(m.requests)-1]
-}
-
-func checkPairing(contents []*genai.Content) error {
-	for i, c := range contents {
-		var calls, responses []string
-		for _, p := range c.Parts {
-			if p.FunctionCall != nil {
-				calls = append(calls, p.FunctionCall.ID)
-			}
-			if p.FunctionResponse != nil {
-				responses = append(responses, p.FunctionResponse.ID)
-			}
-		}
-		if len(responses) > 0 {
-			if i == 0 {
-				return fmt.Errorf("content %d: responses %v with no call before them", i, responses)
-			}
-			prev := map[string]bool{}
-			for _, p := range contents[i-1].Parts {
-				if p.FunctionCall != nil {
-					prev[p.FunctionCall.ID] = true
-				}
-			}
-			for _, id := range responses {
-				if !prev[id] {
-					return fmt.Errorf("content %d: response %q answers no call of content %d", i, id, i-1)
-				}
-			}
-		}
-		if len(calls) == 0 {
-			continue
-		}
-		if i+1 >= len(contents) {
-			return fmt.Errorf("content %d: calls %v have no response", i, calls)
-		}
-		count := map[string]int{}
-		n := 0
-		for _, p := range contents[i+1].Parts {
-			if p.FunctionResponse != nil {
-				count[p.FunctionResponse.ID]++
-				n++
-			}
-		}
-		for _, id := range calls {
-			if count[id] != 1 {
-				return fmt.Errorf("content %d: call %q has %d responses in the next content, want 1", i, id, count[id])
-			}
-		}
-		if n != len(calls) {
-			return fmt.Errorf("content %d: %d calls but %d responses", i, len(calls), n)
-		}
-	}
-	return nil
-}
-
-func dumpContents(contents []*genai.Content) string {
-	var b strings.Builder
-	for i, c := range contents {
-		fmt.Fprintf(&b, "  [%d] %s:", i, c.Role)
-		for _, p := range c.Parts {
-			switch {
-			case p.Text != "":
-				fmt.Fprintf(&b, " text(%q)", p.Text)
-			case p.FunctionCall != nil:
-				fmt.Fprintf(&b, " call(%s %s %v)", p.FunctionCall.ID, p.FunctionCall.Name, p.FunctionCall.Args)
-			case p.FunctionResponse != nil:
-				fmt.Fprintf(&b, " response(%s %s %v)", p.FunctionResponse.ID, p.FunctionResponse.Name, p.FunctionResponse.Response)
-			}
-		}
-		b.WriteString("\n")
-	}
-	return b.String()
-}
-
-// callReply makes the model call tools, all in one step.
-func callReply(calls ...*genai.FunctionCall) reply {
-	return func(*model.LLMRequest) *genai.Content {
-		c := &genai.Content{Role: genai.RoleModel}
-		for _, fc := range calls {
-			c.Parts = append(c.Parts, &genai.Part{FunctionCall: fc})
-		}
-		return c
-	}
-}
-
-func call(id, name string, args map[string]any) *genai.FunctionCall {
-	return &genai.FunctionCall{ID: id, Name: name, Args: args}
-}
-
-// echoReply answers with text describing the responses of the request's
-// last content, so tests can see what the model was given.
-func echoReply(req *model.LLMRequest) *genai.Content {
-	var parts []string
-	last := req.Contents[len(req.Contents)-1]
-	for _, p := range last.Parts {
-		if p.FunctionResponse != nil {
-			b, _ := json.Marshal(p.FunctionResponse.Response)
-			parts = append(parts, p.FunctionResponse.Name+"="+string(b))
-		}
-		if p.Text != "" {
-			parts = append(parts, "text="+p.Text)
-		}
-	}
-	return genai.NewContentFromText("saw "+strings.Join(parts, "; "), genai.RoleModel)
-}
-
-func textReply(s string) reply {
-	return func(*model.LLMRequest) *genai.Content { return genai.NewContentFromText(s, genai.RoleModel) }
-}
+var (
+	callReply    = modeltest.CallReply
+	echoReply    = modeltest.EchoReply
+	textReply    = modeltest.TextReply
+	call         = modeltest.Call
+	dumpContents = modeltest.DumpContents
+)
 
 type bgmArgs struct {
 	Track int `json:"track"`
@@ -216,7 +48,7 @@ type fixture struct {
 	t        testing.TB
 	client   *firestore.Client
 	counter  *firestoretest.Counter
-	model    *strictModel
+	model    *modeltest.Strict
 	tools    []tool.Tool
 	opts     *toolcallback.Options
 	engine   *toolcallback.Engine
@@ -227,7 +59,7 @@ type fixture struct {
 
 func newFixture(t testing.TB, opts *toolcallback.Options, script ...reply) *fixture {
 	t.Helper()
-	f := &fixture{t: t, model: &strictModel{t: t, script: script}}
+	f := &fixture{t: t, model: &modeltest.Strict{T: t, Script: script}}
 	f.client, f.counter = firestoretest.NewCountingClient(t)
 	if opts == nil {
 		opts = &toolcallback.Options{}

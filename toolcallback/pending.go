@@ -134,9 +134,9 @@ func pendingError(docs []*callDoc, now time.Time) error {
 
 // SweepReport says what one Sweep did.
 type SweepReport struct {
-	Expired int // calls marked expired
-	Resumed int // model steps resumed with their answers or expiry errors
-	Skipped int // steps left for a later sweep (session busy, siblings pending)
+	Expired int `json:"expired"` // calls marked expired
+	Resumed int `json:"resumed"` // model steps resumed with their answers or expiry errors
+	Skipped int `json:"skipped"` // steps left for a later sweep (session busy, siblings pending)
 }
 
 // sweepBatch bounds the records one Sweep handles, so that it finishes

@@ -38,7 +38,7 @@ func TestCancelPolicy(t *testing.T) {
 	}
 	// The model saw the cancellation and the new message (strict pairing
 	// holds), and answered the message.
-	req := dumpContents(f.model.lastRequest().Contents)
+	req := dumpContents(f.model.LastRequest().Contents)
 	if !strings.Contains(req, "response(c1 change_bgm map[error:cancelled") {
 		t.Errorf("model request lacks the cancellation:\n%s", req)
 	}
@@ -101,10 +101,10 @@ func TestSweepExpiry(t *testing.T) {
 	if got := reports[0].Resumed + reports[1].Resumed; got != 1 {
 		t.Errorf("steps resumed = %d, want 1 (reports %+v)", got, reports)
 	}
-	if f.model.calls() != 2 {
-		t.Fatalf("model called %d times, want 2", f.model.calls())
+	if f.model.Calls() != 2 {
+		t.Fatalf("model called %d times, want 2", f.model.Calls())
 	}
-	if req := dumpContents(f.model.lastRequest().Contents); !strings.Contains(req, "error:no result within 10m") {
+	if req := dumpContents(f.model.LastRequest().Contents); !strings.Contains(req, "error:no result within 10m") {
 		t.Errorf("model was not told the call expired:\n%s", req)
 	}
 	// Sweeping again does nothing.
@@ -191,8 +191,8 @@ func TestRefusedAnswers(t *testing.T) {
 	if got := f.callStatus("s1", "c1"); got != "pending" {
 		t.Errorf("ledger status after refused answers = %s, want pending", got)
 	}
-	if f.model.calls() != 1 {
-		t.Errorf("model called %d times, want 1", f.model.calls())
+	if f.model.Calls() != 1 {
+		t.Errorf("model called %d times, want 1", f.model.Calls())
 	}
 }
 
@@ -300,8 +300,8 @@ func TestLostLedgerWrite(t *testing.T) {
 				if _, _, err := resume(f.engine, t.Context(), "s1", "c1", "tab-a", toolcallback.Answer{Output: map[string]any{"playing": 7}}); err != nil {
 					t.Fatalf("Resume() error = %v", err)
 				}
-				if f.model.calls() != 2 {
-					t.Errorf("model called %d times, want 2", f.model.calls())
+				if f.model.Calls() != 2 {
+					t.Errorf("model called %d times, want 2", f.model.Calls())
 				}
 			case "turn":
 				if _, err := f.turn(f.engine, "s1", "tab-a", "something else"); err != nil {

@@ -1,0 +1,144 @@
+package functions
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/baton-run/baton/sessionstore"
+	"github.com/baton-run/baton/toolcallback"
+)
+
+// Config is everything the functions read from the environment, read once
+// per instance by ConfigFromEnv.
+type Config struct {
+	Project  string // GOOGLE_CLOUD_PROJECT: Firestore project and token audience
+	Database string // FIRESTORE_DATABASE
+	AppName  string // BATON_APP_NAME: the ADK app name sessions are stored under
+	Root     string // BATON_ROOT_COLLECTION: top-level Firestore collection
+
+	LeasePolicy       toolcallback.LeasePolicy   // BATON_LEASE_POLICY: reject | enqueue
+	LeaseMaxWait      time.Duration              // BATON_LEASE_MAX_WAIT: enqueue's bound
+	PendingPolicy     toolcallback.PendingPolicy // BATON_PENDING_POLICY: cancel | reject
+	CallTimeout       time.Duration              // BATON_CALL_TIMEOUT: default expiry of a paused call
+	InvocationTimeout time.Duration              // BATON_INVOCATION_TIMEOUT: bound on one agent run
+	TokenKey          []byte                     // BATON_TOKEN_KEY: HMAC key of call tokens (a secret)
+	MaxBodyBytes      int64                      // BATON_MAX_BODY_BYTES: request body limit
+	AllowedOrigins    []string                   // BATON_ALLOWED_ORIGINS: comma-separated CORS origins
+	KeepAlive         time.Duration              // BATON_KEEPALIVE: SSE comment interval while the model is slow
+
+	// SweepAudience and SweepInvoker identify the scheduler: Sweep accepts
+	// only a Google-signed OIDC token with this audience and this service
+	// account email.
+	SweepAudience string // BATON_SWEEP_AUDIENCE
+	SweepInvoker  string // BATON_SWEEP_INVOKER
+
+	// DevIdentity takes the user id from the X-Baton-User header instead of
+	// a verified token. For the local runner only: ConfigFromEnv refuses it
+	// on Cloud Run (K_SERVICE set).
+	DevIdentity bool // BATON_DEV_IDENTITY
+}
+
+// EnvVar documents one environment variable the functions read.
+type EnvVar struct {
+	Name     string
+	Default  string // "" when the variable is required or optional without default
+	Required bool   // on Cloud Run
+	Secret   bool
+}
+
+// EnvVars lists every variable ConfigFromEnv reads. The deployment sets each
+// one or leaves it to its default; a test holds Terraform to this list.
+var EnvVars = []EnvVar{
+	{Name: "GOOGLE_CLOUD_PROJECT", Required: true},
+	{Name: "FIRESTORE_DATABASE", Default: "(default)"},
+	{Name: "BATON_APP_NAME", Default: "baton"},
+	{Name: "BATON_ROOT_COLLECTION", Default: sessionstore.DefaultRoot},
+	{Name: "BATON_LEASE_POLICY", Default: string(toolcallback.LeaseReject)},
+	{Name: "BATON_LEASE_MAX_WAIT", Default: "10s"},
+	{Name: "BATON_PENDING_POLICY", Default: string(toolcallback.PendingCancel)},
+	{Name: "BATON_CALL_TIMEOUT", Default: "10m"},
+	{Name: "BATON_INVOCATION_TIMEOUT", Default: "2m"},
+	{Name: "BATON_TOKEN_KEY", Secret: true},
+	{Name: "BATON_MAX_BODY_BYTES", Default: "262144"},
+	{Name: "BATON_ALLOWED_ORIGINS"},
+	{Name: "BATON_KEEPALIVE", Default: "15s"},
+	{Name: "BATON_SWEEP_AUDIENCE"},
+	{Name: "BATON_SWEEP_INVOKER"},
+	{Name: "BATON_DEV_IDENTITY", Default: "false"},
+	{Name: "K_SERVICE"}, // set by Cloud Run; only read to refuse dev identity there
+}
+
+// ConfigFromEnv reads the configuration through lookup (os.LookupEnv in
+// production) and validates it.
+func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
+	get := func(name string) string {
+		if v, ok := lookup(name); ok && v != "" {
+			return v
+		}
+		for _, e := range EnvVars {
+			if e.Name == name {
+				return e.Default
+			}
+		}
+		return ""
+	}
+	var errs []error
+	duration := func(name string) time.Duration {
+		d, err := time.ParseDuration(get(name))
+		if err != nil || d <= 0 {
+			errs = append(errs, fmt.Errorf("%s=%q: want a positive duration such as 30s", name, get(name)))
+		}
+		return d
+	}
+	c := Config{
+		Project:           get("GOOGLE_CLOUD_PROJECT"),
+		Database:          get("FIRESTORE_DATABASE"),
+		AppName:           get("BATON_APP_NAME"),
+		Root:              get("BATON_ROOT_COLLECTION"),
+		LeasePolicy:       toolcallback.LeasePolicy(get("BATON_LEASE_POLICY")),
+		LeaseMaxWait:      duration("BATON_LEASE_MAX_WAIT"),
+		PendingPolicy:     toolcallback.PendingPolicy(get("BATON_PENDING_POLICY")),
+		CallTimeout:       duration("BATON_CALL_TIMEOUT"),
+		InvocationTimeout: duration("BATON_INVOCATION_TIMEOUT"),
+		TokenKey:          []byte(get("BATON_TOKEN_KEY")),
+		KeepAlive:         duration("BATON_KEEPALIVE"),
+		SweepAudience:     get("BATON_SWEEP_AUDIENCE"),
+		SweepInvoker:      get("BATON_SWEEP_INVOKER"),
+	}
+	for _, o := range strings.Split(get("BATON_ALLOWED_ORIGINS"), ",") {
+		if o = strings.TrimSpace(o); o != "" {
+			c.AllowedOrigins = append(c.AllowedOrigins, o)
+		}
+	}
+	var err error
+	if c.MaxBodyBytes, err = strconv.ParseInt(get("BATON_MAX_BODY_BYTES"), 10, 64); err != nil || c.MaxBodyBytes <= 0 {
+		errs = append(errs, fmt.Errorf("BATON_MAX_BODY_BYTES=%q: want a positive byte count", get("BATON_MAX_BODY_BYTES")))
+	}
+	if c.DevIdentity, err = strconv.ParseBool(get("BATON_DEV_IDENTITY")); err != nil {
+		errs = append(errs, fmt.Errorf("BATON_DEV_IDENTITY=%q: want true or false", get("BATON_DEV_IDENTITY")))
+	}
+	if c.DevIdentity && get("K_SERVICE") != "" {
+		errs = append(errs, errors.New("BATON_DEV_IDENTITY=true is for the local runner and is refused on Cloud Run (K_SERVICE is set)"))
+	}
+	if c.Project == "" && !c.DevIdentity {
+		errs = append(errs, errors.New("GOOGLE_CLOUD_PROJECT is required"))
+	}
+	if c.LeasePolicy != toolcallback.LeaseReject && c.LeasePolicy != toolcallback.LeaseEnqueue {
+		errs = append(errs, fmt.Errorf("BATON_LEASE_POLICY=%q: want reject or enqueue", c.LeasePolicy))
+	}
+	if c.PendingPolicy != toolcallback.PendingCancel && c.PendingPolicy != toolcallback.PendingReject {
+		errs = append(errs, fmt.Errorf("BATON_PENDING_POLICY=%q: want cancel or reject", c.PendingPolicy))
+	}
+	if len(c.TokenKey) > 0 && len(c.TokenKey) < 32 {
+		errs = append(errs, errors.New("BATON_TOKEN_KEY: want at least 32 bytes"))
+	}
+	for _, id := range []struct{ kind, v string }{{"BATON_APP_NAME", c.AppName}, {"BATON_ROOT_COLLECTION", c.Root}} {
+		if err := sessionstore.ValidateID(id.kind, id.v); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return c, errors.Join(errs...)
+}

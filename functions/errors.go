@@ -1,0 +1,136 @@
+package functions
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net/http"
+	"strconv"
+
+	"google.golang.org/adk/session"
+
+	"github.com/baton-run/baton/sessionstore"
+	"github.com/baton-run/baton/toolcallback"
+)
+
+// Errors of the HTTP layer itself; the libraries' sentinels map alongside.
+var (
+	errBadRequest      = errors.New("bad request")
+	errUnauthenticated = errors.New("unauthenticated")
+	errForbidden       = errors.New("forbidden")
+	errMethod          = errors.New("method not allowed")
+	errMediaType       = errors.New("unsupported media type")
+	errBodyTooLarge    = errors.New("request body too large")
+	errUnknownAgent    = errors.New("unknown agent")
+	errStartupFailed   = errors.New("startup failed")
+)
+
+// apiError is the JSON body of every error response.
+type apiError struct {
+	Error apiErrorBody `json:"error"`
+}
+
+type apiErrorBody struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	// RetryAfterSeconds repeats the Retry-After header for clients that
+	// cannot read headers (CORS without exposure).
+	RetryAfterSeconds int        `json:"retryAfterSeconds,omitempty"`
+	Calls             []callView `json:"calls,omitempty"`   // pending calls blocking a message
+	Outcome           *callView  `json:"outcome,omitempty"` // the recorded outcome of an answered call
+	KnownAgents       []string   `json:"knownAgents,omitempty"`
+}
+
+// status maps an error to its HTTP status, its code and a message safe to
+// show the client. It is the only place that does; a 5xx never carries the
+// error's text.
+func status(err error) (int, apiErrorBody) {
+	var (
+		busy     *sessionstore.BusyError
+		pending  *toolcallback.PendingCallsError
+		resolved *toolcallback.AlreadyResolvedError
+		maxBytes *http.MaxBytesError
+		unknown  *unknownAgentError
+	)
+	switch {
+	case errors.As(err, &busy):
+		secs := int(math.Ceil(busy.RetryAfter.Seconds()))
+		secs = max(secs, 1)
+		return http.StatusConflict, apiErrorBody{Code: "busy", Message: "the session is busy with another request; retry later", RetryAfterSeconds: secs}
+	case errors.As(err, &pending):
+		body := apiErrorBody{Code: "pending_calls", Message: "calls are waiting for an answer; answer them first"}
+		for _, c := range pending.Calls {
+			body.Calls = append(body.Calls, newCallView(c, ""))
+		}
+		return http.StatusConflict, body
+	case errors.As(err, &resolved):
+		v := newCallView(resolved.Call, "")
+		return http.StatusConflict, apiErrorBody{Code: "already_resolved", Message: "this call already has an answer", Outcome: &v}
+	case errors.As(err, &unknown):
+		return http.StatusBadRequest, apiErrorBody{Code: "unknown_agent", Message: err.Error(), KnownAgents: unknown.known}
+	case errors.As(err, &maxBytes), errors.Is(err, errBodyTooLarge):
+		return http.StatusRequestEntityTooLarge, apiErrorBody{Code: "too_large", Message: "the request body is too large"}
+	case errors.Is(err, toolcallback.ErrTooLarge), errors.Is(err, sessionstore.ErrTooLarge):
+		return http.StatusRequestEntityTooLarge, apiErrorBody{Code: "too_large", Message: "the message or result is too large"}
+	case errors.Is(err, errBadRequest), errors.Is(err, sessionstore.ErrInvalidID), errors.Is(err, toolcallback.ErrInvalidAnswer):
+		return http.StatusBadRequest, apiErrorBody{Code: "invalid_request", Message: err.Error()}
+	case errors.Is(err, errUnauthenticated), errors.Is(err, ErrInvalidToken), errors.Is(err, toolcallback.ErrInvalidToken):
+		return http.StatusUnauthorized, apiErrorBody{Code: "unauthenticated", Message: "missing or invalid credentials"}
+	case errors.Is(err, toolcallback.ErrNotFound), errors.Is(err, session.ErrNotFound):
+		return http.StatusNotFound, apiErrorBody{Code: "not_found", Message: "no such session or call"}
+	case errors.Is(err, toolcallback.ErrWrongClient):
+		return http.StatusForbidden, apiErrorBody{Code: "wrong_client", Message: "another tab or device started this call; only it may answer"}
+	case errors.Is(err, errForbidden):
+		return http.StatusForbidden, apiErrorBody{Code: "forbidden", Message: "not allowed"}
+	case errors.Is(err, errMethod):
+		return http.StatusMethodNotAllowed, apiErrorBody{Code: "method_not_allowed", Message: err.Error()}
+	case errors.Is(err, toolcallback.ErrExpired):
+		return http.StatusGone, apiErrorBody{Code: "expired", Message: "the call expired or was cancelled before this answer arrived"}
+	case errors.Is(err, errMediaType):
+		return http.StatusUnsupportedMediaType, apiErrorBody{Code: "unsupported_media_type", Message: "send Content-Type: application/json"}
+	case errors.Is(err, sessionstore.ErrUnavailable), errors.Is(err, ErrKeysUnavailable):
+		return http.StatusServiceUnavailable, apiErrorBody{Code: "unavailable", Message: "a backing service is unavailable; retry shortly", RetryAfterSeconds: 5}
+	}
+	return http.StatusInternalServerError, apiErrorBody{Code: "internal", Message: "internal error"}
+}
+
+type unknownAgentError struct {
+	name  string
+	known []string
+}
+
+func (e *unknownAgentError) Error() string {
+	return fmt.Sprintf("unknown agent %q; known agents: %v", e.name, e.known)
+}
+
+func (e *unknownAgentError) Is(target error) bool { return target == errUnknownAgent }
+
+// writeError answers err as JSON, with Retry-After where it applies, and
+// logs the detail of server errors.
+func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
+	code, body := status(err)
+	if code >= 500 {
+		log.ErrorContext(r.Context(), "request failed", "error", err.Error())
+	}
+	if body.RetryAfterSeconds > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(body.RetryAfterSeconds))
+	}
+	writeJSON(w, code, apiError{Error: body})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// startupFailed answers requests reaching an instance whose server could not
+// be built.
+func startupFailed(w http.ResponseWriter, r *http.Request, err error) {
+	log := newLogger(nil, "")
+	log.ErrorContext(r.Context(), "instance startup failed", "error", err.Error())
+	writeError(w, r, slog.New(slog.DiscardHandler), fmt.Errorf("%w: %w", errStartupFailed, err))
+}

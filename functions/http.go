@@ -1,0 +1,239 @@
+package functions
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/baton-run/baton/sessionstore"
+)
+
+// newLogger returns a JSON logger whose records Cloud Logging reads:
+// "severity" and "message" instead of slog's "level" and "msg".
+func newLogger(w io.Writer, _ string) *slog.Logger {
+	if w == nil {
+		w = os.Stderr
+	}
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if len(groups) > 0 {
+				return a
+			}
+			switch a.Key {
+			case slog.MessageKey:
+				a.Key = "message"
+			case slog.LevelKey:
+				a.Key = "severity"
+				switch lvl := a.Value.Any().(slog.Level); {
+				case lvl >= slog.LevelError:
+					a.Value = slog.StringValue("ERROR")
+				case lvl >= slog.LevelWarn:
+					a.Value = slog.StringValue("WARNING")
+				case lvl >= slog.LevelInfo:
+					a.Value = slog.StringValue("INFO")
+				default:
+					a.Value = slog.StringValue("DEBUG")
+				}
+			}
+			return a
+		},
+	}))
+}
+
+// NewLogger returns the JSON logger the functions use, writing to w
+// (stderr when nil), in the shape Cloud Logging understands.
+func NewLogger(w io.Writer) *slog.Logger { return newLogger(w, "") }
+
+// requestLogger adds the request's trace and execution ids, as Cloud
+// Logging correlates them.
+func requestLogger(log *slog.Logger, project string, r *http.Request) *slog.Logger {
+	if tc := r.Header.Get("X-Cloud-Trace-Context"); tc != "" && project != "" {
+		trace, _, _ := strings.Cut(tc, "/")
+		if trace != "" {
+			log = log.With("logging.googleapis.com/trace", "projects/"+project+"/traces/"+trace)
+		}
+	}
+	if id := r.Header.Get("Function-Execution-Id"); id != "" {
+		log = log.With("executionId", id)
+	}
+	return log
+}
+
+// recorder notes the status a handler wrote; Unwrap keeps Flush working
+// through http.ResponseController.
+type recorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+func (r *recorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// endpoint is a handler that returns its error for the wrapper to answer.
+type endpoint func(w http.ResponseWriter, r *http.Request, log *slog.Logger) error
+
+// wrap adds to an endpoint what every function does: panic recovery, one
+// log line per request, CORS, the method check and the error mapping.
+func (s *Server) wrap(name string, methods []string, h endpoint) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		log := requestLogger(s.log, s.cfg.Project, r).With("function", name)
+		rec := &recorder{ResponseWriter: w}
+		defer func() {
+			if p := recover(); p != nil {
+				log.ErrorContext(r.Context(), "panic", "panic", fmt.Sprint(p))
+				if rec.status == 0 {
+					writeError(rec, r, slog.New(slog.DiscardHandler), fmt.Errorf("panic: %v", p))
+				}
+			}
+			level := slog.LevelInfo
+			if rec.status >= 500 {
+				level = slog.LevelError
+			}
+			log.Log(r.Context(), level, "request", "method", r.Method, "path", r.URL.Path,
+				"status", rec.status, "latencyMs", time.Since(start).Milliseconds())
+		}()
+		if !s.cors(rec, r, methods) {
+			return
+		}
+		if !slices.Contains(methods, r.Method) {
+			rec.Header().Set("Allow", strings.Join(append(slices.Clone(methods), http.MethodOptions), ", "))
+			writeError(rec, r, log, fmt.Errorf("%w: use %s", errMethod, strings.Join(methods, " or ")))
+			return
+		}
+		if err := h(rec, r, log); err != nil {
+			if rec.status != 0 {
+				log.WarnContext(r.Context(), "error after the response started", "error", err.Error())
+				return
+			}
+			writeError(rec, r, log, err)
+		}
+	})
+}
+
+// cors sets CORS headers for allowed origins and answers preflights. It
+// returns false when the request has been answered.
+func (s *Server) cors(w http.ResponseWriter, r *http.Request, methods []string) bool {
+	origin := r.Header.Get("Origin")
+	allowed := origin != "" && (slices.Contains(s.cfg.AllowedOrigins, origin) || slices.Contains(s.cfg.AllowedOrigins, "*"))
+	if allowed {
+		h := w.Header()
+		h.Set("Access-Control-Allow-Origin", origin)
+		h.Add("Vary", "Origin")
+		h.Set("Access-Control-Expose-Headers", "Retry-After")
+	}
+	if r.Method != http.MethodOptions || r.Header.Get("Access-Control-Request-Method") == "" {
+		return true
+	}
+	if !allowed {
+		w.WriteHeader(http.StatusForbidden)
+		return false
+	}
+	h := w.Header()
+	h.Set("Access-Control-Allow-Methods", strings.Join(append(slices.Clone(methods), http.MethodOptions), ", "))
+	h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Accept, X-Baton-User")
+	h.Set("Access-Control-Max-Age", "600")
+	w.WriteHeader(http.StatusNoContent)
+	return false
+}
+
+// decodeJSON reads a JSON request body into v: JSON content type, size
+// limit, no unknown fields, nothing after the value.
+func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != "application/json" {
+		return errMediaType
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return errBodyTooLarge
+		}
+		return fmt.Errorf("%w: read body: %v", errBadRequest, err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("%w: %v", errBadRequest, err)
+	}
+	if dec.More() {
+		return fmt.Errorf("%w: data after the JSON value", errBadRequest)
+	}
+	return nil
+}
+
+// identity says who sent a request.
+type identity interface {
+	userID(ctx context.Context, r *http.Request) (string, error)
+}
+
+// tokenIdentity takes the user from a verified Firebase Auth ID token.
+type tokenIdentity struct{ v *IDTokenVerifier }
+
+func (t tokenIdentity) userID(ctx context.Context, r *http.Request) (string, error) {
+	raw, ok := bearer(r)
+	if !ok {
+		return "", fmt.Errorf("%w: no bearer token", errUnauthenticated)
+	}
+	tok, err := t.v.Verify(ctx, raw)
+	if err != nil {
+		return "", err
+	}
+	if err := sessionstore.ValidateID("user id", tok.UserID); err != nil {
+		return "", fmt.Errorf("%w: %w", errUnauthenticated, err)
+	}
+	return tok.UserID, nil
+}
+
+func bearer(r *http.Request) (string, bool) {
+	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
+		return "", false
+	}
+	return strings.TrimSpace(token), true
+}
+
+// devIdentity takes the user from the X-Baton-User header. Only the local
+// runner enables it; ConfigFromEnv refuses it on Cloud Run.
+type devIdentity struct{}
+
+func (devIdentity) userID(_ context.Context, r *http.Request) (string, error) {
+	user := r.Header.Get("X-Baton-User")
+	if user == "" {
+		return "", fmt.Errorf("%w: development identity mode needs an X-Baton-User header", errUnauthenticated)
+	}
+	if err := sessionstore.ValidateID("user id", user); err != nil {
+		return "", fmt.Errorf("%w: %w", errUnauthenticated, err)
+	}
+	return user, nil
+}

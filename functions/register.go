@@ -1,0 +1,68 @@
+package functions
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"sync"
+
+	"github.com/GoogleCloudPlatform/functions-framework-go/functions"
+	"google.golang.org/adk/agent"
+)
+
+// Function names: the entry points registered with functions-framework-go
+// and deployed by infra/terraform.
+const (
+	NameTurn       = "Turn"
+	NameToolResult = "ToolResult"
+	NamePending    = "Pending"
+	NameSweep      = "Sweep"
+)
+
+// Names lists every registered function.
+var Names = []string{NameTurn, NameToolResult, NamePending, NameSweep}
+
+// AgentFunc builds the agent the registered functions serve.
+type AgentFunc func(ctx context.Context) (agent.Agent, error)
+
+// registered holds the agent constructor a deployment supplies with
+// UseAgent, from an init function (the deployment packager generates one).
+var registered struct {
+	sync.Mutex
+	newAgent AgentFunc
+}
+
+// UseAgent sets the agent the registered functions serve. Call it from an
+// init function, before the first request; the instance builds its server
+// once, on that request.
+func UseAgent(f AgentFunc) {
+	registered.Lock()
+	defer registered.Unlock()
+	registered.newAgent = f
+}
+
+// instance is this instance's server, built on the first request. The
+// error is kept: a misconfigured instance answers 500 and logs why.
+var instance = sync.OnceValues(func() (*Server, error) {
+	registered.Lock()
+	newAgent := registered.newAgent
+	registered.Unlock()
+	cfg, err := ConfigFromEnv(os.LookupEnv)
+	if err != nil {
+		return nil, err
+	}
+	return NewServerFromConfig(context.Background(), cfg, newAgent, nil)
+})
+
+func init() {
+	for _, name := range Names {
+		functions.HTTP(name, func(w http.ResponseWriter, r *http.Request) {
+			s, err := instance()
+			if err != nil {
+				startupFailed(w, r, err)
+				return
+			}
+			s.Handler(name).ServeHTTP(w, r)
+		})
+	}
+}
