@@ -1,7 +1,21 @@
-// Package functions holds Baton's HTTP entry points for functions-framework-go.
+// Package functions holds Baton's HTTP entry points for functions-framework-go:
+// Turn, ToolResult, Pending and Sweep (see Names), registered in init.
 //
-// It decodes and authenticates requests, calls the libraries below it
-// (sessionstore, toolcallback) and maps their errors to HTTP statuses in one
-// place. Identity comes only from a verified Firebase Auth ID token
-// (IDTokenVerifier), never from a request body.
+// Each function decodes and validates its request, takes the user's identity
+// from a verified Firebase Auth ID token (never from the body), calls the
+// engine (toolcallback) and streams the result as an AI SDK UI message stream
+// (StreamWriter). Errors become HTTP statuses in one function, status in
+// errors.go; a 5xx says only "internal error" and the detail goes to the log.
+//
+// A handler returns only when the invocation it started has ended, even if
+// the client disconnected: on Cloud Run an instance's CPU is throttled once
+// no request is in flight, so the request is what keeps the detached
+// invocation running to its end.
+//
+// The deployed agent comes from UseAgent, called from an init function of
+// the deployment (infra/package generates one): this package does not
+// import any agent, so a team deploys its own with Baton's functions.
+//
+// Firestore paths and indexes are those of sessionstore and toolcallback;
+// this package stores nothing of its own.
 package functions

@@ -1,0 +1,242 @@
+package functions
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"google.golang.org/adk/agent/llmagent"
+	"google.golang.org/adk/tool"
+	"google.golang.org/adk/tool/functiontool"
+
+	"github.com/baton-run/baton/internal/firestoretest"
+	"github.com/baton-run/baton/internal/modeltest"
+	"github.com/baton-run/baton/toolcallback"
+)
+
+func TestMain(m *testing.M) { firestoretest.Main(m) }
+
+const (
+	testProject  = "proj"
+	testSchedSA  = "scheduler@proj.iam.gserviceaccount.com"
+	testSweepAud = "https://sweep.example"
+	testOrigin   = "https://app.example"
+)
+
+// httpFixture serves every function over real HTTP, against the emulator,
+// with a strict scripted model and locally minted ID tokens.
+type httpFixture struct {
+	t       *testing.T
+	srv     *httptest.Server
+	server  *Server
+	users   *testIssuer
+	sched   *testIssuer
+	model   *modeltest.Strict
+	client  *firestore.Client
+	counter *firestoretest.Counter
+	cfg     Config
+	booked  atomic.Int32
+	logs    *syncWriter
+}
+
+func testConfig() Config {
+	return Config{
+		Project: testProject, Database: "(default)", AppName: "app", Root: "baton",
+		LeasePolicy: toolcallback.LeaseReject, LeaseMaxWait: 5 * time.Second, PendingPolicy: toolcallback.PendingCancel,
+		CallTimeout: 10 * time.Minute, InvocationTimeout: 30 * time.Second,
+		TokenKey: []byte("0123456789abcdef0123456789abcdef"), MaxBodyBytes: 64 << 10,
+		AllowedOrigins: []string{testOrigin}, KeepAlive: 15 * time.Second,
+		SweepAudience: testSweepAud, SweepInvoker: testSchedSA,
+	}
+}
+
+func newHTTPFixture(t *testing.T, mutate func(*Config), script ...modeltest.Reply) *httpFixture {
+	t.Helper()
+	f := &httpFixture{t: t, model: &modeltest.Strict{T: t, Script: script}, cfg: testConfig(), logs: &syncWriter{}}
+	if mutate != nil {
+		mutate(&f.cfg)
+	}
+	f.client, f.counter = firestoretest.NewCountingClient(t)
+	f.users = newTestIssuer(t, testProject)
+	f.sched = newTestIssuer(t, testProject)
+	type track struct {
+		Track int `json:"track"`
+	}
+	bgm, err := toolcallback.Browser[track](toolcallback.BrowserConfig{Name: "change_bgm", Description: "switch the music"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	loc, err := toolcallback.Browser[struct{}](toolcallback.BrowserConfig{Name: "get_location", Description: "where the browser is", AnyDevice: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type table struct {
+		People int `json:"people"`
+	}
+	book, err := toolcallback.Approval(toolcallback.ApprovalConfig[table]{Name: "book_table", Description: "book a table"},
+		func(_ tool.Context, a table) (map[string]any, error) {
+			f.booked.Add(1)
+			return map[string]any{"booked": true, "people": a.People}, nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type city struct {
+		City string `json:"city"`
+	}
+	weather, err := functiontool.New(functiontool.Config{Name: "get_weather", Description: "weather"},
+		func(_ tool.Context, c city) (map[string]any, error) {
+			return map[string]any{"forecast": "sunny in " + c.City}, nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := llmagent.New(llmagent.Config{Name: "assistant", Model: f.model, Tools: []tool.Tool{bgm, loc, book, weather}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.server, err = NewServerWithClient(f.cfg, f.client, root, &ServerOptions{
+		Logger:     NewLogger(f.logs),
+		UserTokens: f.users.Verifier(nil),
+		SchedulerTokens: NewIDTokenVerifier(testProject, &IDTokenOptions{
+			KeysURL: f.sched.URL(), HTTPClient: f.sched.server.Client(),
+			Issuer: "https://accounts.google.com", Audience: testSweepAud,
+		}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	for _, name := range Names {
+		mux.Handle("/"+name, f.server.Handler(name))
+	}
+	f.srv = httptest.NewServer(mux)
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+// syncWriter serialises log writes from concurrent requests.
+type syncWriter struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncWriter) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// token mints a valid ID token for user.
+func (f *httpFixture) token(user string) string { return f.users.Token(f.t, user, nil) }
+
+// do sends a request to a function and returns the response.
+func (f *httpFixture) do(method, name, token string, body any, header map[string]string) *http.Response {
+	f.t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		raw, err := json.Marshal(b)
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		rd = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequestWithContext(f.t.Context(), method, f.srv.URL+"/"+name, rd)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		f.t.Fatalf("%s /%s: %v", method, name, err)
+	}
+	return resp
+}
+
+func (f *httpFixture) turn(user, sid, client, text string) *http.Response {
+	f.t.Helper()
+	return f.do(http.MethodPost, NameTurn, f.token(user), map[string]any{"sessionId": sid, "clientId": client, "text": text}, nil)
+}
+
+// stream reads an SSE response, checks it is a valid UI message stream and
+// returns its chunks.
+func (f *httpFixture) stream(resp *http.Response, knownCalls ...string) []map[string]any {
+	f.t.Helper()
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		f.t.Fatalf("status %d, want 200: %s", resp.StatusCode, body)
+	}
+	if got := resp.Header.Get("x-vercel-ai-ui-message-stream"); got != "v1" {
+		f.t.Errorf("x-vercel-ai-ui-message-stream = %q, want v1", got)
+	}
+	chunks := parseSSE(f.t, string(body))
+	checkUIStream(f.t, chunks, knownCalls...)
+	return chunks
+}
+
+// errorOf reads a JSON error response.
+func errorOf(t *testing.T, resp *http.Response) apiErrorBody {
+	t.Helper()
+	defer resp.Body.Close()
+	var e apiError
+	raw, _ := io.ReadAll(resp.Body)
+	if err := json.Unmarshal(raw, &e); err != nil || e.Error.Code == "" {
+		t.Fatalf("status %d body %q: not a JSON error (%v)", resp.StatusCode, raw, err)
+	}
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		t.Errorf("error Content-Type = %q, want application/json", ct)
+	}
+	return e.Error
+}
+
+// chunksOfType filters chunks by type.
+func chunksOfType(chunks []map[string]any, typ string) []map[string]any {
+	var out []map[string]any
+	for _, c := range chunks {
+		if c["type"] == typ {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// text joins the text deltas of a stream.
+func text(chunks []map[string]any) string {
+	var b strings.Builder
+	for _, c := range chunksOfType(chunks, "text-delta") {
+		b.WriteString(c["delta"].(string))
+	}
+	return b.String()
+}

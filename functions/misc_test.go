@@ -1,0 +1,239 @@
+package functions
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/baton-run/baton/internal/modeltest"
+)
+
+func TestAuthentication(t *testing.T) {
+	t.Parallel()
+	f := newHTTPFixture(t, nil)
+	tests := []struct {
+		name   string
+		mutate func(claims, header map[string]any)
+	}{
+		{"expired", func(c, _ map[string]any) { c["exp"] = time.Now().Add(-time.Hour).Unix() }},
+		{"wrong audience", func(c, _ map[string]any) { c["aud"] = "other-project" }},
+		{"wrong issuer", func(c, _ map[string]any) { c["iss"] = "https://securetoken.google.com/other-project" }},
+		{"unknown key", func(_, h map[string]any) { h["kid"] = "nope" }},
+	}
+	body := map[string]any{"sessionId": "s1", "clientId": "tab-a", "text": "hi"}
+	for _, tc := range tests {
+		resp := f.do(http.MethodPost, NameTurn, f.users.Token(t, "ada", tc.mutate), body, nil)
+		if resp.StatusCode != http.StatusUnauthorized || errorOf(t, resp).Code != "unauthenticated" {
+			t.Errorf("%s: status %d, want 401", tc.name, resp.StatusCode)
+		}
+	}
+	// Signed by another key under a known kid.
+	other := newTestIssuer(t, testProject)
+	kid := firstKid(t, f.token("x"))
+	forged := other.Token(t, "ada", func(_, h map[string]any) { h["kid"] = kid })
+	if resp := f.do(http.MethodPost, NameTurn, forged, body, nil); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("bad signature: status %d, want 401", resp.StatusCode)
+	}
+	if resp := f.do(http.MethodPost, NameTurn, "", body, nil); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("missing token: status %d, want 401", resp.StatusCode)
+	}
+	// The user id comes from the token, never from the body.
+	if resp := f.do(http.MethodPost, NameTurn, f.token("ada"), map[string]any{"sessionId": "s1", "clientId": "tab-a", "text": "hi", "userId": "bob"}, nil); resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("userId in body: status %d, want 400 (unknown field)", resp.StatusCode)
+	}
+}
+
+// firstKid reads the kid of a token's header.
+func firstKid(t *testing.T, token string) string {
+	t.Helper()
+	h, err := decodeIDTokenPart(strings.Split(token, ".")[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var header struct {
+		Kid string `json:"kid"`
+	}
+	if err := json.Unmarshal(h, &header); err != nil {
+		t.Fatal(err)
+	}
+	return header.Kid
+}
+
+func TestKeysUnavailableIs503(t *testing.T) {
+	t.Parallel()
+	f := newHTTPFixture(t, nil)
+	token := f.token("ada")
+	f.users.setDown(true)
+	resp := f.do(http.MethodPost, NameTurn, token, map[string]any{"sessionId": "s1", "clientId": "tab-a", "text": "hi"}, nil)
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("status %d Retry-After %q, want 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	if e := errorOf(t, resp); e.Code != "unavailable" {
+		t.Errorf("error = %+v, want unavailable", e)
+	}
+}
+
+func TestSweepFunction(t *testing.T) {
+	t.Parallel()
+	f := newHTTPFixture(t, nil)
+	sched := func(email string) string {
+		return f.sched.Token(t, "scheduler-sub", func(c, _ map[string]any) {
+			c["iss"], c["aud"], c["email"], c["email_verified"] = "https://accounts.google.com", testSweepAud, email, true
+			delete(c, "auth_time")
+		})
+	}
+	if resp := f.do(http.MethodPost, NameSweep, sched("intruder@proj.iam.gserviceaccount.com"), map[string]any{}, nil); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("other service account: status %d, want 403", resp.StatusCode)
+	}
+	resp := f.do(http.MethodPost, NameSweep, sched(testSchedSA), map[string]any{}, nil)
+	defer resp.Body.Close()
+	var report map[string]int
+	if err := json.NewDecoder(resp.Body).Decode(&report); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("scheduler: status %d (%v), want 200 with a report", resp.StatusCode, err)
+	}
+	if _, ok := report["expired"]; !ok {
+		t.Errorf("report = %v, want expired/resumed/skipped counts", report)
+	}
+}
+
+func TestConfigFromEnv(t *testing.T) {
+	t.Parallel()
+	env := func(kv ...string) func(string) (string, bool) {
+		m := map[string]string{}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+	}
+	cfg, err := ConfigFromEnv(env("GOOGLE_CLOUD_PROJECT", "p", "BATON_ALLOWED_ORIGINS", "https://a.example, https://b.example"))
+	if err != nil {
+		t.Fatalf("ConfigFromEnv(defaults) error = %v", err)
+	}
+	if cfg.AppName != "baton" || cfg.CallTimeout != 10*time.Minute || cfg.MaxBodyBytes != 262144 || len(cfg.AllowedOrigins) != 2 || cfg.DevIdentity {
+		t.Errorf("defaults = %+v", cfg)
+	}
+	tests := []struct {
+		name string
+		env  func(string) (string, bool)
+		want string
+	}{
+		{"dev identity on Cloud Run", env("BATON_DEV_IDENTITY", "true", "K_SERVICE", "turn"), "refused on Cloud Run"},
+		{"no project", env(), "GOOGLE_CLOUD_PROJECT is required"},
+		{"bad policy", env("GOOGLE_CLOUD_PROJECT", "p", "BATON_LEASE_POLICY", "queue"), "BATON_LEASE_POLICY"},
+		{"bad duration", env("GOOGLE_CLOUD_PROJECT", "p", "BATON_CALL_TIMEOUT", "10"), "BATON_CALL_TIMEOUT"},
+		{"short token key", env("GOOGLE_CLOUD_PROJECT", "p", "BATON_TOKEN_KEY", "short"), "BATON_TOKEN_KEY"},
+		{"bad app name", env("GOOGLE_CLOUD_PROJECT", "p", "BATON_APP_NAME", "a/b"), "invalid id"},
+	}
+	for _, tc := range tests {
+		if _, err := ConfigFromEnv(tc.env); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error = %v, want it to mention %q", tc.name, err, tc.want)
+		}
+	}
+	if cfg, err := ConfigFromEnv(env("BATON_DEV_IDENTITY", "true")); err != nil || !cfg.DevIdentity {
+		t.Errorf("dev identity off Cloud Run: %+v, %v; want enabled", cfg, err)
+	}
+}
+
+func TestDevIdentity(t *testing.T) {
+	t.Parallel()
+	f := newHTTPFixture(t, func(c *Config) { c.DevIdentity = true }, modeltest.TextReply("hello"))
+	resp := f.do(http.MethodPost, NameTurn, "", map[string]any{"sessionId": "s1", "clientId": "tab-a", "text": "hi"}, map[string]string{"X-Baton-User": "local-user"})
+	if got := text(f.stream(resp)); got != "hello" {
+		t.Errorf("dev identity turn text = %q", got)
+	}
+	if resp := f.do(http.MethodPost, NameTurn, "", map[string]any{"sessionId": "s1", "clientId": "tab-a", "text": "hi"}, nil); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("dev identity without header: status %d, want 401", resp.StatusCode)
+	}
+}
+
+func TestCORS(t *testing.T) {
+	t.Parallel()
+	f := newHTTPFixture(t, nil)
+	preflight := func(origin string) *http.Response {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodOptions, f.srv.URL+"/"+NameTurn, nil)
+		req.Header.Set("Origin", origin)
+		req.Header.Set("Access-Control-Request-Method", "POST")
+		req.Header.Set("Access-Control-Request-Headers", "authorization, content-type")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	ok := preflight(testOrigin)
+	if ok.StatusCode != http.StatusNoContent || ok.Header.Get("Access-Control-Allow-Origin") != testOrigin ||
+		!strings.Contains(ok.Header.Get("Access-Control-Allow-Headers"), "Authorization") || !strings.Contains(ok.Header.Get("Access-Control-Allow-Methods"), "POST") {
+		t.Errorf("allowed preflight: %d %v", ok.StatusCode, ok.Header)
+	}
+	if bad := preflight("https://evil.example"); bad.StatusCode != http.StatusForbidden || bad.Header.Get("Access-Control-Allow-Origin") != "" {
+		t.Errorf("disallowed preflight: %d %v", bad.StatusCode, bad.Header)
+	}
+	resp := f.do(http.MethodPost, NameTurn, "", map[string]any{}, map[string]string{"Origin": testOrigin})
+	resp.Body.Close()
+	if resp.Header.Get("Access-Control-Allow-Origin") != testOrigin || !strings.Contains(resp.Header.Get("Access-Control-Expose-Headers"), "Retry-After") {
+		t.Errorf("actual request CORS headers: %v", resp.Header)
+	}
+}
+
+// TestPanicIs500 recovers a panicking endpoint: 500, "internal error" only.
+func TestPanicIs500(t *testing.T) {
+	t.Parallel()
+	var logs bytes.Buffer
+	s := &Server{cfg: testConfig(), log: NewLogger(&logs)}
+	h := s.wrap("Boom", []string{http.MethodPost}, func(http.ResponseWriter, *http.Request, *slog.Logger) error {
+		panic("secret detail")
+	})
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/Boom", nil))
+	if rec.Code != http.StatusInternalServerError || strings.Contains(rec.Body.String(), "secret") || !strings.Contains(rec.Body.String(), `"internal error"`) {
+		t.Errorf("panic response: %d %s", rec.Code, rec.Body)
+	}
+	if !strings.Contains(logs.String(), "secret detail") {
+		t.Errorf("the panic was not logged: %s", logs.String())
+	}
+	// An ordinary server error is also "internal error" to the client and
+	// detailed in the log.
+	rec = httptest.NewRecorder()
+	s.wrap("Fail", []string{http.MethodPost}, func(http.ResponseWriter, *http.Request, *slog.Logger) error {
+		return errors.New("connection string leaked")
+	}).ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/Fail", nil))
+	if rec.Code != 500 || strings.Contains(rec.Body.String(), "leaked") {
+		t.Errorf("server error response: %d %s", rec.Code, rec.Body)
+	}
+}
+
+func TestLogLines(t *testing.T) {
+	t.Parallel()
+	var logs bytes.Buffer
+	s := &Server{cfg: testConfig(), log: NewLogger(&logs)}
+	h := s.wrap("Fail", []string{http.MethodPost}, func(http.ResponseWriter, *http.Request, *slog.Logger) error {
+		return errors.New("disk on fire")
+	})
+	req := httptest.NewRequest(http.MethodPost, "/Fail", nil)
+	req.Header.Set("X-Cloud-Trace-Context", "abc123/456;o=1")
+	req.Header.Set("Function-Execution-Id", "exec-9")
+	h.ServeHTTP(httptest.NewRecorder(), req)
+	var lines []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("log line %q is not JSON: %v", l, err)
+		}
+		lines = append(lines, m)
+	}
+	last := lines[len(lines)-1]
+	if last["severity"] != "ERROR" || last["message"] != "request" || last["status"] != float64(500) ||
+		last["logging.googleapis.com/trace"] != "projects/proj/traces/abc123" || last["executionId"] != "exec-9" || last["latencyMs"] == nil {
+		t.Errorf("request log line = %v", last)
+	}
+	if !strings.Contains(logs.String(), "disk on fire") {
+		t.Errorf("5xx detail not logged: %s", logs.String())
+	}
+}
