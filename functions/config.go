@@ -28,6 +28,9 @@ type Config struct {
 	MaxBodyBytes      int64                      // BATON_MAX_BODY_BYTES: request body limit
 	AllowedOrigins    []string                   // BATON_ALLOWED_ORIGINS: comma-separated CORS origins
 	KeepAlive         time.Duration              // BATON_KEEPALIVE: SSE comment interval while the model is slow
+	// RequestTimeout bounds a request's work before its stream starts
+	// (authentication, lease, ledger checks); the invocation has its own.
+	RequestTimeout time.Duration // BATON_REQUEST_TIMEOUT
 
 	// SweepAudience and SweepInvoker identify the scheduler: Sweep accepts
 	// only a Google-signed OIDC token with this audience and this service
@@ -65,6 +68,7 @@ var EnvVars = []EnvVar{
 	{Name: "BATON_MAX_BODY_BYTES", Default: "262144"},
 	{Name: "BATON_ALLOWED_ORIGINS"},
 	{Name: "BATON_KEEPALIVE", Default: "15s"},
+	{Name: "BATON_REQUEST_TIMEOUT", Default: "30s"},
 	{Name: "BATON_SWEEP_AUDIENCE"},
 	{Name: "BATON_SWEEP_INVOKER"},
 	{Name: "BATON_DEV_IDENTITY", Default: "false"},
@@ -105,6 +109,7 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 		InvocationTimeout: duration("BATON_INVOCATION_TIMEOUT"),
 		TokenKey:          []byte(get("BATON_TOKEN_KEY")),
 		KeepAlive:         duration("BATON_KEEPALIVE"),
+		RequestTimeout:    duration("BATON_REQUEST_TIMEOUT"),
 		SweepAudience:     get("BATON_SWEEP_AUDIENCE"),
 		SweepInvoker:      get("BATON_SWEEP_INVOKER"),
 	}

@@ -1,6 +1,7 @@
 package functions
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -90,7 +91,7 @@ func status(err error) (int, apiErrorBody) {
 		return http.StatusGone, apiErrorBody{Code: "expired", Message: "the call expired or was cancelled before this answer arrived"}
 	case errors.Is(err, errMediaType):
 		return http.StatusUnsupportedMediaType, apiErrorBody{Code: "unsupported_media_type", Message: "send Content-Type: application/json"}
-	case errors.Is(err, sessionstore.ErrUnavailable), errors.Is(err, ErrKeysUnavailable):
+	case errors.Is(err, sessionstore.ErrUnavailable), errors.Is(err, ErrKeysUnavailable), errors.Is(err, context.DeadlineExceeded):
 		return http.StatusServiceUnavailable, apiErrorBody{Code: "unavailable", Message: "a backing service is unavailable; retry shortly", RetryAfterSeconds: 5}
 	}
 	return http.StatusInternalServerError, apiErrorBody{Code: "internal", Message: "internal error"}

@@ -53,7 +53,7 @@ func testConfig() Config {
 		LeasePolicy: toolcallback.LeaseReject, LeaseMaxWait: 5 * time.Second, PendingPolicy: toolcallback.PendingCancel,
 		CallTimeout: 10 * time.Minute, InvocationTimeout: 30 * time.Second,
 		TokenKey: []byte("0123456789abcdef0123456789abcdef"), MaxBodyBytes: 64 << 10,
-		AllowedOrigins: []string{testOrigin}, KeepAlive: 15 * time.Second,
+		AllowedOrigins: []string{testOrigin}, KeepAlive: 15 * time.Second, RequestTimeout: 30 * time.Second,
 		SweepAudience: testSweepAud, SweepInvoker: testSchedSA,
 	}
 }

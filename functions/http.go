@@ -130,6 +130,13 @@ func (s *Server) wrap(name string, methods []string, h endpoint) http.Handler {
 			writeError(rec, r, log, fmt.Errorf("%w: use %s", errMethod, strings.Join(methods, " or ")))
 			return
 		}
+		if s.cfg.RequestTimeout > 0 {
+			// Bounds the work before the stream starts; a detached
+			// invocation keeps its own deadline.
+			ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
+			defer cancel()
+			r = r.WithContext(ctx)
+		}
 		if err := h(rec, r, log); err != nil {
 			if rec.status != 0 {
 				log.WarnContext(r.Context(), "error after the response started", "error", err.Error())
