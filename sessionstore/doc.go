@@ -56,3 +56,24 @@
 // scope (declared in infra/terraform). No other query needs an index beyond
 // Firestore's automatic ones.
 package sessionstore
+
+// FieldIndex is a single-field index setting a query needs beyond
+// Firestore's automatic ones.
+type FieldIndex struct {
+	CollectionGroup string
+	Field           string
+	QueryScope      string // "COLLECTION_GROUP" or "COLLECTION"
+}
+
+// FieldIndexes lists the single-field index settings this package's queries
+// need: List across users is a collection-group query on sessions with
+// scope ==. The deployment declares each one; a test holds it to this list.
+var FieldIndexes = []FieldIndex{
+	{CollectionGroup: "sessions", Field: "scope", QueryScope: "COLLECTION_GROUP"},
+}
+
+// QueriedFields are the fields this package's queries filter or order on,
+// by collection group: their automatic indexes must not be exempted.
+var QueriedFields = map[string][]string{
+	"sessions": {"scope"},
+}

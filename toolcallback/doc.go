@@ -67,3 +67,19 @@ var Indexes = []Index{
 // record some time after it. Expiry semantics are in code; TTL only
 // collects garbage, and late.
 const TTLField = "gcAt"
+
+// TTL is a collection group's time-to-live field.
+type TTL struct {
+	CollectionGroup string
+	Field           string
+}
+
+// TTLs lists the time-to-live fields of this package's documents.
+var TTLs = []TTL{{CollectionGroup: callsCollection, Field: TTLField}}
+
+// QueriedFields are the fields this package's queries filter or order on,
+// by collection group (pending.go, resume.go): their automatic indexes must
+// not be exempted.
+var QueriedFields = map[string][]string{
+	callsCollection: {"scope", "sweepAt", "status", "step", "resumed"},
+}

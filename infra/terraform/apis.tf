@@ -1,0 +1,29 @@
+locals {
+  apis = concat([
+    "artifactregistry.googleapis.com", # images built from the source
+    "cloudbuild.googleapis.com",       # builds the functions
+    "cloudfunctions.googleapis.com",
+    "cloudscheduler.googleapis.com", # the Sweep job
+    "firestore.googleapis.com",
+    "iam.googleapis.com",
+    "logging.googleapis.com",
+    "run.googleapis.com", # functions run as Cloud Run services
+    "secretmanager.googleapis.com",
+    "storage.googleapis.com", # the source bucket
+  ], var.use_vertex_ai ? ["aiplatform.googleapis.com"] : [])
+}
+
+resource "google_project_service" "apis" {
+  for_each = toset(local.apis)
+
+  project = var.project
+  service = each.value
+
+  # Other things in the project may use these APIs too.
+  disable_on_destroy = false
+}
+
+# The project number names Sweep's deterministic URL (see local.sweep_audience).
+data "google_project" "this" {
+  project_id = var.project
+}

@@ -1,0 +1,105 @@
+# The Firestore database, its TTL policy, its index exemptions and every index
+# a query in the code needs. The lists in code are the source of truth
+# (toolcallback.Indexes, toolcallback.TTLField, sessionstore's List query);
+# infra/terraform_test.go holds this file to them.
+
+resource "google_firestore_database" "baton" {
+  project     = var.project
+  name        = var.firestore_database
+  location_id = coalesce(var.firestore_location, var.region)
+  type        = "FIRESTORE_NATIVE"
+
+  delete_protection_state = var.firestore_delete_on_destroy ? "DELETE_PROTECTION_DISABLED" : "DELETE_PROTECTION_ENABLED"
+  deletion_policy         = var.firestore_delete_on_destroy ? "DELETE" : "ABANDON"
+
+  depends_on = [google_project_service.apis]
+}
+
+# Ledger records (toolcallback: {session}/calls/{call}) are garbage-collected
+# some time after gcAt. Firestore deletes late (up to a day) and never
+# cascades: expiry semantics live in code, TTL only collects garbage. A TTL
+# field's single-field indexes are exempted: a monotonically increasing
+# timestamp index is a write hotspot and nothing queries it.
+resource "google_firestore_field" "calls_ttl" {
+  project    = var.project
+  database   = google_firestore_database.baton.name
+  collection = "calls"
+  field      = "gcAt"
+
+  ttl_config {}
+
+  # Empty: no single-field indexes on this field.
+  index_config {}
+}
+
+# Sweep: collection group "calls", scope == X and sweepAt <= now, ordered by
+# sweepAt (toolcallback.Indexes).
+resource "google_firestore_index" "calls_scope_sweep_at" {
+  project     = var.project
+  database    = google_firestore_database.baton.name
+  collection  = "calls"
+  query_scope = "COLLECTION_GROUP"
+
+  fields {
+    field_path = "scope"
+    order      = "ASCENDING"
+  }
+
+  fields {
+    field_path = "sweepAt"
+    order      = "ASCENDING"
+  }
+}
+
+# sessionstore's List across all users of an app: collection group
+# "sessions", scope == X. An equality filter on one field needs only that
+# field's single-field index, but automatic indexes cover collection scope
+# only; this enables it for the collection group too (keeping the automatic
+# collection-scope ones).
+resource "google_firestore_field" "sessions_scope" {
+  project    = var.project
+  database   = google_firestore_database.baton.name
+  collection = "sessions"
+  field      = "scope"
+
+  index_config {
+    indexes {
+      order       = "ASCENDING"
+      query_scope = "COLLECTION"
+    }
+    indexes {
+      order       = "DESCENDING"
+      query_scope = "COLLECTION"
+    }
+    indexes {
+      order       = "ASCENDING"
+      query_scope = "COLLECTION_GROUP"
+    }
+  }
+}
+
+# Payload fields no query filters or orders on: packed event JSON (up to
+# ~1 MB per document), state blobs, tool arguments and answers. Firestore
+# indexes every field by default; exempting these saves index writes and
+# index storage on every append. Keys are "collection group/field".
+locals {
+  unindexed_fields = toset([
+    "sessions/tail",   # sessionstore: the session's recent events
+    "sessions/chunks", # sessionstore: index of sealed chunks (read, never queried)
+    "sessions/state",  # sessionstore: session-scoped state, JSON
+    "events/events",   # sessionstore: a sealed chunk of events
+    "calls/args",      # toolcallback: the call's arguments, JSON
+    "calls/answer",    # toolcallback: the recorded answer, JSON
+  ])
+}
+
+resource "google_firestore_field" "unindexed" {
+  for_each = local.unindexed_fields
+
+  project    = var.project
+  database   = google_firestore_database.baton.name
+  collection = split("/", each.key)[0]
+  field      = split("/", each.key)[1]
+
+  index_config {}
+}

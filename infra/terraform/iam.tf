@@ -1,0 +1,60 @@
+# Three identities, each with only what it needs.
+
+# The functions run as this account: Firestore data access, the two secrets
+# (granted on each secret, not project-wide) and, in Vertex AI mode, the model.
+resource "google_service_account" "runtime" {
+  project      = var.project
+  account_id   = "${var.name_prefix}-run"
+  display_name = "Baton functions (runtime)"
+
+  depends_on = [google_project_service.apis]
+}
+
+resource "google_project_iam_member" "runtime_firestore" {
+  project = var.project
+  role    = "roles/datastore.user"
+  member  = google_service_account.runtime.member
+}
+
+resource "google_project_iam_member" "runtime_vertex" {
+  count = var.use_vertex_ai ? 1 : 0
+
+  project = var.project
+  role    = "roles/aiplatform.user"
+  member  = google_service_account.runtime.member
+}
+
+# Cloud Build builds the functions' images as this account instead of the
+# project's default build or compute account. These are the roles the
+# Cloud Run functions documentation lists for a custom build account: build
+# logs, the gcf-artifacts repository and the source buckets Cloud Functions
+# manages (whose names it chooses, hence project scope).
+resource "google_service_account" "build" {
+  project      = var.project
+  account_id   = "${var.name_prefix}-build"
+  display_name = "Baton functions (build)"
+
+  depends_on = [google_project_service.apis]
+}
+
+resource "google_project_iam_member" "build" {
+  for_each = toset([
+    "roles/logging.logWriter",
+    "roles/artifactregistry.writer",
+    "roles/storage.objectAdmin",
+  ])
+
+  project = var.project
+  role    = each.value
+  member  = google_service_account.build.member
+}
+
+# Cloud Scheduler signs its OIDC token as this account; it may invoke Sweep
+# and nothing else (see functions.tf), and Sweep checks the token's email.
+resource "google_service_account" "scheduler" {
+  project      = var.project
+  account_id   = "${var.name_prefix}-scheduler"
+  display_name = "Baton Sweep scheduler"
+
+  depends_on = [google_project_service.apis]
+}

@@ -1,0 +1,34 @@
+output "function_urls" {
+  description = "URL of each function, by entry point. Browsers call Turn, ToolResult and Pending."
+  value       = { for name, f in google_cloudfunctions2_function.fn : name => f.service_config[0].uri }
+}
+
+output "turn_url" {
+  description = "URL of Turn (POST a chat turn)."
+  value       = google_cloudfunctions2_function.fn["Turn"].service_config[0].uri
+}
+
+output "tool_result_url" {
+  description = "URL of ToolResult (POST the result of a browser tool or an approval)."
+  value       = google_cloudfunctions2_function.fn["ToolResult"].service_config[0].uri
+}
+
+output "pending_url" {
+  description = "URL of Pending (the calls of a session still waiting for an answer)."
+  value       = google_cloudfunctions2_function.fn["Pending"].service_config[0].uri
+}
+
+output "sweep_audience" {
+  description = "Audience of the scheduler's OIDC token, equal to BATON_SWEEP_AUDIENCE."
+  value       = local.sweep_audience
+}
+
+output "runtime_service_account" {
+  description = "Email of the functions' service account."
+  value       = google_service_account.runtime.email
+}
+
+output "source_object" {
+  description = "The uploaded archive, named by its SHA-256."
+  value       = "gs://${google_storage_bucket.source.name}/${google_storage_bucket_object.source.name}"
+}

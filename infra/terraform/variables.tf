@@ -1,0 +1,228 @@
+# ---- where -------------------------------------------------------------------
+
+variable "project" {
+  description = "Google Cloud project id to deploy into. It must have billing enabled and, for Firebase Auth ID tokens, be (or belong to) the Firebase project whose users call the functions: the functions check the token's audience against this id."
+  type        = string
+}
+
+variable "region" {
+  description = "Region of the functions, the source bucket and the scheduler job."
+  type        = string
+  default     = "us-central1"
+}
+
+variable "name_prefix" {
+  description = "Prefix of every named resource (functions, service accounts, secrets, bucket), so two deployments can share a project."
+  type        = string
+  default     = "baton"
+
+  validation {
+    condition     = can(regex("^[a-z][a-z0-9-]{0,18}[a-z0-9]$", var.name_prefix))
+    error_message = "name_prefix: 2 to 20 lower-case letters, digits or hyphens, starting with a letter (service account ids are limited to 30 characters)."
+  }
+}
+
+# ---- Firestore ---------------------------------------------------------------
+
+variable "firestore_database" {
+  description = "Firestore database id. \"(default)\" gets Firestore's free daily quota; if the project already has a (default) database, import it (see the README's Deploy section) or pick another id such as \"baton\"."
+  type        = string
+  default     = "(default)"
+}
+
+variable "firestore_location" {
+  description = "Firestore location: a region (e.g. us-central1, cheapest, next to the functions) or a multi-region (nam5, eur3: higher availability, about twice the per-operation price). Null means var.region. Cannot be changed after creation."
+  type        = string
+  default     = null
+}
+
+variable "firestore_delete_on_destroy" {
+  description = "When true, `terraform destroy` deletes the Firestore database and all sessions in it. When false (default) the database is protected and abandoned on destroy."
+  type        = bool
+  default     = false
+}
+
+# ---- the model -----------------------------------------------------------------
+
+variable "use_vertex_ai" {
+  description = "Call Gemini through Vertex AI with the functions' service account (no API key). When false, the Gemini API key is read from the Secret Manager secret gemini_api_key_secret."
+  type        = bool
+  default     = false
+}
+
+variable "gemini_api_key_secret" {
+  description = "Id of an existing Secret Manager secret (in var.project) whose latest version is the Gemini API key; create it before applying (the README's Deploy section). Ignored when use_vertex_ai is true."
+  type        = string
+  default     = "gemini-api-key"
+}
+
+variable "vertex_location" {
+  description = "Vertex AI location for the model (GOOGLE_CLOUD_LOCATION), e.g. \"global\" or a region. Null means var.region. Used only when use_vertex_ai is true."
+  type        = string
+  default     = null
+}
+
+# ---- who may call --------------------------------------------------------------
+
+variable "invokers" {
+  description = "Principals granted roles/run.invoker on the browser-facing functions (Turn, ToolResult, Pending). The default, allUsers, lets browsers reach them: the functions themselves reject any request without a valid Firebase ID token, but Cloud Run then bills and serves unauthenticated requests up to that check. Restrict it (e.g. to the service account of an API gateway or load balancer in front) if that is not acceptable, or if an organization policy forbids allUsers. Sweep is never included: only the scheduler's service account may call it."
+  type        = list(string)
+  default     = ["allUsers"]
+}
+
+variable "allowed_origins" {
+  description = "Browser origins allowed by CORS (BATON_ALLOWED_ORIGINS), e.g. [\"https://app.example.com\"]. Empty allows none (same-origin or non-browser clients only)."
+  type        = list(string)
+  default     = []
+}
+
+# ---- behaviour (the functions' typed Config) -------------------------------------
+
+variable "app_name" {
+  description = "ADK app name sessions are stored under (BATON_APP_NAME)."
+  type        = string
+  default     = "baton"
+}
+
+variable "root_collection" {
+  description = "Top-level Firestore collection holding everything (BATON_ROOT_COLLECTION)."
+  type        = string
+  default     = "baton"
+}
+
+variable "lease_policy" {
+  description = "What a second concurrent turn on a busy session gets (BATON_LEASE_POLICY): \"reject\" (409 with Retry-After) or \"enqueue\" (wait up to lease_max_wait_seconds)."
+  type        = string
+  default     = "reject"
+
+  validation {
+    condition     = contains(["reject", "enqueue"], var.lease_policy)
+    error_message = "lease_policy: reject or enqueue."
+  }
+}
+
+variable "lease_max_wait_seconds" {
+  description = "Longest wait for a busy session under the enqueue policy (BATON_LEASE_MAX_WAIT). Must be shorter than request_timeout_seconds, which bounds it."
+  type        = number
+  default     = 10
+
+  validation {
+    condition     = var.lease_max_wait_seconds < var.request_timeout_seconds
+    error_message = "lease_max_wait_seconds must be shorter than request_timeout_seconds: the wait happens before the stream starts."
+  }
+}
+
+variable "request_timeout_seconds" {
+  description = "Bound on a request's work before its stream starts: authentication, the wait for the session's lease, ledger checks (BATON_REQUEST_TIMEOUT). The agent run has its own bound, invocation_timeout_seconds."
+  type        = number
+  default     = 30
+}
+
+variable "pending_policy" {
+  description = "What a new message does to calls still waiting for an answer (BATON_PENDING_POLICY): \"cancel\" them or \"reject\" the message."
+  type        = string
+  default     = "cancel"
+
+  validation {
+    condition     = contains(["cancel", "reject"], var.pending_policy)
+    error_message = "pending_policy: cancel or reject."
+  }
+}
+
+variable "call_timeout" {
+  description = "Default expiry of a paused call (BATON_CALL_TIMEOUT), a Go duration such as \"10m\"."
+  type        = string
+  default     = "10m"
+}
+
+variable "invocation_timeout_seconds" {
+  description = "Bound on one agent run (BATON_INVOCATION_TIMEOUT). The request timeout of Turn, ToolResult and Sweep is derived from it."
+  type        = number
+  default     = 120
+
+  validation {
+    condition     = var.invocation_timeout_seconds >= 10 && var.invocation_timeout_seconds <= 3000
+    error_message = "invocation_timeout_seconds: between 10 and 3000 (Cloud Run allows requests up to 3600 s)."
+  }
+}
+
+variable "max_body_bytes" {
+  description = "Request body limit in bytes (BATON_MAX_BODY_BYTES)."
+  type        = number
+  default     = 262144
+}
+
+variable "keepalive" {
+  description = "Interval of SSE keep-alive comments while the model is slow (BATON_KEEPALIVE), a Go duration."
+  type        = string
+  default     = "15s"
+}
+
+variable "token_key_version" {
+  description = "Generation of the call-token HMAC key (BATON_TOKEN_KEY), which Terraform generates and never stores in its state. Increase it to rotate the key; tokens of calls paused before the rotation stop verifying."
+  type        = number
+  default     = 1
+}
+
+# ---- capacity ----------------------------------------------------------------------
+
+variable "memory" {
+  description = "Memory of each instance of Turn, ToolResult and Pending."
+  type        = string
+  default     = "512Mi"
+}
+
+variable "cpu" {
+  description = "vCPUs of each instance of Turn, ToolResult and Pending (at least 1 for concurrency above 1)."
+  type        = string
+  default     = "1"
+}
+
+variable "concurrency" {
+  description = "Concurrent requests per instance of Turn, ToolResult and Pending. A turn mostly waits on the model while it streams, so one instance can hold many."
+  type        = number
+  default     = 40
+}
+
+variable "min_instances" {
+  description = "Instances kept warm per browser-facing function (0 = scale to zero; 1 on Turn avoids cold starts at the price of an idle instance)."
+  type        = number
+  default     = 0
+}
+
+variable "max_instances" {
+  description = "Upper bound on instances per browser-facing function: a cost ceiling."
+  type        = number
+  default     = 10
+}
+
+variable "sweep_schedule" {
+  description = "Cron schedule of the Sweep job that expires overdue calls and resumes settled ones."
+  type        = string
+  default     = "* * * * *"
+}
+
+variable "sweep_timeout_seconds" {
+  description = "Request timeout of Sweep (and the scheduler's attempt deadline). Sweep resumes agents one after another and stops when its deadline nears; it must allow at least one invocation."
+  type        = number
+  default     = 300
+
+  validation {
+    condition     = var.sweep_timeout_seconds > var.invocation_timeout_seconds && var.sweep_timeout_seconds <= 1800
+    error_message = "sweep_timeout_seconds: longer than invocation_timeout_seconds, and at most 1800 (Cloud Scheduler's longest attempt deadline)."
+  }
+}
+
+variable "sweep_audience" {
+  description = "Audience of the scheduler's OIDC token (BATON_SWEEP_AUDIENCE). Null means Sweep's deterministic Cloud Run URL, https://<prefix>-sweep-<project number>.<region>.run.app, which Cloud Run accepts and which is known before the function exists (the function's own URL attribute would make Sweep depend on itself)."
+  type        = string
+  default     = null
+}
+
+# ---- source ------------------------------------------------------------------------
+
+variable "source_archive" {
+  description = "Path of the archive built by `go run ./infra/package -out baton.zip` (relative paths are relative to infra/terraform). Its SHA-256 names the uploaded object, so a code change redeploys every function."
+  type        = string
+  default     = "../../baton.zip"
+}
