@@ -1,0 +1,123 @@
+package agent
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"google.golang.org/adk/model"
+	"google.golang.org/genai"
+)
+
+func TestOfflinePhrasings(t *testing.T) {
+	tests := []struct {
+		say      string
+		wantTool string
+		wantArgs string
+	}{
+		{"change the music to track 2", "change_bgm", `{"track":2}`},
+		{"play song 3 please", "change_bgm", `{"track":3}`},
+		{"where am I?", "get_location", `{}`},
+		{"what's the weather in Tokyo?", "get_weather", `{"city":"Tokyo"}`},
+		{"weather for New York", "get_weather", `{"city":"New York"}`},
+		{"book a table for 4", "book_table", `{"name":"Guest","people":4,"time":"19:00"}`},
+		{"what is 12*7?", "calculate", `{"expression":"12*7"}`},
+		{"(1+2)*3", "calculate", `{"expression":"(1+2)*3"}`},
+		{"what time is it?", "get_current_time", `{}`},
+		{"what time is it in Tokyo", "get_current_time", `{"timezone":"Asia/Tokyo"}`},
+		{"hello", "", ""},
+	}
+	for _, tc := range tests {
+		got := respond([]*genai.Content{genai.NewContentFromText(tc.say, genai.RoleUser)})
+		fc := got.Parts[0].FunctionCall
+		if tc.wantTool == "" {
+			if fc != nil || !strings.Contains(got.Parts[0].Text, "offline") {
+				t.Errorf("%q: got %+v, want the greeting", tc.say, got.Parts[0])
+			}
+			continue
+		}
+		if fc == nil {
+			t.Errorf("%q: answered %q, want a %s call", tc.say, got.Parts[0].Text, tc.wantTool)
+			continue
+		}
+		args, _ := json.Marshal(fc.Args)
+		if fc.Name != tc.wantTool || string(args) != tc.wantArgs {
+			t.Errorf("%q: called %s(%s), want %s(%s)", tc.say, fc.Name, args, tc.wantTool, tc.wantArgs)
+		}
+	}
+}
+
+func TestOfflineWordsResults(t *testing.T) {
+	tests := []struct {
+		name string
+		resp map[string]any
+		want string
+	}{
+		{"change_bgm", map[string]any{"playing": float64(2)}, "now playing track 2"},
+		{"calculate", map[string]any{"expression": "12*7", "result": float64(84)}, "12*7 = 84"},
+		{"book_table", map[string]any{"booked": true, "people": float64(6), "time": "19:00", "name": "Ada"}, "table for 6"},
+		{"book_table", map[string]any{"error": "error tool \"book_table\" tool call rejected"}, "did not book"},
+		{"get_location", map[string]any{"error": "permission denied"}, "couldn't get your location: permission denied"},
+	}
+	for _, tc := range tests {
+		c := &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{{FunctionResponse: &genai.FunctionResponse{Name: tc.name, Response: tc.resp}}}}
+		got := respond([]*genai.Content{c}).Parts[0].Text
+		if !strings.Contains(got, tc.want) {
+			t.Errorf("%s %v: said %q, want %q", tc.name, tc.resp, got, tc.want)
+		}
+	}
+}
+
+func TestOfflineRecap(t *testing.T) {
+	history := []*genai.Content{
+		genai.NewContentFromText("[dj called change_bgm(track=2): ok]", genai.RoleUser),
+		genai.NewContentFromText("what did the DJ just do?", genai.RoleUser),
+	}
+	if got := respond(history).Parts[0].Text; !strings.Contains(got, "change_bgm(track=2)") {
+		t.Errorf("recap = %q, want the migrated record", got)
+	}
+}
+
+func TestOfflineStreams(t *testing.T) {
+	req := &model.LLMRequest{Contents: []*genai.Content{genai.NewContentFromText("hello", genai.RoleUser)}}
+	var partial strings.Builder
+	var final string
+	for resp, err := range (Offline{}).GenerateContent(t.Context(), req, true) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Partial {
+			partial.WriteString(resp.Content.Parts[0].Text)
+		} else {
+			final = resp.Content.Parts[0].Text
+		}
+	}
+	if partial.String() != final || final == "" {
+		t.Errorf("streamed %q, final %q: want the same text", partial.String(), final)
+	}
+}
+
+func TestEvaluate(t *testing.T) {
+	tests := []struct {
+		expr    string
+		want    float64
+		wantErr bool
+	}{
+		{"12*7", 84, false},
+		{"1 + 2 * 3", 7, false},
+		{"(1+2)*3", 9, false},
+		{"-4 / 2", -2, false},
+		{"2.5*4", 10, false},
+		{"1/0", 0, true},
+		{"2+", 0, true},
+		{"(((", 0, true},
+		{"3 4", 0, true},
+		{strings.Repeat("(", 100) + "1" + strings.Repeat(")", 100), 0, true},
+	}
+	for _, tc := range tests {
+		got, err := evaluate(tc.expr)
+		if (err != nil) != tc.wantErr || (!tc.wantErr && got != tc.want) {
+			t.Errorf("evaluate(%q) = %v, %v; want %v (error %v)", tc.expr, got, err, tc.want, tc.wantErr)
+		}
+	}
+}

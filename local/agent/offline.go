@@ -1,0 +1,197 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"iter"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"google.golang.org/adk/model"
+	"google.golang.org/genai"
+)
+
+// OfflineModelName is how the offline model names itself, in the page and
+// the logs.
+const OfflineModelName = "offline (deterministic rules, no network)"
+
+// Offline is a model.LLM that needs no network: it reads the last message
+// with a few regular expressions and answers with the tool calls Gemini
+// would make, then words the tools' results. It stands in for Gemini in the
+// local demo when no API key is configured, and in tests.
+type Offline struct{}
+
+var _ model.LLM = Offline{}
+
+// Name implements model.LLM.
+func (Offline) Name() string { return OfflineModelName }
+
+// GenerateContent implements model.LLM. When streaming it sends the text a
+// few words at a time, then the whole response, as Gemini does.
+func (Offline) GenerateContent(_ context.Context, req *model.LLMRequest, stream bool) iter.Seq2[*model.LLMResponse, error] {
+	content := respond(req.Contents)
+	return func(yield func(*model.LLMResponse, error) bool) {
+		if stream && len(content.Parts) == 1 && content.Parts[0].Text != "" {
+			words := strings.SplitAfter(content.Parts[0].Text, " ")
+			for i := 0; i < len(words); i += 3 {
+				chunk := strings.Join(words[i:min(i+3, len(words))], "")
+				if !yield(&model.LLMResponse{Content: genai.NewContentFromText(chunk, genai.RoleModel), Partial: true}, nil) {
+					return
+				}
+			}
+		}
+		yield(&model.LLMResponse{Content: content, TurnComplete: true, FinishReason: genai.FinishReasonStop}, nil)
+	}
+}
+
+// respond decides the model's next content from the conversation.
+func respond(contents []*genai.Content) *genai.Content {
+	if len(contents) == 0 {
+		return text(greeting)
+	}
+	last := contents[len(contents)-1]
+	var responses []*genai.FunctionResponse
+	var said []string
+	for _, p := range last.Parts {
+		if p.FunctionResponse != nil {
+			responses = append(responses, p.FunctionResponse)
+		}
+		if p.Text != "" {
+			said = append(said, p.Text)
+		}
+	}
+	if len(responses) > 0 && len(said) == 0 {
+		var lines []string
+		for _, r := range responses {
+			lines = append(lines, describe(r))
+		}
+		return text(strings.Join(lines, " "))
+	}
+	return answer(strings.Join(said, " "), contents)
+}
+
+const greeting = "Hello! I'm the offline demo model. Try: \"change the music to track 2\", \"where am I?\", " +
+	"\"what's the weather in Tokyo?\", \"book a table for 4\", \"what is 12*7?\" or \"what time is it?\"."
+
+var (
+	reTrack    = regexp.MustCompile(`(?i)\b(?:music|track|song|bgm|play)\b.*?\b([1-9])\b`)
+	reLocation = regexp.MustCompile(`(?i)\b(where am i|my location|locate me|where i am)\b`)
+	reWeather  = regexp.MustCompile(`(?i)\bweather\b(?:.*?\b(?:in|for|at)\s+([\p{L}][\p{L} .'-]*))?`)
+	reTable    = regexp.MustCompile(`(?i)\b(?:book|reserve)\b.*?\btable\b(?:.*?\bfor\s+(\d+))?`)
+	reTime     = regexp.MustCompile(`(?i)\bwhat(?:'s| is)? (?:the )?time\b|\bcurrent time\b|\btime is it\b`)
+	reMath     = regexp.MustCompile(`^[\d\s+\-*/().×÷]+$`)
+	reMathAsk  = regexp.MustCompile(`(?i)(?:what is|what's|calculate|compute)\s+([\d\s+\-*/().×÷]+?)\s*\??$`)
+	reRecap    = regexp.MustCompile(`(?i)\bwhat did\b.*\b(do|did|say|happen)\b|\bwhat happened\b`)
+	reRecord   = regexp.MustCompile(`\[[^\]]*\bcalled\b[^\]]*\]`)
+	reTZ       = regexp.MustCompile(`(?i)\bin\s+(tokyo|london|paris|new york|sydney|berlin)\b`)
+)
+
+var zones = map[string]string{
+	"tokyo": "Asia/Tokyo", "london": "Europe/London", "paris": "Europe/Paris",
+	"new york": "America/New_York", "sydney": "Australia/Sydney", "berlin": "Europe/Berlin",
+}
+
+// answer maps a user message to a tool call or a text.
+func answer(msg string, history []*genai.Content) *genai.Content {
+	msg = strings.TrimSpace(msg)
+	switch {
+	case reRecap.MatchString(msg):
+		return text(recap(history))
+	case reLocation.MatchString(msg):
+		return call("get_location", map[string]any{})
+	case reTable.MatchString(msg):
+		people := 2
+		if m := reTable.FindStringSubmatch(msg); m[1] != "" {
+			people, _ = strconv.Atoi(m[1])
+		}
+		return call("book_table", map[string]any{"people": people, "time": "19:00", "name": "Guest"})
+	case reWeather.MatchString(msg):
+		city := "London"
+		if m := reWeather.FindStringSubmatch(msg); strings.TrimSpace(m[1]) != "" {
+			city = strings.TrimRight(strings.TrimSpace(m[1]), "?.! ")
+		}
+		return call("get_weather", map[string]any{"city": city})
+	case reTime.MatchString(msg):
+		args := map[string]any{}
+		if m := reTZ.FindStringSubmatch(msg); m != nil {
+			args["timezone"] = zones[strings.ToLower(m[1])]
+		}
+		return call("get_current_time", args)
+	case reTrack.MatchString(msg):
+		track, _ := strconv.Atoi(reTrack.FindStringSubmatch(msg)[1])
+		return call("change_bgm", map[string]any{"track": track})
+	case reMathAsk.MatchString(msg):
+		return call("calculate", map[string]any{"expression": strings.TrimSpace(reMathAsk.FindStringSubmatch(msg)[1])})
+	case reMath.MatchString(msg) && strings.ContainsAny(msg, "+-*/×÷"):
+		return call("calculate", map[string]any{"expression": msg})
+	}
+	return text(greeting)
+}
+
+// recap answers "what did … do?" from the conversation: the textual
+// records of tool calls a migrated history carries, and the calls made in
+// this conversation.
+func recap(history []*genai.Content) string {
+	var facts []string
+	for _, c := range history {
+		for _, p := range c.Parts {
+			if p.Text != "" {
+				facts = append(facts, reRecord.FindAllString(p.Text, -1)...)
+			}
+			if p.FunctionCall != nil {
+				args, _ := json.Marshal(p.FunctionCall.Args)
+				facts = append(facts, fmt.Sprintf("%s(%s)", p.FunctionCall.Name, args))
+			}
+		}
+	}
+	if len(facts) == 0 {
+		return "Nothing yet: no tool has been used in this conversation."
+	}
+	return "Here is what happened so far: " + strings.Join(facts, "; ") + "."
+}
+
+// describe words a tool's result.
+func describe(r *genai.FunctionResponse) string {
+	resp := r.Response
+	if e, ok := resp["error"]; ok {
+		switch r.Name {
+		case "book_table":
+			return fmt.Sprintf("I did not book the table: %v.", e)
+		case "get_location":
+			return fmt.Sprintf("I couldn't get your location: %v.", e)
+		}
+		return fmt.Sprintf("%s failed: %v.", r.Name, e)
+	}
+	switch r.Name {
+	case "change_bgm":
+		return fmt.Sprintf("Done: now playing track %v.", num(resp["playing"]))
+	case "get_location":
+		return fmt.Sprintf("You are at latitude %v, longitude %v.", resp["latitude"], resp["longitude"])
+	case "get_weather":
+		return fmt.Sprintf("It's %v and %v°C in %v.", resp["conditions"], num(resp["temperature"]), resp["city"])
+	case "calculate":
+		return fmt.Sprintf("%v = %v.", resp["expression"], num(resp["result"]))
+	case "get_current_time":
+		return fmt.Sprintf("It is %v (%v), %v.", resp["time"], resp["timezone"], resp["date"])
+	case "book_table":
+		return fmt.Sprintf("Booked: a table for %v at %v under the name %v.", num(resp["people"]), resp["time"], resp["name"])
+	}
+	b, _ := json.Marshal(resp)
+	return fmt.Sprintf("%s returned %s.", r.Name, b)
+}
+
+// num prints whole numbers without a decimal point.
+func num(v any) any {
+	if f, ok := v.(float64); ok && f == float64(int64(f)) {
+		return int64(f)
+	}
+	return v
+}
+
+func text(s string) *genai.Content { return genai.NewContentFromText(s, genai.RoleModel) }
+
+func call(name string, args map[string]any) *genai.Content {
+	return &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{{FunctionCall: &genai.FunctionCall{Name: name, Args: args}}}}
+}
