@@ -18,6 +18,7 @@ import (
 
 	"github.com/baton-run/baton/internal/firestoretest"
 	"github.com/baton-run/baton/internal/modeltest"
+	"github.com/baton-run/baton/toolcallback"
 )
 
 // BenchmarkTurn sends full turns through HTTP with a zero-latency model and
@@ -35,7 +36,7 @@ func BenchmarkTurn(b *testing.B) {
 		}
 		cfg := testConfig()
 		cfg.DevIdentity = true
-		s, err := NewServerWithClient(cfg, client, root, &ServerOptions{Logger: NewLogger(io.Discard)})
+		s, err := NewServerWithClient(cfg, client, []toolcallback.Member{{Agent: root}}, &ServerOptions{Logger: NewLogger(io.Discard)})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -31,6 +31,9 @@ type Config struct {
 	// RequestTimeout bounds a request's work before its stream starts
 	// (authentication, lease, ledger checks); the invocation has its own.
 	RequestTimeout time.Duration // BATON_REQUEST_TIMEOUT
+	// IdleRetention: Sweep deletes chats idle for longer, with every
+	// document under them.
+	IdleRetention time.Duration // BATON_IDLE_RETENTION
 
 	// SweepAudience and SweepInvoker identify the scheduler: Sweep accepts
 	// only a Google-signed OIDC token with this audience and this service
@@ -69,6 +72,7 @@ var EnvVars = []EnvVar{
 	{Name: "BATON_ALLOWED_ORIGINS"},
 	{Name: "BATON_KEEPALIVE", Default: "15s"},
 	{Name: "BATON_REQUEST_TIMEOUT", Default: "30s"},
+	{Name: "BATON_IDLE_RETENTION", Default: "720h"},
 	{Name: "BATON_SWEEP_AUDIENCE"},
 	{Name: "BATON_SWEEP_INVOKER"},
 	{Name: "BATON_DEV_IDENTITY", Default: "false"},
@@ -110,6 +114,7 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 		TokenKey:          []byte(get("BATON_TOKEN_KEY")),
 		KeepAlive:         duration("BATON_KEEPALIVE"),
 		RequestTimeout:    duration("BATON_REQUEST_TIMEOUT"),
+		IdleRetention:     duration("BATON_IDLE_RETENTION"),
 		SweepAudience:     get("BATON_SWEEP_AUDIENCE"),
 		SweepInvoker:      get("BATON_SWEEP_INVOKER"),
 	}

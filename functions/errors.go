@@ -53,7 +53,7 @@ func status(err error) (int, apiErrorBody) {
 		pending  *toolcallback.PendingCallsError
 		resolved *toolcallback.AlreadyResolvedError
 		maxBytes *http.MaxBytesError
-		unknown  *unknownAgentError
+		unknown  *toolcallback.UnknownAgentError
 	)
 	switch {
 	case errors.As(err, &busy):
@@ -70,7 +70,7 @@ func status(err error) (int, apiErrorBody) {
 		v := newCallView(resolved.Call, "")
 		return http.StatusConflict, apiErrorBody{Code: "already_resolved", Message: "this call already has an answer", Outcome: &v}
 	case errors.As(err, &unknown):
-		return http.StatusBadRequest, apiErrorBody{Code: "unknown_agent", Message: err.Error(), KnownAgents: unknown.known}
+		return http.StatusBadRequest, apiErrorBody{Code: "unknown_agent", Message: err.Error(), KnownAgents: unknown.Known}
 	case errors.As(err, &maxBytes), errors.Is(err, errBodyTooLarge):
 		return http.StatusRequestEntityTooLarge, apiErrorBody{Code: "too_large", Message: "the request body is too large"}
 	case errors.Is(err, toolcallback.ErrTooLarge), errors.Is(err, sessionstore.ErrTooLarge):
@@ -96,17 +96,6 @@ func status(err error) (int, apiErrorBody) {
 	}
 	return http.StatusInternalServerError, apiErrorBody{Code: "internal", Message: "internal error"}
 }
-
-type unknownAgentError struct {
-	name  string
-	known []string
-}
-
-func (e *unknownAgentError) Error() string {
-	return fmt.Sprintf("unknown agent %q; known agents: %v", e.name, e.known)
-}
-
-func (e *unknownAgentError) Is(target error) bool { return target == errUnknownAgent }
 
 // writeError answers err as JSON, with Retry-After where it applies, and
 // logs the detail of server errors.

@@ -103,7 +103,7 @@ func newHTTPFixture(t *testing.T, mutate func(*Config), script ...modeltest.Repl
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.server, err = NewServerWithClient(f.cfg, f.client, root, &ServerOptions{
+	f.server, err = NewServerWithClient(f.cfg, f.client, []toolcallback.Member{{Agent: root}}, &ServerOptions{
 		Logger:     NewLogger(f.logs),
 		UserTokens: f.users.Verifier(nil),
 		SchedulerTokens: NewIDTokenVerifier(testProject, &IDTokenOptions{

@@ -82,18 +82,17 @@ func (s *Server) turn(w http.ResponseWriter, r *http.Request, log *slog.Logger) 
 	if err := requireIDs(map[string]string{"sessionId": req.SessionID, "clientId": req.ClientID}); err != nil {
 		return err
 	}
-	if req.Agent != "" && !slices.Contains(s.agents, req.Agent) {
-		return &unknownAgentError{name: req.Agent, known: s.agents}
-	}
 	msg, err := req.content()
 	if err != nil {
 		return err
 	}
-	inv, err := s.engine.Turn(r.Context(), toolcallback.TurnRequest{UserID: user, SessionID: req.SessionID, ClientID: req.ClientID, Content: msg})
+	inv, report, err := s.team.Turn(r.Context(), toolcallback.ChatTurn{
+		UserID: user, ChatID: req.SessionID, ClientID: req.ClientID, Agent: req.Agent, Content: msg,
+	})
 	if err != nil {
 		return err
 	}
-	s.respond(w, r, log, inv, nil)
+	s.respond(w, r, log, inv, map[string]any{"agent": report})
 	return nil
 }
 
@@ -135,7 +134,7 @@ func (s *Server) toolResult(w http.ResponseWriter, r *http.Request, log *slog.Lo
 		}
 		result.UserID, result.SessionID, result.CallID, result.ClientID = user, req.SessionID, req.ToolCallID, req.ClientID
 	}
-	res, err := s.engine.Resume(r.Context(), result)
+	res, err := s.team.Resume(r.Context(), result)
 	var resolved *toolcallback.AlreadyResolvedError
 	if errors.As(err, &resolved) && resolved.Same {
 		// A retry of the recorded answer: report the outcome, run nothing.
@@ -202,6 +201,8 @@ func newCallView(c *toolcallback.Call, token string) callView {
 // pendingResponse lets a reloaded tab continue: the calls it may answer
 // and the recent conversation.
 type pendingResponse struct {
+	Agent   string        `json:"agent"`  // the chat's active agent
+	Agents  []string      `json:"agents"` // the agents it may switch to
 	Calls   []callView    `json:"calls"`
 	History []historyItem `json:"history"`
 }
@@ -233,20 +234,24 @@ func (s *Server) pending(w http.ResponseWriter, r *http.Request, _ *slog.Logger)
 		}
 		limit = n
 	}
-	calls, err := s.engine.Pending(r.Context(), user, sid, client)
+	chat, err := s.team.Chat(r.Context(), user, sid)
 	if err != nil {
 		return err
 	}
-	resp := pendingResponse{Calls: []callView{}, History: []historyItem{}}
+	calls, err := s.team.Pending(r.Context(), user, sid, client)
+	if err != nil {
+		return err
+	}
+	resp := pendingResponse{Agent: chat.Agent, Agents: s.team.Agents(), Calls: []callView{}, History: []historyItem{}}
 	for _, c := range calls {
 		token := ""
 		if c.Kind == toolcallback.KindExternal && len(s.cfg.TokenKey) > 0 {
-			token, _ = s.engine.Token(c)
+			token, _ = s.team.Token(c)
 		}
 		resp.Calls = append(resp.Calls, newCallView(c, token))
 	}
 	if limit > 0 {
-		got, err := s.sessions.Get(r.Context(), &session.GetRequest{AppName: s.cfg.AppName, UserID: user, SessionID: sid, NumRecentEvents: limit})
+		got, err := s.sessions.Get(r.Context(), &session.GetRequest{AppName: s.cfg.AppName, UserID: user, SessionID: chat.SessionID, NumRecentEvents: limit})
 		if err != nil {
 			return err
 		}

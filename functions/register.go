@@ -8,6 +8,8 @@ import (
 
 	"github.com/GoogleCloudPlatform/functions-framework-go/functions"
 	"google.golang.org/adk/agent"
+
+	"github.com/baton-run/baton/toolcallback"
 )
 
 // Function names: the entry points registered with functions-framework-go
@@ -25,33 +27,49 @@ var Names = []string{NameTurn, NameToolResult, NamePending, NameSweep}
 // AgentFunc builds the agent the registered functions serve.
 type AgentFunc func(ctx context.Context) (agent.Agent, error)
 
-// registered holds the agent constructor a deployment supplies with
-// UseAgent, from an init function (the deployment packager generates one).
+// TeamFunc builds the agents a chat may switch between; the first is the
+// agent of new chats.
+type TeamFunc func(ctx context.Context) ([]toolcallback.Member, error)
+
+// registered holds the constructor a deployment supplies with UseAgent or
+// UseTeam, from an init function (the deployment packager generates one).
 var registered struct {
 	sync.Mutex
-	newAgent AgentFunc
+	newTeam TeamFunc
 }
 
-// UseAgent sets the agent the registered functions serve. Call it from an
-// init function, before the first request; the instance builds its server
-// once, on that request.
+// UseAgent sets the one agent the registered functions serve. Call it from
+// an init function, before the first request; the instance builds its
+// server once, on that request.
 func UseAgent(f AgentFunc) {
+	UseTeam(func(ctx context.Context) ([]toolcallback.Member, error) {
+		a, err := f(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return []toolcallback.Member{{Agent: a}}, nil
+	})
+}
+
+// UseTeam sets the agents the registered functions serve, for chats that
+// switch between them. It replaces an earlier UseAgent.
+func UseTeam(f TeamFunc) {
 	registered.Lock()
 	defer registered.Unlock()
-	registered.newAgent = f
+	registered.newTeam = f
 }
 
 // instance is this instance's server, built on the first request. The
 // error is kept: a misconfigured instance answers 500 and logs why.
 var instance = sync.OnceValues(func() (*Server, error) {
 	registered.Lock()
-	newAgent := registered.newAgent
+	newTeam := registered.newTeam
 	registered.Unlock()
 	cfg, err := ConfigFromEnv(os.LookupEnv)
 	if err != nil {
 		return nil, err
 	}
-	return NewServerFromConfig(context.Background(), cfg, newAgent, nil)
+	return NewServerFromConfig(context.Background(), cfg, newTeam, nil)
 })
 
 func init() {

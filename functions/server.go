@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
-	"google.golang.org/adk/agent"
 
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
@@ -21,8 +20,7 @@ import (
 type Server struct {
 	cfg        Config
 	sessions   *sessionstore.Service
-	engine     *toolcallback.Engine
-	agents     []string // names a Turn may ask for
+	team       *toolcallback.Team
 	ident      identity
 	sweepCheck func(ctx context.Context, r *http.Request) error
 	log        *slog.Logger
@@ -40,12 +38,12 @@ type ServerOptions struct {
 	SchedulerTokens *IDTokenVerifier
 }
 
-// NewServer returns a Server for an engine already built over sessions.
-func NewServer(cfg Config, sessions *sessionstore.Service, engine *toolcallback.Engine, root agent.Agent, opts *ServerOptions) (*Server, error) {
+// NewServer returns a Server for a team already built over sessions.
+func NewServer(cfg Config, sessions *sessionstore.Service, team *toolcallback.Team, opts *ServerOptions) (*Server, error) {
 	if opts == nil {
 		opts = &ServerOptions{}
 	}
-	s := &Server{cfg: cfg, sessions: sessions, engine: engine, agents: []string{root.Name()}, log: opts.Logger}
+	s := &Server{cfg: cfg, sessions: sessions, team: team, log: opts.Logger}
 	if s.log == nil {
 		s.log = NewLogger(nil)
 	}
@@ -62,43 +60,45 @@ func NewServer(cfg Config, sessions *sessionstore.Service, engine *toolcallback.
 	return s, nil
 }
 
-// NewServerFromConfig connects to Firestore and builds the engine for the
-// agent newAgent returns.
-func NewServerFromConfig(ctx context.Context, cfg Config, newAgent AgentFunc, opts *ServerOptions) (*Server, error) {
-	if newAgent == nil {
-		return nil, errors.New("no agent: call functions.UseAgent from an init function of the deployment")
+// NewServerFromConfig connects to Firestore and builds the team newTeam
+// returns.
+func NewServerFromConfig(ctx context.Context, cfg Config, newTeam TeamFunc, opts *ServerOptions) (*Server, error) {
+	if newTeam == nil {
+		return nil, errors.New("no agent: call functions.UseAgent or UseTeam from an init function of the deployment")
 	}
-	root, err := newAgent(ctx)
+	members, err := newTeam(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("build agent: %w", err)
+		return nil, fmt.Errorf("build agents: %w", err)
 	}
 	client, err := firestore.NewClientWithDatabase(ctx, cfg.Project, cfg.Database)
 	if err != nil {
 		return nil, fmt.Errorf("firestore: %w", err)
 	}
-	return NewServerWithClient(cfg, client, root, opts)
+	return NewServerWithClient(cfg, client, members, opts)
 }
 
-// NewServerWithClient builds the session store and engine on client.
-func NewServerWithClient(cfg Config, client *firestore.Client, root agent.Agent, opts *ServerOptions) (*Server, error) {
+// NewServerWithClient builds the session store and the team on client. The
+// first member is the agent of new chats.
+func NewServerWithClient(cfg Config, client *firestore.Client, members []toolcallback.Member, opts *ServerOptions) (*Server, error) {
 	log := NewLogger(nil)
 	if opts != nil && opts.Logger != nil {
 		log = opts.Logger
 	}
 	sessions := sessionstore.New(client, &sessionstore.Options{Root: cfg.Root})
-	engine, err := toolcallback.New(client, sessions, cfg.AppName, root, &toolcallback.Options{
+	team, err := toolcallback.NewTeam(client, sessions, cfg.AppName, members, &toolcallback.Options{
 		LeasePolicy:       cfg.LeasePolicy,
 		MaxWait:           cfg.LeaseMaxWait,
 		PendingPolicy:     cfg.PendingPolicy,
 		CallTimeout:       cfg.CallTimeout,
 		InvocationTimeout: cfg.InvocationTimeout,
 		TokenKey:          cfg.TokenKey,
+		IdleRetention:     cfg.IdleRetention,
 		Logger:            log,
 	})
 	if err != nil {
 		return nil, err
 	}
-	return NewServer(cfg, sessions, engine, root, opts)
+	return NewServer(cfg, sessions, team, opts)
 }
 
 // Handler returns the handler of a registered function, by name.
@@ -116,8 +116,8 @@ func (s *Server) Handler(name string) http.Handler {
 	return http.NotFoundHandler()
 }
 
-// Engine returns the server's engine (the local runner sweeps with it).
-func (s *Server) Engine() *toolcallback.Engine { return s.engine }
+// Team returns the server's team (the local runner sweeps with it).
+func (s *Server) Team() *toolcallback.Team { return s.team }
 
 // schedulerCheck returns Sweep's authorisation: a Google-signed OIDC token
 // for the configured audience and service account. In development
@@ -162,11 +162,12 @@ func (s *Server) sweep(w http.ResponseWriter, r *http.Request, log *slog.Logger)
 	if err := s.sweepCheck(r.Context(), r); err != nil {
 		return err
 	}
-	report, err := s.engine.Sweep(r.Context(), time.Now())
+	report, err := s.team.Sweep(r.Context(), time.Now())
 	if err != nil {
 		return err
 	}
-	log.InfoContext(r.Context(), "sweep", "expired", report.Expired, "resumed", report.Resumed, "skipped", report.Skipped)
+	log.InfoContext(r.Context(), "sweep", "expired", report.Expired, "resumed", report.Resumed, "skipped", report.Skipped,
+		"repaired", report.Repaired, "idle", report.Idle)
 	writeJSON(w, http.StatusOK, report)
 	return nil
 }

@@ -28,6 +28,9 @@ func TestBrowserFlow(t *testing.T) {
 	if out := chunksOfType(chunks, "tool-output-available"); len(out) != 0 {
 		t.Errorf("the browser tool's placeholder reached the client: %v", out)
 	}
+	if agent := chunksOfType(chunks, "data-agent"); len(agent) != 1 || agent[0]["data"].(map[string]any)["to"] != "assistant" {
+		t.Errorf("data-agent chunks = %v, want one naming the active agent", agent)
+	}
 	resp := f.do(http.MethodPost, NameToolResult, f.token("ada"),
 		map[string]any{"sessionId": "s1", "toolCallId": "c1", "clientId": "tab-a", "output": map[string]any{"playing": 2}}, nil)
 	resumed := f.stream(resp, "c1")

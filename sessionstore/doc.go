@@ -9,6 +9,7 @@
 //	{root}/{app}/users/{user}                       user state      (stateDoc)
 //	{root}/{app}/users/{user}/sessions/{session}    session         (sessionDoc)
 //	{root}/{app}/users/{user}/sessions/{session}/events/{n:06d}    event chunk (chunkDoc)
+//	{root}/{app}/users/{user}/chats/{chat}          chat session    (chatDoc)
 //
 // A session document holds the session-scoped state (one JSON object), the
 // revision counter, ADK's last-update time, its most recent events (the
@@ -48,13 +49,26 @@
 // distinct), but numbers inside free-form maps (state, function arguments,
 // custom metadata) come back as float64, and structs as maps.
 //
+// # Chat sessions
+//
+// A chat is what a client holds: its document points at the one ADK session
+// active for it and that session's agent. An agent switch (coordinated by
+// toolcallback.Team) builds a new ADK session holding the conversation as
+// MigrateHistory rewrites it, then moves the pointer with a compare-and-set
+// on the chat document, so the chat always points at a complete session.
+// The chat notes the session being built and the sessions it retired, and
+// sets cleanupAt, so that a switch that dies half-way leaves leftovers a
+// sweep can find and delete (PurgeSession deletes a session's whole tree:
+// Firestore deletes no subcollection by itself).
+//
 // # Indexes
 //
 // List across all users of an app is a collection-group query on
 // "sessions" with an equality filter on "scope" ("{root}/{app}"). It needs
 // the single-field index on sessions.scope enabled for collection-group
-// scope (declared in infra/terraform). No other query needs an index beyond
-// Firestore's automatic ones.
+// scope. Cleanup queries the "chats" collection group with scope == X and a
+// range on cleanupAt or on lastActivity, which need the composite indexes in
+// Indexes. All are declared in infra/terraform.
 package sessionstore
 
 // FieldIndex is a single-field index setting a query needs beyond
@@ -76,4 +90,18 @@ var FieldIndexes = []FieldIndex{
 // by collection group: their automatic indexes must not be exempted.
 var QueriedFields = map[string][]string{
 	"sessions": {"scope"},
+	"chats":    {"scope", "cleanupAt", "lastActivity"},
+}
+
+// Index is a composite index a query of this package needs.
+type Index struct {
+	CollectionGroup string
+	QueryScope      string // "COLLECTION_GROUP" or "COLLECTION"
+	Fields          []string
+}
+
+// Indexes lists the composite indexes this package's queries need.
+var Indexes = []Index{
+	{CollectionGroup: "chats", QueryScope: "COLLECTION_GROUP", Fields: []string{"scope", "cleanupAt"}},
+	{CollectionGroup: "chats", QueryScope: "COLLECTION_GROUP", Fields: []string{"scope", "lastActivity"}},
 }

@@ -72,6 +72,9 @@ type Options struct {
 	// StreamingMode of the runner. Default SSE, so text streams as partial
 	// events.
 	StreamingMode agent.StreamingMode
+	// IdleRetention: a Team's Sweep deletes chats idle for longer, with all
+	// their documents. Default 30 days.
+	IdleRetention time.Duration
 	Logger        *slog.Logger
 }
 
@@ -98,6 +101,7 @@ func (o *Options) withDefaults() Options {
 	def(&out.CallTimeout, 10*time.Minute)
 	def(&out.AnswerGrace, time.Minute)
 	def(&out.Retention, 7*24*time.Hour)
+	def(&out.IdleRetention, 30*24*time.Hour)
 	if out.MaxAnswerBytes <= 0 {
 		out.MaxAnswerBytes = 256 << 10
 	}
@@ -115,6 +119,7 @@ func (o *Options) withDefaults() Options {
 // value, on any instance, can resume a call another one paused.
 type Engine struct {
 	app      string
+	agent    string // the root agent's name
 	sessions *sessionstore.Service
 	client   *firestore.Client
 	runner   *runner.Runner
@@ -138,7 +143,7 @@ func New(client *firestore.Client, sessions *sessionstore.Service, app string, r
 	if err != nil {
 		return nil, err
 	}
-	return &Engine{app: app, sessions: sessions, client: client, runner: r, opts: opts.withDefaults()}, nil
+	return &Engine{app: app, agent: root.Name(), sessions: sessions, client: client, runner: r, opts: opts.withDefaults()}, nil
 }
 
 type clientKey struct{}

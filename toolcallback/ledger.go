@@ -65,7 +65,8 @@ type Answer struct {
 type callDoc struct {
 	ID         string    `firestore:"id"`
 	App        string    `firestore:"app"`
-	Scope      string    `firestore:"scope"` // "{root}/{app}", Sweep's equality filter
+	Scope      string    `firestore:"scope"` // "{root}/{app}/{agent}", Sweep's equality filter
+	Agent      string    `firestore:"agent"` // the root agent whose runner made the call
 	User       string    `firestore:"user"`
 	Session    string    `firestore:"session"`
 	Invocation string    `firestore:"invocation"`

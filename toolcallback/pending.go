@@ -54,19 +54,43 @@ func (e *Engine) settleOpenCalls(ctx context.Context, user, sid string) error {
 	if err != nil {
 		return err
 	}
-	if err := e.repair(ctx, sess); err != nil {
-		return err
-	}
-	docs, snaps, err := queryCalls(ctx, e.callsOf(user, sid).Where("resumed", "==", false))
-	if err != nil || len(docs) == 0 {
-		return err
-	}
-	now := platform.Now(ctx)
 	if e.opts.PendingPolicy == PendingReject {
-		if err := pendingError(docs, now); err != nil {
+		if err := e.repair(ctx, sess); err != nil {
+			return err
+		}
+		if err := e.rejectIfPending(ctx, user, sid); err != nil {
 			return err
 		}
 	}
+	docs, err := e.closeOpenCalls(ctx, sess)
+	if err != nil || len(docs) == 0 {
+		return err
+	}
+	if !delivered(sess, docs) {
+		ev := session.NewEventWithContext(ctx, "baton-settle-"+platform.NewUUID(ctx))
+		ev.Author = "user"
+		ev.Content = &genai.Content{Role: genai.RoleUser, Parts: responseParts(docs, false)}
+		if err := e.sessions.AppendEvent(ctx, sess, ev); err != nil {
+			return fmt.Errorf("record cancelled calls: %w", err)
+		}
+	}
+	return e.markResumed(ctx, docs)
+}
+
+// closeOpenCalls cancels the session's pending calls (expired ones are
+// marked expired) and returns every call whose answer the agent does not
+// have yet, as now recorded. An answer that lands first wins and is
+// returned instead.
+func (e *Engine) closeOpenCalls(ctx context.Context, sess session.Session) ([]*callDoc, error) {
+	user, sid := sess.UserID(), sess.ID()
+	if err := e.repair(ctx, sess); err != nil {
+		return nil, err
+	}
+	docs, snaps, err := queryCalls(ctx, e.callsOf(user, sid).Where("resumed", "==", false))
+	if err != nil || len(docs) == 0 {
+		return nil, err
+	}
+	now := platform.Now(ctx)
 	for i, d := range docs {
 		if Status(d.Status) != StatusPending {
 			continue
@@ -80,28 +104,19 @@ func (e *Engine) settleOpenCalls(ctx context.Context, user, sid string) error {
 			{Path: "resolved", Value: now},
 		}, firestore.LastUpdateTime(snaps[i].UpdateTime))
 		if status.Code(err) == codes.FailedPrecondition {
-			// An answer landed first: deliver it instead.
 			fresh, _, rerr := e.readCall(ctx, snaps[i].Ref, user, sid)
 			if rerr != nil {
-				return rerr
+				return nil, rerr
 			}
 			docs[i] = fresh
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("cancel call %q: %w", d.ID, translate(err))
+			return nil, fmt.Errorf("cancel call %q: %w", d.ID, translate(err))
 		}
 		d.Status = string(next)
 	}
-	if !delivered(sess, docs) {
-		ev := session.NewEventWithContext(ctx, "baton-settle-"+platform.NewUUID(ctx))
-		ev.Author = "user"
-		ev.Content = &genai.Content{Role: genai.RoleUser, Parts: responseParts(docs, false)}
-		if err := e.sessions.AppendEvent(ctx, sess, ev); err != nil {
-			return fmt.Errorf("record cancelled calls: %w", err)
-		}
-	}
-	return e.markResumed(ctx, docs)
+	return docs, nil
 }
 
 // rejectIfPending fails with a *PendingCallsError when the session has
@@ -202,4 +217,6 @@ func (e *Engine) Sweep(ctx context.Context, now time.Time) (SweepReport, error) 
 	return report, nil
 }
 
-func (e *Engine) scope() string { return e.sessions.Root() + "/" + e.app }
+// scope is the Sweep filter of this engine's calls: its app and agent, so
+// that each agent's engine resumes only the calls its own runner made.
+func (e *Engine) scope() string { return e.sessions.Root() + "/" + e.app + "/" + e.agent }

@@ -51,7 +51,7 @@ func (e *Engine) newCallDoc(user, sid string, d detected, fallbackClient string)
 	anyDevice := d.anyDevice || (d.kind == KindApproval && e.opts.ApprovalsAnyDevice)
 	expires := created.Add(timeout)
 	return &callDoc{
-		ID: d.id, App: e.app, Scope: e.scope(), User: user, Session: sid, Invocation: d.invocation, Client: client,
+		ID: d.id, App: e.app, Scope: e.scope(), Agent: e.agent, User: user, Session: sid, Invocation: d.invocation, Client: client,
 		Tool: d.tool, Args: args, Kind: string(d.kind), Step: d.step, OriginalID: d.originalID,
 		AnyDevice: anyDevice, Hint: d.hint, Status: string(StatusPending),
 		Created: created, Expires: expires, SweepAt: &expires, GCAt: expires.Add(e.opts.Retention),

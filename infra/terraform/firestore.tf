@@ -51,6 +51,43 @@ resource "google_firestore_index" "calls_scope_sweep_at" {
   }
 }
 
+# Chat cleanup (sessionstore.Indexes): collection group "chats", scope == X
+# and a range on cleanupAt (switches to finish or undo) or on lastActivity
+# (idle chats to delete).
+resource "google_firestore_index" "chats_scope_cleanup_at" {
+  project     = var.project
+  database    = google_firestore_database.baton.name
+  collection  = "chats"
+  query_scope = "COLLECTION_GROUP"
+
+  fields {
+    field_path = "scope"
+    order      = "ASCENDING"
+  }
+
+  fields {
+    field_path = "cleanupAt"
+    order      = "ASCENDING"
+  }
+}
+
+resource "google_firestore_index" "chats_scope_last_activity" {
+  project     = var.project
+  database    = google_firestore_database.baton.name
+  collection  = "chats"
+  query_scope = "COLLECTION_GROUP"
+
+  fields {
+    field_path = "scope"
+    order      = "ASCENDING"
+  }
+
+  fields {
+    field_path = "lastActivity"
+    order      = "ASCENDING"
+  }
+}
+
 # sessionstore's List across all users of an app: collection group
 # "sessions", scope == X. An equality filter on one field needs only that
 # field's single-field index, but automatic indexes cover collection scope

@@ -50,6 +50,7 @@ locals {
     BATON_ALLOWED_ORIGINS    = join(",", var.allowed_origins)
     BATON_KEEPALIVE          = var.keepalive
     BATON_REQUEST_TIMEOUT    = "${var.request_timeout_seconds}s"
+    BATON_IDLE_RETENTION     = var.idle_retention
     BATON_SWEEP_AUDIENCE     = local.sweep_audience
     BATON_SWEEP_INVOKER      = google_service_account.scheduler.email
   }

@@ -129,6 +129,17 @@ variable "pending_policy" {
   }
 }
 
+variable "idle_retention" {
+  description = "How long a chat may stay idle before Sweep deletes it with its sessions, events and ledger records (BATON_IDLE_RETENTION, a Go duration in hours or less, e.g. 720h for 30 days)."
+  type        = string
+  default     = "720h"
+
+  validation {
+    condition     = can(regex("^[0-9]+(h|m|s)$", var.idle_retention))
+    error_message = "idle_retention must be a whole number of hours, minutes or seconds, e.g. 720h."
+  }
+}
+
 variable "call_timeout" {
   description = "Default expiry of a paused call (BATON_CALL_TIMEOUT), a Go duration such as \"10m\"."
   type        = string

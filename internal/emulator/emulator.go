@@ -38,6 +38,7 @@ type Emulator struct {
 	// Addr is host:port, the value for FIRESTORE_EMULATOR_HOST.
 	Addr string
 
+	pid    int
 	mu     sync.Mutex
 	cmd    *exec.Cmd
 	exited chan struct{}
@@ -81,7 +82,7 @@ func Start(addr string, timeout time.Duration) (*Emulator, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	e := &Emulator{Addr: addr, cmd: cmd, exited: make(chan struct{}), log: logFile.Name()}
+	e := &Emulator{Addr: addr, pid: cmd.Process.Pid, cmd: cmd, exited: make(chan struct{}), log: logFile.Name()}
 	go func() {
 		cmd.Wait()
 		close(e.exited)
@@ -98,7 +99,7 @@ func Start(addr string, timeout time.Duration) (*Emulator, error) {
 }
 
 // Pid is the process group id of the emulator (gcloud's pid).
-func (e *Emulator) Pid() int { return e.cmd.Process.Pid }
+func (e *Emulator) Pid() int { return e.pid }
 
 // Stop kills the emulator's process group and waits for it. It is safe to
 // call more than once.

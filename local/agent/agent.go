@@ -5,20 +5,29 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 
 	"google.golang.org/adk/agent"
 	"google.golang.org/adk/agent/llmagent"
 	"google.golang.org/adk/model"
 	"google.golang.org/adk/model/gemini"
+	"google.golang.org/adk/tool"
+
+	"github.com/baton-run/baton/toolcallback"
 )
 
 // GeminiModel is the Gemini model the demo uses when credentials exist.
 const GeminiModel = "gemini-2.5-flash"
 
-const instruction = `You are Baton's demo assistant. Use the tools: get_weather, calculate and
-get_current_time run on the server; change_bgm switches the music in the user's page (tracks 1 to 3);
-get_location asks the user's browser where they are; book_table books a restaurant table once a
-person approves. Answer briefly.`
+const (
+	conciergeInstruction = `You are the concierge of Baton's demo. Use the tools: get_weather, calculate
+and get_current_time run on the server; get_location asks the user's browser where they are;
+book_table books a restaurant table once a person approves. Earlier turns may hold records like
+"[dj called change_bgm(track=2): ...]" of what another agent did. Answer briefly.`
+	djInstruction = `You are the DJ of Baton's demo. change_bgm switches the music playing in the
+user's page (tracks 1 to 3). Earlier turns may hold records of what another agent did. Answer
+briefly.`
+)
 
 // Model returns Gemini when the standard environment configures it
 // (GOOGLE_API_KEY, or GOOGLE_GENAI_USE_VERTEXAI with a project and
@@ -38,27 +47,75 @@ func Model(ctx context.Context) (model.LLM, error) {
 	return Offline{}, nil
 }
 
-// New returns the default agent on the model Model picks. Its signature is
-// functions.AgentFunc.
+// New returns the concierge, the team's default agent, on the model Model
+// picks. Its signature is functions.AgentFunc.
 func New(ctx context.Context) (agent.Agent, error) {
 	m, err := Model(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return NewWithModel(m)
+	return Concierge(m)
 }
 
-// NewWithModel returns the default agent on m.
-func NewWithModel(m model.LLM) (agent.Agent, error) {
+// Team returns the demo's agents on the model Model picks: the concierge
+// (the default) and the DJ. Its signature is functions.TeamFunc.
+func Team(ctx context.Context) ([]toolcallback.Member, error) {
+	m, err := Model(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return TeamWithModel(m)
+}
+
+// TeamWithModel returns the demo's agents on m.
+func TeamWithModel(m model.LLM) ([]toolcallback.Member, error) {
+	concierge, err := Concierge(m)
+	if err != nil {
+		return nil, err
+	}
+	dj, err := DJ(m)
+	if err != nil {
+		return nil, err
+	}
+	return []toolcallback.Member{{Agent: concierge}, {Agent: dj}}, nil
+}
+
+// Concierge has the server tools, the location and the table booking.
+func Concierge(m model.LLM) (agent.Agent, error) {
 	tools, err := Tools()
 	if err != nil {
 		return nil, err
 	}
 	return llmagent.New(llmagent.Config{
-		Name:        "assistant",
-		Description: "Baton's demo assistant",
+		Name:        "concierge",
+		Description: "Weather, time, arithmetic, your location and restaurant bookings",
 		Model:       m,
-		Instruction: instruction,
-		Tools:       tools,
+		Instruction: conciergeInstruction,
+		Tools:       pick(tools, "get_weather", "calculate", "get_current_time", "get_location", "book_table"),
 	})
+}
+
+// DJ plays music in the user's page.
+func DJ(m model.LLM) (agent.Agent, error) {
+	tools, err := Tools()
+	if err != nil {
+		return nil, err
+	}
+	return llmagent.New(llmagent.Config{
+		Name:        "dj",
+		Description: "Plays the background music",
+		Model:       m,
+		Instruction: djInstruction,
+		Tools:       pick(tools, "change_bgm"),
+	})
+}
+
+func pick(tools []tool.Tool, names ...string) []tool.Tool {
+	var out []tool.Tool
+	for _, t := range tools {
+		if slices.Contains(names, t.Name()) {
+			out = append(out, t)
+		}
+	}
+	return out
 }

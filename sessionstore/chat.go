@@ -1,0 +1,245 @@
+package sessionstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"google.golang.org/adk/session"
+	"google.golang.org/api/iterator"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Chat is a chat session: the id a client holds, pointing at the one ADK
+// session active for it and the agent that session belongs to. Switching
+// agents replaces the ADK session; the chat id stays.
+type Chat struct {
+	App, UserID, ID string
+	Agent           string // the active agent
+	SessionID       string // the active ADK session; internal, never shown to clients
+	Created         time.Time
+	LastActivity    time.Time
+	LastSwitch      time.Time
+	Switches        int
+	// Building is the ADK session a switch in progress is building. If the
+	// switch dies, it is an orphan that cleanup deletes.
+	Building string
+	// Retired lists ADK sessions the chat used before; cleanup makes sure
+	// they are gone.
+	Retired []string
+	// CleanupAt is when cleanup must look at the chat (a switch that may
+	// have died, retired sessions to delete); nil when there is nothing to do.
+	CleanupAt *time.Time
+
+	version time.Time
+}
+
+// chatDoc is the stored form of a Chat, at {root}/{app}/users/{user}/chats/{id}.
+type chatDoc struct {
+	App          string     `firestore:"app"`
+	User         string     `firestore:"user"`
+	ID           string     `firestore:"id"`
+	Scope        string     `firestore:"scope"`
+	Agent        string     `firestore:"agent"`
+	Session      string     `firestore:"session"`
+	Created      time.Time  `firestore:"created"`
+	LastActivity time.Time  `firestore:"lastActivity"`
+	LastSwitch   time.Time  `firestore:"lastSwitch"`
+	Switches     int        `firestore:"switches"`
+	Building     string     `firestore:"building"`
+	Retired      []string   `firestore:"retired"`
+	CleanupAt    *time.Time `firestore:"cleanupAt"`
+}
+
+func (s *Service) chatRef(app, user, id string) *firestore.DocumentRef {
+	return s.userDoc(app, user).Collection("chats").Doc(id)
+}
+
+func (c *Chat) doc(scope string) chatDoc {
+	retired := c.Retired
+	if retired == nil {
+		retired = []string{}
+	}
+	return chatDoc{
+		App: c.App, User: c.UserID, ID: c.ID, Scope: scope, Agent: c.Agent, Session: c.SessionID,
+		Created: c.Created, LastActivity: c.LastActivity, LastSwitch: c.LastSwitch, Switches: c.Switches,
+		Building: c.Building, Retired: retired, CleanupAt: c.CleanupAt,
+	}
+}
+
+func chatFrom(snap *firestore.DocumentSnapshot) (*Chat, error) {
+	var d chatDoc
+	if err := snap.DataTo(&d); err != nil {
+		return nil, fmt.Errorf("decode chat %s: %w", snap.Ref.ID, err)
+	}
+	return &Chat{
+		App: d.App, UserID: d.User, ID: d.ID, Agent: d.Agent, SessionID: d.Session,
+		Created: d.Created, LastActivity: d.LastActivity, LastSwitch: d.LastSwitch, Switches: d.Switches,
+		Building: d.Building, Retired: d.Retired, CleanupAt: d.CleanupAt, version: snap.UpdateTime,
+	}, nil
+}
+
+// GetChat reads a chat. A missing chat, or another user's, wraps
+// session.ErrNotFound.
+func (s *Service) GetChat(ctx context.Context, app, user, id string) (*Chat, error) {
+	if err := validateKey(app, user, id); err != nil {
+		return nil, err
+	}
+	snap, err := s.chatRef(app, user, id).Get(ctx)
+	if status.Code(err) == codes.NotFound {
+		return nil, fmt.Errorf("%w: chat %q", session.ErrNotFound, id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read chat %q: %w", id, translate(err))
+	}
+	return chatFrom(snap)
+}
+
+// CreateChat stores a new chat. It fails with ErrAlreadyExists when the
+// user has a chat with that id.
+func (s *Service) CreateChat(ctx context.Context, c *Chat) error {
+	if err := validateKey(c.App, c.UserID, c.ID); err != nil {
+		return err
+	}
+	res, err := s.chatRef(c.App, c.UserID, c.ID).Create(ctx, c.doc(s.scope(c.App)))
+	if status.Code(err) == codes.AlreadyExists {
+		return fmt.Errorf("%w: chat %q", ErrAlreadyExists, c.ID)
+	}
+	if err != nil {
+		return fmt.Errorf("create chat %q: %w", c.ID, translate(err))
+	}
+	c.version = res.UpdateTime
+	return nil
+}
+
+// SaveChat writes c if the stored chat has not changed since c was read or
+// last saved; otherwise it fails with ErrConflict and writes nothing. This
+// compare-and-set is what makes a switch's pointer flip atomic.
+func (s *Service) SaveChat(ctx context.Context, c *Chat) error {
+	d := c.doc(s.scope(c.App))
+	res, err := s.chatRef(c.App, c.UserID, c.ID).Update(ctx, []firestore.Update{
+		{Path: "agent", Value: d.Agent},
+		{Path: "session", Value: d.Session},
+		{Path: "lastActivity", Value: d.LastActivity},
+		{Path: "lastSwitch", Value: d.LastSwitch},
+		{Path: "switches", Value: d.Switches},
+		{Path: "building", Value: d.Building},
+		{Path: "retired", Value: d.Retired},
+		{Path: "cleanupAt", Value: d.CleanupAt},
+	}, firestore.LastUpdateTime(c.version))
+	switch status.Code(err) {
+	case codes.OK:
+		c.version = res.UpdateTime
+		return nil
+	case codes.FailedPrecondition, codes.NotFound:
+		return fmt.Errorf("%w: chat %q", ErrConflict, c.ID)
+	}
+	return fmt.Errorf("save chat %q: %w", c.ID, translate(err))
+}
+
+// ChatsToClean returns chats of app whose cleanup is due at now, oldest
+// first, at most limit.
+func (s *Service) ChatsToClean(ctx context.Context, app string, now time.Time, limit int) ([]*Chat, error) {
+	return s.queryChats(ctx, app, "cleanupAt", now, limit)
+}
+
+// IdleChats returns chats of app with no activity since before, oldest
+// first, at most limit.
+func (s *Service) IdleChats(ctx context.Context, app string, before time.Time, limit int) ([]*Chat, error) {
+	return s.queryChats(ctx, app, "lastActivity", before, limit)
+}
+
+func (s *Service) queryChats(ctx context.Context, app, field string, upTo time.Time, limit int) ([]*Chat, error) {
+	if err := validateID("app name", app); err != nil {
+		return nil, err
+	}
+	snaps, err := s.client.CollectionGroup("chats").
+		Where("scope", "==", s.scope(app)).
+		Where(field, "<=", upTo).
+		OrderBy(field, firestore.Asc).
+		Limit(limit).
+		Documents(ctx).GetAll()
+	if err != nil {
+		return nil, fmt.Errorf("query chats by %s: %w", field, translate(err))
+	}
+	out := make([]*Chat, 0, len(snaps))
+	for _, snap := range snaps {
+		c, err := chatFrom(snap)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// DeleteChat removes the chat document if it has not changed since read.
+func (s *Service) DeleteChat(ctx context.Context, c *Chat) error {
+	_, err := s.chatRef(c.App, c.UserID, c.ID).Delete(ctx, firestore.LastUpdateTime(c.version))
+	switch status.Code(err) {
+	case codes.OK, codes.NotFound:
+		return nil
+	case codes.FailedPrecondition:
+		return fmt.Errorf("%w: chat %q", ErrConflict, c.ID)
+	}
+	return fmt.Errorf("delete chat %q: %w", c.ID, translate(err))
+}
+
+// maxDeleteBatch bounds one delete commit (Firestore allows 500 writes).
+const maxDeleteBatch = 400
+
+// PurgeSession deletes a session with everything stored under its
+// document: event chunks and the subcollections of other packages (the
+// pending-call ledger). Firestore deletes no subcollection by itself, and TTL
+// does not cascade. It deletes in bounded batches and returns the number of
+// documents deleted; a session that does not exist is not an error.
+func (s *Service) PurgeSession(ctx context.Context, app, user, id string) (int, error) {
+	if err := validateKey(app, user, id); err != nil {
+		return 0, err
+	}
+	ref := s.sessionDoc(app, user, id)
+	deleted := 0
+	cols := ref.Collections(ctx)
+	for {
+		col, err := cols.Next()
+		if errors.Is(err, iterator.Done) {
+			break
+		}
+		if err != nil {
+			return deleted, fmt.Errorf("list collections of %q: %w", id, translate(err))
+		}
+		n, err := s.deleteCollection(ctx, col)
+		deleted += n
+		if err != nil {
+			return deleted, err
+		}
+	}
+	if _, err := ref.Delete(ctx); err != nil && status.Code(err) != codes.NotFound {
+		return deleted, fmt.Errorf("delete session %q: %w", id, translate(err))
+	}
+	return deleted + 1, nil
+}
+
+func (s *Service) deleteCollection(ctx context.Context, col *firestore.CollectionRef) (int, error) {
+	deleted := 0
+	for {
+		refs, err := col.Limit(maxDeleteBatch).Select().Documents(ctx).GetAll()
+		if err != nil {
+			return deleted, fmt.Errorf("list %s: %w", col.Path, translate(err))
+		}
+		if len(refs) == 0 {
+			return deleted, nil
+		}
+		batch := s.client.Batch()
+		for _, r := range refs {
+			batch.Delete(r.Ref)
+		}
+		if _, err := batch.Commit(ctx); err != nil {
+			return deleted, fmt.Errorf("delete from %s: %w", col.Path, translate(err))
+		}
+		deleted += len(refs)
+	}
+}

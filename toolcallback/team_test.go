@@ -1,0 +1,404 @@
+package toolcallback_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"cloud.google.com/go/firestore/apiv1/firestorepb"
+	"google.golang.org/adk/agent/llmagent"
+	"google.golang.org/adk/platform"
+	"google.golang.org/adk/session"
+	"google.golang.org/adk/tool"
+	"google.golang.org/api/iterator"
+	"google.golang.org/genai"
+
+	"github.com/baton-run/baton/internal/firestoretest"
+	"github.com/baton-run/baton/internal/modeltest"
+	"github.com/baton-run/baton/sessionstore"
+	"github.com/baton-run/baton/toolcallback"
+)
+
+// teamFixture is a concierge (default) and a DJ, each on its own strict
+// scripted model.
+type teamFixture struct {
+	t         *testing.T
+	client    *firestore.Client
+	counter   *firestoretest.Counter
+	sessions  *sessionstore.Service
+	team      *toolcallback.Team
+	concierge *modeltest.Strict
+	dj        *modeltest.Strict
+}
+
+func newTeamFixture(t *testing.T) *teamFixture {
+	t.Helper()
+	f := &teamFixture{t: t, concierge: &modeltest.Strict{T: t}, dj: &modeltest.Strict{T: t}}
+	f.client, f.counter = firestoretest.NewCountingClient(t)
+	f.sessions = sessionstore.New(f.client, nil)
+	bgm, err := toolcallback.Browser[bgmArgs](toolcallback.BrowserConfig{Name: "change_bgm", Description: "switch the music"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	loc, err := toolcallback.Browser[struct{}](toolcallback.BrowserConfig{Name: "get_location", Description: "where the browser is"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	concierge, err := llmagent.New(llmagent.Config{Name: "concierge", Model: f.concierge, Tools: []tool.Tool{loc}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dj, err := llmagent.New(llmagent.Config{Name: "dj", Model: f.dj, Tools: []tool.Tool{bgm}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.team, err = toolcallback.NewTeam(f.client, f.sessions, "app", []toolcallback.Member{{Agent: concierge}, {Agent: dj}},
+		&toolcallback.Options{IdleRetention: 24 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func (f *teamFixture) turn(chat, agent, text string) (*toolcallback.SwitchReport, []*session.Event, error) {
+	f.t.Helper()
+	inv, report, err := f.team.Turn(f.t.Context(), toolcallback.ChatTurn{UserID: "user-1", ChatID: chat, ClientID: "tab-a", Agent: agent,
+		Content: genai.NewContentFromText(text, genai.RoleUser)})
+	if err != nil {
+		return nil, nil, err
+	}
+	events, err := collect(inv)
+	return report, events, err
+}
+
+// sessionIDs lists the user's stored ADK sessions.
+func (f *teamFixture) sessionIDs() []string {
+	f.t.Helper()
+	list, err := f.sessions.List(f.t.Context(), &session.ListRequest{AppName: "app", UserID: "user-1"})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	var ids []string
+	for _, s := range list.Sessions {
+		ids = append(ids, s.ID())
+	}
+	return ids
+}
+
+// countDocs counts every document under ref, recursively, ref included.
+func countDocs(t *testing.T, ctx context.Context, ref *firestore.DocumentRef) int {
+	t.Helper()
+	n := 0
+	if _, err := ref.Get(ctx); err == nil {
+		n++
+	}
+	cols := ref.Collections(ctx)
+	for {
+		col, err := cols.Next()
+		if errors.Is(err, iterator.Done) {
+			return n
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs := col.DocumentRefs(ctx)
+		for {
+			d, err := docs.Next()
+			if errors.Is(err, iterator.Done) {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			n += countDocs(t, ctx, d)
+		}
+	}
+}
+
+// TestSwitchAndBack switches concierge → DJ → concierge in one chat.
+func TestSwitchAndBack(t *testing.T) {
+	t.Parallel()
+	f := newTeamFixture(t)
+	f.concierge.Script = []reply{textReply("Hello, I'm the concierge."), echoReply}
+	f.dj.Script = []reply{callReply(call("c1", "change_bgm", map[string]any{"track": 2})), textReply("Track 2 is on.")}
+
+	if report, _, err := f.turn("chat", "", "hello"); err != nil || report.Switched || report.To != "concierge" {
+		t.Fatalf("first turn: %+v, %v; want the concierge without a switch", report, err)
+	}
+	if got := f.sessionIDs(); strings.Join(got, ",") != "chat~0" {
+		t.Fatalf("sessions after the first turn = %v, want [chat~0]", got)
+	}
+	report, _, err := f.turn("chat", "dj", "play track 2")
+	if err != nil || !report.Switched || report.From != "concierge" || report.To != "dj" {
+		t.Fatalf("switch to dj: %+v, %v", report, err)
+	}
+	if got := f.sessionIDs(); strings.Join(got, ",") != "chat~1" {
+		t.Errorf("sessions after the switch = %v, want only the new chat~1", got)
+	}
+	// The DJ's model saw the earlier turns as user and model turns.
+	djReq := modeltest.DumpContents(f.dj.LastRequest().Contents)
+	if !strings.Contains(djReq, `text("hello")`) || !strings.Contains(djReq, `model: text("Hello, I'm the concierge.")`) {
+		t.Errorf("DJ's first request lacks the migrated conversation:\n%s", djReq)
+	}
+	res, err := f.team.Resume(t.Context(), toolcallback.Result{UserID: "user-1", SessionID: "chat", CallID: "c1", ClientID: "tab-a",
+		Answer: toolcallback.Answer{Output: map[string]any{"playing": 2}}})
+	if err != nil || res.Invocation == nil {
+		t.Fatalf("answer c1: %+v, %v", res, err)
+	}
+	if _, err := collect(res.Invocation); err != nil {
+		t.Fatal(err)
+	}
+	report, _, err = f.turn("chat", "concierge", "what did the DJ just do?")
+	if err != nil || !report.Switched || report.From != "dj" {
+		t.Fatalf("switch back: %+v, %v", report, err)
+	}
+	if got := f.sessionIDs(); strings.Join(got, ",") != "chat~2" {
+		t.Errorf("sessions after switching back = %v, want only chat~2", got)
+	}
+	req := f.concierge.LastRequest().Contents
+	dump := modeltest.DumpContents(req)
+	for _, want := range []string{`text("hello")`, `text("play track 2")`, `[dj called change_bgm(track=2): {\"playing\":2}]`, `text("Track 2 is on.")`, `text("what did the DJ just do?")`} {
+		if !strings.Contains(dump, want) {
+			t.Errorf("concierge's request lacks %s:\n%s", want, dump)
+		}
+	}
+	if strings.Contains(dump, "call(") || strings.Contains(dump, "response(") {
+		t.Errorf("concierge's request carries the DJ's function calls:\n%s", dump)
+	}
+	chat, err := f.team.Chat(t.Context(), "user-1", "chat")
+	if err != nil || chat.Switches != 2 || chat.Agent != "concierge" || chat.SessionID != "chat~2" || chat.CleanupAt != nil {
+		t.Errorf("chat record = %+v, %v", chat, err)
+	}
+}
+
+// TestSwitchCancelsPendingCall switches away while the DJ waits for the
+// browser.
+func TestSwitchCancelsPendingCall(t *testing.T) {
+	t.Parallel()
+	f := newTeamFixture(t)
+	f.dj.Script = []reply{callReply(call("c1", "change_bgm", map[string]any{"track": 3}))}
+	f.concierge.Script = []reply{echoReply}
+	if _, _, err := f.turn("chat", "dj", "play track 3"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := f.turn("chat", "concierge", "actually, never mind"); err != nil {
+		t.Fatalf("switch: %v", err)
+	}
+	dump := modeltest.DumpContents(f.concierge.LastRequest().Contents)
+	if !strings.Contains(dump, "[dj called change_bgm(track=3): cancelled") {
+		t.Errorf("migrated record does not say the call was cancelled:\n%s", dump)
+	}
+	before := f.counter.Snapshot()
+	_, err := f.team.Resume(t.Context(), toolcallback.Result{UserID: "user-1", SessionID: "chat", CallID: "c1", ClientID: "tab-a",
+		Answer: toolcallback.Answer{Output: map[string]any{"playing": 3}}})
+	if !errors.Is(err, toolcallback.ErrExpired) {
+		t.Errorf("late answer error = %v, want ErrExpired (410)", err)
+	}
+	if w := f.counter.Snapshot().Sub(before).Writes; w != 0 {
+		t.Errorf("late answer wrote %d documents", w)
+	}
+}
+
+// TestSwitchFailures fails each step of a switch and checks the chat still
+// works and a sweep removes the leftovers.
+func TestSwitchFailures(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		// fail says whether to fail a commit, given its writes.
+		fail       func(writes []*firestorepb.Write) bool
+		wantSwitch bool // the switch itself completed
+	}{
+		{"after create, before the pointer flip", func(ws []*firestorepb.Write) bool {
+			for _, w := range ws {
+				if u := w.GetUpdate(); u != nil && strings.Contains(u.Name, "/chats/") && u.Fields["session"].GetStringValue() == "chat~1" {
+					return true
+				}
+			}
+			return false
+		}, false},
+		{"after the pointer flip, deleting the old session", func(ws []*firestorepb.Write) bool {
+			for _, w := range ws {
+				if strings.HasSuffix(w.GetDelete(), "/sessions/chat~0") {
+					return true
+				}
+			}
+			return false
+		}, true},
+		{"during delete, clearing the cleanup mark", func(ws []*firestorepb.Write) bool {
+			for _, w := range ws {
+				if u := w.GetUpdate(); u != nil && strings.Contains(u.Name, "/chats/") && u.Fields["session"].GetStringValue() == "chat~1" && isNull(u.Fields["cleanupAt"]) {
+					return true
+				}
+			}
+			return false
+		}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newTeamFixture(t)
+			f.concierge.Script = []reply{textReply("Hi."), textReply("Still here.")}
+			f.dj.Script = []reply{textReply("DJ here."), textReply("Still DJ.")}
+			if _, _, err := f.turn("chat", "", "hello"); err != nil {
+				t.Fatal(err)
+			}
+			var once sync.Once
+			failed := false
+			f.counter.SetHook(func(method string, req any) error {
+				c, ok := req.(*firestorepb.CommitRequest)
+				if !ok || !tc.fail(c.Writes) {
+					return nil
+				}
+				var err error
+				once.Do(func() { failed, err = true, errors.New("injected failure") })
+				return err
+			})
+			_, _, err := f.turn("chat", "dj", "switch to the dj")
+			f.counter.SetHook(nil)
+			if !failed {
+				t.Fatal("the failure was never injected")
+			}
+			if tc.wantSwitch && err != nil {
+				t.Fatalf("switch error = %v, want the switch to complete", err)
+			}
+			if !tc.wantSwitch && err == nil {
+				t.Fatal("switch succeeded although its pointer flip failed")
+			}
+			// The chat works on the next turn, with a complete session.
+			agent := "concierge"
+			if tc.wantSwitch {
+				agent = "dj"
+			}
+			report, events, err := f.turn("chat", "", "are you there?")
+			if err != nil || report.To != agent || finalText(events) == "" {
+				t.Fatalf("next turn: %+v %q %v; want %s answering", report, finalText(events), err, agent)
+			}
+			// A sweep past the switch's lease removes what it left behind.
+			if _, err := f.team.Sweep(t.Context(), time.Now().Add(5*time.Minute)); err != nil {
+				t.Fatalf("Sweep() error = %v", err)
+			}
+			chat, err := f.team.Chat(t.Context(), "user-1", "chat")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := f.sessionIDs(); len(got) != 1 || got[0] != chat.SessionID {
+				t.Errorf("sessions after sweep = %v, want only the active %s", got, chat.SessionID)
+			}
+			if chat.CleanupAt != nil || chat.Building != "" {
+				t.Errorf("chat after sweep = %+v, want no cleanup left", chat)
+			}
+		})
+	}
+}
+
+func isNull(v *firestorepb.Value) bool {
+	_, ok := v.GetValueType().(*firestorepb.Value_NullValue)
+	return ok
+}
+
+// TestConcurrentSwitches: two tabs switch one chat at once.
+func TestConcurrentSwitches(t *testing.T) {
+	t.Parallel()
+	f := newTeamFixture(t)
+	f.concierge.Script = []reply{textReply("Hi.")}
+	f.dj.Script = []reply{textReply("First."), textReply("Second.")}
+	if _, _, err := f.turn("chat", "", "hello"); err != nil {
+		t.Fatal(err)
+	}
+	gate := make(chan struct{})
+	f.dj.Gate = gate // the switch that wins keeps its new session busy in the model
+	type result struct {
+		inv *toolcallback.Invocation
+		err error
+	}
+	results := make(chan result, 2)
+	for _, tab := range []string{"tab-a", "tab-b"} {
+		go func() {
+			inv, _, err := f.team.Turn(t.Context(), toolcallback.ChatTurn{UserID: "user-1", ChatID: "chat", ClientID: tab, Agent: "dj",
+				Content: genai.NewContentFromText("dj please", genai.RoleUser)})
+			results <- result{inv, err}
+		}()
+	}
+	got := []result{<-results, <-results}
+	close(gate)
+	busy, ran := 0, 0
+	for _, r := range got {
+		switch {
+		case errors.Is(r.err, sessionstore.ErrBusy):
+			busy++
+		case r.err == nil:
+			ran++
+			if _, err := collect(r.inv); err != nil {
+				t.Fatal(err)
+			}
+		default:
+			t.Errorf("Turn() error = %v, want nil or busy", r.err)
+		}
+	}
+	if ran != 1 || busy != 1 {
+		t.Errorf("%d ran, %d busy; want one each", ran, busy)
+	}
+	if got := f.sessionIDs(); len(got) != 1 {
+		t.Errorf("sessions = %v, want exactly one active", got)
+	}
+}
+
+// TestIdleCleanup deletes every document of an idle chat and nothing of an
+// active one.
+func TestIdleCleanup(t *testing.T) {
+	t.Parallel()
+	f := newTeamFixture(t)
+	f.dj.Script = []reply{callReply(call("c1", "change_bgm", map[string]any{"track": 1}))}
+	f.concierge.Script = []reply{textReply("Switched."), textReply("Fresh chat.")}
+	if _, _, err := f.turn("old", "dj", "music"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := f.turn("old", "concierge", "never mind"); err != nil { // retires a session with a ledger record
+		t.Fatal(err)
+	}
+	user := f.sessions.SessionRef("app", "user-1", "x").Parent.Parent
+	before := countDocs(t, t.Context(), user)
+	if before < 3 {
+		t.Fatalf("only %d documents before cleanup; the fixture should have made more", before)
+	}
+	later := time.Now().Add(25 * time.Hour)
+	ctx := t.Context()
+	// A chat active "now" (at the sweep's clock) must stay.
+	activeCtx := platformAt(ctx, later)
+	inv, _, err := f.team.Turn(activeCtx, toolcallback.ChatTurn{UserID: "user-1", ChatID: "new", ClientID: "tab-a",
+		Content: genai.NewContentFromText("hi", genai.RoleUser)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := collect(inv); err != nil {
+		t.Fatal(err)
+	}
+	withNew := countDocs(t, ctx, user)
+	report, err := f.team.Sweep(ctx, later)
+	if err != nil {
+		t.Fatalf("Sweep() error = %v", err)
+	}
+	if report.Idle != 1 {
+		t.Errorf("Sweep() = %+v, want one idle chat deleted", report)
+	}
+	after := countDocs(t, ctx, user)
+	if _, err := f.team.Chat(ctx, "user-1", "old"); !errors.Is(err, toolcallback.ErrNotFound) {
+		t.Errorf("idle chat still readable: %v", err)
+	}
+	// What remains is exactly the active chat's documents.
+	if want := withNew - before; after != want {
+		t.Errorf("documents after cleanup = %d, want %d (the active chat's only; %d before)", after, want, withNew)
+	}
+	if _, err := f.team.Chat(ctx, "user-1", "new"); err != nil {
+		t.Errorf("active chat was deleted: %v", err)
+	}
+}
+
+func platformAt(ctx context.Context, at time.Time) context.Context {
+	return platform.WithTimeProvider(ctx, func() time.Time { return at })
+}
