@@ -49,6 +49,9 @@ func FuzzTurn(f *testing.F) {
 		f.Add(seed.body, seed.user)
 	}
 	f.Fuzz(func(t *testing.T, body, user string) {
+		if strings.ContainsFunc(user, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+			t.Skip("not a header value an HTTP client sends")
+		}
 		fx := fuzzServer(t)
 		checkNoServerError(t, fx.do(http.MethodPost, NameTurn, "", body, map[string]string{"X-Baton-User": user}))
 	})
