@@ -28,6 +28,9 @@ var (
 	errStartupFailed   = errors.New("startup failed")
 )
 
+// maxRetryAfter caps the Retry-After of a busy session, in seconds.
+const maxRetryAfter = 3
+
 // apiError is the JSON body of every error response.
 type apiError struct {
 	Error apiErrorBody `json:"error"`
@@ -57,7 +60,10 @@ func status(err error) (int, apiErrorBody) {
 	)
 	switch {
 	case errors.As(err, &busy):
-		secs := int(math.Ceil(busy.RetryAfter.Seconds()))
+		// The lease lasts a whole invocation deadline, but most invocations
+		// end within seconds: suggest an early retry rather than the
+		// lease's worst case.
+		secs := min(int(math.Ceil(busy.RetryAfter.Seconds())), maxRetryAfter)
 		secs = max(secs, 1)
 		return http.StatusConflict, apiErrorBody{Code: "busy", Message: "the session is busy with another request; retry later", RetryAfterSeconds: secs}
 	case errors.As(err, &pending):

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"time"
 
 	"google.golang.org/adk/agent"
 	"google.golang.org/adk/agent/llmagent"
@@ -44,7 +45,7 @@ func Model(ctx context.Context) (model.LLM, error) {
 	if os.Getenv("K_SERVICE") != "" {
 		return nil, errors.New("no model configured: set GOOGLE_API_KEY, or GOOGLE_GENAI_USE_VERTEXAI=true with GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION")
 	}
-	return Offline{}, nil
+	return Offline{PieceDelay: 60 * time.Millisecond}, nil
 }
 
 // New returns the concierge, the team's default agent, on the model Model

@@ -56,7 +56,8 @@ func TestOfflineWordsResults(t *testing.T) {
 		{"change_bgm", map[string]any{"playing": float64(2)}, "now playing track 2"},
 		{"calculate", map[string]any{"expression": "12*7", "result": float64(84)}, "12*7 = 84"},
 		{"book_table", map[string]any{"booked": true, "people": float64(6), "time": "19:00", "name": "Ada"}, "table for 6"},
-		{"book_table", map[string]any{"error": "error tool \"book_table\" tool call rejected"}, "did not book"},
+		{"book_table", map[string]any{"error": "error tool \"book_table\" tool call rejected"}, "not approved, so I did not book"},
+		{"book_table", map[string]any{"error": "a table is for 1 to 20 people, not 40"}, "I did not book the table: a table is for 1 to 20"},
 		{"get_location", map[string]any{"error": "permission denied"}, "couldn't get your location: permission denied"},
 	}
 	for _, tc := range tests {

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"google.golang.org/adk/model"
 	"google.golang.org/genai"
@@ -21,7 +22,11 @@ const OfflineModelName = "offline (deterministic rules, no network)"
 // with a few regular expressions and answers with the tool calls Gemini
 // would make, then words the tools' results. It stands in for Gemini in the
 // local demo when no API key is configured, and in tests.
-type Offline struct{}
+type Offline struct {
+	// PieceDelay is the pause between streamed pieces, so that streaming
+	// is visible in the demo page. Zero in tests.
+	PieceDelay time.Duration
+}
 
 var _ model.LLM = Offline{}
 
@@ -30,12 +35,20 @@ func (Offline) Name() string { return OfflineModelName }
 
 // GenerateContent implements model.LLM. When streaming it sends the text a
 // few words at a time, then the whole response, as Gemini does.
-func (Offline) GenerateContent(_ context.Context, req *model.LLMRequest, stream bool) iter.Seq2[*model.LLMResponse, error] {
+func (o Offline) GenerateContent(ctx context.Context, req *model.LLMRequest, stream bool) iter.Seq2[*model.LLMResponse, error] {
 	content := respond(req.Contents)
 	return func(yield func(*model.LLMResponse, error) bool) {
 		if stream && len(content.Parts) == 1 && content.Parts[0].Text != "" {
 			words := strings.SplitAfter(content.Parts[0].Text, " ")
 			for i := 0; i < len(words); i += 3 {
+				if i > 0 && o.PieceDelay > 0 {
+					select {
+					case <-time.After(o.PieceDelay):
+					case <-ctx.Done():
+						yield(nil, ctx.Err())
+						return
+					}
+				}
 				chunk := strings.Join(words[i:min(i+3, len(words))], "")
 				if !yield(&model.LLMResponse{Content: genai.NewContentFromText(chunk, genai.RoleModel), Partial: true}, nil) {
 					return
@@ -156,10 +169,12 @@ func recap(history []*genai.Content) string {
 func describe(r *genai.FunctionResponse) string {
 	resp := r.Response
 	if e, ok := resp["error"]; ok {
-		switch r.Name {
-		case "book_table":
+		switch {
+		case r.Name == "book_table" && strings.Contains(fmt.Sprint(e), "rejected"):
+			return "The booking was not approved, so I did not book the table."
+		case r.Name == "book_table":
 			return fmt.Sprintf("I did not book the table: %v.", e)
-		case "get_location":
+		case r.Name == "get_location":
 			return fmt.Sprintf("I couldn't get your location: %v.", e)
 		}
 		return fmt.Sprintf("%s failed: %v.", r.Name, e)

@@ -1,0 +1,304 @@
+// Browser scenarios for the demo page, in headless Chromium driven by
+// playwright-core, against a running `go run ./local` (BATON_URL).
+//
+//   cd local/e2e && npm ci && BATON_URL=http://127.0.0.1:8080 node --test scenarios.test.mjs
+//
+// Each scenario uses a fresh browser context (a new user and session) and
+// saves a screenshot in test-output/.
+
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { chromium } from 'playwright-core';
+
+const BASE = (process.env.BATON_URL || 'http://127.0.0.1:8080').replace(/\/$/, '');
+const OUT = join(import.meta.dirname ?? new URL('.', import.meta.url).pathname, 'test-output');
+const WAIT = 15_000; // longest wait for one expected change on the page
+
+let browser;
+
+before(async () => {
+  mkdirSync(OUT, { recursive: true });
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+});
+
+after(async () => {
+  await browser?.close();
+});
+
+// --- helpers ------------------------------------------------------------------
+
+const sel = (id, attrs = '') => `[data-testid="${id}"]${attrs}`;
+
+/**
+ * Declares a scenario. When it fails, every page it opened is saved as
+ * test-output/FAILED-<slug>-<n>.png before its contexts close.
+ */
+function scenario(title, slug, fn) {
+  test(title, async (t) => {
+    const contexts = [];
+    t.newContext = async () => {
+      const context = await browser.newContext({ viewport: { width: 820, height: 760 } });
+      contexts.push(context);
+      return context;
+    };
+    try {
+      await fn(t);
+    } catch (err) {
+      const pages = contexts.flatMap((c) => c.pages());
+      for (const [i, page] of pages.entries()) {
+        await page.screenshot({ path: join(OUT, `FAILED-${slug}-${i + 1}.png`) }).catch(() => {});
+      }
+      throw err;
+    } finally {
+      for (const context of contexts) await context.close();
+    }
+  });
+}
+
+/** Opens the page in a new tab and waits until it has restored the session. */
+async function openTab(context) {
+  const page = await context.newPage();
+  const errors = [];
+  page.on('pageerror', (err) => errors.push(err.message));
+  page.errors = errors;
+  await page.goto(BASE + '/');
+  await ready(page);
+  return page;
+}
+
+async function ready(page) {
+  await page.waitForSelector(sel('app', '[data-ready="true"]'), { timeout: WAIT });
+}
+
+/** Picks the agent for the next message, when the server has one of that name. */
+async function chooseAgent(page, name) {
+  if (await count(page, `${sel('agent')} option[value="${name}"]`)) {
+    await page.selectOption(sel('agent'), name);
+  }
+}
+
+async function send(page, text) {
+  await page.fill(sel('composer-input'), text);
+  await page.click(sel('send'));
+}
+
+/** Waits for an assistant message whose text matches re, and returns it. */
+async function assistantSays(page, re) {
+  const handle = await page.waitForFunction(([source, flags]) => {
+    const pattern = new RegExp(source, flags);
+    const found = [...document.querySelectorAll('[data-testid="message"][data-role="assistant"]')]
+      .map((m) => m.innerText)
+      .find((text) => pattern.test(text));
+    return found ?? false;
+  }, [re.source, re.flags], { timeout: WAIT }).catch((err) => {
+    throw new Error(`no assistant message matched ${re}: ${err.message}`);
+  });
+  return handle.jsonValue();
+}
+
+async function count(page, selector) {
+  return page.locator(selector).count();
+}
+
+async function ids(page) {
+  return {
+    user: await page.textContent(sel('user-id')),
+    session: await page.textContent(sel('session-id')),
+    client: await page.textContent(sel('client-id')),
+  };
+}
+
+/** Calls GET /Pending from inside the page, as the given client. */
+function pendingFor(page, { user, session, client }) {
+  return page.evaluate(async ([u, s, c]) => {
+    const q = new URLSearchParams({ sessionId: s, clientId: c, history: '0' });
+    const res = await fetch(`/Pending?${q}`, { headers: { 'X-Baton-User': u } });
+    return res.json();
+  }, [user, session, client]);
+}
+
+function noPageErrors(...pages) {
+  for (const page of pages) assert.deepEqual(page.errors, [], 'uncaught errors in the page');
+}
+
+async function screenshot(page, name) {
+  await page.screenshot({ path: join(OUT, `${name}.png`) });
+}
+
+// --- scenarios ------------------------------------------------------------------
+
+scenario('change the music to track 2: the tab runs change_bgm and the agent answers', 'music', async (t) => {
+  const context = await t.newContext();
+  const page = await openTab(context);
+  assert.match(await page.textContent(sel('model')), /^Model: (?!unknown)\S/);
+  assert.equal(await page.getAttribute(sel('bgm'), 'data-track'), '0');
+
+  await chooseAgent(page, 'dj');
+  await send(page, 'change the music to track 2');
+
+  await page.waitForSelector(sel('tool-call', '[data-tool-name="change_bgm"][data-status="done"]'), { timeout: WAIT });
+  await page.waitForSelector(sel('bgm', '[data-track="2"]'), { timeout: WAIT });
+  assert.match(await page.textContent(sel('bgm-label')), /Now playing: Track 2/);
+  await assistantSays(page, /track 2/i);
+  await screenshot(page, 'music');
+  noPageErrors(page);
+});
+
+scenario('two tabs of one user: the tool request reaches only the tab that asked', 'two-tabs', async (t) => {
+  const context = await t.newContext();
+  const asker = await openTab(context);
+  const other = await openTab(context);
+  const a = await ids(asker);
+  const b = await ids(other);
+  assert.equal(b.user, a.user, 'one user per browser profile');
+  assert.equal(b.session, a.session, 'one session per browser profile');
+  assert.notEqual(b.client, a.client, 'one client id per tab');
+
+  // A browser tool: only the asking tab plays the music.
+  await chooseAgent(asker, 'dj');
+  await send(asker, 'change the music to track 2');
+  await asker.waitForSelector(sel('bgm', '[data-track="2"]'), { timeout: WAIT });
+  await assistantSays(asker, /track 2/i);
+
+  // An approval, left open: only the asking tab may answer it.
+  await chooseAgent(asker, 'concierge');
+  await send(asker, 'book a table for 4');
+  await asker.waitForSelector(sel('approve'), { timeout: WAIT });
+
+  assert.equal(await count(other, sel('tool-call')), 0, 'the other tab saw a tool call');
+  await other.reload();
+  await ready(other);
+  // The other tab shows the conversation but runs nothing and offers no approval.
+  await other.waitForSelector(sel('message', '[data-role="user"]:has-text("book a table for 4")'), { timeout: WAIT });
+  assert.equal(await count(other, sel('approve')), 0, 'the other tab shows approval buttons');
+  assert.equal(await count(other, sel('tool-call')), 0, 'the other tab took up a call');
+  assert.equal(await other.getAttribute(sel('bgm'), 'data-track'), '0', 'the other tab ran change_bgm');
+  const listed = await pendingFor(other, b);
+  assert.deepEqual(listed.calls, [], 'Pending lists the call for the other tab');
+  const own = await pendingFor(asker, a);
+  assert.deepEqual(own.calls.map((c) => c.toolName), ['book_table'], 'Pending for the asking tab');
+
+  // The asking tab still has its approval after a reload.
+  await asker.reload();
+  await ready(asker);
+  await asker.waitForSelector(sel('approve'), { timeout: WAIT });
+
+  await screenshot(other, 'two-tabs');
+  await screenshot(asker, 'two-tabs-asker');
+  noPageErrors(asker, other);
+});
+
+scenario('reload while get_location is pending: the reloaded tab completes the call', 'reload', async (t) => {
+  const context = await t.newContext();
+  // On the tab's first load the location never arrives, as if the person
+  // ignored the permission prompt; the reloaded page gets a real answer.
+  await context.addInitScript(() => {
+    if (sessionStorage.getItem('e2e.geolocation-blocked')) return;
+    sessionStorage.setItem('e2e.geolocation-blocked', '1');
+    navigator.geolocation.getCurrentPosition = () => {};
+  });
+  const page = await openTab(context);
+
+  await send(page, 'where am I?');
+  await page.waitForSelector(sel('tool-call', '[data-tool-name="get_location"][data-status="running"]'), { timeout: WAIT });
+  await page.waitForSelector(sel('send', ':enabled'), { timeout: WAIT }); // the turn has ended
+  const before = await ids(page);
+  const pending = await pendingFor(page, before);
+  assert.deepEqual(pending.calls.map((c) => c.toolName), ['get_location'], 'the call is pending before the reload');
+
+  await context.grantPermissions(['geolocation'], { origin: BASE });
+  await context.setGeolocation({ latitude: 48.85, longitude: 2.35, accuracy: 20 });
+  await page.reload();
+  await ready(page);
+  assert.deepEqual(await ids(page), before, 'same user, session and tab after a reload');
+
+  await page.waitForSelector(sel('tool-call', '[data-tool-name="get_location"][data-status="done"]'), { timeout: WAIT });
+  await assistantSays(page, /latitude 48\.85, longitude 2\.35/);
+  assert.deepEqual((await pendingFor(page, before)).calls, [], 'no call left pending');
+  await screenshot(page, 'reload');
+  noPageErrors(page);
+});
+
+scenario('approval: approve with an edited payload, then reject', 'approval', async (t) => {
+  const context = await t.newContext();
+  const page = await openTab(context);
+
+  await send(page, 'book a table for 4');
+  const people = page.locator(sel('approval-field-people'));
+  await people.waitFor({ timeout: WAIT });
+  assert.equal(await people.inputValue(), '4');
+  await people.fill('6');
+  await screenshot(page, 'approval-edit');
+  await page.click(sel('approve'));
+  await assistantSays(page, /table for 6\b/);
+  await page.waitForSelector(sel('tool-call', '[data-tool-name="book_table"][data-status="approved"]'), { timeout: WAIT });
+  assert.equal(await count(page, sel('approve')), 0, 'the answered approval still shows its buttons');
+
+  await send(page, 'book a table for 2');
+  await page.waitForSelector(sel('approve'), { timeout: WAIT });
+  await page.click(sel('reject'));
+  await assistantSays(page, /did not book/i);
+  await page.waitForSelector(sel('tool-call', '[data-tool-name="book_table"][data-status="rejected"]'), { timeout: WAIT });
+  await screenshot(page, 'approval');
+  noPageErrors(page);
+});
+
+scenario('two quick messages from two tabs: one proceeds, the other is told busy and succeeds on retry', 'busy', async (t) => {
+  const context = await t.newContext();
+  const tabs = [await openTab(context), await openTab(context)];
+  const questions = ['what is 12*7?', "what's the weather in Tokyo?"];
+  const answers = [/12\*7 = 84/, /in Tokyo/];
+
+  // Both tabs press Send at the same instant of the shared clock.
+  for (const [i, tab] of tabs.entries()) await tab.fill(sel('composer-input'), questions[i]);
+  const at = Date.now() + 300;
+  await Promise.all(tabs.map((tab) => tab.evaluate((when) => {
+    setTimeout(() => document.querySelector('[data-testid="send"]').click(), when - Date.now());
+  }, at)));
+
+  // Exactly one tab is told the session is busy; both get their answer.
+  const busySel = sel('system-message', '[data-kind="busy"]');
+  const busyTab = await Promise.any(tabs.map((tab) => tab.waitForSelector(busySel, { timeout: WAIT }).then(() => tab)))
+    .catch(() => assert.fail('neither tab was told the session is busy'));
+  assert.match(await busyTab.innerText(busySel), /busy with another tab/);
+  await screenshot(busyTab, 'busy');
+
+  for (const [i, tab] of tabs.entries()) await assistantSays(tab, answers[i]);
+  await busyTab.waitForSelector(sel('system-message', '[data-kind="busy"][data-state="resolved"]'), { timeout: WAIT });
+  const other = tabs.find((tab) => tab !== busyTab);
+  assert.equal(await count(other, busySel), 0, 'both tabs were told the session is busy');
+  await screenshot(busyTab, 'busy-retried');
+  noPageErrors(...tabs);
+});
+
+scenario('agent switch: the concierge answers from what the DJ did', 'switch', async (t) => {
+  const context = await t.newContext();
+  const page = await openTab(context);
+  const agents = await page.$$eval(`${sel('agent')} option`, (os) => os.map((o) => o.value));
+  assert.deepEqual(agents.sort(), ['concierge', 'dj'], 'the demo team');
+
+  await page.selectOption(sel('agent'), 'dj');
+  await send(page, 'change the music to track 2');
+  await page.waitForSelector(sel('bgm', '[data-track="2"]'), { timeout: WAIT });
+  await assistantSays(page, /track 2/i);
+
+  await page.selectOption(sel('agent'), 'concierge');
+  await send(page, 'what did the DJ just do?');
+  const answer = await assistantSays(page, /change_bgm\(track=2\)/);
+  assert.match(answer, /dj called change_bgm\(track=2\)/, 'the migrated record names the DJ and the call');
+  await page.waitForFunction(() => document.querySelector('[data-testid="agent"]').value === 'concierge', null, { timeout: WAIT });
+
+  // After a reload the chat still talks to the concierge and shows the history.
+  await page.reload();
+  await ready(page);
+  assert.equal(await page.inputValue(sel('agent')), 'concierge');
+  await assistantSays(page, /change_bgm\(track=2\)/);
+  await screenshot(page, 'switch');
+  noPageErrors(page);
+});

@@ -1,0 +1,118 @@
+//go:build unix
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// e2eInstallHint says how to get what the browser scenarios need.
+const e2eInstallHint = "install Node.js 20+ and Chromium (Debian: apt-get install -y nodejs npm chromium; " +
+	"or set CHROMIUM to a Chromium binary)"
+
+// TestBrowserScenarios runs local/e2e's scenarios in headless Chromium
+// (playwright-core, node:test) against the whole local system. Without node
+// or Chromium it skips, except under CI=true, where it fails.
+func TestBrowserScenarios(t *testing.T) {
+	if testing.Short() {
+		t.Skip("browser scenarios are not short")
+	}
+	node, errNode := exec.LookPath("node")
+	chromium := os.Getenv("CHROMIUM")
+	if chromium == "" {
+		chromium = "/usr/bin/chromium"
+	}
+	_, errChromium := os.Stat(chromium)
+	if err := errors.Join(errNode, errChromium); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("browser scenarios need node and Chromium: %v; %s", err, e2eInstallHint)
+		}
+		t.Skipf("browser scenarios need node and Chromium (%v); %s", err, e2eInstallHint)
+	}
+
+	dir := "e2e"
+	// Read the scenarios and the lockfile so that a change to them
+	// invalidates go test's cached result.
+	for _, name := range []string{"scenarios.test.mjs", "package-lock.json"} {
+		if _, err := os.ReadFile(filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "playwright-core")); err != nil {
+		npm, err := exec.LookPath("npm")
+		if err != nil {
+			t.Fatalf("npm ci is needed in local/e2e and npm is missing: %v; %s", err, e2eInstallHint)
+		}
+		runLogged(ctx, t, exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund"), dir)
+	}
+
+	url := startForTest(t)
+	cmd := exec.CommandContext(ctx, node, "--test", "--test-reporter=spec", "scenarios.test.mjs")
+	cmd.Env = append(os.Environ(), "BATON_URL="+url, "CHROMIUM="+chromium)
+	runLogged(ctx, t, cmd, dir)
+}
+
+// runLogged runs cmd in dir, copying its output to the test log line by
+// line, and fails the test if it fails. On timeout its whole process group
+// (node and the browser it started) is killed.
+func runLogged(ctx context.Context, t *testing.T, cmd *exec.Cmd, dir string) {
+	t.Helper()
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 10 * time.Second
+	out := &lineLogger{t: t}
+	cmd.Stdout, cmd.Stderr = out, out
+	err := cmd.Run()
+	out.flush()
+	if ctx.Err() != nil {
+		t.Fatalf("%s: timed out: %v", cmd, ctx.Err())
+	}
+	if err != nil {
+		t.Fatalf("%s: %v", cmd, err)
+	}
+}
+
+// lineLogger writes complete lines to the test log as they arrive.
+type lineLogger struct {
+	t   *testing.T
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (l *lineLogger) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf = append(l.buf, p...)
+	for {
+		i := bytes.IndexByte(l.buf, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		l.t.Log(string(l.buf[:i]))
+		l.buf = l.buf[i+1:]
+	}
+}
+
+func (l *lineLogger) flush() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.buf) > 0 {
+		l.t.Log(string(l.buf))
+		l.buf = nil
+	}
+}
+
+var _ io.Writer = (*lineLogger)(nil)

@@ -1,0 +1,181 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/baton-run/baton/functions"
+	"github.com/baton-run/baton/internal/emulator"
+	"github.com/baton-run/baton/internal/firestoretest"
+)
+
+func TestMain(m *testing.M) { firestoretest.Main(m) }
+
+// startForTest runs the whole local system on a free port against the test
+// emulator and stops it when the test ends.
+func startForTest(t *testing.T) string {
+	t.Helper()
+	firestoretest.NewClient(t) // the shared emulator, started or skipped as the harness decides
+	port, err := emulator.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, net.JoinHostPort("127.0.0.1", port), functions.NewLogger(io.Discard), ready) }()
+	select {
+	case url := <-ready:
+		t.Cleanup(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("local runner: %v", err)
+			}
+		})
+		return url
+	case err := <-done:
+		cancel()
+		t.Fatalf("local runner did not start: %v", err)
+	}
+	return ""
+}
+
+func TestServesPageAndFunctions(t *testing.T) {
+	url := startForTest(t)
+	resp, err := http.Get(url + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(page), "<html") {
+		t.Errorf("GET / = %d, want the demo page", resp.StatusCode)
+	}
+	resp, err = http.Get(url + "/config.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		Model string `json:"model"`
+	}
+	json.NewDecoder(resp.Body).Decode(&cfg)
+	resp.Body.Close()
+	if !strings.Contains(cfg.Model, "offline") {
+		t.Errorf("model = %q, want the offline model named as such", cfg.Model)
+	}
+	req, _ := http.NewRequest(http.MethodPost, url+"/Turn", strings.NewReader(`{"sessionId":"s1","clientId":"tab","text":"what is 12*7?"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("X-Baton-User", "local-user")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "12*7 = 84") {
+		t.Errorf("Turn = %d %s, want the calculator's answer", resp.StatusCode, body)
+	}
+}
+
+// TestStartAndInterrupt builds the runner, starts it with its own
+// emulator, interrupts it as Ctrl-C does, and checks that it exits cleanly
+// and leaves no emulator process behind.
+func TestStartAndInterrupt(t *testing.T) {
+	if err := emulator.Check(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%v: %s", err, emulator.InstallHint)
+		}
+		t.Skip(err)
+	}
+	bin := filepath.Join(t.TempDir(), "baton-local")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	port, err := emulator.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin)
+	cmd.Env = append(withoutEnv(os.Environ(), "FIRESTORE_EMULATOR_HOST", "GOOGLE_API_KEY", "GEMINI_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI"), "PORT="+port)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	emulatorPID, emulatorAddr := 0, ""
+	lines := bufio.NewScanner(stderr)
+	for lines.Scan() {
+		var rec map[string]any
+		if json.Unmarshal(lines.Bytes(), &rec) == nil && rec["message"] == "emulator started" {
+			emulatorPID = int(rec["pid"].(float64))
+			emulatorAddr, _ = rec["addr"].(string)
+		}
+		if strings.Contains(lines.Text(), "Baton is running at") {
+			break
+		}
+	}
+	t.Logf("started in %s (emulator included)", time.Since(start).Round(time.Millisecond))
+	if emulatorPID == 0 {
+		t.Fatal("the runner did not report starting an emulator")
+	}
+	if resp, err := http.Get("http://127.0.0.1:" + port + "/"); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET / after start: %v", err)
+	}
+	go io.Copy(io.Discard, stderr)
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("exit after Ctrl-C: %v, want status 0", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the runner did not exit within 30 s of Ctrl-C")
+	}
+	if err := syscall.Kill(-emulatorPID, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Errorf("emulator process group %d still has processes (kill -0: %v)", emulatorPID, err)
+	}
+	_, emulatorPort, _ := net.SplitHostPort(emulatorAddr)
+	out, _ := exec.Command("ps", "-eo", "pid,args").Output()
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.Contains(line, "CloudFirestore") && strings.Contains(line, "--port="+emulatorPort) {
+			t.Errorf("java left behind: %s", line)
+		}
+	}
+}
+
+func withoutEnv(env []string, names ...string) []string {
+	var out []string
+	for _, kv := range env {
+		keep := true
+		for _, n := range names {
+			if strings.HasPrefix(kv, n+"=") {
+				keep = false
+			}
+		}
+		if keep {
+			out = append(out, kv)
+		}
+	}
+	return out
+}

@@ -1,0 +1,184 @@
+// Command local runs all of Baton on one machine: the Firestore emulator,
+// every function at /<Name>, the demo page at /, and a sweeper, with the
+// default agent on Gemini or, without credentials, an offline model.
+//
+//	go run ./local [-addr 127.0.0.1:8080]
+//
+// It uses FIRESTORE_EMULATOR_HOST when set and otherwise starts the emulator
+// itself, stopping it (its whole process group) on exit or Ctrl-C.
+// Development identity mode is on: the page sends a user id per browser
+// profile in X-Baton-User. Other settings come from the same environment
+// variables as the deployed functions.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"cloud.google.com/go/firestore"
+
+	"github.com/baton-run/baton/functions"
+	"github.com/baton-run/baton/internal/emulator"
+	localagent "github.com/baton-run/baton/local/agent"
+)
+
+//go:embed web
+var webFiles embed.FS
+
+// localDefaults are what the local runner sets when the environment does
+// not: a project for the emulator and development identity.
+var localDefaults = map[string]string{
+	"GOOGLE_CLOUD_PROJECT": "baton-local",
+	"BATON_DEV_IDENTITY":   "true",
+	"BATON_PENDING_POLICY": "cancel",
+}
+
+func main() {
+	addr := flag.String("addr", defaultAddr(), "address to serve on (PORT sets the port)")
+	flag.Parse()
+	log := functions.NewLogger(os.Stderr)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, *addr, log, nil); err != nil {
+		fmt.Fprintln(os.Stderr, "baton local:", err)
+		if errors.Is(err, emulator.ErrMissing) {
+			fmt.Fprintln(os.Stderr, "To run locally,", emulator.InstallHint+".")
+		}
+		os.Exit(1)
+	}
+}
+
+func defaultAddr() string {
+	if port := os.Getenv("PORT"); port != "" {
+		return net.JoinHostPort("127.0.0.1", port)
+	}
+	return "127.0.0.1:8080"
+}
+
+// run serves until ctx ends. ready, if set, receives the base URL once the
+// server accepts connections.
+func run(ctx context.Context, addr string, log *slog.Logger, ready chan<- string) error {
+	start := time.Now()
+	if os.Getenv("FIRESTORE_EMULATOR_HOST") == "" {
+		emu, err := emulator.Start("", 30*time.Second)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			emu.Stop()
+			os.Unsetenv("FIRESTORE_EMULATOR_HOST")
+			log.Info("emulator stopped", "pid", emu.Pid())
+		}()
+		os.Setenv("FIRESTORE_EMULATOR_HOST", emu.Addr)
+		log.Info("emulator started", "addr", emu.Addr, "pid", emu.Pid(), "after", time.Since(start).Round(time.Millisecond).String())
+	}
+	cfg, err := functions.ConfigFromEnv(func(k string) (string, bool) {
+		if v, ok := os.LookupEnv(k); ok {
+			return v, true
+		}
+		v, ok := localDefaults[k]
+		return v, ok
+	})
+	if err != nil {
+		return err
+	}
+	if len(cfg.TokenKey) == 0 {
+		cfg.TokenKey = randomKey()
+	}
+	client, err := firestore.NewClient(ctx, cfg.Project)
+	if err != nil {
+		return fmt.Errorf("firestore: %w", err)
+	}
+	defer client.Close()
+	m, err := localagent.Model(ctx)
+	if err != nil {
+		return err
+	}
+	team, err := localagent.TeamWithModel(m)
+	if err != nil {
+		return err
+	}
+	server, err := functions.NewServerWithClient(cfg, client, team, &functions.ServerOptions{Logger: log})
+	if err != nil {
+		return err
+	}
+
+	mux := http.NewServeMux()
+	for _, name := range functions.Names {
+		mux.Handle("/"+name, server.Handler(name))
+	}
+	web, err := fs.Sub(webFiles, "web")
+	if err != nil {
+		return err
+	}
+	mux.Handle("/", http.FileServerFS(web))
+	mux.HandleFunc("GET /config.json", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{"model": m.Name(), "agents": server.Team().Agents()})
+	})
+
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go sweep(ctx, server, log)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	url := "http://" + ln.Addr().String()
+	log.Info("Baton is running", "url", url, "model", m.Name(), "startup", time.Since(start).Round(time.Millisecond).String())
+	fmt.Fprintf(os.Stderr, "\n  Baton is running at %s\n  Model: %s\n  Started in %s. Ctrl-C stops it.\n\n", url, m.Name(), time.Since(start).Round(time.Millisecond))
+	if ready != nil {
+		ready <- url
+	}
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdown); err != nil {
+		log.Warn("shutdown", "error", err)
+	}
+	return nil
+}
+
+// sweep does locally what Cloud Scheduler does in production.
+func sweep(ctx context.Context, s *functions.Server, log *slog.Logger) {
+	t := time.NewTicker(15 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			report, err := s.Team().Sweep(ctx, now)
+			if err != nil && ctx.Err() == nil {
+				log.Warn("sweep", "error", err)
+			} else if report.Expired+report.Resumed+report.Repaired+report.Idle > 0 {
+				log.Info("sweep", "expired", report.Expired, "resumed", report.Resumed, "repaired", report.Repaired, "idle", report.Idle)
+			}
+		}
+	}
+}
+
+func randomKey() []byte {
+	b := make([]byte, 32)
+	rand.Read(b)
+	return []byte(hex.EncodeToString(b))
+}
