@@ -3,6 +3,7 @@ package toolcallback_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -401,4 +402,65 @@ func TestIdleCleanup(t *testing.T) {
 
 func platformAt(ctx context.Context, at time.Time) context.Context {
 	return platform.WithTimeProvider(ctx, func() time.Time { return at })
+}
+
+// TestSwitchCarriesState: session-scoped state moves with the
+// conversation unless the target agent drops it; temp: never moves and
+// user: state stays the user's.
+func TestSwitchCarriesState(t *testing.T) {
+	t.Parallel()
+	for _, drop := range []bool{false, true} {
+		t.Run(fmt.Sprintf("drop=%v", drop), func(t *testing.T) {
+			t.Parallel()
+			f := newTeamFixture(t)
+			if drop {
+				dj, err := llmagent.New(llmagent.Config{Name: "dj", Model: f.dj})
+				if err != nil {
+					t.Fatal(err)
+				}
+				concierge, err := llmagent.New(llmagent.Config{Name: "concierge", Model: f.concierge})
+				if err != nil {
+					t.Fatal(err)
+				}
+				f.team, err = toolcallback.NewTeam(f.client, f.sessions, "app",
+					[]toolcallback.Member{{Agent: concierge}, {Agent: dj, DropState: true}}, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			f.concierge.Script = []reply{textReply("Hi.")}
+			f.dj.Script = []reply{textReply("DJ.")}
+			if _, _, err := f.turn("chat", "", "hello"); err != nil {
+				t.Fatal(err)
+			}
+			got, err := f.sessions.Get(t.Context(), &session.GetRequest{AppName: "app", UserID: "user-1", SessionID: "chat~0"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := f.sessions.AppendEvent(t.Context(), got.Session, &session.Event{ID: "state", Author: "concierge",
+				Actions: session.EventActions{StateDelta: map[string]any{"mood": "jazzy", "temp:scratch": 1, "user:name": "Ada"}}}); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := f.turn("chat", "dj", "music"); err != nil {
+				t.Fatal(err)
+			}
+			moved, err := f.sessions.Get(t.Context(), &session.GetRequest{AppName: "app", UserID: "user-1", SessionID: "chat~1"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			state := map[string]any{}
+			for k, v := range moved.Session.State().All() {
+				state[k] = v
+			}
+			if _, ok := state["temp:scratch"]; ok {
+				t.Errorf("temp: state moved: %v", state)
+			}
+			if state["user:name"] != "Ada" {
+				t.Errorf("user: state = %v, want it shared", state["user:name"])
+			}
+			if _, ok := state["mood"]; ok == drop {
+				t.Errorf("session state after the switch = %v; carried = %v, want %v", state, ok, !drop)
+			}
+		})
+	}
 }
