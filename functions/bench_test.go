@@ -22,32 +22,18 @@ import (
 )
 
 // BenchmarkTurn sends full turns through HTTP with a zero-latency model and
-// reports time to first byte, total time and Firestore round trips per turn.
-// "firestore" is the Turn function; "inmemory" is the same request decoding
-// and UI stream encoding over ADK's runner with its in-memory session
-// service, the floor that durability (Firestore, lease, ledger) adds to.
+// reports time to first byte, total time and Firestore operations per turn.
+// "firestore/new-chat" starts a chat per turn (creating the chat and its
+// session); "firestore/same-chat" continues one chat; "inmemory" is the
+// same request decoding and UI stream encoding over ADK's runner with its
+// in-memory session service, the floor that durability (Firestore, lease,
+// ledger) adds to.
 func BenchmarkTurn(b *testing.B) {
-	b.Run("firestore", func(b *testing.B) {
-		client, counter := firestoretest.NewCountingClient(b)
-		model := &modeltest.Strict{T: b, Repeat: modeltest.TextReply("It is sunny.")}
-		root, err := llmagent.New(llmagent.Config{Name: "assistant", Model: model})
-		if err != nil {
-			b.Fatal(err)
-		}
-		cfg := testConfig()
-		cfg.DevIdentity = true
-		s, err := NewServerWithClient(cfg, client, []toolcallback.Member{{Agent: root}}, &ServerOptions{Logger: NewLogger(io.Discard)})
-		if err != nil {
-			b.Fatal(err)
-		}
-		srv := httptest.NewServer(s.Handler(NameTurn))
-		defer srv.Close()
-		before := counter.Snapshot()
-		benchTurns(b, srv.URL)
-		ops := counter.Snapshot().Sub(before)
-		b.ReportMetric(float64(ops.RoundTrips)/float64(b.N), "roundtrips/op")
-		b.ReportMetric(float64(ops.Reads)/float64(b.N), "reads/op")
-		b.ReportMetric(float64(ops.Writes)/float64(b.N), "writes/op")
+	b.Run("firestore/new-chat", func(b *testing.B) {
+		benchFirestoreTurns(b, func(i int) string { return fmt.Sprintf("bench-%d", i) })
+	})
+	b.Run("firestore/same-chat", func(b *testing.B) {
+		benchFirestoreTurns(b, func(int) string { return "bench-chat" })
 	})
 	b.Run("inmemory", func(b *testing.B) {
 		model := &modeltest.Strict{T: b, Repeat: modeltest.TextReply("It is sunny.")}
@@ -79,16 +65,41 @@ func BenchmarkTurn(b *testing.B) {
 			_ = sw.Finish()
 		}))
 		defer srv.Close()
-		benchTurns(b, srv.URL)
+		benchTurns(b, srv.URL, func(i int) string { return fmt.Sprintf("bench-%d", i) })
 	})
 }
 
-// benchTurns sends b.N turns, each on a fresh session, and reports time to
+// benchFirestoreTurns sends turns through the Turn function, turn i on the
+// chat chatID(i), and reports Firestore operations per turn.
+func benchFirestoreTurns(b *testing.B, chatID func(int) string) {
+	client, counter := firestoretest.NewCountingClient(b)
+	model := &modeltest.Strict{T: b, Repeat: modeltest.TextReply("It is sunny.")}
+	root, err := llmagent.New(llmagent.Config{Name: "assistant", Model: model})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg := testConfig()
+	cfg.DevIdentity = true
+	s, err := NewServerWithClient(cfg, client, []toolcallback.Member{{Agent: root}}, &ServerOptions{Logger: NewLogger(io.Discard)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := httptest.NewServer(s.Handler(NameTurn))
+	defer srv.Close()
+	before := counter.Snapshot()
+	benchTurns(b, srv.URL, chatID)
+	ops := counter.Snapshot().Sub(before)
+	b.ReportMetric(float64(ops.RoundTrips)/float64(b.N), "roundtrips/op")
+	b.ReportMetric(float64(ops.Reads)/float64(b.N), "reads/op")
+	b.ReportMetric(float64(ops.Writes)/float64(b.N), "writes/op")
+}
+
+// benchTurns sends b.N turns, turn i on chat chatID(i), and reports time to
 // the first byte of the stream and to its end.
-func benchTurns(b *testing.B, url string) {
+func benchTurns(b *testing.B, url string, chatID func(int) string) {
 	var ttfb, total time.Duration
 	for i := 0; i < b.N; i++ {
-		body := fmt.Sprintf(`{"sessionId":"bench-%d","clientId":"tab","text":"weather?"}`, i)
+		body := fmt.Sprintf(`{"sessionId":%q,"clientId":"tab","text":"weather?"}`, chatID(i))
 		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("X-Baton-User", "bench-user")
