@@ -130,18 +130,11 @@ func argsText(args map[string]any) string {
 // follows Create's rules (temp: dropped; app: and user: merged into their
 // documents).
 func (s *Service) CreateWithEvents(ctx context.Context, req *session.CreateRequest, events []*session.Event) (*session.CreateResponse, error) {
-	id := req.SessionID
-	if id == "" {
-		id = platform.NewUUID(ctx)
-	}
-	if err := validateKey(req.AppName, req.UserID, id); err != nil {
-		return nil, err
-	}
-	appDelta, userDelta, sessState := splitState(req.State)
-	stateBytes, err := encodeState(sessState)
+	n, err := newSession(ctx, req)
 	if err != nil {
 		return nil, err
 	}
+	id, appDelta, userDelta, stateBytes := n.id, n.appDelta, n.userDelta, n.stateBytes
 	ref := s.sessionDoc(req.AppName, req.UserID, id)
 	fixed := len(req.AppName) + len(req.UserID) + 2*len(id) + len(s.root) + 256
 	var chunks []chunkMeta

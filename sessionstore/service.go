@@ -105,18 +105,11 @@ func validateKey(app, user, id string) error {
 // Create creates a session. A session id chosen by the caller must not be
 // in use by the same user. temp: keys of the initial state are dropped.
 func (s *Service) Create(ctx context.Context, req *session.CreateRequest) (*session.CreateResponse, error) {
-	id := req.SessionID
-	if id == "" {
-		id = platform.NewUUID(ctx)
-	}
-	if err := validateKey(req.AppName, req.UserID, id); err != nil {
-		return nil, err
-	}
-	appDelta, userDelta, sessState := splitState(req.State)
-	stateBytes, err := encodeState(sessState)
+	n, err := newSession(ctx, req)
 	if err != nil {
 		return nil, err
 	}
+	id, appDelta, userDelta, sessState, stateBytes := n.id, n.appDelta, n.userDelta, n.state, n.stateBytes
 	now := platform.Now(ctx)
 	ref := s.sessionDoc(req.AppName, req.UserID, id)
 	batch := s.client.Batch()
@@ -147,6 +140,31 @@ func (s *Service) Create(ctx context.Context, req *session.CreateRequest) (*sess
 		stateSize: len(stateBytes),
 		tailKnown: true,
 	}}, nil
+}
+
+// newSessionParts is what Create and CreateWithEvents derive from a request.
+type newSessionParts struct {
+	id                         string
+	appDelta, userDelta, state map[string]any
+	stateBytes                 []byte
+}
+
+// newSession validates a create request, names the session and splits its
+// initial state by scope (temp: dropped).
+func newSession(ctx context.Context, req *session.CreateRequest) (*newSessionParts, error) {
+	n := &newSessionParts{id: req.SessionID}
+	if n.id == "" {
+		n.id = platform.NewUUID(ctx)
+	}
+	if err := validateKey(req.AppName, req.UserID, n.id); err != nil {
+		return nil, err
+	}
+	n.appDelta, n.userDelta, n.state = splitState(req.State)
+	var err error
+	if n.stateBytes, err = encodeState(n.state); err != nil {
+		return nil, err
+	}
+	return n, nil
 }
 
 // addStateMerges adds to batch the per-key merges of app and user state.
