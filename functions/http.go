@@ -130,10 +130,10 @@ func (s *Server) wrap(name string, methods []string, h endpoint) http.Handler {
 			writeError(rec, r, log, fmt.Errorf("%w: use %s", errMethod, strings.Join(methods, " or ")))
 			return
 		}
-		if s.cfg.RequestTimeout > 0 {
+		if timeout := s.timeout(name); timeout > 0 {
 			// Bounds the work before the stream starts; a detached
 			// invocation keeps its own deadline.
-			ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
+			ctx, cancel := context.WithTimeout(r.Context(), timeout)
 			defer cancel()
 			r = r.WithContext(ctx)
 		}
@@ -145,6 +145,16 @@ func (s *Server) wrap(name string, methods []string, h endpoint) http.Handler {
 			writeError(rec, r, log, err)
 		}
 	})
+}
+
+// timeout is how long a function may work on a request before its stream
+// starts. Sweep waits for the invocations it resumes, so it gets one
+// invocation deadline more; it starts no resume it could not finish.
+func (s *Server) timeout(name string) time.Duration {
+	if name == NameSweep && s.cfg.RequestTimeout > 0 {
+		return s.cfg.RequestTimeout + s.cfg.InvocationTimeout
+	}
+	return s.cfg.RequestTimeout
 }
 
 // cors sets CORS headers for allowed origins and answers preflights. It

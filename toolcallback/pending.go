@@ -199,6 +199,11 @@ func (e *Engine) Sweep(ctx context.Context, now time.Time) (SweepReport, error) 
 			continue
 		}
 		seen[k] = true
+		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < e.opts.InvocationTimeout {
+			// A resume started now could outlive the sweep's request.
+			report.Skipped++
+			continue
+		}
 		res, err := e.resumeStep(ctx, d, d.Client, 0)
 		if err != nil {
 			return report, err

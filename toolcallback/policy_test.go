@@ -1,6 +1,7 @@
 package toolcallback_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -312,5 +313,27 @@ func TestLostLedgerWrite(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSweepStartsNoResumeItCannotFinish: with less time left than an
+// invocation may take, Sweep expires the call but leaves its resume to the
+// next sweep.
+func TestSweepStartsNoResumeItCannotFinish(t *testing.T) {
+	t.Parallel()
+	f := pausedFixture(t, &toolcallback.Options{InvocationTimeout: time.Minute}, echoReply)
+	later := time.Now().Add(11 * time.Minute)
+	short, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	report, err := f.engine.Sweep(short, later)
+	if err != nil || report.Expired != 1 || report.Resumed != 0 || report.Skipped != 1 {
+		t.Fatalf("short Sweep() = %+v, %v; want the call expired and its resume skipped", report, err)
+	}
+	if f.model.Calls() != 1 {
+		t.Errorf("model called %d times, want 1", f.model.Calls())
+	}
+	report, err = f.engine.Sweep(t.Context(), later)
+	if err != nil || report.Resumed != 1 {
+		t.Errorf("next Sweep() = %+v, %v; want the step resumed", report, err)
 	}
 }
