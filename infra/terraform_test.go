@@ -224,10 +224,10 @@ func TestTerraformTimeouts(t *testing.T) {
 			}
 			var least time.Duration
 			switch f.entryPoint {
-			case functions.NameTurn, functions.NameToolResult:
+			case functions.NameTurn, functions.NameToolResult, functions.NameSweep:
+				// Sweep's own deadline is request + invocation (it waits
+				// for the invocations it resumes).
 				least = request + invocation
-			case functions.NameSweep:
-				least = invocation
 			default:
 				continue
 			}

@@ -219,8 +219,8 @@ variable "sweep_timeout_seconds" {
   default     = 300
 
   validation {
-    condition     = var.sweep_timeout_seconds > var.invocation_timeout_seconds && var.sweep_timeout_seconds <= 1800
-    error_message = "sweep_timeout_seconds: longer than invocation_timeout_seconds, and at most 1800 (Cloud Scheduler's longest attempt deadline)."
+    condition     = var.sweep_timeout_seconds > var.request_timeout_seconds + var.invocation_timeout_seconds && var.sweep_timeout_seconds <= 1800
+    error_message = "sweep_timeout_seconds: longer than request_timeout_seconds + invocation_timeout_seconds (Sweep's own deadline), and at most 1800 (Cloud Scheduler's longest attempt deadline)."
   }
 }
 
