@@ -91,9 +91,12 @@ func NewServerWithClient(cfg Config, client *firestore.Client, members []toolcal
 		PendingPolicy:     cfg.PendingPolicy,
 		CallTimeout:       cfg.CallTimeout,
 		InvocationTimeout: cfg.InvocationTimeout,
-		TokenKey:          cfg.TokenKey,
-		IdleRetention:     cfg.IdleRetention,
-		Logger:            log,
+		// The lease is taken before the stream starts, so it must also
+		// cover the work bounded by the request timeout.
+		LeaseMargin:   cfg.RequestTimeout + 15*time.Second,
+		TokenKey:      cfg.TokenKey,
+		IdleRetention: cfg.IdleRetention,
+		Logger:        log,
 	})
 	if err != nil {
 		return nil, err
