@@ -23,6 +23,9 @@
 // call. A crash between the two is repaired on the next turn, resume or
 // listing of that session: the records are rebuilt from the events (the
 // client that started the turn is stamped on those events by a plugin).
+// Since every turn repairs, only the latest events (recentWindow) can hold
+// a lost call, and only those are read for it: a long history is not read
+// twice per turn.
 //
 // An answer is recorded with a precondition on the record's update time:
 // the first writer wins and later answers get the recorded outcome. When

@@ -19,7 +19,7 @@ func (e *Engine) Pending(ctx context.Context, user, sid, client string) ([]*Call
 	if err := validateIDs(user, sid, client); err != nil {
 		return nil, err
 	}
-	sess, err := e.loadSession(ctx, user, sid)
+	sess, err := e.loadRecent(ctx, user, sid)
 	if err != nil {
 		return nil, err
 	}
@@ -50,7 +50,7 @@ func (e *Engine) Pending(ctx context.Context, user, sid, client string) ([]*Call
 // response: a recorded answer that never reached the agent is delivered,
 // and a pending call is cancelled (or reported, under PendingReject).
 func (e *Engine) settleOpenCalls(ctx context.Context, user, sid string) error {
-	sess, err := e.loadSession(ctx, user, sid)
+	sess, err := e.loadRecent(ctx, user, sid)
 	if err != nil {
 		return err
 	}

@@ -133,7 +133,7 @@ func (e *Engine) Resume(ctx context.Context, r Result) (*Resumption, error) {
 func (e *Engine) readCall(ctx context.Context, ref *firestore.DocumentRef, user, sid string) (*callDoc, *firestore.DocumentSnapshot, error) {
 	snap, err := ref.Get(ctx)
 	if status.Code(err) == codes.NotFound {
-		sess, lerr := e.loadSession(ctx, user, sid)
+		sess, lerr := e.loadRecent(ctx, user, sid)
 		if lerr != nil {
 			return nil, nil, lerr
 		}
@@ -224,7 +224,7 @@ func (e *Engine) resumeStep(ctx context.Context, doc *callDoc, client string, wa
 	if err != nil {
 		return nil, err
 	}
-	sess, err := e.loadSession(ctx, doc.User, doc.Session)
+	sess, err := e.loadRecent(ctx, doc.User, doc.Session)
 	if err != nil {
 		e.release(ctx, lease)
 		return nil, err

@@ -105,9 +105,25 @@ func (e *Engine) repair(ctx context.Context, sess session.Session) error {
 	return nil
 }
 
-// loadSession reads a session for the ledger's purposes.
+// recentWindow is how many of a session's latest events the ledger reads to
+// rebuild lost records and to check what a resume already delivered. Every
+// turn repairs, so a call lost in a crash is always among the events
+// appended since the last turn; reading only those keeps a long history
+// from being read twice per turn (ADK's runner reads it all anyway).
+const recentWindow = 500
+
+// loadSession reads a session with its whole history.
 func (e *Engine) loadSession(ctx context.Context, user, sid string) (session.Session, error) {
-	got, err := e.sessions.Get(ctx, &session.GetRequest{AppName: e.app, UserID: user, SessionID: sid})
+	return e.getSession(ctx, user, sid, 0)
+}
+
+// loadRecent reads a session with its latest recentWindow events.
+func (e *Engine) loadRecent(ctx context.Context, user, sid string) (session.Session, error) {
+	return e.getSession(ctx, user, sid, recentWindow)
+}
+
+func (e *Engine) getSession(ctx context.Context, user, sid string, recent int) (session.Session, error) {
+	got, err := e.sessions.Get(ctx, &session.GetRequest{AppName: e.app, UserID: user, SessionID: sid, NumRecentEvents: recent})
 	if errors.Is(err, session.ErrNotFound) {
 		return nil, fmt.Errorf("%w: session %q", ErrNotFound, sid)
 	}
