@@ -126,7 +126,7 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 // startupFailed answers requests reaching an instance whose server could not
 // be built.
 func startupFailed(w http.ResponseWriter, r *http.Request, err error) {
-	log := newLogger(nil, "")
+	log := NewLogger(nil)
 	log.ErrorContext(r.Context(), "instance startup failed", "error", err.Error())
 	writeError(w, r, slog.New(slog.DiscardHandler), fmt.Errorf("%w: %w", errStartupFailed, err))
 }

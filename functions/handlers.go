@@ -79,7 +79,7 @@ func (s *Server) turn(w http.ResponseWriter, r *http.Request, log *slog.Logger) 
 	if err := s.decodeJSON(w, r, &req); err != nil {
 		return err
 	}
-	if err := requireIDs(map[string]string{"sessionId": req.SessionID, "clientId": req.ClientID}); err != nil {
+	if err := requireIDs("sessionId", req.SessionID, "clientId", req.ClientID); err != nil {
 		return err
 	}
 	msg, err := req.content()
@@ -129,7 +129,7 @@ func (s *Server) toolResult(w http.ResponseWriter, r *http.Request, log *slog.Lo
 		if err != nil {
 			return err
 		}
-		if err := requireIDs(map[string]string{"sessionId": req.SessionID, "toolCallId": req.ToolCallID, "clientId": req.ClientID}); err != nil {
+		if err := requireIDs("sessionId", req.SessionID, "toolCallId", req.ToolCallID, "clientId", req.ClientID); err != nil {
 			return err
 		}
 		result.UserID, result.SessionID, result.CallID, result.ClientID = user, req.SessionID, req.ToolCallID, req.ClientID
@@ -223,7 +223,7 @@ func (s *Server) pending(w http.ResponseWriter, r *http.Request, _ *slog.Logger)
 	}
 	q := r.URL.Query()
 	sid, client := q.Get("sessionId"), q.Get("clientId")
-	if err := requireIDs(map[string]string{"sessionId": sid, "clientId": client}); err != nil {
+	if err := requireIDs("sessionId", sid, "clientId", client); err != nil {
 		return err
 	}
 	limit := 30
@@ -284,14 +284,10 @@ func history(events session.Events) []historyItem {
 	return out
 }
 
-func requireIDs(ids map[string]string) error {
-	names := make([]string, 0, len(ids))
-	for name := range ids {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		if err := sessionstore.ValidateID(name, ids[name]); err != nil {
+// requireIDs validates ids given as name, value pairs, in order.
+func requireIDs(pairs ...string) error {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if err := sessionstore.ValidateID(pairs[i], pairs[i+1]); err != nil {
 			return fmt.Errorf("%w: %w", errBadRequest, err)
 		}
 	}

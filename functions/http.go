@@ -18,9 +18,10 @@ import (
 	"github.com/baton-run/baton/sessionstore"
 )
 
-// newLogger returns a JSON logger whose records Cloud Logging reads:
-// "severity" and "message" instead of slog's "level" and "msg".
-func newLogger(w io.Writer, _ string) *slog.Logger {
+// NewLogger returns the JSON logger the functions use, writing to w
+// (stderr when nil), with "severity" and "message" instead of slog's
+// "level" and "msg", as Cloud Logging reads them.
+func NewLogger(w io.Writer) *slog.Logger {
 	if w == nil {
 		w = os.Stderr
 	}
@@ -49,10 +50,6 @@ func newLogger(w io.Writer, _ string) *slog.Logger {
 		},
 	}))
 }
-
-// NewLogger returns the JSON logger the functions use, writing to w
-// (stderr when nil), in the shape Cloud Logging understands.
-func NewLogger(w io.Writer) *slog.Logger { return newLogger(w, "") }
 
 // requestLogger adds the request's trace and execution ids, as Cloud
 // Logging correlates them.

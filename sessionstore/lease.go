@@ -9,8 +9,6 @@ import (
 	"cloud.google.com/go/firestore"
 	"google.golang.org/adk/platform"
 	"google.golang.org/adk/session"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // ErrBusy is returned by AcquireLease while another holder's lease on the
@@ -57,36 +55,25 @@ func (s *Service) AcquireLease(ctx context.Context, app, user, id, holder string
 		return nil, err
 	}
 	ref := s.sessionDoc(app, user, id)
-	for attempt := 0; ; attempt++ {
-		snap, err := ref.Get(ctx)
-		if status.Code(err) == codes.NotFound {
-			return nil, fmt.Errorf("%w: %q", session.ErrNotFound, id)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("acquire lease on %q: %w", id, translate(err))
-		}
-		var doc sessionDoc
-		if err := snap.DataTo(&doc); err != nil {
-			return nil, fmt.Errorf("decode session %q: %w", id, err)
-		}
-		cur := doc.Lease
+	var lease *Lease
+	err := s.readModifyWrite(ctx, ref, func(doc *sessionDoc, batch *firestore.WriteBatch, pre firestore.Precondition) error {
 		now := platform.Now(ctx)
-		if cur.Holder != "" && cur.Expires.After(now) {
-			return nil, &BusyError{SessionID: id, RetryAfter: cur.Expires.Sub(now)}
+		if cur := doc.Lease; cur.Holder != "" && cur.Expires.After(now) {
+			return &BusyError{SessionID: id, RetryAfter: cur.Expires.Sub(now)}
 		}
-		next := leaseDoc{Holder: holder, Fence: cur.Fence + 1, Expires: now.Add(ttl)}
-		_, err = ref.Update(ctx, []firestore.Update{{Path: "lease", Value: next}}, firestore.LastUpdateTime(snap.UpdateTime))
-		if err == nil {
-			return &Lease{App: app, User: user, SessionID: id, Holder: holder, Fence: next.Fence, Expires: next.Expires}, nil
-		}
-		if status.Code(err) != codes.FailedPrecondition || attempt == 4 {
-			if status.Code(err) == codes.FailedPrecondition {
-				return nil, &BusyError{SessionID: id, RetryAfter: time.Second}
-			}
-			return nil, fmt.Errorf("acquire lease on %q: %w", id, translate(err))
-		}
-		// Someone wrote the session between our read and our write: look again.
+		next := leaseDoc{Holder: holder, Fence: doc.Lease.Fence + 1, Expires: now.Add(ttl)}
+		batch.Update(ref, []firestore.Update{{Path: "lease", Value: next}}, pre)
+		lease = &Lease{App: app, User: user, SessionID: id, Holder: holder, Fence: next.Fence, Expires: next.Expires}
+		return nil
+	})
+	switch {
+	case errors.Is(err, ErrConflict):
+		// Others keep writing the session: as good as busy.
+		return nil, &BusyError{SessionID: id, RetryAfter: time.Second}
+	case err != nil:
+		return nil, fmt.Errorf("acquire lease on %q: %w", id, err)
 	}
+	return lease, nil
 }
 
 // ReleaseLease gives the lease back if it is still the one held. Releasing
@@ -94,30 +81,18 @@ func (s *Service) AcquireLease(ctx context.Context, app, user, id, holder string
 // error: there is nothing left to release.
 func (s *Service) ReleaseLease(ctx context.Context, l *Lease) error {
 	ref := s.sessionDoc(l.App, l.User, l.SessionID)
-	for attempt := 0; ; attempt++ {
-		snap, err := ref.Get(ctx)
-		if status.Code(err) == codes.NotFound {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("release lease on %q: %w", l.SessionID, translate(err))
-		}
-		var doc sessionDoc
-		if err := snap.DataTo(&doc); err != nil {
-			return fmt.Errorf("decode session %q: %w", l.SessionID, err)
-		}
+	err := s.readModifyWrite(ctx, ref, func(doc *sessionDoc, batch *firestore.WriteBatch, pre firestore.Precondition) error {
 		if doc.Lease.Fence != l.Fence {
-			return nil
+			return errNoWrite
 		}
-		_, err = ref.Update(ctx, []firestore.Update{
+		batch.Update(ref, []firestore.Update{
 			{Path: "lease.holder", Value: ""},
 			{Path: "lease.expires", Value: time.Time{}},
-		}, firestore.LastUpdateTime(snap.UpdateTime))
-		if err == nil {
-			return nil
-		}
-		if status.Code(err) != codes.FailedPrecondition || attempt == 4 {
-			return fmt.Errorf("release lease on %q: %w", l.SessionID, translate(err))
-		}
+		}, pre)
+		return nil
+	})
+	if err != nil && !errors.Is(err, session.ErrNotFound) {
+		return fmt.Errorf("release lease on %q: %w", l.SessionID, err)
 	}
+	return nil
 }

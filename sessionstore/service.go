@@ -407,33 +407,57 @@ func (s *Service) Delete(ctx context.Context, req *session.DeleteRequest) error 
 		return err
 	}
 	ref := s.sessionDoc(req.AppName, req.UserID, req.SessionID)
-	// An append between our read and our delete changes the chunk list;
-	// the precondition catches it and we read again.
-	for attempt := 0; ; attempt++ {
-		snap, err := ref.Get(ctx)
-		if status.Code(err) == codes.NotFound {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("delete session %q: %w", req.SessionID, translate(err))
-		}
-		var doc sessionDoc
-		if err := snap.DataTo(&doc); err != nil {
-			return fmt.Errorf("decode session %q: %w", req.SessionID, err)
-		}
-		batch := s.client.Batch()
+	// An append between the read and the delete changes the chunk list;
+	// the precondition catches it and the delete starts over.
+	err := s.readModifyWrite(ctx, ref, func(doc *sessionDoc, batch *firestore.WriteBatch, pre firestore.Precondition) error {
 		for _, c := range doc.Chunks {
 			batch.Delete(chunkDocRef(ref, c.N))
 		}
-		batch.Delete(ref, firestore.LastUpdateTime(snap.UpdateTime))
-		_, err = batch.Commit(ctx)
-		if err == nil {
-			return nil
+		batch.Delete(ref, pre)
+		return nil
+	})
+	if errors.Is(err, session.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("delete session %q: %w", req.SessionID, err)
+	}
+	return nil
+}
+
+// errNoWrite, returned by a readModifyWrite change, ends it without writing.
+var errNoWrite = errors.New("nothing to write")
+
+// readModifyWrite reads a session document and lets change add writes to a
+// batch, the session document's own guarded by pre (its update time as
+// read); it commits them, and starts over when the document changed in
+// between, a few times before giving up with ErrConflict. A missing session
+// wraps session.ErrNotFound; an error from change is returned as is.
+func (s *Service) readModifyWrite(ctx context.Context, ref *firestore.DocumentRef, change func(doc *sessionDoc, batch *firestore.WriteBatch, pre firestore.Precondition) error) error {
+	for attempt := 0; attempt < 5; attempt++ {
+		snap, err := ref.Get(ctx)
+		if status.Code(err) == codes.NotFound {
+			return fmt.Errorf("%w: %q", session.ErrNotFound, ref.ID)
 		}
-		if status.Code(err) != codes.FailedPrecondition || attempt == 4 {
-			return fmt.Errorf("delete session %q: %w", req.SessionID, translate(err))
+		if err != nil {
+			return translate(err)
+		}
+		var doc sessionDoc
+		if err := snap.DataTo(&doc); err != nil {
+			return fmt.Errorf("decode session %q: %w", ref.ID, err)
+		}
+		batch := s.client.Batch()
+		if err := change(&doc, batch, firestore.LastUpdateTime(snap.UpdateTime)); errors.Is(err, errNoWrite) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		_, err = batch.Commit(ctx)
+		if status.Code(err) != codes.FailedPrecondition {
+			return translate(err)
 		}
 	}
+	return fmt.Errorf("%w: session %q kept changing", ErrConflict, ref.ID)
 }
 
 // AppendEvent stores event and applies it to sess, in one round trip. It

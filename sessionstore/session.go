@@ -56,24 +56,6 @@ func (s *storedSession) LastUpdateTime() time.Time {
 	return s.updated
 }
 
-// Revision returns the number of events appended to the session when this
-// handle was last read or written.
-func (s *storedSession) Revision() int64 {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.revision
-}
-
-// Revision returns the storage revision of a session returned by this
-// package's Service, and false for any other session.Session.
-func Revision(s session.Session) (int64, bool) {
-	ss, ok := s.(*storedSession)
-	if !ok {
-		return 0, false
-	}
-	return ss.Revision(), true
-}
-
 type eventList []*session.Event
 
 func (e eventList) All() iter.Seq[*session.Event] { return slices.Values(e) }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -213,7 +212,11 @@ func splitState(delta map[string]any) (app, user, sess map[string]any) {
 // withoutTempDelta returns e, or a shallow copy of it whose state delta has
 // no temp: keys when it had some.
 func withoutTempDelta(e *session.Event) *session.Event {
-	if !slices.ContainsFunc(slices.Collect(maps.Keys(e.Actions.StateDelta)), isTemp) {
+	hasTemp := false
+	for k := range e.Actions.StateDelta {
+		hasTemp = hasTemp || isTemp(k)
+	}
+	if !hasTemp {
 		return e
 	}
 	c := *e

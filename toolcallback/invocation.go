@@ -24,14 +24,6 @@ func newInvocation() *Invocation {
 	return inv
 }
 
-// finished returns an invocation that already ended with no events, for
-// answers that did not resume the agent.
-func finished() *Invocation {
-	inv := newInvocation()
-	inv.close()
-	return inv
-}
-
 func (inv *Invocation) push(ev *session.Event) {
 	inv.mu.Lock()
 	inv.events = append(inv.events, ev)

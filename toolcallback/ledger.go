@@ -129,8 +129,8 @@ type detected struct {
 // live, as the invocation emits events, and to rebuild lost ledger records
 // from a stored session.
 type detector struct {
-	// stepOf maps a model function call id to the id of its event and the
-	// call itself.
+	// calls maps a model function call id to the call, the id of its
+	// event and the client stamped on it.
 	calls map[string]modelCall
 }
 

@@ -54,10 +54,10 @@ func (e *Engine) settleOpenCalls(ctx context.Context, user, sid string) error {
 	if err != nil {
 		return err
 	}
+	if err := e.repair(ctx, sess); err != nil {
+		return err
+	}
 	if e.opts.PendingPolicy == PendingReject {
-		if err := e.repair(ctx, sess); err != nil {
-			return err
-		}
 		if err := e.rejectIfPending(ctx, user, sid); err != nil {
 			return err
 		}
@@ -80,12 +80,9 @@ func (e *Engine) settleOpenCalls(ctx context.Context, user, sid string) error {
 // closeOpenCalls cancels the session's pending calls (expired ones are
 // marked expired) and returns every call whose answer the agent does not
 // have yet, as now recorded. An answer that lands first wins and is
-// returned instead.
+// returned instead. The caller repairs the ledger first.
 func (e *Engine) closeOpenCalls(ctx context.Context, sess session.Session) ([]*callDoc, error) {
 	user, sid := sess.UserID(), sess.ID()
-	if err := e.repair(ctx, sess); err != nil {
-		return nil, err
-	}
 	docs, snaps, err := queryCalls(ctx, e.callsOf(user, sid).Where("resumed", "==", false))
 	if err != nil || len(docs) == 0 {
 		return nil, err

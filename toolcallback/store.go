@@ -133,35 +133,35 @@ func (e *Engine) getSession(ctx context.Context, user, sid string, recent int) (
 	return got.Session, nil
 }
 
-// query returns the calls matching q, in creation order.
+// queryCalls returns the calls matching q, in creation order, with their
+// snapshots.
 func queryCalls(ctx context.Context, q firestore.Query) ([]*callDoc, []*firestore.DocumentSnapshot, error) {
 	snaps, err := q.Documents(ctx).GetAll()
 	if err != nil {
 		return nil, nil, fmt.Errorf("query ledger: %w", translate(err))
 	}
-	docs := make([]*callDoc, len(snaps))
+	type row struct {
+		doc  *callDoc
+		snap *firestore.DocumentSnapshot
+	}
+	rows := make([]row, len(snaps))
 	for i, s := range snaps {
-		docs[i] = &callDoc{}
-		if err := s.DataTo(docs[i]); err != nil {
+		rows[i] = row{&callDoc{}, s}
+		if err := s.DataTo(rows[i].doc); err != nil {
 			return nil, nil, fmt.Errorf("decode %s: %w", s.Ref.Path, err)
 		}
 	}
-	order := make([]int, len(docs))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortStableFunc(order, func(a, b int) int {
-		if c := docs[a].Created.Compare(docs[b].Created); c != 0 {
+	slices.SortStableFunc(rows, func(a, b row) int {
+		if c := a.doc.Created.Compare(b.doc.Created); c != 0 {
 			return c
 		}
-		return strings.Compare(docs[a].ID, docs[b].ID)
+		return strings.Compare(a.doc.ID, b.doc.ID)
 	})
-	sortedDocs := make([]*callDoc, len(docs))
-	sortedSnaps := make([]*firestore.DocumentSnapshot, len(docs))
-	for i, j := range order {
-		sortedDocs[i], sortedSnaps[i] = docs[j], snaps[j]
+	docs := make([]*callDoc, len(rows))
+	for i, r := range rows {
+		docs[i], snaps[i] = r.doc, r.snap
 	}
-	return sortedDocs, sortedSnaps, nil
+	return docs, snaps, nil
 }
 
 // markResumed records that the agent has the answers of calls: Sweep

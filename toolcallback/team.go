@@ -216,6 +216,9 @@ func (t *Team) switchAgent(ctx context.Context, chat *sessionstore.Chat, target,
 		if old, err = from.loadSession(ctx, chat.UserID, oldID); err != nil {
 			return nil, err
 		}
+		if err := from.repair(ctx, old); err != nil {
+			return nil, err
+		}
 		closed, err := from.closeOpenCalls(ctx, old)
 		if err != nil {
 			return nil, err
