@@ -4,16 +4,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"cloud.google.com/go/firestore"
 	"google.golang.org/adk/platform"
 	"google.golang.org/adk/session"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // ErrBusy is returned by AcquireLease while another holder's lease on the
 // session is live. errors.As with *BusyError gives how long to wait.
 var ErrBusy = errors.New("session busy")
+
+// ErrLeaseLost is returned by RenewLease, and by Get and AppendEvent under a
+// lease (see WithLease), once another holder has taken the session over.
+// It wraps ErrConflict: nothing was written.
+var ErrLeaseLost = fmt.Errorf("%w: lease lost", ErrConflict)
 
 // BusyError reports a live lease held by someone else.
 type BusyError struct {
@@ -28,22 +36,66 @@ func (e *BusyError) Error() string {
 func (e *BusyError) Is(target error) bool { return target == ErrBusy }
 
 // Lease is the right to run one invocation on a session. It lives in the
-// session document, so taking it changes that document's revision stamp:
-// every session handle read before the lease was taken (in particular the
-// handle of a stalled previous holder) fails its next AppendEvent with
-// ErrConflict. That is the fence.
+// session document and is short: its holder renews it (KeepLease) while it
+// works, so a holder that dies frees the session within one lease term.
+//
+// The fence: the holder remembers the session document's update time as of
+// its own last write (acquisition, renewal or append), and every write it
+// makes is conditional on that time. Any write by anyone else — a takeover
+// above all — changes it, so a stalled holder's next renewal or append
+// fails with ErrLeaseLost and writes nothing. A Get made under the lease
+// (WithLease) checks the stored fence too, so a holder that stalled before
+// reading the session cannot read its successor's state and write after it.
 type Lease struct {
 	App, User, SessionID string
 	Holder               string
 	// Fence increases by one with every acquisition of the session.
-	Fence   int64
-	Expires time.Time
+	Fence int64
+
+	mu       sync.Mutex
+	expires  time.Time
+	version  time.Time // the session document's update time after our last write
+	revision int64     // the session's revision after our last write
+	lostOnce sync.Once
+	lost     chan struct{}
 }
+
+// Expires is when the lease runs out unless renewed.
+func (l *Lease) Expires() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.expires
+}
+
+// Lost is closed once the lease is known to be lost (taken over, the
+// session deleted, or not renewed in time).
+func (l *Lease) Lost() <-chan struct{} { return l.lost }
+
+func (l *Lease) markLost() { l.lostOnce.Do(func() { close(l.lost) }) }
 
 type leaseDoc struct {
 	Holder  string    `firestore:"holder"`
 	Fence   int64     `firestore:"fence"`
 	Expires time.Time `firestore:"expires"`
+}
+
+type leaseKey struct{}
+
+// WithLease returns a context under which Get and AppendEvent of l's session
+// act as l's holder: Get fails with ErrLeaseLost once the session's lease
+// has moved on, and appends are fenced by the lease (renewals in between
+// do not make them conflict).
+func WithLease(ctx context.Context, l *Lease) context.Context {
+	return context.WithValue(ctx, leaseKey{}, l)
+}
+
+// leaseFor returns the lease ctx carries for the given session, if any.
+func leaseFor(ctx context.Context, app, user, id string) *Lease {
+	l, _ := ctx.Value(leaseKey{}).(*Lease)
+	if l == nil || l.App != app || l.User != user || l.SessionID != id {
+		return nil
+	}
+	return l
 }
 
 // AcquireLease takes the session's lease for holder until now+ttl. It fails
@@ -63,9 +115,12 @@ func (s *Service) AcquireLease(ctx context.Context, app, user, id, holder string
 		}
 		next := leaseDoc{Holder: holder, Fence: doc.Lease.Fence + 1, Expires: now.Add(ttl)}
 		batch.Update(ref, []firestore.Update{{Path: "lease", Value: next}}, pre)
-		lease = &Lease{App: app, User: user, SessionID: id, Holder: holder, Fence: next.Fence, Expires: next.Expires}
+		lease = &Lease{
+			App: app, User: user, SessionID: id, Holder: holder, Fence: next.Fence,
+			expires: next.Expires, revision: doc.Revision, lost: make(chan struct{}),
+		}
 		return nil
-	})
+	}, func(results []*firestore.WriteResult) { lease.version = results[0].UpdateTime })
 	switch {
 	case errors.Is(err, ErrConflict):
 		// Others keep writing the session: as good as busy.
@@ -76,23 +131,96 @@ func (s *Service) AcquireLease(ctx context.Context, app, user, id, holder string
 	return lease, nil
 }
 
+// RenewLease extends l to now+ttl. It fails with ErrLeaseLost when another
+// holder took the session over or the session is gone.
+func (s *Service) RenewLease(ctx context.Context, l *Lease, ttl time.Duration) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	expires := platform.Now(ctx).Add(ttl)
+	res, err := s.sessionDoc(l.App, l.User, l.SessionID).Update(ctx,
+		[]firestore.Update{{Path: "lease.expires", Value: expires}}, firestore.LastUpdateTime(l.version))
+	switch status.Code(err) {
+	case codes.OK:
+		l.version, l.expires = res.UpdateTime, expires
+		return nil
+	case codes.FailedPrecondition, codes.NotFound:
+		l.markLost()
+		return fmt.Errorf("renew lease on %q: %w", l.SessionID, ErrLeaseLost)
+	}
+	return fmt.Errorf("renew lease on %q: %w", l.SessionID, translate(err))
+}
+
+// KeepLease renews l every ttl/3 in the background until stop is called.
+// When the lease is lost, or cannot be renewed before it runs out (Firestore
+// unreachable), l.Lost() is closed and renewing stops: the holder must stop
+// writing, and its writes would fail anyway.
+func (s *Service) KeepLease(ctx context.Context, l *Lease, ttl time.Duration) (stop func()) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(ttl / 3)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			err := s.RenewLease(ctx, l, ttl)
+			if errors.Is(err, ErrLeaseLost) {
+				return
+			}
+			if err != nil && !platform.Now(ctx).Before(l.Expires()) {
+				l.markLost()
+				return
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
 // ReleaseLease gives the lease back if it is still the one held. Releasing
 // a lease that was taken over, or a session that was deleted, is not an
 // error: there is nothing left to release.
 func (s *Service) ReleaseLease(ctx context.Context, l *Lease) error {
 	ref := s.sessionDoc(l.App, l.User, l.SessionID)
-	err := s.readModifyWrite(ctx, ref, func(doc *sessionDoc, batch *firestore.WriteBatch, pre firestore.Precondition) error {
+	free := []firestore.Update{
+		{Path: "lease.holder", Value: ""},
+		{Path: "lease.expires", Value: time.Time{}},
+	}
+	l.mu.Lock()
+	_, err := ref.Update(ctx, free, firestore.LastUpdateTime(l.version))
+	l.mu.Unlock()
+	if status.Code(err) != codes.FailedPrecondition {
+		if err != nil && status.Code(err) != codes.NotFound {
+			return fmt.Errorf("release lease on %q: %w", l.SessionID, translate(err))
+		}
+		return nil
+	}
+	// Someone else wrote the session since our last write: release only if
+	// the lease is still ours.
+	err = s.readModifyWrite(ctx, ref, func(doc *sessionDoc, batch *firestore.WriteBatch, pre firestore.Precondition) error {
 		if doc.Lease.Fence != l.Fence {
 			return errNoWrite
 		}
-		batch.Update(ref, []firestore.Update{
-			{Path: "lease.holder", Value: ""},
-			{Path: "lease.expires", Value: time.Time{}},
-		}, pre)
+		batch.Update(ref, free, pre)
 		return nil
-	})
+	}, nil)
 	if err != nil && !errors.Is(err, session.ErrNotFound) {
 		return fmt.Errorf("release lease on %q: %w", l.SessionID, err)
+	}
+	return nil
+}
+
+// checkHeld verifies, in a Get under l, that the stored session is still
+// l's: same fence, and no write since l's own last one.
+func (l *Lease) checkHeld(doc *sessionDoc, version time.Time) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if doc.Lease.Fence != l.Fence || doc.Lease.Holder != l.Holder || !version.Equal(l.version) {
+		l.markLost()
+		return fmt.Errorf("session %q: %w", l.SessionID, ErrLeaseLost)
 	}
 	return nil
 }

@@ -1,10 +1,12 @@
 package sessionstore_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"google.golang.org/adk/platform"
 	"google.golang.org/adk/session"
 
@@ -70,5 +72,144 @@ func TestLease(t *testing.T) {
 	}
 	if n := final.Session.Events().Len(); n != 0 {
 		t.Errorf("stored events = %d, want the stalled write rejected", n)
+	}
+}
+
+func TestLeaseRenewal(t *testing.T) {
+	t.Parallel()
+	svc := newService(t)
+	base := time.Now().Truncate(time.Second)
+	at := func(d time.Duration) context.Context {
+		return platform.WithTimeProvider(t.Context(), func() time.Time { return base.Add(d) })
+	}
+	if _, err := svc.Create(at(0), &session.CreateRequest{AppName: "app", UserID: "u", SessionID: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	a, err := svc.AcquireLease(at(0), "app", "u", "s", "holder-a", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	underA := sessionstore.WithLease(at(0), a)
+	got, err := svc.Get(underA, &session.GetRequest{AppName: "app", UserID: "u", SessionID: "s"})
+	if err != nil {
+		t.Fatalf("Get under the lease error = %v", err)
+	}
+	// Renewing writes the session document; the holder's own handle must
+	// still append.
+	if err := svc.RenewLease(at(8*time.Second), a, 10*time.Second); err != nil {
+		t.Fatalf("RenewLease error = %v", err)
+	}
+	if want := base.Add(18 * time.Second); !a.Expires().Equal(want) {
+		t.Errorf("Expires after renewal = %v, want %v", a.Expires(), want)
+	}
+	if err := svc.AppendEvent(underA, got.Session, &session.Event{ID: "e1", Author: "assistant"}); err != nil {
+		t.Fatalf("AppendEvent after renewal error = %v, want nil", err)
+	}
+	if _, err := svc.AcquireLease(at(12*time.Second), "app", "u", "s", "holder-b", time.Minute); !errors.Is(err, sessionstore.ErrBusy) {
+		t.Fatalf("AcquireLease before the renewed expiry error = %v, want ErrBusy", err)
+	}
+	// a stalls past its expiry and b takes over.
+	b, err := svc.AcquireLease(at(19*time.Second), "app", "u", "s", "holder-b", time.Minute)
+	if err != nil {
+		t.Fatalf("AcquireLease after expiry error = %v", err)
+	}
+	if err := svc.RenewLease(at(19*time.Second), a, 10*time.Second); !errors.Is(err, sessionstore.ErrLeaseLost) {
+		t.Errorf("stalled RenewLease error = %v, want ErrLeaseLost", err)
+	}
+	if err := svc.AppendEvent(underA, got.Session, &session.Event{ID: "late", Author: "assistant"}); !errors.Is(err, sessionstore.ErrLeaseLost) {
+		t.Errorf("stalled AppendEvent error = %v, want ErrLeaseLost", err)
+	}
+	if _, err := svc.Get(underA, &session.GetRequest{AppName: "app", UserID: "u", SessionID: "s"}); !errors.Is(err, sessionstore.ErrLeaseLost) {
+		t.Errorf("stalled Get under the lease error = %v, want ErrLeaseLost", err)
+	}
+	select {
+	case <-a.Lost():
+	default:
+		t.Error("a.Lost() not closed after the takeover was seen")
+	}
+	underB := sessionstore.WithLease(at(19*time.Second), b)
+	fresh, err := svc.Get(underB, &session.GetRequest{AppName: "app", UserID: "u", SessionID: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.AppendEvent(underB, fresh.Session, &session.Event{ID: "e2", Author: "assistant"}); err != nil {
+		t.Fatalf("new holder's AppendEvent error = %v", err)
+	}
+	// A second handle of b's, read before b's append, must not overwrite it.
+	if err := svc.AppendEvent(underB, fresh.Session, &session.Event{ID: "e3", Author: "assistant"}); err != nil {
+		t.Fatalf("second AppendEvent through the same handle error = %v", err)
+	}
+	if err := svc.ReleaseLease(at(20*time.Second), b); err != nil {
+		t.Fatal(err)
+	}
+	final, err := svc.Get(at(20*time.Second), &session.GetRequest{AppName: "app", UserID: "u", SessionID: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for ev := range final.Session.Events().All() {
+		ids = append(ids, ev.ID)
+	}
+	if diff := cmp.Diff([]string{"e1", "e2", "e3"}, ids); diff != "" {
+		t.Errorf("stored events (-want +got):\n%s", diff)
+	}
+}
+
+func TestStaleHandleUnderLease(t *testing.T) {
+	t.Parallel()
+	svc := newService(t)
+	ctx := t.Context()
+	if _, err := svc.Create(ctx, &session.CreateRequest{AppName: "app", UserID: "u", SessionID: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	l, err := svc.AcquireLease(ctx, "app", "u", "s", "h", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx = sessionstore.WithLease(ctx, l)
+	first, err := svc.Get(ctx, &session.GetRequest{AppName: "app", UserID: "u", SessionID: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := svc.Get(ctx, &session.GetRequest{AppName: "app", UserID: "u", SessionID: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.AppendEvent(ctx, first.Session, &session.Event{ID: "e1", Author: "assistant"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.AppendEvent(ctx, second.Session, &session.Event{ID: "e2", Author: "assistant"}); !errors.Is(err, sessionstore.ErrConflict) || errors.Is(err, sessionstore.ErrLeaseLost) {
+		t.Errorf("AppendEvent through a handle read before the holder's last append error = %v, want ErrConflict (not ErrLeaseLost)", err)
+	}
+}
+
+func TestKeepLease(t *testing.T) {
+	t.Parallel()
+	svc := newService(t)
+	ctx := t.Context()
+	if _, err := svc.Create(ctx, &session.CreateRequest{AppName: "app", UserID: "u", SessionID: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	const ttl = 900 * time.Millisecond
+	l, err := svc.AcquireLease(ctx, "app", "u", "s", "h", ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := svc.KeepLease(ctx, l, ttl)
+	time.Sleep(3 * ttl)
+	if _, err := svc.AcquireLease(ctx, "app", "u", "s", "other", ttl); !errors.Is(err, sessionstore.ErrBusy) {
+		t.Errorf("AcquireLease of a kept lease after 3 terms error = %v, want ErrBusy", err)
+	}
+	stop()
+	// A holder that stops renewing (as a dead one does) frees the session
+	// within one term.
+	time.Sleep(ttl + 100*time.Millisecond)
+	if _, err := svc.AcquireLease(ctx, "app", "u", "s", "other", ttl); err != nil {
+		t.Errorf("AcquireLease one term after renewals stopped error = %v, want nil", err)
+	}
+	select {
+	case <-l.Lost():
+		t.Error("Lost() closed although the lease was only let go")
+	default:
 	}
 }

@@ -244,6 +244,12 @@ func (s *Service) Get(ctx context.Context, req *session.GetRequest) (*session.Ge
 	if err := snaps[0].DataTo(&doc); err != nil {
 		return nil, fmt.Errorf("decode session %q: %w", req.SessionID, err)
 	}
+	lease := leaseFor(ctx, req.AppName, req.UserID, req.SessionID)
+	if lease != nil {
+		if err := lease.checkHeld(&doc, snaps[0].UpdateTime); err != nil {
+			return nil, err
+		}
+	}
 	appState, err := decodeStateSnapshot(snaps[1])
 	if err != nil {
 		return nil, err
@@ -271,6 +277,7 @@ func (s *Service) Get(ctx context.Context, req *session.GetRequest) (*session.Ge
 		tail:      doc.Tail,
 		stateSize: len(doc.State),
 		tailKnown: true,
+		lease:     lease,
 	}}, nil
 }
 
@@ -415,7 +422,7 @@ func (s *Service) Delete(ctx context.Context, req *session.DeleteRequest) error 
 		}
 		batch.Delete(ref, pre)
 		return nil
-	})
+	}, nil)
 	if errors.Is(err, session.ErrNotFound) {
 		return nil
 	}
@@ -430,10 +437,10 @@ var errNoWrite = errors.New("nothing to write")
 
 // readModifyWrite reads a session document and lets change add writes to a
 // batch, the session document's own guarded by pre (its update time as
-// read); it commits them, and starts over when the document changed in
+// read); it commits them (committed, if set, sees the results), and starts over when the document changed in
 // between, a few times before giving up with ErrConflict. A missing session
 // wraps session.ErrNotFound; an error from change is returned as is.
-func (s *Service) readModifyWrite(ctx context.Context, ref *firestore.DocumentRef, change func(doc *sessionDoc, batch *firestore.WriteBatch, pre firestore.Precondition) error) error {
+func (s *Service) readModifyWrite(ctx context.Context, ref *firestore.DocumentRef, change func(doc *sessionDoc, batch *firestore.WriteBatch, pre firestore.Precondition) error, committed func([]*firestore.WriteResult)) error {
 	for attempt := 0; attempt < 5; attempt++ {
 		snap, err := ref.Get(ctx)
 		if status.Code(err) == codes.NotFound {
@@ -452,7 +459,10 @@ func (s *Service) readModifyWrite(ctx context.Context, ref *firestore.DocumentRe
 		} else if err != nil {
 			return err
 		}
-		_, err = batch.Commit(ctx)
+		results, err := batch.Commit(ctx)
+		if err == nil && committed != nil {
+			committed(results)
+		}
 		if status.Code(err) != codes.FailedPrecondition {
 			return translate(err)
 		}
@@ -470,6 +480,25 @@ func (s *Service) readModifyWrite(ctx context.Context, ref *firestore.DocumentRe
 // changes them. That is at most 3 writes, except for an event that changes
 // both app: and user: state at the moment the tail is sealed: 4.
 func (s *Service) AppendEvent(ctx context.Context, sess session.Session, event *session.Event) error {
+	return s.AppendEventWith(ctx, sess, event, nil)
+}
+
+// SideDoc is a document AppendEventWith creates in the commit that stores
+// an event.
+type SideDoc struct {
+	Ref  *firestore.DocumentRef
+	Data any
+}
+
+// AppendEventWith is AppendEvent that also creates docs in the same commit:
+// the event and every document are stored, or none of them. A document that
+// already exists fails the append with ErrConflict.
+//
+// Under a lease (a handle read with WithLease), the append is fenced by the
+// lease rather than by the handle: it fails with ErrConflict if another
+// handle of the same holder appended since this one was read, and with
+// ErrLeaseLost once the session was taken over.
+func (s *Service) AppendEventWith(ctx context.Context, sess session.Session, event *session.Event, docs []SideDoc) error {
 	if sess == nil {
 		return errors.New("append event: session is nil")
 	}
@@ -488,6 +517,10 @@ func (s *Service) AppendEvent(ctx context.Context, sess session.Session, event *
 	}
 	ss.appendMu.Lock()
 	defer ss.appendMu.Unlock()
+	if l := ss.lease; l != nil {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+	}
 
 	stored := withoutTempDelta(event)
 	encoded, err := encodeEvent(stored)
@@ -511,6 +544,12 @@ func (s *Service) AppendEvent(ctx context.Context, sess session.Session, event *
 	ss.mu.RUnlock()
 	if err != nil {
 		return err
+	}
+	if l := ss.lease; l != nil {
+		if l.revision != revision-1 {
+			return fmt.Errorf("%w: session %q: handle read before the lease holder's last append", ErrConflict, ss.id)
+		}
+		version = l.version
 	}
 	if newState != nil {
 		stateSize = len(newState)
@@ -555,9 +594,12 @@ func (s *Service) AppendEvent(ctx context.Context, sess session.Session, event *
 	if err := s.addStateMerges(batch, ss.app, ss.user, appDelta, userDelta); err != nil {
 		return err
 	}
+	for _, d := range docs {
+		batch.Create(d.Ref, d.Data)
+	}
 	results, err := batch.Commit(ctx)
 	if err != nil {
-		return s.appendError(ctx, ref, ss.id, err)
+		return s.appendError(ctx, ref, ss.id, ss.lease, err)
 	}
 	sessionResult := results[0]
 	if sealed {
@@ -574,6 +616,9 @@ func (s *Service) AppendEvent(ctx context.Context, sess session.Session, event *
 	ss.chunks = chunks
 	ss.tail = tail
 	ss.stateSize = stateSize
+	if l := ss.lease; l != nil {
+		l.version, l.revision = ss.version, revision
+	}
 	return nil
 }
 
@@ -591,11 +636,15 @@ func sealChunk(n int64, tail []chunkElement) chunkMeta {
 }
 
 // appendError tells a conflict from a deleted session and from a failure.
-func (s *Service) appendError(ctx context.Context, ref *firestore.DocumentRef, id string, err error) error {
+func (s *Service) appendError(ctx context.Context, ref *firestore.DocumentRef, id string, lease *Lease, err error) error {
 	switch status.Code(err) {
 	case codes.FailedPrecondition, codes.NotFound, codes.AlreadyExists:
 		if _, getErr := ref.Get(ctx); status.Code(getErr) == codes.NotFound {
 			return fmt.Errorf("%w: %q", session.ErrNotFound, id)
+		}
+		if lease != nil && status.Code(err) == codes.FailedPrecondition {
+			lease.markLost()
+			return fmt.Errorf("session %q: %w", id, ErrLeaseLost)
 		}
 		return fmt.Errorf("%w: session %q: %w", ErrConflict, id, err)
 	}

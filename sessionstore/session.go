@@ -34,6 +34,9 @@ type storedSession struct {
 	// tailKnown is false for handles from List, which do not read the tail
 	// and so cannot append.
 	tailKnown bool
+	// lease, for a handle read under a lease (WithLease), fences its
+	// appends instead of version.
+	lease *Lease
 }
 
 var _ session.Session = (*storedSession)(nil)
