@@ -91,12 +91,9 @@ func NewServerWithClient(cfg Config, client *firestore.Client, members []toolcal
 		PendingPolicy:     cfg.PendingPolicy,
 		CallTimeout:       cfg.CallTimeout,
 		InvocationTimeout: cfg.InvocationTimeout,
-		// The lease is taken before the stream starts, so it must also
-		// cover the work bounded by the request timeout.
-		LeaseMargin:   cfg.RequestTimeout + 15*time.Second,
-		TokenKey:      cfg.TokenKey,
-		IdleRetention: cfg.IdleRetention,
-		Logger:        log,
+		TokenKey:          cfg.TokenKey,
+		IdleRetention:     cfg.IdleRetention,
+		Logger:            log,
 	})
 	if err != nil {
 		return nil, err

@@ -10,7 +10,6 @@ import (
 	"cloud.google.com/go/firestore"
 	"google.golang.org/adk/agent"
 	"google.golang.org/adk/platform"
-	"google.golang.org/adk/plugin"
 	"google.golang.org/adk/runner"
 	"google.golang.org/adk/session"
 	"google.golang.org/genai"
@@ -50,9 +49,12 @@ type Options struct {
 	// whatever the lease policy). Default 10s.
 	ResumeWait time.Duration
 	// InvocationTimeout bounds one invocation, detached from the caller.
-	// Default 2m. The lease lasts this long plus LeaseMargin.
+	// Default 2m.
 	InvocationTimeout time.Duration
-	LeaseMargin       time.Duration // default 30s
+	// LeaseTTL is the term of a session lease. The holder renews it every
+	// third of a term while it works, so a holder that dies frees the
+	// session within one term. Default 10s.
+	LeaseTTL time.Duration
 	// CallTimeout is how long a paused call waits for its answer when its
 	// tool sets no timeout (approvals always use it). Default 10m.
 	CallTimeout time.Duration
@@ -97,7 +99,7 @@ func (o *Options) withDefaults() Options {
 	def(&out.MaxWait, 10*time.Second)
 	def(&out.ResumeWait, 10*time.Second)
 	def(&out.InvocationTimeout, 2*time.Minute)
-	def(&out.LeaseMargin, 30*time.Second)
+	def(&out.LeaseTTL, 10*time.Second)
 	def(&out.CallTimeout, 10*time.Minute)
 	def(&out.AnswerGrace, time.Minute)
 	def(&out.Retention, 7*24*time.Hour)
@@ -132,34 +134,13 @@ func New(client *firestore.Client, sessions *sessionstore.Service, app string, r
 	if err := sessionstore.ValidateID("app name", app); err != nil {
 		return nil, err
 	}
-	stamp, err := plugin.New(plugin.Config{Name: "baton_client_stamp", OnEventCallback: stampClient})
+	e := &Engine{app: app, agent: root.Name(), sessions: sessions, client: client, opts: opts.withDefaults()}
+	r, err := runner.New(runner.Config{AppName: app, Agent: root, SessionService: ledgerSessions{Service: sessions, e: e}})
 	if err != nil {
 		return nil, err
 	}
-	r, err := runner.New(runner.Config{
-		AppName: app, Agent: root, SessionService: sessions,
-		PluginConfig: runner.PluginConfig{Plugins: []*plugin.Plugin{stamp}},
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &Engine{app: app, agent: root.Name(), sessions: sessions, client: client, runner: r, opts: opts.withDefaults()}, nil
-}
-
-type clientKey struct{}
-
-// stampClient records, on events that pause, which client started the
-// turn, so that a ledger record lost in a crash can be rebuilt with it.
-func stampClient(ctx agent.InvocationContext, ev *session.Event) (*session.Event, error) {
-	client, _ := ctx.Value(clientKey{}).(string)
-	if ev == nil || ev.Partial || len(ev.LongRunningToolIDs) == 0 || client == "" {
-		return nil, nil
-	}
-	if ev.CustomMetadata == nil {
-		ev.CustomMetadata = map[string]any{}
-	}
-	ev.CustomMetadata[clientMetadataKey] = client
-	return nil, nil
+	e.runner = r
+	return e, nil
 }
 
 // TurnRequest is one user message.
@@ -193,25 +174,40 @@ func (e *Engine) Turn(ctx context.Context, req TurnRequest) (*Invocation, error)
 	if e.opts.LeasePolicy == LeaseEnqueue {
 		wait = e.opts.MaxWait
 	}
-	lease, err := e.acquire(ctx, req.UserID, req.SessionID, req.ClientID, wait, true)
+	h, err := e.acquire(ctx, req.UserID, req.SessionID, req.ClientID, wait, true)
 	if err != nil {
 		return nil, err
 	}
+	ctx = h.bind(ctx)
 	if err := e.settleOpenCalls(ctx, req.UserID, req.SessionID); err != nil {
-		e.release(ctx, lease)
+		e.release(ctx, h)
 		return nil, err
 	}
-	return e.start(ctx, lease, req.UserID, req.SessionID, req.ClientID, req.Content, nil), nil
+	return e.start(ctx, h, req.UserID, req.SessionID, req.ClientID, req.Content, nil), nil
 }
 
-// acquire takes the session's lease, waiting up to wait while it is busy.
-func (e *Engine) acquire(ctx context.Context, user, sid, client string, wait time.Duration, create bool) (*sessionstore.Lease, error) {
-	ttl := e.opts.InvocationTimeout + e.opts.LeaseMargin
+// hold is a session lease this instance holds and keeps renewed until it
+// releases it.
+type hold struct {
+	lease *sessionstore.Lease
+	stop  func() // stops renewing
+}
+
+// bind returns ctx under which session reads and appends act as the
+// lease's holder (see sessionstore.WithLease).
+func (h *hold) bind(ctx context.Context) context.Context { return sessionstore.WithLease(ctx, h.lease) }
+
+// acquire takes the session's lease, waiting up to wait while it is busy,
+// and keeps it renewed.
+func (e *Engine) acquire(ctx context.Context, user, sid, client string, wait time.Duration, create bool) (*hold, error) {
 	holder := client + "/" + platform.NewUUID(ctx)
 	deadline := time.Now().Add(wait)
 	delay := 50 * time.Millisecond
 	for {
-		lease, err := e.sessions.AcquireLease(ctx, e.app, user, sid, holder, ttl)
+		lease, err := e.sessions.AcquireLease(ctx, e.app, user, sid, holder, e.opts.LeaseTTL)
+		if err == nil {
+			return &hold{lease: lease, stop: e.sessions.KeepLease(ctx, lease, e.opts.LeaseTTL)}, nil
+		}
 		if errors.Is(err, session.ErrNotFound) && create {
 			_, cerr := e.sessions.Create(ctx, &session.CreateRequest{AppName: e.app, UserID: user, SessionID: sid})
 			if cerr != nil && !isAlreadyExists(cerr) {
@@ -223,7 +219,7 @@ func (e *Engine) acquire(ctx context.Context, user, sid, client string, wait tim
 			return nil, fmt.Errorf("%w: session %q", ErrNotFound, sid)
 		}
 		if !errors.Is(err, sessionstore.ErrBusy) || time.Now().Add(delay).After(deadline) {
-			return lease, err
+			return nil, err
 		}
 		select {
 		case <-ctx.Done():
@@ -234,26 +230,39 @@ func (e *Engine) acquire(ctx context.Context, user, sid, client string, wait tim
 	}
 }
 
-func (e *Engine) release(ctx context.Context, lease *sessionstore.Lease) {
+func (e *Engine) release(ctx context.Context, h *hold) {
+	h.stop()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if err := e.sessions.ReleaseLease(ctx, lease); err != nil {
-		e.opts.Logger.Warn("release lease", "session", lease.SessionID, "error", err)
+	if err := e.sessions.ReleaseLease(ctx, h.lease); err != nil {
+		e.opts.Logger.Warn("release lease", "session", h.lease.SessionID, "error", err)
 	}
 }
 
 // start runs the agent on msg in the background, detached from the
-// caller's cancellation and bounded by InvocationTimeout, and releases the
-// lease when it ends. after runs once the runner is done, before the lease
-// is released.
-func (e *Engine) start(ctx context.Context, lease *sessionstore.Lease, user, sid, client string, msg *genai.Content, after func(context.Context)) *Invocation {
+// caller's cancellation and bounded by InvocationTimeout (and by the lease:
+// an invocation whose lease is lost stops), and releases the lease when it
+// ends. after runs once the runner is done, before the lease is released.
+//
+// Every event is stored before it is pushed to readers, and an event that
+// pauses calls is stored with their ledger records (ledgerSessions): a
+// reader never sees a call that has no record.
+func (e *Engine) start(ctx context.Context, h *hold, user, sid, client string, msg *genai.Content, after func(context.Context)) *Invocation {
 	inv := newInvocation()
 	runCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.opts.InvocationTimeout)
-	runCtx = context.WithValue(runCtx, clientKey{}, client)
+	runCtx = withRunState(h.bind(runCtx), client)
+	go func() {
+		select {
+		case <-h.lease.Lost():
+			e.opts.Logger.Error("lease lost mid-invocation", "session", sid)
+			cancel()
+		case <-runCtx.Done():
+		}
+	}()
 	go func() {
 		defer cancel()
 		defer inv.close()
-		defer e.release(runCtx, lease)
+		defer e.release(runCtx, h)
 		defer func() {
 			// A panicking tool or model must not take the instance down
 			// with every other request on it.
@@ -262,25 +271,15 @@ func (e *Engine) start(ctx context.Context, lease *sessionstore.Lease, user, sid
 				inv.fail(fmt.Errorf("invocation panicked: %v", p))
 			}
 		}()
-		det := newDetector()
 		for ev, err := range e.runner.Run(runCtx, user, sid, msg, agent.RunConfig{StreamingMode: e.opts.StreamingMode}) {
 			if err != nil {
 				e.opts.Logger.Error("invocation", "session", sid, "error", err)
 				inv.fail(err)
 				break
 			}
-			if ev == nil {
-				continue
+			if ev != nil {
+				inv.push(ev)
 			}
-			// The ledger record is written before the client can see the
-			// call, so an answer never arrives before its record.
-			for _, d := range det.observe(ev) {
-				if err := e.record(runCtx, user, sid, d, client); err != nil {
-					// Repaired from the session's events on the next access.
-					e.opts.Logger.Error("ledger write", "session", sid, "call", d.id, "error", err)
-				}
-			}
-			inv.push(ev)
 		}
 		if after != nil {
 			after(runCtx)

@@ -2,12 +2,7 @@ package toolcallback
 
 import (
 	"encoding/json"
-	"slices"
 	"time"
-
-	"google.golang.org/adk/session"
-	"google.golang.org/adk/tool/toolconfirmation"
-	"google.golang.org/genai"
 )
 
 // Status is where a paused call stands.
@@ -19,11 +14,6 @@ const (
 	StatusExpired   Status = "expired"
 	StatusCancelled Status = "cancelled"
 )
-
-// clientMetadataKey names the CustomMetadata entry in which the engine
-// stamps, on every event that pauses, the client that started the turn, so
-// a lost ledger record can be rebuilt with it.
-const clientMetadataKey = "baton_client"
 
 // Call is a paused call as the ledger records it.
 type Call struct {
@@ -113,124 +103,4 @@ func (d *callDoc) call() (*Call, error) {
 		}
 	}
 	return c, nil
-}
-
-// detected is a paused call found in a session's events.
-type detected struct {
-	id, tool, step, originalID, client, invocation, hint string
-	args                                                 map[string]any
-	kind                                                 Kind
-	timeout                                              time.Duration
-	anyDevice                                            bool
-	created                                              time.Time
-}
-
-// detector finds paused calls in a stream of events, in order. It is used
-// live, as the invocation emits events, and to rebuild lost ledger records
-// from a stored session.
-type detector struct {
-	// calls maps a model function call id to the call, the id of its
-	// event and the client stamped on it.
-	calls map[string]modelCall
-}
-
-type modelCall struct {
-	eventID string
-	call    *genai.FunctionCall
-	client  string
-}
-
-func newDetector() *detector { return &detector{calls: map[string]modelCall{}} }
-
-// observe takes the next non-partial event and returns the calls it pauses.
-func (d *detector) observe(ev *session.Event) []detected {
-	if ev == nil || ev.Partial || ev.Content == nil {
-		return nil
-	}
-	client, _ := ev.CustomMetadata[clientMetadataKey].(string)
-	var out []detected
-	for _, p := range ev.Content.Parts {
-		if fc := p.FunctionCall; fc != nil {
-			if fc.Name == toolconfirmation.FunctionCallName {
-				if c, ok := d.approval(ev, fc, client); ok {
-					out = append(out, c)
-				}
-				continue
-			}
-			d.calls[fc.ID] = modelCall{eventID: ev.ID, call: fc, client: client}
-		}
-		if fr := p.FunctionResponse; fr != nil && ev.Author != "user" {
-			marker, ok := parseMarker(fr.Response[pendingKey])
-			if !ok {
-				continue
-			}
-			mc, ok := d.calls[fr.ID]
-			if !ok {
-				continue
-			}
-			out = append(out, detected{
-				id: fr.ID, tool: fr.Name, step: mc.eventID, originalID: fr.ID, client: mc.client,
-				invocation: ev.InvocationID, args: mc.call.Args, kind: marker.Kind,
-				timeout:   time.Duration(marker.TimeoutSeconds * float64(time.Second)),
-				anyDevice: marker.AnyDevice, created: ev.Timestamp,
-			})
-		}
-	}
-	return out
-}
-
-func (d *detector) approval(ev *session.Event, fc *genai.FunctionCall, client string) (detected, bool) {
-	original, err := toolconfirmation.OriginalCallFrom(fc)
-	if err != nil || original == nil {
-		return detected{}, false
-	}
-	step := ev.ID
-	if mc, ok := d.calls[original.ID]; ok {
-		step = mc.eventID
-	}
-	var hint string
-	if raw, err := json.Marshal(fc.Args["toolConfirmation"]); err == nil {
-		var tc toolconfirmation.ToolConfirmation
-		if json.Unmarshal(raw, &tc) == nil {
-			hint = tc.Hint
-		}
-	}
-	return detected{
-		id: fc.ID, tool: original.Name, step: step, originalID: original.ID, client: client,
-		invocation: ev.InvocationID, args: original.Args, kind: KindApproval, hint: hint, created: ev.Timestamp,
-	}, true
-}
-
-func parseMarker(v any) (pendingMarker, bool) {
-	if v == nil {
-		return pendingMarker{}, false
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return pendingMarker{}, false
-	}
-	var m pendingMarker
-	if json.Unmarshal(b, &m) != nil || m.Kind == "" {
-		return pendingMarker{}, false
-	}
-	return m, true
-}
-
-// openCalls returns the paused calls of a stored session that no later
-// user event answers: the calls that must have a pending ledger record.
-func openCalls(events session.Events) []detected {
-	d := newDetector()
-	var found []detected
-	answered := map[string]bool{}
-	for ev := range events.All() {
-		found = append(found, d.observe(ev)...)
-		if ev.Author == "user" && ev.Content != nil {
-			for _, p := range ev.Content.Parts {
-				if p.FunctionResponse != nil {
-					answered[p.FunctionResponse.ID] = true
-				}
-			}
-		}
-	}
-	return slices.DeleteFunc(found, func(c detected) bool { return answered[c.id] || answered[c.originalID] })
 }

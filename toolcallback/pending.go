@@ -19,11 +19,7 @@ func (e *Engine) Pending(ctx context.Context, user, sid, client string) ([]*Call
 	if err := validateIDs(user, sid, client); err != nil {
 		return nil, err
 	}
-	sess, err := e.loadRecent(ctx, user, sid)
-	if err != nil {
-		return nil, err
-	}
-	if err := e.repair(ctx, sess); err != nil {
+	if _, err := e.loadRecent(ctx, user, sid); err != nil {
 		return nil, err
 	}
 	docs, _, err := queryCalls(ctx, e.callsOf(user, sid).Where("status", "==", string(StatusPending)))
@@ -48,13 +44,11 @@ func (e *Engine) Pending(ctx context.Context, user, sid, client string) ([]*Call
 // settleOpenCalls applies the pending-call policy before a new message,
 // under the session's lease. Every call the agent still waits for gets a
 // response: a recorded answer that never reached the agent is delivered,
-// and a pending call is cancelled (or reported, under PendingReject).
+// a pending call is cancelled (or reported, under PendingReject), and what
+// a dead invocation left unanswered is closed (repairTail).
 func (e *Engine) settleOpenCalls(ctx context.Context, user, sid string) error {
 	sess, err := e.loadRecent(ctx, user, sid)
 	if err != nil {
-		return err
-	}
-	if err := e.repair(ctx, sess); err != nil {
 		return err
 	}
 	if e.opts.PendingPolicy == PendingReject {
@@ -63,16 +57,15 @@ func (e *Engine) settleOpenCalls(ctx context.Context, user, sid string) error {
 		}
 	}
 	docs, err := e.closeOpenCalls(ctx, sess)
-	if err != nil || len(docs) == 0 {
+	if err != nil {
 		return err
 	}
-	if !delivered(sess, docs) {
-		ev := session.NewEventWithContext(ctx, "baton-settle-"+platform.NewUUID(ctx))
-		ev.Author = "user"
-		ev.Content = &genai.Content{Role: genai.RoleUser, Parts: responseParts(docs, false)}
-		if err := e.sessions.AppendEvent(ctx, sess, ev); err != nil {
-			return fmt.Errorf("record cancelled calls: %w", err)
-		}
+	var lead []*genai.Part
+	if len(docs) > 0 && !delivered(sess, docs) {
+		lead = responseParts(docs, false)
+	}
+	if err := e.repairTail(ctx, sess, lead, knownCalls(docs)); err != nil {
+		return err
 	}
 	return e.markResumed(ctx, docs)
 }
@@ -80,7 +73,7 @@ func (e *Engine) settleOpenCalls(ctx context.Context, user, sid string) error {
 // closeOpenCalls cancels the session's pending calls (expired ones are
 // marked expired) and returns every call whose answer the agent does not
 // have yet, as now recorded. An answer that lands first wins and is
-// returned instead. The caller repairs the ledger first.
+// returned instead.
 func (e *Engine) closeOpenCalls(ctx context.Context, sess session.Session) ([]*callDoc, error) {
 	user, sid := sess.UserID(), sess.ID()
 	docs, snaps, err := queryCalls(ctx, e.callsOf(user, sid).Where("resumed", "==", false))
@@ -101,7 +94,7 @@ func (e *Engine) closeOpenCalls(ctx context.Context, sess session.Session) ([]*c
 			{Path: "resolved", Value: now},
 		}, firestore.LastUpdateTime(snaps[i].UpdateTime))
 		if status.Code(err) == codes.FailedPrecondition {
-			fresh, _, rerr := e.readCall(ctx, snaps[i].Ref, user, sid)
+			fresh, _, rerr := e.readCall(ctx, snaps[i].Ref)
 			if rerr != nil {
 				return nil, rerr
 			}

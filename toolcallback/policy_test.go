@@ -3,13 +3,11 @@ package toolcallback_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"cloud.google.com/go/firestore/apiv1/firestorepb"
 	"google.golang.org/adk/platform"
 
 	"github.com/baton-run/baton/sessionstore"
@@ -254,65 +252,6 @@ func TestAnyDeviceAndVisibility(t *testing.T) {
 	}
 	if _, err := f.engine.Pending(t.Context(), "user-2", "s1", "tab-a"); !errors.Is(err, toolcallback.ErrNotFound) {
 		t.Errorf("Pending(other user) error = %v, want ErrNotFound", err)
-	}
-}
-
-// TestLostLedgerWrite fails the ledger write on purpose, as if the process
-// died right after the call event reached the session.
-func TestLostLedgerWrite(t *testing.T) {
-	t.Parallel()
-	for _, via := range []string{"pending", "resume", "turn"} {
-		t.Run(via, func(t *testing.T) {
-			t.Parallel()
-			f := newFixture(t, nil, callReply(call("c1", "change_bgm", map[string]any{"track": 7})), echoReply)
-			var once sync.Once
-			failed := false
-			f.counter.SetHook(func(method string, req any) error {
-				commit, ok := req.(*firestorepb.CommitRequest)
-				if !ok {
-					return nil
-				}
-				for _, w := range commit.Writes {
-					if u := w.GetUpdate(); u != nil && strings.Contains(u.Name, "/calls/") {
-						var err error
-						once.Do(func() { failed, err = true, fmt.Errorf("injected crash before the ledger write") })
-						return err
-					}
-				}
-				return nil
-			})
-			if _, err := f.turn(f.engine, "s1", "tab-a", "track 7"); err != nil {
-				t.Fatalf("Turn() error = %v", err)
-			}
-			f.counter.SetHook(nil)
-			if !failed {
-				t.Fatal("the ledger write was never attempted")
-			}
-			if _, err := f.sessions.SessionRef("app", "user-1", "s1").Collection("calls").Doc("c1").Get(t.Context()); err == nil {
-				t.Fatal("ledger record exists although its write failed")
-			}
-			switch via {
-			case "pending":
-				calls := f.pending("s1", "tab-a")
-				if len(calls) != 1 || calls[0].ID != "c1" || calls[0].ClientID != "tab-a" || calls[0].Args["track"] != float64(7) {
-					t.Fatalf("Pending() = %+v, want the rebuilt c1 for tab-a", calls)
-				}
-			case "resume":
-				if _, _, err := resume(f.engine, t.Context(), "s1", "c1", "tab-a", toolcallback.Answer{Output: map[string]any{"playing": 7}}); err != nil {
-					t.Fatalf("Resume() error = %v", err)
-				}
-				if f.model.Calls() != 2 {
-					t.Errorf("model called %d times, want 2", f.model.Calls())
-				}
-			case "turn":
-				if _, err := f.turn(f.engine, "s1", "tab-a", "something else"); err != nil {
-					t.Fatalf("Turn() error = %v", err)
-				}
-				if got := f.callStatus("s1", "c1"); got != "cancelled" {
-					t.Errorf("rebuilt record status = %s, want cancelled by the new turn", got)
-				}
-			}
-		})
 	}
 }
 

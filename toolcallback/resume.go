@@ -76,7 +76,7 @@ func (e *Engine) Resume(ctx context.Context, r Result) (*Resumption, error) {
 	}
 
 	ref := e.callRef(r.UserID, r.SessionID, r.CallID)
-	doc, snap, err := e.readCall(ctx, ref, r.UserID, r.SessionID)
+	doc, snap, err := e.readCall(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +107,7 @@ func (e *Engine) Resume(ctx context.Context, r Result) (*Resumption, error) {
 	}, firestore.LastUpdateTime(snap.UpdateTime))
 	if status.Code(err) == codes.FailedPrecondition {
 		// Another answer (or the sweeper) got there first.
-		doc, _, rerr := e.readCall(ctx, ref, r.UserID, r.SessionID)
+		doc, _, rerr := e.readCall(ctx, ref)
 		if rerr != nil {
 			return nil, rerr
 		}
@@ -128,20 +128,9 @@ func (e *Engine) Resume(ctx context.Context, r Result) (*Resumption, error) {
 	return e.resumeStep(ctx, doc, client, e.opts.ResumeWait)
 }
 
-// readCall reads a ledger record, rebuilding it from the session's events
-// if a crash lost it.
-func (e *Engine) readCall(ctx context.Context, ref *firestore.DocumentRef, user, sid string) (*callDoc, *firestore.DocumentSnapshot, error) {
+// readCall reads a ledger record.
+func (e *Engine) readCall(ctx context.Context, ref *firestore.DocumentRef) (*callDoc, *firestore.DocumentSnapshot, error) {
 	snap, err := ref.Get(ctx)
-	if status.Code(err) == codes.NotFound {
-		sess, lerr := e.loadRecent(ctx, user, sid)
-		if lerr != nil {
-			return nil, nil, lerr
-		}
-		if rerr := e.repair(ctx, sess); rerr != nil {
-			return nil, nil, rerr
-		}
-		snap, err = ref.Get(ctx)
-	}
 	if status.Code(err) == codes.NotFound {
 		return nil, nil, fmt.Errorf("%w: call %q", ErrNotFound, ref.ID)
 	}
@@ -196,23 +185,24 @@ func (e *Engine) resumeStep(ctx context.Context, doc *callDoc, client string, wa
 		return nil, err
 	}
 	res := &Resumption{Call: c}
-	step, _, err := queryCalls(ctx, e.callsOf(doc.User, doc.Session).Where("step", "==", doc.Step))
+	undelivered, _, err := queryCalls(ctx, e.callsOf(doc.User, doc.Session).Where("resumed", "==", false))
 	if err != nil {
 		return nil, err
 	}
 	var open []*callDoc
-	for _, d := range step {
+	for _, d := range undelivered {
 		switch {
+		case d.Step != doc.Step:
 		case Status(d.Status) == StatusPending:
 			res.Waiting = append(res.Waiting, d.ID)
-		case !d.Resumed:
+		default:
 			open = append(open, d)
 		}
 	}
 	if len(res.Waiting) > 0 || len(open) == 0 {
 		return res, nil
 	}
-	lease, err := e.acquire(ctx, doc.User, doc.Session, client, wait, false)
+	h, err := e.acquire(ctx, doc.User, doc.Session, client, wait, false)
 	if errors.Is(err, sessionstore.ErrBusy) {
 		res.Deferred = true
 		return res, nil
@@ -224,20 +214,24 @@ func (e *Engine) resumeStep(ctx context.Context, doc *callDoc, client string, wa
 	if err != nil {
 		return nil, err
 	}
+	ctx = h.bind(ctx)
 	sess, err := e.loadRecent(ctx, doc.User, doc.Session)
+	if err == nil {
+		err = e.repairTail(ctx, sess, nil, knownCalls(undelivered))
+	}
 	if err != nil {
-		e.release(ctx, lease)
+		e.release(ctx, h)
 		return nil, err
 	}
 	// Replaying answers would re-run the model, and replaying an approval
 	// would re-run the tool: the session, read under the lease, says
 	// whether an earlier resume already delivered them.
 	if delivered(sess, open) {
-		e.release(ctx, lease)
+		e.release(ctx, h)
 		return res, e.markResumed(ctx, open)
 	}
 	msg := &genai.Content{Role: genai.RoleUser, Parts: responseParts(open, true)}
-	res.Invocation = e.start(ctx, lease, doc.User, doc.Session, client, msg, func(ctx context.Context) {
+	res.Invocation = e.start(ctx, h, doc.User, doc.Session, client, msg, func(ctx context.Context) {
 		if err := e.markResumed(ctx, open); err != nil {
 			e.opts.Logger.Warn("mark resumed", "session", doc.Session, "error", err)
 		}

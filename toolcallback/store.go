@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"cloud.google.com/go/firestore"
-	"google.golang.org/adk/platform"
 	"google.golang.org/adk/session"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -30,79 +29,25 @@ func (e *Engine) callsOf(user, sid string) *firestore.CollectionRef {
 	return e.sessions.SessionRef(e.app, user, sid).Collection(callsCollection)
 }
 
-// newCallDoc builds the ledger record of a detected call.
-func (e *Engine) newCallDoc(user, sid string, d detected, fallbackClient string) (*callDoc, error) {
+// newCallDoc builds the ledger record of a detected call paused by an
+// invocation that client started.
+func (e *Engine) newCallDoc(user, sid string, d detected, client string) (*callDoc, error) {
 	args, err := json.Marshal(d.args)
 	if err != nil {
 		return nil, fmt.Errorf("encode arguments of %q: %w", d.id, err)
 	}
-	timeout := d.timeout
+	timeout := d.spec.Timeout
 	if timeout <= 0 {
 		timeout = e.opts.CallTimeout
 	}
-	created := d.created
-	if created.IsZero() {
-		created = platform.Now(context.Background())
-	}
-	client := d.client
-	if client == "" {
-		client = fallbackClient
-	}
-	anyDevice := d.anyDevice || (d.kind == KindApproval && e.opts.ApprovalsAnyDevice)
-	expires := created.Add(timeout)
+	anyDevice := d.spec.AnyDevice || (d.spec.Kind == KindApproval && e.opts.ApprovalsAnyDevice)
+	expires := d.created.Add(timeout)
 	return &callDoc{
 		ID: d.id, App: e.app, Scope: e.scope(), Agent: e.agent, User: user, Session: sid, Invocation: d.invocation, Client: client,
-		Tool: d.tool, Args: args, Kind: string(d.kind), Step: d.step, OriginalID: d.originalID,
+		Tool: d.tool, Args: args, Kind: string(d.spec.Kind), Step: d.step, OriginalID: d.originalID,
 		AnyDevice: anyDevice, Hint: d.hint, Status: string(StatusPending),
-		Created: created, Expires: expires, SweepAt: &expires, GCAt: expires.Add(e.opts.Retention),
+		Created: d.created, Expires: expires, SweepAt: &expires, GCAt: expires.Add(e.opts.Retention),
 	}, nil
-}
-
-// record writes the ledger record of a call the invocation just paused.
-func (e *Engine) record(ctx context.Context, user, sid string, d detected, client string) error {
-	doc, err := e.newCallDoc(user, sid, d, client)
-	if err != nil {
-		return err
-	}
-	if err := sessionstore.ValidateID("call id", d.id); err != nil {
-		return err
-	}
-	_, err = e.callRef(user, sid, d.id).Create(ctx, doc)
-	if status.Code(err) == codes.AlreadyExists {
-		return nil
-	}
-	return translate(err)
-}
-
-// repair makes sure every open call of a stored session has its ledger
-// record, rebuilding the ones a crash lost between the call event reaching
-// the session and the record being written.
-func (e *Engine) repair(ctx context.Context, sess session.Session) error {
-	open := openCalls(sess.Events())
-	if len(open) == 0 {
-		return nil
-	}
-	refs := make([]*firestore.DocumentRef, len(open))
-	for i, d := range open {
-		if err := sessionstore.ValidateID("call id", d.id); err != nil {
-			return err
-		}
-		refs[i] = e.callRef(sess.UserID(), sess.ID(), d.id)
-	}
-	snaps, err := e.client.GetAll(ctx, refs)
-	if err != nil {
-		return fmt.Errorf("read ledger: %w", translate(err))
-	}
-	for i, snap := range snaps {
-		if snap.Exists() {
-			continue
-		}
-		if err := e.record(ctx, sess.UserID(), sess.ID(), open[i], ""); err != nil {
-			return fmt.Errorf("rebuild ledger record %q: %w", open[i].id, err)
-		}
-		e.opts.Logger.Warn("rebuilt lost ledger record", "session", sess.ID(), "call", open[i].id)
-	}
-	return nil
 }
 
 // recentWindow is how many of a session's latest events the ledger reads to

@@ -175,15 +175,16 @@ func (t *Team) switchAgent(ctx context.Context, chat *sessionstore.Chat, target,
 	if t.opts.LeasePolicy == LeaseEnqueue {
 		wait = t.opts.MaxWait
 	}
-	lease, err := from.acquire(ctx, chat.UserID, oldID, client, wait, false)
+	h, err := from.acquire(ctx, chat.UserID, oldID, client, wait, false)
 	switch {
 	case errors.Is(err, ErrNotFound):
-		lease = nil // the chat's first turn never ran: nothing to migrate or fence
+		h = nil // the chat's first turn never ran: nothing to migrate or fence
 	case err != nil:
 		return nil, err
 	}
-	if lease != nil {
-		defer from.release(ctx, lease)
+	if h != nil {
+		defer from.release(ctx, h)
+		ctx = h.bind(ctx)
 	}
 	// Under the lease, the chat must still point at the session we hold.
 	if chat, err = t.sessions.GetChat(ctx, t.app, chat.UserID, chat.ID); err != nil {
@@ -203,7 +204,7 @@ func (t *Team) switchAgent(ctx context.Context, chat *sessionstore.Chat, target,
 	if err := sessionstore.ValidateID("session id", newID); err != nil {
 		return nil, err
 	}
-	cleanup := now.Add(from.opts.InvocationTimeout + from.opts.LeaseMargin)
+	cleanup := now.Add(from.opts.InvocationTimeout + from.opts.LeaseTTL)
 	chat.Building, chat.CleanupAt = newID, &cleanup
 	if err := t.sessions.SaveChat(ctx, chat); err != nil {
 		return nil, busyOnConflict(chat.ID, err)
@@ -212,15 +213,17 @@ func (t *Team) switchAgent(ctx context.Context, chat *sessionstore.Chat, target,
 	// 2. Cancel what the old agent still waits for; late answers get 410.
 	outcomes := map[string]string{}
 	var old session.Session
-	if lease != nil {
+	if h != nil {
 		if old, err = from.loadSession(ctx, chat.UserID, oldID); err != nil {
-			return nil, err
-		}
-		if err := from.repair(ctx, old); err != nil {
 			return nil, err
 		}
 		closed, err := from.closeOpenCalls(ctx, old)
 		if err != nil {
+			return nil, err
+		}
+		// What a dead invocation left unanswered is closed before the
+		// conversation moves (the cancelled calls get their outcome below).
+		if err := from.repairTail(ctx, old, nil, knownCalls(closed)); err != nil {
 			return nil, err
 		}
 		for _, d := range closed {
@@ -476,15 +479,16 @@ func (t *Team) repairChat(ctx context.Context, chat *sessionstore.Chat) error {
 // itself. A chat in use (its session leased) is left alone.
 func (t *Team) deleteChat(ctx context.Context, chat *sessionstore.Chat) (bool, error) {
 	e := t.engine(chat.Agent)
-	lease, err := e.acquire(ctx, chat.UserID, chat.SessionID, "sweeper", 0, false)
+	h, err := e.acquire(ctx, chat.UserID, chat.SessionID, "sweeper", 0, false)
 	switch {
 	case errors.Is(err, sessionstore.ErrBusy):
 		return false, nil
 	case errors.Is(err, ErrNotFound):
 	case err != nil:
 		return false, err
+	default:
+		defer h.stop() // the lease is deleted with the session
 	}
-	_ = lease // deleted with the session
 	for _, sid := range append(slices.Clone(chat.Retired), chat.Building, chat.SessionID) {
 		if sid == "" {
 			continue

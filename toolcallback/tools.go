@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"time"
 
+	"google.golang.org/adk/model"
 	"google.golang.org/adk/tool"
 	"google.golang.org/adk/tool/functiontool"
+	"google.golang.org/genai"
 )
 
 // Kind says who answers a paused call.
@@ -21,18 +23,13 @@ const (
 	KindExternal Kind = "external"
 )
 
-// pendingKey is the key of the marker a paused tool puts in its placeholder
-// result. The marker makes the placeholder self-describing, so that the
-// ledger can be rebuilt from the session's events alone.
-const pendingKey = "baton_pending"
-
-// pendingMarker is what a paused tool's placeholder result carries under
-// pendingKey. The model never sees it: the real answer replaces the
-// placeholder (ADK merges responses by call id) before the model is called.
-type pendingMarker struct {
-	Kind           Kind    `json:"kind"`
-	TimeoutSeconds float64 `json:"timeoutSeconds,omitempty"`
-	AnyDevice      bool    `json:"anyDevice,omitempty"`
+// pauseSpec is what the ledger needs to know of a pausing tool before it
+// runs: who answers its calls, how long they wait, and whether any of the
+// user's devices may answer.
+type pauseSpec struct {
+	Kind      Kind
+	Timeout   time.Duration
+	AnyDevice bool
 }
 
 // BrowserConfig declares a tool that runs in the user's browser.
@@ -52,9 +49,7 @@ type BrowserConfig struct {
 // tool returns a placeholder and skips summarization, so the model is not
 // called again until the browser's answer resumes the agent.
 func Browser[Args any](cfg BrowserConfig) (tool.Tool, error) {
-	return pausingTool[Args](cfg.Name, cfg.Description, pendingMarker{
-		Kind: KindBrowser, TimeoutSeconds: cfg.Timeout.Seconds(), AnyDevice: cfg.AnyDevice,
-	})
+	return pausingTool[Args](cfg.Name, cfg.Description, pauseSpec{Kind: KindBrowser, Timeout: cfg.Timeout, AnyDevice: cfg.AnyDevice})
 }
 
 // ExternalConfig declares a tool whose result comes from another system.
@@ -70,24 +65,58 @@ type ExternalConfig struct {
 // call token bound to the single call (see Engine.Token). It pauses the
 // invocation like a browser tool.
 func External[Args any](cfg ExternalConfig) (tool.Tool, error) {
-	return pausingTool[Args](cfg.Name, cfg.Description, pendingMarker{
-		Kind: KindExternal, TimeoutSeconds: cfg.Timeout.Seconds(), AnyDevice: true,
-	})
+	return pausingTool[Args](cfg.Name, cfg.Description, pauseSpec{Kind: KindExternal, Timeout: cfg.Timeout, AnyDevice: true})
 }
 
-func pausingTool[Args any](name, description string, marker pendingMarker) (tool.Tool, error) {
-	placeholder := map[string]any{
-		"status":   "pending",
-		pendingKey: marker,
-	}
-	return functiontool.New(functiontool.Config{Name: name, Description: description, IsLongRunning: true},
+func pausingTool[Args any](name, description string, spec pauseSpec) (tool.Tool, error) {
+	inner, err := functiontool.New(functiontool.Config{Name: name, Description: description, IsLongRunning: true},
 		func(ctx tool.Context, _ Args) (map[string]any, error) {
 			// IsLongRunning alone does not pause: the flow would call the
 			// model again with this placeholder. Skipping summarization
 			// ends the invocation on this response.
 			ctx.Actions().SkipSummarization = true
-			return placeholder, nil
+			return map[string]any{"status": "pending"}, nil
 		})
+	if err != nil {
+		return nil, err
+	}
+	return &pausing{Tool: inner, spec: spec}, nil
+}
+
+// functionTool is the method set ADK's flow runs a function tool through.
+type functionTool interface {
+	tool.Tool
+	Declaration() *genai.FunctionDeclaration
+	Run(ctx tool.Context, args any) (map[string]any, error)
+	ProcessRequest(ctx tool.Context, req *model.LLMRequest) error
+}
+
+// pausing is a function tool whose calls pause the invocation. When a
+// model request is built it tells the invocation (through the context) that
+// calls of its name pause, so that the event holding such a call is stored
+// together with the call's ledger record, before the tool even runs.
+type pausing struct {
+	tool.Tool
+	spec pauseSpec
+}
+
+func (p *pausing) inner() functionTool { return p.Tool.(functionTool) }
+
+func (p *pausing) Declaration() *genai.FunctionDeclaration { return p.inner().Declaration() }
+
+func (p *pausing) Run(ctx tool.Context, args any) (map[string]any, error) {
+	return p.inner().Run(ctx, args)
+}
+
+func (p *pausing) ProcessRequest(ctx tool.Context, req *model.LLMRequest) error {
+	if err := p.inner().ProcessRequest(ctx, req); err != nil {
+		return err
+	}
+	req.Tools[p.Name()] = p // the flow runs what it finds here
+	if st := runStateFrom(ctx); st != nil {
+		st.declare(p.Name(), p.spec)
+	}
+	return nil
 }
 
 // ApprovalConfig declares a server tool that runs only after a person

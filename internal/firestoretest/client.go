@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"math"
+	"strings"
 	"testing"
 
 	"cloud.google.com/go/firestore"
@@ -18,12 +19,27 @@ import (
 func NewClient(tb testing.TB) *firestore.Client {
 	tb.Helper()
 	requireEmulator(tb)
-	return newClient(tb)
+	return newClient(tb, "test-"+randomHex())
 }
 
 // NewCountingClient is like [NewClient], and also returns the [Counter] of the
 // client's calls.
 func NewCountingClient(tb testing.TB) (*firestore.Client, *Counter) {
+	tb.Helper()
+	return newCountingClient(tb, "test-"+randomHex())
+}
+
+// Reopen returns a new counting client of the same project as client: a
+// second process on the same database, with a connection and a counter of
+// its own (faults injected into one do not touch the other).
+func Reopen(tb testing.TB, client *firestore.Client) (*firestore.Client, *Counter) {
+	tb.Helper()
+	// A document path reads "projects/{project}/databases/...".
+	path := strings.Split(client.Doc("x/y").Path, "/")
+	return newCountingClient(tb, path[1])
+}
+
+func newCountingClient(tb testing.TB, project string) (*firestore.Client, *Counter) {
 	tb.Helper()
 	addr := requireEmulator(tb)
 	c := &Counter{}
@@ -46,12 +62,11 @@ func NewCountingClient(tb testing.TB) (*firestore.Client, *Counter) {
 	}
 	// Closing the client closes conn too; this covers a failed NewClient.
 	tb.Cleanup(func() { conn.Close() })
-	return newClient(tb, option.WithGRPCConn(conn)), c
+	return newClient(tb, project, option.WithGRPCConn(conn)), c
 }
 
-func newClient(tb testing.TB, opts ...option.ClientOption) *firestore.Client {
+func newClient(tb testing.TB, project string, opts ...option.ClientOption) *firestore.Client {
 	tb.Helper()
-	project := "test-" + randomHex()
 	client, err := firestore.NewClient(context.Background(), project, opts...)
 	if err != nil {
 		tb.Fatalf("firestore.NewClient(%q): %v", project, err)

@@ -1,0 +1,139 @@
+package toolcallback
+
+import (
+	"context"
+	"fmt"
+
+	"google.golang.org/adk/platform"
+	"google.golang.org/adk/session"
+	"google.golang.org/adk/tool/toolconfirmation"
+	"google.golang.org/genai"
+)
+
+// What a session can hold after the process running its invocation died,
+// and what the next holder of its lease does about it (repairTail):
+//
+//   - A call of a pausing tool, stored with its ledger record: it stays
+//     pending; Pending lists it and it can be answered. (The record and the
+//     call are one commit, so there is no call without a record.)
+//   - Any other call without a response (the model asked for an ordinary
+//     tool, or for an approval tool before ADK stored its confirmation
+//     request, and the process died before the tool's response was
+//     stored): it is closed with an error response saying the call was
+//     interrupted and may or may not have taken effect.
+//   - A user message, or responses to calls the ledger no longer holds
+//     open, that no model event follows: the invocation that should have
+//     answered them died. An agent event marked interruptedKey says so, in
+//     the transcript the model reads and the page shows; the user can ask
+//     again.
+//
+// An approval tool's response saying confirmation is required, stored by a
+// process that died before ADK stored the confirmation request, stays as
+// it is: the model sees that the call was not confirmed.
+
+// interruptedKey marks, in an event's CustomMetadata, the note Baton stores
+// for a message whose invocation died before answering it.
+const interruptedKey = "baton_interrupted"
+
+// interruptedText is that note, as the model and the page read it.
+const interruptedText = "(No answer: the server stopped while working on this. Please send it again.)"
+
+// interruptedCallError is the response of a call closed that way.
+const interruptedCallError = "interrupted: the server stopped before this call finished; it may or may not have taken effect"
+
+// repairTail makes the tail of sess valid for the model after a holder
+// died, under the session's lease. lead are responses the caller delivers
+// in the same content (settled ledger calls); known are the ids of calls
+// the ledger still answers, which must not be closed here.
+func (e *Engine) repairTail(ctx context.Context, sess session.Session, lead []*genai.Part, known map[string]bool) error {
+	events := sess.Events()
+	if unanswered(events, known) {
+		ev := session.NewEventWithContext(ctx, "baton-interrupted-"+platform.NewUUID(ctx))
+		ev.Author = e.agent
+		ev.Content = genai.NewContentFromText(interruptedText, genai.RoleModel)
+		ev.CustomMetadata = map[string]any{interruptedKey: true}
+		if err := e.sessions.AppendEvent(ctx, sess, ev); err != nil {
+			return fmt.Errorf("record interrupted message: %w", err)
+		}
+	}
+	parts := append(lead, interruptedCalls(events, known)...)
+	if len(parts) == 0 {
+		return nil
+	}
+	ev := session.NewEventWithContext(ctx, "baton-settle-"+platform.NewUUID(ctx))
+	ev.Author = "user"
+	ev.Content = &genai.Content{Role: genai.RoleUser, Parts: parts}
+	if err := e.sessions.AppendEvent(ctx, sess, ev); err != nil {
+		return fmt.Errorf("record settled calls: %w", err)
+	}
+	return nil
+}
+
+// unanswered reports whether the latest event is one the model must still
+// answer: a user message, or responses none of which belongs to a call the
+// ledger holds open. (An invocation that paused ends on its pausing calls'
+// responses; one that died ends anywhere.)
+func unanswered(events session.Events, known map[string]bool) bool {
+	n := events.Len()
+	if n == 0 {
+		return false
+	}
+	last := events.At(n - 1)
+	if last.Content == nil {
+		return last.Author == "user"
+	}
+	responses := 0
+	for _, p := range last.Content.Parts {
+		if fr := p.FunctionResponse; fr != nil {
+			if known[fr.ID] {
+				return false
+			}
+			responses++
+		}
+	}
+	return responses > 0 || last.Author == "user"
+}
+
+// interruptedCalls returns an error response for every model call in
+// events that has no response and that the ledger does not answer.
+func interruptedCalls(events session.Events, known map[string]bool) []*genai.Part {
+	answered := map[string]bool{}
+	for ev := range events.All() {
+		if ev.Content == nil {
+			continue
+		}
+		for _, p := range ev.Content.Parts {
+			if p.FunctionResponse != nil {
+				answered[p.FunctionResponse.ID] = true
+			}
+		}
+	}
+	var out []*genai.Part
+	for ev := range events.All() {
+		if ev.Content == nil || ev.Author == "user" {
+			continue
+		}
+		for _, p := range ev.Content.Parts {
+			fc := p.FunctionCall
+			// ADK's confirmation requests are not shown to the model; each
+			// has its ledger record.
+			if fc == nil || fc.Name == toolconfirmation.FunctionCallName || answered[fc.ID] || known[fc.ID] {
+				continue
+			}
+			out = append(out, &genai.Part{FunctionResponse: &genai.FunctionResponse{
+				ID: fc.ID, Name: fc.Name, Response: map[string]any{"error": interruptedCallError},
+			}})
+		}
+	}
+	return out
+}
+
+// knownCalls are the call ids (model and confirmation ids) of ledger
+// records.
+func knownCalls(docs []*callDoc) map[string]bool {
+	known := map[string]bool{}
+	for _, d := range docs {
+		known[d.ID], known[d.OriginalID] = true, true
+	}
+	return known
+}
