@@ -46,7 +46,8 @@ type Options struct {
 	PendingPolicy PendingPolicy // default PendingCancel
 	// ResumeWait bounds how long a resume waits for a busy session (a
 	// resume continues an interaction already under way, so it waits
-	// whatever the lease policy). Default 10s.
+	// whatever the lease policy). Default 12s: a little over LeaseTTL's
+	// default, so an answer outwaits the lease of a holder that died.
 	ResumeWait time.Duration
 	// InvocationTimeout bounds one invocation, detached from the caller.
 	// Default 2m.
@@ -97,7 +98,7 @@ func (o *Options) withDefaults() Options {
 		out.PendingPolicy = PendingCancel
 	}
 	def(&out.MaxWait, 10*time.Second)
-	def(&out.ResumeWait, 10*time.Second)
+	def(&out.ResumeWait, 12*time.Second)
 	def(&out.InvocationTimeout, 2*time.Minute)
 	def(&out.LeaseTTL, 10*time.Second)
 	def(&out.CallTimeout, 10*time.Minute)
@@ -218,13 +219,14 @@ func (e *Engine) acquire(ctx context.Context, user, sid, client string, wait tim
 		if errors.Is(err, session.ErrNotFound) {
 			return nil, fmt.Errorf("%w: session %q", ErrNotFound, sid)
 		}
-		if !errors.Is(err, sessionstore.ErrBusy) || time.Now().Add(delay).After(deadline) {
+		left := time.Until(deadline)
+		if !errors.Is(err, sessionstore.ErrBusy) || left <= 0 {
 			return nil, err
 		}
 		select {
 		case <-ctx.Done():
 			return nil, err
-		case <-time.After(delay):
+		case <-time.After(min(delay, left)): // the last try is at the deadline
 		}
 		delay = min(delay*2, 500*time.Millisecond)
 	}
