@@ -70,7 +70,9 @@ func BenchmarkTurn(b *testing.B) {
 }
 
 // benchFirestoreTurns sends turns through the Turn function, turn i on the
-// chat chatID(i), and reports Firestore operations per turn.
+// chat chatID(i), and reports Firestore operations per turn: reads of
+// documents found, lookups of missing ones, and lookups (both, what
+// Firestore bills as reads).
 func benchFirestoreTurns(b *testing.B, chatID func(int) string) {
 	client, counter := firestoretest.NewCountingClient(b)
 	model := &modeltest.Strict{T: b, Repeat: modeltest.TextReply("It is sunny.")}
@@ -91,6 +93,8 @@ func benchFirestoreTurns(b *testing.B, chatID func(int) string) {
 	ops := counter.Snapshot().Sub(before)
 	b.ReportMetric(float64(ops.RoundTrips)/float64(b.N), "roundtrips/op")
 	b.ReportMetric(float64(ops.Reads)/float64(b.N), "reads/op")
+	b.ReportMetric(float64(ops.Missing)/float64(b.N), "missing/op")
+	b.ReportMetric(float64(ops.Lookups())/float64(b.N), "lookups/op")
 	b.ReportMetric(float64(ops.Writes)/float64(b.N), "writes/op")
 }
 

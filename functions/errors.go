@@ -81,10 +81,12 @@ func status(err error) (int, apiErrorBody) {
 		return http.StatusRequestEntityTooLarge, apiErrorBody{Code: "too_large", Message: "the request body is too large"}
 	case errors.Is(err, toolcallback.ErrTooLarge), errors.Is(err, sessionstore.ErrTooLarge):
 		return http.StatusRequestEntityTooLarge, apiErrorBody{Code: "too_large", Message: "the message or result is too large"}
-	case errors.Is(err, errBadRequest), errors.Is(err, sessionstore.ErrInvalidID), errors.Is(err, toolcallback.ErrInvalidAnswer):
-		return http.StatusBadRequest, apiErrorBody{Code: "invalid_request", Message: err.Error()}
+	// Before invalid_request: a malformed identity (a user id that is no
+	// valid id) wraps both, and is a credentials problem.
 	case errors.Is(err, errUnauthenticated), errors.Is(err, ErrInvalidToken), errors.Is(err, toolcallback.ErrInvalidToken):
 		return http.StatusUnauthorized, apiErrorBody{Code: "unauthenticated", Message: "missing or invalid credentials"}
+	case errors.Is(err, errBadRequest), errors.Is(err, sessionstore.ErrInvalidID), errors.Is(err, toolcallback.ErrInvalidAnswer):
+		return http.StatusBadRequest, apiErrorBody{Code: "invalid_request", Message: err.Error()}
 	case errors.Is(err, toolcallback.ErrNotFound), errors.Is(err, session.ErrNotFound):
 		return http.StatusNotFound, apiErrorBody{Code: "not_found", Message: "no such session or call"}
 	case errors.Is(err, toolcallback.ErrWrongClient):

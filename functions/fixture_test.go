@@ -181,6 +181,17 @@ func (f *httpFixture) do(method, name, token string, body any, header map[string
 	return resp
 }
 
+// send sends a request to a function with a query and headers of its own
+// (a nil body is a GET).
+func (f *httpFixture) send(name string, body any, query string, header map[string]string) *http.Response {
+	f.t.Helper()
+	method := http.MethodPost
+	if body == nil {
+		method = http.MethodGet
+	}
+	return f.do(method, name+query, "", body, header)
+}
+
 func (f *httpFixture) turn(user, sid, client, text string) *http.Response {
 	f.t.Helper()
 	return f.do(http.MethodPost, NameTurn, f.token(user), map[string]any{"sessionId": sid, "clientId": client, "text": text}, nil)

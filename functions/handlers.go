@@ -251,7 +251,7 @@ func (s *Server) pending(w http.ResponseWriter, r *http.Request, _ *slog.Logger)
 		resp.Calls = append(resp.Calls, newCallView(c, token))
 	}
 	if limit > 0 {
-		got, err := s.sessions.Get(r.Context(), &session.GetRequest{AppName: s.cfg.AppName, UserID: user, SessionID: chat.SessionID, NumRecentEvents: limit})
+		got, err := s.sessions.GetSessionScoped(r.Context(), &session.GetRequest{AppName: s.cfg.AppName, UserID: user, SessionID: chat.SessionID, NumRecentEvents: limit})
 		if err != nil {
 			return err
 		}

@@ -181,7 +181,9 @@ func (s *Server) cors(w http.ResponseWriter, r *http.Request, methods []string) 
 }
 
 // decodeJSON reads a JSON request body into v: JSON content type, size
-// limit, no unknown fields, nothing after the value.
+// limit, no unknown fields, nothing after the value, and nothing the
+// decoder would not keep as written (see checkExactJSON). Every function
+// decodes its body here.
 func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mt != "application/json" {
@@ -202,6 +204,9 @@ func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) error
 	}
 	if dec.More() {
 		return fmt.Errorf("%w: data after the JSON value", errBadRequest)
+	}
+	if err := checkExactJSON(body, v); err != nil {
+		return fmt.Errorf("%w: %v", errBadRequest, err)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -150,6 +151,66 @@ func TestDevIdentity(t *testing.T) {
 	if resp := f.do(http.MethodPost, NameTurn, "", map[string]any{"sessionId": "s1", "clientId": "tab-a", "text": "hi"}, nil); resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("dev identity without header: status %d, want 401", resp.StatusCode)
 	}
+}
+
+// TestMalformedIdentity: a user id that cannot be an id, from a signed ID
+// token or from the development header, is a credentials problem: 401
+// unauthenticated, on every function, with nothing written.
+func TestMalformedIdentity(t *testing.T) {
+	t.Parallel()
+	type user struct{ name, id string }
+	bad := []user{
+		{"slash", "a/b"},
+		{"reserved", "__admin__"},
+		{"dot dot", ".."},
+		{"over 1,500 bytes", strings.Repeat("u", 1501)},
+	}
+	turn := map[string]any{"sessionId": "s1", "clientId": "tab-a", "text": "hi"}
+	answer := map[string]any{"sessionId": "s1", "toolCallId": "c1", "clientId": "tab-a", "output": map[string]any{}}
+	check := func(t *testing.T, f *httpFixture, name string, send func(fn string, body any, query string) *http.Response) {
+		t.Helper()
+		for _, r := range []struct {
+			fn    string
+			body  any
+			query string
+		}{{NameTurn, turn, ""}, {NameToolResult, answer, ""}, {NamePending, nil, "?sessionId=s1&clientId=tab-a"}} {
+			before := f.counter.Snapshot()
+			resp := send(r.fn, r.body, r.query)
+			if resp.StatusCode != http.StatusUnauthorized {
+				raw, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				t.Errorf("%s, %s: status %d, want 401: %s", name, r.fn, resp.StatusCode, raw)
+				continue
+			}
+			if e := errorOf(t, resp); e.Code != "unauthenticated" {
+				t.Errorf("%s, %s: error %+v, want unauthenticated", name, r.fn, e)
+			}
+			if w := f.counter.Snapshot().Sub(before).Writes; w != 0 {
+				t.Errorf("%s, %s: %d documents written, want 0", name, r.fn, w)
+			}
+		}
+	}
+	t.Run("ID token", func(t *testing.T) {
+		t.Parallel()
+		f := newHTTPFixture(t, nil)
+		// A JSON claim holds no invalid UTF-8; it can hold a NUL.
+		for _, tc := range append(bad, user{"NUL", "ada\x00"}) {
+			token := f.token(tc.id)
+			check(t, f, tc.name, func(fn string, body any, query string) *http.Response {
+				return f.send(fn, body, query, map[string]string{"Authorization": "Bearer " + token})
+			})
+		}
+	})
+	t.Run("development header", func(t *testing.T) {
+		t.Parallel()
+		f := newHTTPFixture(t, func(c *Config) { c.DevIdentity = true })
+		// A header holds no NUL; it can hold invalid UTF-8.
+		for _, tc := range append(bad, user{"invalid UTF-8", "ada\xff"}) {
+			check(t, f, tc.name, func(fn string, body any, query string) *http.Response {
+				return f.send(fn, body, query, map[string]string{"X-Baton-User": tc.id})
+			})
+		}
+	})
 }
 
 func TestCORS(t *testing.T) {

@@ -1,6 +1,7 @@
 package sessionstore_test
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -21,8 +22,9 @@ func kilobyteEvent(i int, delta map[string]any) *session.Event {
 }
 
 // TestCostBounds holds the storage to its budget: Get on 1,000 events of
-// about 1 KB reads at most 6 documents in at most 2 round trips, and an
-// append costs 1 round trip and at most 3 writes.
+// about 1 KB looks up at most 6 documents (found or not: Firestore bills
+// both) in at most 2 round trips, and an append costs 1 round trip and at
+// most 3 writes.
 func TestCostBounds(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -63,10 +65,64 @@ func TestCostBounds(t *testing.T) {
 	if got.Session.Events().Len() != 1000 {
 		t.Fatalf("Get() returned %d events, want 1000", got.Session.Events().Len())
 	}
-	if ops.Reads > 6 || ops.RoundTrips > 2 {
-		t.Errorf("Get() of 1,000 events cost %d reads in %d round trips; want at most 6 in 2", ops.Reads, ops.RoundTrips)
+	if ops.Lookups() > 6 || ops.RoundTrips > 2 {
+		t.Errorf("Get() of 1,000 events looked up %d documents (%d missing) in %d round trips; want at most 6 in 2", ops.Lookups(), ops.Missing, ops.RoundTrips)
 	}
 	if v, _ := got.Session.State().Get("user:name"); v != "Ada" {
 		t.Errorf("state user:name = %v, want Ada", v)
+	}
+}
+
+// TestGetSessionScopedCost: GetSessionScoped looks up the session document
+// alone, where Get also looks up the app and user state documents, missing
+// or not; an append through its handle still stores app: and user: state.
+func TestGetSessionScopedCost(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	client, counter := firestoretest.NewCountingClient(t)
+	svc := sessionstore.New(client, nil)
+	if _, err := svc.Create(ctx, &session.CreateRequest{AppName: "app", UserID: "u", SessionID: "s",
+		State: map[string]any{"topic": "music"}}); err != nil {
+		t.Fatal(err)
+	}
+	req := &session.GetRequest{AppName: "app", UserID: "u", SessionID: "s"}
+	before := counter.Snapshot()
+	if _, err := svc.Get(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := counter.Snapshot().Sub(before), (firestoretest.Ops{RoundTrips: 1, Reads: 1, Missing: 2}); got != want {
+		t.Errorf("Get() with no app or user state: ops = %+v, want %+v", got, want)
+	}
+
+	before = counter.Snapshot()
+	scoped, err := svc.GetSessionScoped(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := counter.Snapshot().Sub(before), (firestoretest.Ops{RoundTrips: 1, Reads: 1}); got != want {
+		t.Errorf("GetSessionScoped() ops = %+v, want %+v", got, want)
+	}
+	if v, _ := scoped.Session.State().Get("topic"); v != "music" {
+		t.Errorf("GetSessionScoped() state topic = %v, want music", v)
+	}
+	if err := svc.AppendEvent(ctx, scoped.Session, &session.Event{ID: "e1", Author: "user",
+		Actions: session.EventActions{StateDelta: map[string]any{"user:name": "Ada", "app:theme": "dark", "topic": "food"}}}); err != nil {
+		t.Fatalf("AppendEvent(scoped handle) error = %v", err)
+	}
+	got, err := svc.Get(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range map[string]any{"user:name": "Ada", "app:theme": "dark", "topic": "food"} {
+		if v, _ := got.Session.State().Get(k); v != want {
+			t.Errorf("Get() after append through a scoped handle: state %s = %v, want %v", k, v, want)
+		}
+	}
+	again, err := svc.GetSessionScoped(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := again.Session.State().Get("user:name"); !errors.Is(err, session.ErrStateKeyNotExist) {
+		t.Errorf("GetSessionScoped() state user:name error = %v, want ErrStateKeyNotExist", err)
 	}
 }

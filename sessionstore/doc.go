@@ -24,7 +24,9 @@
 // event would make every turn read the whole history one document at a
 // time. Packed, a Get reads the session, app and user documents in one round
 // trip and the sealed chunks it needs (about one per MB of history) in a
-// second, whatever the event count; an append writes the session document
+// second, whatever the event count (GetSessionScoped, for callers that run
+// no agent, skips the app and user documents: Firestore bills a lookup as a
+// read even when the document does not exist); an append writes the session document
 // alone, plus a chunk when it seals one and the app or user state document
 // when the event changes them. NumRecentEvents and After use the chunk index
 // to skip chunks they cannot need.

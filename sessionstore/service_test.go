@@ -461,6 +461,10 @@ func TestBadInputWritesNothing(t *testing.T) {
 			_, err := svc.Create(ctx, &session.CreateRequest{AppName: "app", UserID: "u", SessionID: "s\xff"})
 			return err
 		}, sessionstore.ErrInvalidID},
+		{"NUL in session id", func() error {
+			_, err := svc.Create(ctx, &session.CreateRequest{AppName: "app", UserID: "u", SessionID: "s\x00"})
+			return err
+		}, sessionstore.ErrInvalidID},
 		{"invalid list user", func() error {
 			_, err := svc.List(ctx, &session.ListRequest{AppName: "app", UserID: "a/b"})
 			return err

@@ -26,9 +26,11 @@ const (
 	// stateBudget is the most encoded state one document (session, user or
 	// app) may hold.
 	stateBudget = 900_000
-	// maxIDBytes is Firestore's limit on a document id.
-	maxIDBytes = 1500
 )
+
+// MaxIDBytes is Firestore's limit on a document id, and so on every id
+// ValidateID accepts.
+const MaxIDBytes = 1500
 
 // sessionDoc is the stored form of a session: its metadata, its
 // session-scoped state, the index of its sealed event chunks and its most
@@ -232,10 +234,12 @@ func validateID(kind, id string) error {
 	switch {
 	case id == "":
 		return fmt.Errorf("%w: %s is empty", ErrInvalidID, kind)
-	case len(id) > maxIDBytes:
-		return fmt.Errorf("%w: %s is %d bytes, limit %d", ErrInvalidID, kind, len(id), maxIDBytes)
+	case len(id) > MaxIDBytes:
+		return fmt.Errorf("%w: %s is %d bytes, limit %d", ErrInvalidID, kind, len(id), MaxIDBytes)
 	case !utf8.ValidString(id):
 		return fmt.Errorf("%w: %s is not valid UTF-8", ErrInvalidID, kind)
+	case strings.IndexByte(id, 0) >= 0:
+		return fmt.Errorf("%w: %s contains NUL", ErrInvalidID, kind)
 	case strings.Contains(id, "/"):
 		return fmt.Errorf("%w: %s %q contains '/'", ErrInvalidID, kind, id)
 	case id == "." || id == "..":

@@ -14,7 +14,8 @@ import (
 
 // BenchmarkPauseResume measures a turn that pauses on a browser tool and
 // the resume that answers it, with a zero-latency scripted model, and
-// reports Firestore operations per call from the harness's counter.
+// reports Firestore operations per call from the harness's counter
+// (lookups are reads plus lookups of missing documents).
 func BenchmarkPauseResume(b *testing.B) {
 	var n atomic.Int64
 	f := newFixture(b, nil)
@@ -35,6 +36,8 @@ func BenchmarkPauseResume(b *testing.B) {
 	report := func(b *testing.B, ops firestoretest.Ops) {
 		b.ReportMetric(float64(ops.RoundTrips)/float64(b.N), "roundtrips/op")
 		b.ReportMetric(float64(ops.Reads)/float64(b.N), "reads/op")
+		b.ReportMetric(float64(ops.Missing)/float64(b.N), "missing/op")
+		b.ReportMetric(float64(ops.Lookups())/float64(b.N), "lookups/op")
 		b.ReportMetric(float64(ops.Writes)/float64(b.N), "writes/op")
 	}
 
@@ -43,7 +46,7 @@ func BenchmarkPauseResume(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			before := f.counter.Snapshot()
 			pause(fmt.Sprintf("turn-%d", i))
-			ops = addOps(ops, f.counter.Snapshot().Sub(before))
+			ops = ops.Add(f.counter.Snapshot().Sub(before))
 		}
 		report(b, ops)
 	})
@@ -64,12 +67,8 @@ func BenchmarkPauseResume(b *testing.B) {
 			if err != nil || finalText(events) != "Now playing." {
 				b.Fatalf("Resume() = %q, %v", finalText(events), err)
 			}
-			ops = addOps(ops, f.counter.Snapshot().Sub(before))
+			ops = ops.Add(f.counter.Snapshot().Sub(before))
 		}
 		report(b, ops)
 	})
-}
-
-func addOps(a, b firestoretest.Ops) firestoretest.Ops {
-	return firestoretest.Ops{RoundTrips: a.RoundTrips + b.RoundTrips, Reads: a.Reads + b.Reads, Writes: a.Writes + b.Writes}
 }

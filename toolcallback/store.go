@@ -68,7 +68,9 @@ func (e *Engine) loadRecent(ctx context.Context, user, sid string) (session.Sess
 }
 
 func (e *Engine) getSession(ctx context.Context, user, sid string, recent int) (session.Session, error) {
-	got, err := e.sessions.Get(ctx, &session.GetRequest{AppName: e.app, UserID: user, SessionID: sid, NumRecentEvents: recent})
+	// The ledger reads events and appends; app: and user: state are for
+	// the runner, which reads them itself.
+	got, err := e.sessions.GetSessionScoped(ctx, &session.GetRequest{AppName: e.app, UserID: user, SessionID: sid, NumRecentEvents: recent})
 	if errors.Is(err, session.ErrNotFound) {
 		return nil, fmt.Errorf("%w: session %q", ErrNotFound, sid)
 	}

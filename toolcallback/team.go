@@ -2,6 +2,7 @@ package toolcallback
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"slices"
@@ -97,8 +98,22 @@ type SwitchReport struct {
 	To       string `json:"to"`
 }
 
-// chatSessionID names the ADK session of a chat's n-th agent.
-func chatSessionID(chat string, n int) string { return fmt.Sprintf("%s~%d", chat, n) }
+// maxSwitchSuffix is the longest suffix chatSessionID appends to a chat
+// id: "~" and a switch count of up to 19 digits.
+const maxSwitchSuffix = 20
+
+// chatSessionID names the ADK session of a chat's n-th agent. It is a valid
+// document id for every valid chat id and every n, so a chat id that is
+// accepted once works for the chat's whole life: "chat~n" while that fits
+// whatever n becomes, and for a longer chat id "n~sha256-<hex of the chat
+// id>". The two forms never meet: in the first, the last '~' is followed
+// by digits only; in the second, by "sha256-".
+func chatSessionID(chat string, n int) string {
+	if len(chat)+maxSwitchSuffix <= sessionstore.MaxIDBytes {
+		return fmt.Sprintf("%s~%d", chat, n)
+	}
+	return fmt.Sprintf("%d~sha256-%x", n, sha256.Sum256([]byte(chat)))
+}
 
 // Turn runs a message in a chat, switching agents first if asked.
 func (t *Team) Turn(ctx context.Context, req ChatTurn) (*Invocation, *SwitchReport, error) {
@@ -137,9 +152,6 @@ func (t *Team) chat(ctx context.Context, user, id, agentName string) (*sessionst
 	now := platform.Now(ctx)
 	chat = &sessionstore.Chat{App: t.app, UserID: user, ID: id, Agent: agentName, SessionID: chatSessionID(id, 0),
 		Created: now, LastActivity: now}
-	if err := sessionstore.ValidateID("session id", chat.SessionID); err != nil {
-		return nil, err
-	}
 	err = t.sessions.CreateChat(ctx, chat)
 	if errors.Is(err, sessionstore.ErrAlreadyExists) {
 		return t.sessions.GetChat(ctx, t.app, user, id)
@@ -201,9 +213,6 @@ func (t *Team) switchAgent(ctx context.Context, chat *sessionstore.Chat, target,
 	// 1. Note the session about to be built, so a crash leaves a findable
 	// orphan rather than an invisible one.
 	newID := chatSessionID(chat.ID, chat.Switches+1)
-	if err := sessionstore.ValidateID("session id", newID); err != nil {
-		return nil, err
-	}
 	cleanup := now.Add(from.opts.InvocationTimeout + from.opts.LeaseTTL)
 	chat.Building, chat.CleanupAt = newID, &cleanup
 	if err := t.sessions.SaveChat(ctx, chat); err != nil {

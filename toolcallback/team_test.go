@@ -176,6 +176,46 @@ func TestSwitchAndBack(t *testing.T) {
 	}
 }
 
+// TestLongChatIDs: a chat id of any accepted length (up to 1,500 bytes)
+// works from its first turn through many agent switches, although the ADK
+// session behind it is named after the chat and the switch count.
+func TestLongChatIDs(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{1480, 1481, 1498, 1499, 1500} {
+		t.Run(fmt.Sprintf("%d bytes", n), func(t *testing.T) {
+			t.Parallel()
+			f := newTeamFixture(t)
+			f.concierge.Repeat = textReply("Concierge.")
+			f.dj.Repeat = textReply("DJ.")
+			chatID := strings.Repeat("c", n)
+			if _, _, err := f.turn(chatID, "", "hello"); err != nil {
+				t.Fatalf("first turn: %v", err)
+			}
+			const switches = 12
+			for i := 1; i <= switches; i++ {
+				target := "dj"
+				if i%2 == 0 {
+					target = "concierge"
+				}
+				report, _, err := f.turn(chatID, target, fmt.Sprintf("switch %d", i))
+				if err != nil || !report.Switched {
+					t.Fatalf("switch %d to %s: %+v, %v", i, target, report, err)
+				}
+			}
+			chat, err := f.team.Chat(t.Context(), "user-1", chatID)
+			if err != nil || chat.Switches != switches || chat.Agent != "concierge" {
+				t.Fatalf("chat after %d switches = %+v, %v", switches, chat, err)
+			}
+			if got := f.sessionIDs(); len(got) != 1 || got[0] != chat.SessionID || len(got[0]) > sessionstore.MaxIDBytes {
+				t.Errorf("sessions = %d ids %v..., want only the chat's session %.20q..., at most %d bytes", len(got), got, chat.SessionID, sessionstore.MaxIDBytes)
+			}
+			if _, err := f.team.Pending(t.Context(), "user-1", chatID, "tab-a"); err != nil {
+				t.Errorf("Pending() error = %v", err)
+			}
+		})
+	}
+}
+
 // TestSwitchCancelsPendingCall switches away while the DJ waits for the
 // browser.
 func TestSwitchCancelsPendingCall(t *testing.T) {

@@ -8,13 +8,34 @@ import (
 
 	"cloud.google.com/go/firestore/apiv1/firestorepb"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // Ops is a count of Firestore operations.
 type Ops struct {
 	RoundTrips int64
-	Reads      int64
-	Writes     int64
+	// Reads counts the documents found, and the one read an empty query
+	// costs.
+	Reads int64
+	// Missing counts lookups of documents that do not exist. Firestore
+	// bills each as a read: it is a lookup like any other.
+	Missing int64
+	Writes  int64
+}
+
+// Lookups returns the documents looked up, found or not: what Firestore
+// bills as reads.
+func (o Ops) Lookups() int64 { return o.Reads + o.Missing }
+
+// Add returns o + p.
+func (o Ops) Add(p Ops) Ops {
+	return Ops{
+		RoundTrips: o.RoundTrips + p.RoundTrips,
+		Reads:      o.Reads + p.Reads,
+		Missing:    o.Missing + p.Missing,
+		Writes:     o.Writes + p.Writes,
+	}
 }
 
 // Sub returns o - p: the operations between two snapshots.
@@ -22,6 +43,7 @@ func (o Ops) Sub(p Ops) Ops {
 	return Ops{
 		RoundTrips: o.RoundTrips - p.RoundTrips,
 		Reads:      o.Reads - p.Reads,
+		Missing:    o.Missing - p.Missing,
 		Writes:     o.Writes - p.Writes,
 	}
 }
@@ -43,8 +65,12 @@ type fault struct {
 // RoundTrips returns the number of calls sent: unary calls and streams opened.
 func (c *Counter) RoundTrips() int64 { return c.Snapshot().RoundTrips }
 
-// Reads returns the number of document reads, as Firestore bills them.
+// Reads returns the number of documents read that exist (and empty
+// queries).
 func (c *Counter) Reads() int64 { return c.Snapshot().Reads }
+
+// Missing returns the number of lookups of documents that do not exist.
+func (c *Counter) Missing() int64 { return c.Snapshot().Missing }
 
 // Writes returns the number of document writes committed.
 func (c *Counter) Writes() int64 { return c.Snapshot().Writes }
@@ -84,9 +110,7 @@ func (c *Counter) SetHook(fn func(method string, req any) error) {
 func (c *Counter) add(o Ops) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.ops.RoundTrips += o.RoundTrips
-	c.ops.Reads += o.Reads
-	c.ops.Writes += o.Writes
+	c.ops = c.ops.Add(o)
 }
 
 // before returns the error injected into a call, or counts it as sent.
@@ -115,6 +139,9 @@ func (c *Counter) unary(ctx context.Context, method string, req, reply any, cc *
 		return err
 	}
 	if err := invoker(ctx, method, req, reply, cc, opts...); err != nil {
+		if _, ok := req.(*firestorepb.GetDocumentRequest); ok && status.Code(err) == codes.NotFound {
+			c.add(Ops{Missing: 1})
+		}
 		return err
 	}
 	var o Ops
@@ -143,31 +170,51 @@ func (c *Counter) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.Cl
 		return nil, err
 	}
 	switch path.Base(method) {
-	case "BatchGetDocuments", "RunQuery", "RunAggregationQuery":
-		// Firestore bills at least one read per query or batch get; the
-		// first document returned is that read.
+	case "BatchGetDocuments":
+		return &batchGetStream{ClientStream: s, c: c}, nil
+	case "RunQuery", "RunAggregationQuery":
+		// Firestore bills at least one read per query; the first
+		// document returned is that read.
 		c.add(Ops{Reads: 1})
-		return &readStream{ClientStream: s, c: c}, nil
+		return &queryStream{ClientStream: s, c: c}, nil
 	}
 	return s, nil
 }
 
-// readStream counts the documents a read stream returns after the first.
-type readStream struct {
+// batchGetStream counts each document a batch get looks up: a read when it
+// is found, a missing lookup when it is not.
+type batchGetStream struct {
+	grpc.ClientStream
+	c *Counter
+}
+
+func (s *batchGetStream) RecvMsg(m any) error {
+	if err := s.ClientStream.RecvMsg(m); err != nil {
+		return err
+	}
+	if r, ok := m.(*firestorepb.BatchGetDocumentsResponse); ok {
+		switch {
+		case r.GetFound() != nil:
+			s.c.add(Ops{Reads: 1})
+		case r.GetMissing() != "":
+			s.c.add(Ops{Missing: 1})
+		}
+	}
+	return nil
+}
+
+// queryStream counts the documents a query returns after the first.
+type queryStream struct {
 	grpc.ClientStream
 	c    *Counter
 	docs int
 }
 
-func (s *readStream) RecvMsg(m any) error {
+func (s *queryStream) RecvMsg(m any) error {
 	if err := s.ClientStream.RecvMsg(m); err != nil {
 		return err
 	}
 	switch r := m.(type) {
-	case *firestorepb.BatchGetDocumentsResponse:
-		if r.GetFound() == nil {
-			return nil
-		}
 	case *firestorepb.RunQueryResponse:
 		if r.Document == nil {
 			return nil

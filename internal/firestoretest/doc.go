@@ -34,8 +34,12 @@
 //
 //   - round trips: one per unary call or stream opened;
 //   - reads: documents returned by BatchGetDocuments, RunQuery, GetDocument
-//     and ListDocuments, with at least one read per query, list or batch get,
-//     as Firestore bills them (an aggregation query counts one read);
+//     and ListDocuments, with at least one read per query or list (an
+//     aggregation query counts one read);
+//   - missing: documents looked up (BatchGetDocuments, GetDocument) that do
+//     not exist. Firestore bills each as a read, so [Ops.Lookups] (reads plus
+//     missing) is the read count of the bill; a budget that counts reads
+//     alone would let a path grow by lookups that find nothing;
 //   - writes: the writes in a successful Commit or BatchWrite.
 //
 // Listen and Write streams count round trips only.

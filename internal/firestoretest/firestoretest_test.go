@@ -66,7 +66,7 @@ func TestCounter(t *testing.T) {
 				}
 				return nil
 			},
-			want: firestoretest.Ops{RoundTrips: 1, Reads: 1},
+			want: firestoretest.Ops{RoundTrips: 1, Missing: 1},
 		},
 		{
 			name:  "get all with one missing",
@@ -75,7 +75,27 @@ func TestCounter(t *testing.T) {
 				_, err := c.GetAll(ctx, []*firestore.DocumentRef{c.Doc("c/a"), c.Doc("c/b"), c.Doc("c/x")})
 				return err
 			},
-			want: firestoretest.Ops{RoundTrips: 1, Reads: 2},
+			want: firestoretest.Ops{RoundTrips: 1, Reads: 2, Missing: 1},
+		},
+		{
+			name: "get all missing",
+			op: func(ctx context.Context, c *firestore.Client) error {
+				_, err := c.GetAll(ctx, []*firestore.DocumentRef{c.Doc("c/x"), c.Doc("c/y")})
+				return err
+			},
+			want: firestoretest.Ops{RoundTrips: 1, Missing: 2},
+		},
+		{
+			name: "transaction get missing",
+			op: func(ctx context.Context, c *firestore.Client) error {
+				return c.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+					if _, err := tx.Get(c.Doc("c/x")); status.Code(err) != codes.NotFound {
+						return err
+					}
+					return nil
+				}, firestore.ReadOnly)
+			},
+			want: firestoretest.Ops{RoundTrips: 3, Missing: 1},
 		},
 		{
 			name: "bulk writer of 3",
@@ -138,6 +158,9 @@ func TestCounter(t *testing.T) {
 			got := counter.Snapshot().Sub(before)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("ops mismatch (-want +got):\n%s", diff)
+			}
+			if want := tt.want.Reads + tt.want.Missing; got.Lookups() != want {
+				t.Errorf("Lookups() = %d, want %d", got.Lookups(), want)
 			}
 		})
 	}
