@@ -7,8 +7,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
-	"google.golang.org/adk/platform"
-	"google.golang.org/adk/session"
+	"google.golang.org/adk/v2/platform"
 )
 
 // ErrBusy is returned by AcquireLease while another holder's lease on the
@@ -48,7 +47,7 @@ type leaseDoc struct {
 
 // AcquireLease takes the session's lease for holder until now+ttl. It fails
 // with a *BusyError (errors.Is ErrBusy) while another lease is live, and
-// wraps session.ErrNotFound when the session does not exist. An expired
+// wraps ErrNotFound when the session does not exist. An expired
 // lease is taken over.
 func (s *Service) AcquireLease(ctx context.Context, app, user, id, holder string, ttl time.Duration) (*Lease, error) {
 	if err := validateKey(app, user, id); err != nil {
@@ -91,7 +90,7 @@ func (s *Service) ReleaseLease(ctx context.Context, l *Lease) error {
 		}, pre)
 		return nil
 	})
-	if err != nil && !errors.Is(err, session.ErrNotFound) {
+	if err != nil && !errors.Is(err, ErrNotFound) {
 		return fmt.Errorf("release lease on %q: %w", l.SessionID, err)
 	}
 	return nil

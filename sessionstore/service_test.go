@@ -11,15 +11,15 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"google.golang.org/adk/agent"
-	"google.golang.org/adk/agent/llmagent"
-	"google.golang.org/adk/model"
-	"google.golang.org/adk/runner"
-	"google.golang.org/adk/session"
-	"google.golang.org/adk/session/sessiontestsuite"
-	"google.golang.org/adk/tool"
-	"google.golang.org/adk/tool/functiontool"
-	"google.golang.org/adk/tool/toolconfirmation"
+	"google.golang.org/adk/v2/agent"
+	"google.golang.org/adk/v2/agent/llmagent"
+	"google.golang.org/adk/v2/model"
+	"google.golang.org/adk/v2/runner"
+	"google.golang.org/adk/v2/session"
+	"google.golang.org/adk/v2/session/sessiontestsuite"
+	"google.golang.org/adk/v2/tool"
+	"google.golang.org/adk/v2/tool/functiontool"
+	"google.golang.org/adk/v2/tool/toolconfirmation"
 	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/internal/firestoretest"
@@ -243,7 +243,7 @@ func TestRunnerSeesAppendedEvents(t *testing.T) {
 		City string `json:"city"`
 	}
 	weather, err := functiontool.New(functiontool.Config{Name: "get_weather", Description: "weather for a city"},
-		func(_ tool.Context, a args) (map[string]any, error) {
+		func(_ agent.Context, a args) (map[string]any, error) {
 			return map[string]any{"forecast": "sunny in " + a.City}, nil
 		})
 	if err != nil {
@@ -515,16 +515,16 @@ func TestNotFound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.Get(ctx, &session.GetRequest{AppName: "app", UserID: "intruder", SessionID: "s"}); !errors.Is(err, session.ErrNotFound) {
+	if _, err := svc.Get(ctx, &session.GetRequest{AppName: "app", UserID: "intruder", SessionID: "s"}); !errors.Is(err, sessionstore.ErrNotFound) {
 		t.Errorf("Get(other user's session) error = %v, want ErrNotFound", err)
 	}
-	if _, err := svc.Get(ctx, &session.GetRequest{AppName: "app", UserID: "owner", SessionID: "missing"}); !errors.Is(err, session.ErrNotFound) {
+	if _, err := svc.Get(ctx, &session.GetRequest{AppName: "app", UserID: "owner", SessionID: "missing"}); !errors.Is(err, sessionstore.ErrNotFound) {
 		t.Errorf("Get(missing) error = %v, want ErrNotFound", err)
 	}
 	if err := svc.Delete(ctx, &session.DeleteRequest{AppName: "app", UserID: "owner", SessionID: "s"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := svc.AppendEvent(ctx, created.Session, &session.Event{ID: "e", Author: "user"}); !errors.Is(err, session.ErrNotFound) {
+	if err := svc.AppendEvent(ctx, created.Session, &session.Event{ID: "e", Author: "user"}); !errors.Is(err, sessionstore.ErrNotFound) {
 		t.Errorf("AppendEvent(deleted) error = %v, want ErrNotFound", err)
 	}
 }

@@ -8,8 +8,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"google.golang.org/adk/model"
-	"google.golang.org/adk/session"
+	"google.golang.org/adk/v2/model"
+	"google.golang.org/adk/v2/session"
 )
 
 // Firestore refuses documents over 1 MiB (1,048,576 bytes, field names and

@@ -8,11 +8,11 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
-	"google.golang.org/adk/agent"
-	"google.golang.org/adk/platform"
-	"google.golang.org/adk/plugin"
-	"google.golang.org/adk/runner"
-	"google.golang.org/adk/session"
+	"google.golang.org/adk/v2/agent"
+	"google.golang.org/adk/v2/platform"
+	"google.golang.org/adk/v2/plugin"
+	"google.golang.org/adk/v2/runner"
+	"google.golang.org/adk/v2/session"
 	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/sessionstore"
@@ -212,14 +212,14 @@ func (e *Engine) acquire(ctx context.Context, user, sid, client string, wait tim
 	delay := 50 * time.Millisecond
 	for {
 		lease, err := e.sessions.AcquireLease(ctx, e.app, user, sid, holder, ttl)
-		if errors.Is(err, session.ErrNotFound) && create {
+		if errors.Is(err, sessionstore.ErrNotFound) && create {
 			_, cerr := e.sessions.Create(ctx, &session.CreateRequest{AppName: e.app, UserID: user, SessionID: sid})
 			if cerr != nil && !isAlreadyExists(cerr) {
 				return nil, cerr
 			}
 			continue
 		}
-		if errors.Is(err, session.ErrNotFound) {
+		if errors.Is(err, sessionstore.ErrNotFound) {
 			return nil, fmt.Errorf("%w: session %q", ErrNotFound, sid)
 		}
 		if !errors.Is(err, sessionstore.ErrBusy) || time.Now().Add(delay).After(deadline) {

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
-	"google.golang.org/adk/platform"
-	"google.golang.org/adk/session"
+	"google.golang.org/adk/v2/platform"
+	"google.golang.org/adk/v2/session"
 	"google.golang.org/genai"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -67,7 +67,7 @@ func (e *Engine) settleOpenCalls(ctx context.Context, user, sid string) error {
 		return err
 	}
 	if !delivered(sess, docs) {
-		ev := session.NewEventWithContext(ctx, "baton-settle-"+platform.NewUUID(ctx))
+		ev := session.NewEvent(ctx, "baton-settle-"+platform.NewUUID(ctx))
 		ev.Author = "user"
 		ev.Content = &genai.Content{Role: genai.RoleUser, Parts: responseParts(docs, false)}
 		if err := e.sessions.AppendEvent(ctx, sess, ev); err != nil {

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore/apiv1/firestorepb"
-	"google.golang.org/adk/platform"
+	"google.golang.org/adk/v2/platform"
 
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"

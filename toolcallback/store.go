@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"cloud.google.com/go/firestore"
-	"google.golang.org/adk/platform"
-	"google.golang.org/adk/session"
+	"google.golang.org/adk/v2/platform"
+	"google.golang.org/adk/v2/session"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -124,7 +124,7 @@ func (e *Engine) loadRecent(ctx context.Context, user, sid string) (session.Sess
 
 func (e *Engine) getSession(ctx context.Context, user, sid string, recent int) (session.Session, error) {
 	got, err := e.sessions.Get(ctx, &session.GetRequest{AppName: e.app, UserID: user, SessionID: sid, NumRecentEvents: recent})
-	if errors.Is(err, session.ErrNotFound) {
+	if errors.Is(err, sessionstore.ErrNotFound) {
 		return nil, fmt.Errorf("%w: session %q", ErrNotFound, sid)
 	}
 	if err != nil {

@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	"google.golang.org/adk/tool"
-	"google.golang.org/adk/tool/functiontool"
+	"google.golang.org/adk/v2/agent"
+	"google.golang.org/adk/v2/tool"
+	"google.golang.org/adk/v2/tool/functiontool"
 )
 
 // Kind says who answers a paused call.
@@ -81,7 +82,7 @@ func pausingTool[Args any](name, description string, marker pendingMarker) (tool
 		pendingKey: marker,
 	}
 	return functiontool.New(functiontool.Config{Name: name, Description: description, IsLongRunning: true},
-		func(ctx tool.Context, _ Args) (map[string]any, error) {
+		func(ctx agent.Context, _ Args) (map[string]any, error) {
 			// IsLongRunning alone does not pause: the flow would call the
 			// model again with this placeholder. Skipping summarization
 			// ends the invocation on this response.
@@ -105,12 +106,12 @@ type ApprovalConfig[Args any] struct {
 // a payload: when it is a JSON object its fields replace the model's
 // arguments (an edited amount, say) before the handler runs. A rejection
 // reaches the model as the tool's error.
-func Approval[Args, Result any](cfg ApprovalConfig[Args], handler func(tool.Context, Args) (Result, error)) (tool.Tool, error) {
+func Approval[Args, Result any](cfg ApprovalConfig[Args], handler func(agent.Context, Args) (Result, error)) (tool.Tool, error) {
 	fc := functiontool.Config{Name: cfg.Name, Description: cfg.Description, RequireConfirmation: cfg.Require == nil}
 	if cfg.Require != nil {
 		fc.RequireConfirmationProvider = cfg.Require
 	}
-	return functiontool.New(fc, func(ctx tool.Context, args Args) (Result, error) {
+	return functiontool.New(fc, func(ctx agent.Context, args Args) (Result, error) {
 		if c := ctx.ToolConfirmation(); c != nil && c.Confirmed && c.Payload != nil {
 			edited, err := applyPayload(args, c.Payload)
 			if err != nil {
