@@ -84,6 +84,11 @@ func TestEventFidelity(t *testing.T) {
 		{
 			ID: "e1", Timestamp: ts, InvocationID: "inv", Branch: "root.child", Author: "agent",
 			LongRunningToolIDs: []string{"call-1", "call-2"},
+			IsolationScope:     "scope-1",
+			Routes:             []string{"approved"},
+			RequestedInput:     &session.RequestInput{InterruptID: "int-1", Message: "which one?", Payload: map[string]any{"options": []any{"a", "b"}}},
+			Output:             map[string]any{"total": float64(42)},
+			NodeInfo:           &session.NodeInfo{Path: "wf/step@1", MessageAsOutput: true, OutputFor: []string{"wf/step@1", "wf"}},
 			Actions: session.EventActions{
 				StateDelta:        map[string]any{"k": "v", "n": float64(3), "nested": map[string]any{"a": []any{"x", true}}},
 				ArtifactDelta:     map[string]int64{"file.png": 2},
@@ -115,7 +120,7 @@ func TestEventFidelity(t *testing.T) {
 		// Empty (not nil) maps and slices stay empty; nil stays nil.
 		{ID: "e2", Timestamp: ts.Add(time.Second), Author: "user",
 			Actions:            session.EventActions{StateDelta: map[string]any{}, ArtifactDelta: map[string]int64{}},
-			LongRunningToolIDs: []string{}},
+			LongRunningToolIDs: []string{}, Routes: []string{}},
 		{ID: "e3", Timestamp: ts.Add(2 * time.Second), Author: "user"},
 	}
 	for _, e := range events {
