@@ -10,8 +10,6 @@ import (
 	"net/http"
 	"strconv"
 
-	"google.golang.org/adk/session"
-
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
 )
@@ -87,7 +85,7 @@ func status(err error) (int, apiErrorBody) {
 		return http.StatusUnauthorized, apiErrorBody{Code: "unauthenticated", Message: "missing or invalid credentials"}
 	case errors.Is(err, errBadRequest), errors.Is(err, sessionstore.ErrInvalidID), errors.Is(err, toolcallback.ErrInvalidAnswer):
 		return http.StatusBadRequest, apiErrorBody{Code: "invalid_request", Message: err.Error()}
-	case errors.Is(err, toolcallback.ErrNotFound), errors.Is(err, session.ErrNotFound):
+	case errors.Is(err, toolcallback.ErrNotFound), errors.Is(err, sessionstore.ErrNotFound):
 		return http.StatusNotFound, apiErrorBody{Code: "not_found", Message: "no such session or call"}
 	case errors.Is(err, toolcallback.ErrWrongClient):
 		return http.StatusForbidden, apiErrorBody{Code: "wrong_client", Message: "another tab or device started this call; only it may answer"}

@@ -13,9 +13,10 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
-	"google.golang.org/adk/agent/llmagent"
-	"google.golang.org/adk/tool"
-	"google.golang.org/adk/tool/functiontool"
+	"google.golang.org/adk/v2/agent"
+	"google.golang.org/adk/v2/agent/llmagent"
+	"google.golang.org/adk/v2/tool"
+	"google.golang.org/adk/v2/tool/functiontool"
 
 	"github.com/baton-run/baton/internal/firestoretest"
 	"github.com/baton-run/baton/internal/modeltest"
@@ -82,7 +83,7 @@ func newHTTPFixture(t *testing.T, mutate func(*Config), script ...modeltest.Repl
 		People int `json:"people"`
 	}
 	book, err := toolcallback.Approval(toolcallback.ApprovalConfig[table]{Name: "book_table", Description: "book a table"},
-		func(_ tool.Context, a table) (map[string]any, error) {
+		func(_ agent.Context, a table) (map[string]any, error) {
 			f.booked.Add(1)
 			return map[string]any{"booked": true, "people": a.People}, nil
 		})
@@ -93,7 +94,7 @@ func newHTTPFixture(t *testing.T, mutate func(*Config), script ...modeltest.Repl
 		City string `json:"city"`
 	}
 	weather, err := functiontool.New(functiontool.Config{Name: "get_weather", Description: "weather"},
-		func(_ tool.Context, c city) (map[string]any, error) {
+		func(_ agent.Context, c city) (map[string]any, error) {
 			return map[string]any{"forecast": "sunny in " + c.City}, nil
 		})
 	if err != nil {

@@ -7,7 +7,7 @@ import (
 	"sync"
 
 	"github.com/GoogleCloudPlatform/functions-framework-go/functions"
-	"google.golang.org/adk/agent"
+	"google.golang.org/adk/v2/agent"
 
 	"github.com/baton-run/baton/toolcallback"
 )

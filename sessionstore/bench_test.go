@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"google.golang.org/adk/session"
+	"google.golang.org/adk/v2/session"
 
 	"github.com/baton-run/baton/internal/firestoretest"
 	"github.com/baton-run/baton/sessionstore"

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
-	"google.golang.org/adk/session"
 	"google.golang.org/api/iterator"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -83,14 +82,14 @@ func chatFrom(snap *firestore.DocumentSnapshot) (*Chat, error) {
 }
 
 // GetChat reads a chat. A missing chat, or another user's, wraps
-// session.ErrNotFound.
+// ErrNotFound.
 func (s *Service) GetChat(ctx context.Context, app, user, id string) (*Chat, error) {
 	if err := validateKey(app, user, id); err != nil {
 		return nil, err
 	}
 	snap, err := s.chatRef(app, user, id).Get(ctx)
 	if status.Code(err) == codes.NotFound {
-		return nil, fmt.Errorf("%w: chat %q", session.ErrNotFound, id)
+		return nil, fmt.Errorf("%w: chat %q", ErrNotFound, id)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read chat %q: %w", id, translate(err))

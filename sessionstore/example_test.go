@@ -6,7 +6,7 @@ import (
 	"log"
 
 	"cloud.google.com/go/firestore"
-	"google.golang.org/adk/session"
+	"google.golang.org/adk/v2/session"
 
 	"github.com/baton-run/baton/sessionstore"
 )

@@ -8,8 +8,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
-	"google.golang.org/adk/platform"
-	"google.golang.org/adk/session"
+	"google.golang.org/adk/v2/platform"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -100,7 +99,7 @@ func leaseFor(ctx context.Context, app, user, id string) *Lease {
 
 // AcquireLease takes the session's lease for holder until now+ttl. It fails
 // with a *BusyError (errors.Is ErrBusy) while another lease is live, and
-// wraps session.ErrNotFound when the session does not exist. An expired
+// wraps ErrNotFound when the session does not exist. An expired
 // lease is taken over.
 func (s *Service) AcquireLease(ctx context.Context, app, user, id, holder string, ttl time.Duration) (*Lease, error) {
 	if err := validateKey(app, user, id); err != nil {
@@ -207,7 +206,7 @@ func (s *Service) ReleaseLease(ctx context.Context, l *Lease) error {
 		batch.Update(ref, free, pre)
 		return nil
 	}, nil)
-	if err != nil && !errors.Is(err, session.ErrNotFound) {
+	if err != nil && !errors.Is(err, ErrNotFound) {
 		return fmt.Errorf("release lease on %q: %w", l.SessionID, err)
 	}
 	return nil

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"google.golang.org/adk/platform"
-	"google.golang.org/adk/session"
+	"google.golang.org/adk/v2/platform"
+	"google.golang.org/adk/v2/session"
 
 	"github.com/baton-run/baton/sessionstore"
 )
@@ -22,7 +22,7 @@ func TestLease(t *testing.T) {
 	if _, err := svc.Create(ctx0, &session.CreateRequest{AppName: "app", UserID: "u", SessionID: "s"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.AcquireLease(ctx0, "app", "u", "missing", "a", time.Minute); !errors.Is(err, session.ErrNotFound) {
+	if _, err := svc.AcquireLease(ctx0, "app", "u", "missing", "a", time.Minute); !errors.Is(err, sessionstore.ErrNotFound) {
 		t.Errorf("AcquireLease(missing session) error = %v, want ErrNotFound", err)
 	}
 	a, err := svc.AcquireLease(ctx0, "app", "u", "s", "holder-a", 10*time.Second)

@@ -8,9 +8,9 @@ import (
 	"slices"
 	"strings"
 
-	"google.golang.org/adk/platform"
-	"google.golang.org/adk/session"
-	"google.golang.org/adk/tool/toolconfirmation"
+	"google.golang.org/adk/v2/platform"
+	"google.golang.org/adk/v2/session"
+	"google.golang.org/adk/v2/tool/toolconfirmation"
 	"google.golang.org/genai"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -80,7 +80,7 @@ func MigrateHistory(ctx context.Context, events session.Events, toAgent string, 
 		}
 		user := ev.Author == "user"
 		text := strings.Join(append(texts, records...), "\n")
-		m := session.NewEventWithContext(ctx, ev.InvocationID)
+		m := session.NewEvent(ctx, ev.InvocationID)
 		m.Timestamp = ev.Timestamp
 		if user && len(records) == 0 {
 			m.Author = "user"

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/adk/model"
-	"google.golang.org/adk/session"
+	"google.golang.org/adk/v2/model"
+	"google.golang.org/adk/v2/session"
 	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/sessionstore"

@@ -10,14 +10,19 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
-	"google.golang.org/adk/platform"
-	"google.golang.org/adk/session"
+	"google.golang.org/adk/v2/platform"
+	"google.golang.org/adk/v2/session"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
 
 // Sentinel errors. Callers test for them with errors.Is.
 var (
+	// ErrNotFound is returned by Get, AppendEvent, AcquireLease and GetChat
+	// when the session or chat does not exist, or belongs to another user.
+	// (ADK v1 declared session.ErrNotFound for this; ADK v2 has no such
+	// sentinel, so the store declares its own.)
+	ErrNotFound = errors.New("session not found")
 	// ErrConflict is returned by AppendEvent when the session changed in
 	// storage since the handle was read or last written (another handle
 	// appended, or a lease was taken). Nothing was written; reload the
@@ -257,7 +262,7 @@ func (s *Service) get(ctx context.Context, req *session.GetRequest, shared bool)
 		return nil, fmt.Errorf("get session %q: %w", req.SessionID, translate(err))
 	}
 	if !snaps[0].Exists() {
-		return nil, fmt.Errorf("%w: %q", session.ErrNotFound, req.SessionID)
+		return nil, fmt.Errorf("%w: %q", ErrNotFound, req.SessionID)
 	}
 	var doc sessionDoc
 	if err := snaps[0].DataTo(&doc); err != nil {
@@ -443,7 +448,7 @@ func (s *Service) Delete(ctx context.Context, req *session.DeleteRequest) error 
 		batch.Delete(ref, pre)
 		return nil
 	}, nil)
-	if errors.Is(err, session.ErrNotFound) {
+	if errors.Is(err, ErrNotFound) {
 		return nil
 	}
 	if err != nil {
@@ -459,12 +464,12 @@ var errNoWrite = errors.New("nothing to write")
 // batch, the session document's own guarded by pre (its update time as
 // read); it commits them (committed, if set, sees the results), and starts over when the document changed in
 // between, a few times before giving up with ErrConflict. A missing session
-// wraps session.ErrNotFound; an error from change is returned as is.
+// wraps ErrNotFound; an error from change is returned as is.
 func (s *Service) readModifyWrite(ctx context.Context, ref *firestore.DocumentRef, change func(doc *sessionDoc, batch *firestore.WriteBatch, pre firestore.Precondition) error, committed func([]*firestore.WriteResult)) error {
 	for attempt := 0; attempt < 5; attempt++ {
 		snap, err := ref.Get(ctx)
 		if status.Code(err) == codes.NotFound {
-			return fmt.Errorf("%w: %q", session.ErrNotFound, ref.ID)
+			return fmt.Errorf("%w: %q", ErrNotFound, ref.ID)
 		}
 		if err != nil {
 			return translate(err)
@@ -660,7 +665,7 @@ func (s *Service) appendError(ctx context.Context, ref *firestore.DocumentRef, i
 	switch status.Code(err) {
 	case codes.FailedPrecondition, codes.NotFound, codes.AlreadyExists:
 		if _, getErr := ref.Get(ctx); status.Code(getErr) == codes.NotFound {
-			return fmt.Errorf("%w: %q", session.ErrNotFound, id)
+			return fmt.Errorf("%w: %q", ErrNotFound, id)
 		}
 		if lease != nil && status.Code(err) == codes.FailedPrecondition {
 			lease.markLost()

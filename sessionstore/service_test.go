@@ -11,15 +11,15 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"google.golang.org/adk/agent"
-	"google.golang.org/adk/agent/llmagent"
-	"google.golang.org/adk/model"
-	"google.golang.org/adk/runner"
-	"google.golang.org/adk/session"
-	"google.golang.org/adk/session/sessiontestsuite"
-	"google.golang.org/adk/tool"
-	"google.golang.org/adk/tool/functiontool"
-	"google.golang.org/adk/tool/toolconfirmation"
+	"google.golang.org/adk/v2/agent"
+	"google.golang.org/adk/v2/agent/llmagent"
+	"google.golang.org/adk/v2/model"
+	"google.golang.org/adk/v2/runner"
+	"google.golang.org/adk/v2/session"
+	"google.golang.org/adk/v2/session/sessiontestsuite"
+	"google.golang.org/adk/v2/tool"
+	"google.golang.org/adk/v2/tool/functiontool"
+	"google.golang.org/adk/v2/tool/toolconfirmation"
 	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/internal/firestoretest"
@@ -84,6 +84,11 @@ func TestEventFidelity(t *testing.T) {
 		{
 			ID: "e1", Timestamp: ts, InvocationID: "inv", Branch: "root.child", Author: "agent",
 			LongRunningToolIDs: []string{"call-1", "call-2"},
+			IsolationScope:     "scope-1",
+			Routes:             []string{"approved"},
+			RequestedInput:     &session.RequestInput{InterruptID: "int-1", Message: "which one?", Payload: map[string]any{"options": []any{"a", "b"}}},
+			Output:             map[string]any{"total": float64(42)},
+			NodeInfo:           &session.NodeInfo{Path: "wf/step@1", MessageAsOutput: true, OutputFor: []string{"wf/step@1", "wf"}},
 			Actions: session.EventActions{
 				StateDelta:        map[string]any{"k": "v", "n": float64(3), "nested": map[string]any{"a": []any{"x", true}}},
 				ArtifactDelta:     map[string]int64{"file.png": 2},
@@ -115,7 +120,7 @@ func TestEventFidelity(t *testing.T) {
 		// Empty (not nil) maps and slices stay empty; nil stays nil.
 		{ID: "e2", Timestamp: ts.Add(time.Second), Author: "user",
 			Actions:            session.EventActions{StateDelta: map[string]any{}, ArtifactDelta: map[string]int64{}},
-			LongRunningToolIDs: []string{}},
+			LongRunningToolIDs: []string{}, Routes: []string{}},
 		{ID: "e3", Timestamp: ts.Add(2 * time.Second), Author: "user"},
 	}
 	for _, e := range events {
@@ -243,7 +248,7 @@ func TestRunnerSeesAppendedEvents(t *testing.T) {
 		City string `json:"city"`
 	}
 	weather, err := functiontool.New(functiontool.Config{Name: "get_weather", Description: "weather for a city"},
-		func(_ tool.Context, a args) (map[string]any, error) {
+		func(_ agent.Context, a args) (map[string]any, error) {
 			return map[string]any{"forecast": "sunny in " + a.City}, nil
 		})
 	if err != nil {
@@ -519,16 +524,16 @@ func TestNotFound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.Get(ctx, &session.GetRequest{AppName: "app", UserID: "intruder", SessionID: "s"}); !errors.Is(err, session.ErrNotFound) {
+	if _, err := svc.Get(ctx, &session.GetRequest{AppName: "app", UserID: "intruder", SessionID: "s"}); !errors.Is(err, sessionstore.ErrNotFound) {
 		t.Errorf("Get(other user's session) error = %v, want ErrNotFound", err)
 	}
-	if _, err := svc.Get(ctx, &session.GetRequest{AppName: "app", UserID: "owner", SessionID: "missing"}); !errors.Is(err, session.ErrNotFound) {
+	if _, err := svc.Get(ctx, &session.GetRequest{AppName: "app", UserID: "owner", SessionID: "missing"}); !errors.Is(err, sessionstore.ErrNotFound) {
 		t.Errorf("Get(missing) error = %v, want ErrNotFound", err)
 	}
 	if err := svc.Delete(ctx, &session.DeleteRequest{AppName: "app", UserID: "owner", SessionID: "s"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := svc.AppendEvent(ctx, created.Session, &session.Event{ID: "e", Author: "user"}); !errors.Is(err, session.ErrNotFound) {
+	if err := svc.AppendEvent(ctx, created.Session, &session.Event{ID: "e", Author: "user"}); !errors.Is(err, sessionstore.ErrNotFound) {
 		t.Errorf("AppendEvent(deleted) error = %v, want ErrNotFound", err)
 	}
 }

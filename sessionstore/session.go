@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"google.golang.org/adk/session"
+	"google.golang.org/adk/v2/session"
 )
 
 // storedSession is the session.Session this service hands out. Besides what

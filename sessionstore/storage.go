@@ -8,8 +8,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"google.golang.org/adk/model"
-	"google.golang.org/adk/session"
+	"google.golang.org/adk/v2/model"
+	"google.golang.org/adk/v2/session"
 )
 
 // Firestore refuses documents over 1 MiB (1,048,576 bytes, field names and
@@ -91,20 +91,28 @@ type stateDoc struct {
 }
 
 // storedEvent is the JSON form of a session.Event. Maps and slices have no
-// omitempty, so nil and empty values come back as they went in.
+// omitempty, so nil and empty values come back as they went in. The fields
+// ADK v2 added for workflows and isolation scopes are omitted when unset, so
+// that ordinary events do not grow; Routes is a pointer for the same
+// nil-versus-empty reason.
 type storedEvent struct {
-	ID                 string               `json:"id"`
-	Timestamp          time.Time            `json:"ts"`
-	InvocationID       string               `json:"inv"`
-	Branch             string               `json:"branch"`
-	Author             string               `json:"author"`
-	Actions            session.EventActions `json:"actions"`
-	LongRunningToolIDs []string             `json:"longRunningToolIds"`
-	Response           model.LLMResponse    `json:"response"`
+	ID                 string                `json:"id"`
+	Timestamp          time.Time             `json:"ts"`
+	InvocationID       string                `json:"inv"`
+	Branch             string                `json:"branch"`
+	Author             string                `json:"author"`
+	Actions            session.EventActions  `json:"actions"`
+	LongRunningToolIDs []string              `json:"longRunningToolIds"`
+	Response           model.LLMResponse     `json:"response"`
+	IsolationScope     string                `json:"isolationScope,omitempty"`
+	Routes             *[]string             `json:"routes,omitempty"`
+	RequestedInput     *session.RequestInput `json:"requestedInput,omitempty"`
+	Output             any                   `json:"output,omitempty"`
+	NodeInfo           *session.NodeInfo     `json:"nodeInfo,omitempty"`
 }
 
 func encodeEvent(e *session.Event) ([]byte, error) {
-	b, err := json.Marshal(storedEvent{
+	se := storedEvent{
 		ID:                 e.ID,
 		Timestamp:          e.Timestamp,
 		InvocationID:       e.InvocationID,
@@ -113,7 +121,15 @@ func encodeEvent(e *session.Event) ([]byte, error) {
 		Actions:            e.Actions,
 		LongRunningToolIDs: e.LongRunningToolIDs,
 		Response:           e.LLMResponse,
-	})
+		IsolationScope:     e.IsolationScope,
+		RequestedInput:     e.RequestedInput,
+		Output:             e.Output,
+		NodeInfo:           e.NodeInfo,
+	}
+	if e.Routes != nil {
+		se.Routes = &e.Routes
+	}
+	b, err := json.Marshal(se)
 	if err != nil {
 		return nil, fmt.Errorf("encode event %q: %w", e.ID, err)
 	}
@@ -125,7 +141,7 @@ func decodeEvent(b []byte) (*session.Event, error) {
 	if err := json.Unmarshal(b, &se); err != nil {
 		return nil, fmt.Errorf("decode event: %w", err)
 	}
-	return &session.Event{
+	e := &session.Event{
 		LLMResponse:        se.Response,
 		ID:                 se.ID,
 		Timestamp:          se.Timestamp,
@@ -134,7 +150,15 @@ func decodeEvent(b []byte) (*session.Event, error) {
 		Author:             se.Author,
 		Actions:            se.Actions,
 		LongRunningToolIDs: se.LongRunningToolIDs,
-	}, nil
+		IsolationScope:     se.IsolationScope,
+		RequestedInput:     se.RequestedInput,
+		Output:             se.Output,
+		NodeInfo:           se.NodeInfo,
+	}
+	if se.Routes != nil {
+		e.Routes = *se.Routes
+	}
+	return e, nil
 }
 
 // encodeState encodes a session-scoped state map as one JSON object.

@@ -10,12 +10,13 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
-	"google.golang.org/adk/agent/llmagent"
-	"google.golang.org/adk/platform"
-	"google.golang.org/adk/session"
-	"google.golang.org/adk/tool"
-	"google.golang.org/adk/tool/functiontool"
-	"google.golang.org/adk/tool/toolconfirmation"
+	"google.golang.org/adk/v2/agent"
+	"google.golang.org/adk/v2/agent/llmagent"
+	"google.golang.org/adk/v2/platform"
+	"google.golang.org/adk/v2/session"
+	"google.golang.org/adk/v2/tool"
+	"google.golang.org/adk/v2/tool/functiontool"
+	"google.golang.org/adk/v2/tool/toolconfirmation"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -84,6 +85,23 @@ var crashPaths = []crashPath{
 		setupScript: []reply{callReply(call("b1", "book_table", map[string]any{"people": 4, "name": "Ada"}))},
 		setup:       func(w *crashWorld, e *toolcallback.Engine) error { return w.turnErr(e, "book for 4") },
 		script:      []reply{echoReply},
+		run: func(w *crashWorld, e *toolcallback.Engine) []*session.Event {
+			return w.answer(e, w.approvalID(e), toolcallback.Answer{Approved: ptr(true)})
+		},
+	},
+	{
+		name: "resume-of-a-step-with-a-browser-call-and-an-approval",
+		setupScript: []reply{callReply(
+			call("c1", "change_bgm", map[string]any{"track": 3}),
+			call("b1", "book_table", map[string]any{"people": 4, "name": "Ada"}))},
+		setup: func(w *crashWorld, e *toolcallback.Engine) error {
+			if err := w.turnErr(e, "play and book"); err != nil {
+				return err
+			}
+			_, _, err := resume(e, w.t.Context(), crashSession, "c1", crashClient, toolcallback.Answer{Output: map[string]any{"playing": 3}})
+			return err
+		},
+		script: []reply{echoReply},
 		run: func(w *crashWorld, e *toolcallback.Engine) []*session.Event {
 			return w.answer(e, w.approvalID(e), toolcallback.Answer{Approved: ptr(true)})
 		},
@@ -177,7 +195,7 @@ func newCrashWorld(t *testing.T) *crashWorld {
 		t.Fatal(err)
 	}
 	book, err := toolcallback.Approval(toolcallback.ApprovalConfig[tableArgs]{Name: "book_table", Description: "book a table"},
-		func(_ tool.Context, a tableArgs) (map[string]any, error) {
+		func(_ agent.Context, a tableArgs) (map[string]any, error) {
 			w.booked.Add(1)
 			return map[string]any{"booked": true, "people": a.People}, nil
 		})
@@ -185,7 +203,7 @@ func newCrashWorld(t *testing.T) *crashWorld {
 		t.Fatal(err)
 	}
 	add, err := functiontool.New(functiontool.Config{Name: "add", Description: "adds"},
-		func(_ tool.Context, a struct{ A, B int }) (map[string]any, error) {
+		func(_ agent.Context, a struct{ A, B int }) (map[string]any, error) {
 			return map[string]any{"sum": a.A + a.B}, nil
 		})
 	if err != nil {

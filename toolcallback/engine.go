@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
-	"google.golang.org/adk/agent"
-	"google.golang.org/adk/platform"
-	"google.golang.org/adk/runner"
-	"google.golang.org/adk/session"
+	"google.golang.org/adk/v2/agent"
+	"google.golang.org/adk/v2/platform"
+	"google.golang.org/adk/v2/runner"
+	"google.golang.org/adk/v2/session"
 	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/sessionstore"
@@ -209,14 +209,14 @@ func (e *Engine) acquire(ctx context.Context, user, sid, client string, wait tim
 		if err == nil {
 			return &hold{lease: lease, stop: e.sessions.KeepLease(ctx, lease, e.opts.LeaseTTL)}, nil
 		}
-		if errors.Is(err, session.ErrNotFound) && create {
+		if errors.Is(err, sessionstore.ErrNotFound) && create {
 			_, cerr := e.sessions.Create(ctx, &session.CreateRequest{AppName: e.app, UserID: user, SessionID: sid})
 			if cerr != nil && !isAlreadyExists(cerr) {
 				return nil, cerr
 			}
 			continue
 		}
-		if errors.Is(err, session.ErrNotFound) {
+		if errors.Is(err, sessionstore.ErrNotFound) {
 			return nil, fmt.Errorf("%w: session %q", ErrNotFound, sid)
 		}
 		left := time.Until(deadline)

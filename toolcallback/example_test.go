@@ -5,9 +5,10 @@ import (
 	"log"
 
 	"cloud.google.com/go/firestore"
-	"google.golang.org/adk/agent/llmagent"
-	"google.golang.org/adk/model"
-	"google.golang.org/adk/tool"
+	"google.golang.org/adk/v2/agent"
+	"google.golang.org/adk/v2/agent/llmagent"
+	"google.golang.org/adk/v2/model"
+	"google.golang.org/adk/v2/tool"
 	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/sessionstore"
@@ -96,7 +97,7 @@ func ExampleApproval() {
 		Name:        "send_money",
 		Description: "Send money to a contact.",
 		Require:     func(t transfer) bool { return t.Amount > 10 }, // small amounts need no approval
-	}, func(_ tool.Context, t transfer) (map[string]any, error) {
+	}, func(_ agent.Context, t transfer) (map[string]any, error) {
 		return map[string]any{"sent": t.Amount, "to": t.To}, nil
 	})
 	if err != nil {

@@ -9,9 +9,10 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
-	"google.golang.org/adk/agent/llmagent"
-	"google.golang.org/adk/session"
-	"google.golang.org/adk/tool"
+	"google.golang.org/adk/v2/agent"
+	"google.golang.org/adk/v2/agent/llmagent"
+	"google.golang.org/adk/v2/session"
+	"google.golang.org/adk/v2/tool"
 	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/internal/firestoretest"
@@ -83,7 +84,7 @@ func newFixture(t testing.TB, opts *toolcallback.Options, script ...reply) *fixt
 		t.Fatal(err)
 	}
 	book, err := toolcallback.Approval(toolcallback.ApprovalConfig[tableArgs]{Name: "book_table", Description: "book a table"},
-		func(_ tool.Context, a tableArgs) (map[string]any, error) {
+		func(_ agent.Context, a tableArgs) (map[string]any, error) {
 			f.booked.Add(1)
 			f.bookArgs.Store(a)
 			return map[string]any{"booked": true, "people": a.People}, nil

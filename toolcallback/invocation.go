@@ -4,7 +4,7 @@ import (
 	"iter"
 	"sync"
 
-	"google.golang.org/adk/session"
+	"google.golang.org/adk/v2/session"
 )
 
 // Invocation is an agent run in progress. It runs to its end whether or not

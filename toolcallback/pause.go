@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
-	"google.golang.org/adk/session"
-	"google.golang.org/adk/tool/toolconfirmation"
+	"google.golang.org/adk/v2/session"
+	"google.golang.org/adk/v2/tool/toolconfirmation"
 	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/sessionstore"

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
-	"google.golang.org/adk/platform"
-	"google.golang.org/adk/session"
+	"google.golang.org/adk/v2/platform"
+	"google.golang.org/adk/v2/session"
 	"google.golang.org/genai"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -61,8 +61,8 @@ func (e *Engine) settleOpenCalls(ctx context.Context, user, sid string) error {
 		return err
 	}
 	var lead []*genai.Part
-	if len(docs) > 0 && !delivered(sess, docs) {
-		lead = responseParts(docs, false)
+	if todo := undelivered(sess, docs); len(todo) > 0 {
+		lead = responseParts(todo, false)
 	}
 	if err := e.repairTail(ctx, sess, lead, knownCalls(docs)); err != nil {
 		return err

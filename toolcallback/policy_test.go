@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/adk/platform"
+	"google.golang.org/adk/v2/platform"
 
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"

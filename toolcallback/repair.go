@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 
-	"google.golang.org/adk/platform"
-	"google.golang.org/adk/session"
-	"google.golang.org/adk/tool/toolconfirmation"
+	"google.golang.org/adk/v2/platform"
+	"google.golang.org/adk/v2/session"
+	"google.golang.org/adk/v2/tool/toolconfirmation"
 	"google.golang.org/genai"
 )
 
@@ -48,7 +48,7 @@ const interruptedCallError = "interrupted: the server stopped before this call f
 func (e *Engine) repairTail(ctx context.Context, sess session.Session, lead []*genai.Part, known map[string]bool) error {
 	events := sess.Events()
 	if unanswered(events, known) {
-		ev := session.NewEventWithContext(ctx, "baton-interrupted-"+platform.NewUUID(ctx))
+		ev := session.NewEvent(ctx, "baton-interrupted-"+platform.NewUUID(ctx))
 		ev.Author = e.agent
 		ev.Content = genai.NewContentFromText(interruptedText, genai.RoleModel)
 		ev.CustomMetadata = map[string]any{interruptedKey: true}
@@ -60,7 +60,7 @@ func (e *Engine) repairTail(ctx context.Context, sess session.Session, lead []*g
 	if len(parts) == 0 {
 		return nil
 	}
-	ev := session.NewEventWithContext(ctx, "baton-settle-"+platform.NewUUID(ctx))
+	ev := session.NewEvent(ctx, "baton-settle-"+platform.NewUUID(ctx))
 	ev.Author = "user"
 	ev.Content = &genai.Content{Role: genai.RoleUser, Parts: parts}
 	if err := e.sessions.AppendEvent(ctx, sess, ev); err != nil {

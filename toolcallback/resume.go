@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
-	"google.golang.org/adk/platform"
-	"google.golang.org/adk/session"
-	"google.golang.org/adk/tool/toolconfirmation"
+	"google.golang.org/adk/v2/platform"
+	"google.golang.org/adk/v2/session"
+	"google.golang.org/adk/v2/tool/toolconfirmation"
 	"google.golang.org/genai"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -185,12 +185,12 @@ func (e *Engine) resumeStep(ctx context.Context, doc *callDoc, client string, wa
 		return nil, err
 	}
 	res := &Resumption{Call: c}
-	undelivered, _, err := queryCalls(ctx, e.callsOf(doc.User, doc.Session).Where("resumed", "==", false))
+	unresumed, _, err := queryCalls(ctx, e.callsOf(doc.User, doc.Session).Where("resumed", "==", false))
 	if err != nil {
 		return nil, err
 	}
 	var open []*callDoc
-	for _, d := range undelivered {
+	for _, d := range unresumed {
 		switch {
 		case d.Step != doc.Step:
 		case Status(d.Status) == StatusPending:
@@ -217,7 +217,7 @@ func (e *Engine) resumeStep(ctx context.Context, doc *callDoc, client string, wa
 	ctx = h.bind(ctx)
 	sess, err := e.loadRecent(ctx, doc.User, doc.Session)
 	if err == nil {
-		err = e.repairTail(ctx, sess, nil, knownCalls(undelivered))
+		err = e.repairTail(ctx, sess, nil, knownCalls(unresumed))
 	}
 	if err != nil {
 		e.release(ctx, h)
@@ -225,12 +225,28 @@ func (e *Engine) resumeStep(ctx context.Context, doc *callDoc, client string, wa
 	}
 	// Replaying answers would re-run the model, and replaying an approval
 	// would re-run the tool: the session, read under the lease, says
-	// whether an earlier resume already delivered them.
-	if delivered(sess, open) {
+	// which answers an earlier resume already delivered.
+	todo := undelivered(sess, open)
+	if len(todo) == 0 {
 		e.release(ctx, h)
 		return res, e.markResumed(ctx, open)
 	}
-	msg := &genai.Content{Role: genai.RoleUser, Parts: responseParts(open, true)}
+	answers, approvals := splitConfirmations(todo)
+	if len(answers) > 0 && len(approvals) > 0 {
+		// ADK runs approved tools from the latest user event only, and
+		// leaves that whole event out of what the model reads: other
+		// answers of the step sent along would be lost (the model would
+		// see their placeholders). They go first, in an event of their own.
+		ev := session.NewEvent(ctx, "baton-answers-"+platform.NewUUID(ctx))
+		ev.Author = "user"
+		ev.Content = &genai.Content{Role: genai.RoleUser, Parts: responseParts(answers, true)}
+		if err := e.sessions.AppendEvent(ctx, sess, ev); err != nil {
+			e.release(ctx, h)
+			return nil, fmt.Errorf("deliver answers of step %q: %w", doc.Step, err)
+		}
+		todo = approvals
+	}
+	msg := &genai.Content{Role: genai.RoleUser, Parts: responseParts(todo, true)}
 	res.Invocation = e.start(ctx, h, doc.User, doc.Session, client, msg, func(ctx context.Context) {
 		if err := e.markResumed(ctx, open); err != nil {
 			e.opts.Logger.Warn("mark resumed", "session", doc.Session, "error", err)
@@ -239,23 +255,39 @@ func (e *Engine) resumeStep(ctx context.Context, doc *callDoc, client string, wa
 	return res, nil
 }
 
-// delivered reports whether a user event of sess already answers calls.
-func delivered(sess session.Session, calls []*callDoc) bool {
-	ids := map[string]bool{}
-	for _, c := range calls {
-		ids[c.ID], ids[c.OriginalID] = true, true
-	}
+// undelivered returns the calls that no user event of sess answers yet.
+func undelivered(sess session.Session, calls []*callDoc) []*callDoc {
+	answered := map[string]bool{}
 	for ev := range sess.Events().All() {
 		if ev.Author != "user" || ev.Content == nil {
 			continue
 		}
 		for _, p := range ev.Content.Parts {
-			if p.FunctionResponse != nil && ids[p.FunctionResponse.ID] {
-				return true
+			if p.FunctionResponse != nil {
+				answered[p.FunctionResponse.ID] = true
 			}
 		}
 	}
-	return false
+	var out []*callDoc
+	for _, c := range calls {
+		if !answered[c.ID] && !answered[c.OriginalID] {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// splitConfirmations separates the approvals of calls from the other
+// answers.
+func splitConfirmations(calls []*callDoc) (answers, approvals []*callDoc) {
+	for _, c := range calls {
+		if Kind(c.Kind) == KindApproval {
+			approvals = append(approvals, c)
+		} else {
+			answers = append(answers, c)
+		}
+	}
+	return answers, approvals
 }
 
 // responseParts turns settled calls into the function responses the agent

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"cloud.google.com/go/firestore"
-	"google.golang.org/adk/session"
+	"google.golang.org/adk/v2/session"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -71,7 +71,7 @@ func (e *Engine) getSession(ctx context.Context, user, sid string, recent int) (
 	// The ledger reads events and appends; app: and user: state are for
 	// the runner, which reads them itself.
 	got, err := e.sessions.GetSessionScoped(ctx, &session.GetRequest{AppName: e.app, UserID: user, SessionID: sid, NumRecentEvents: recent})
-	if errors.Is(err, session.ErrNotFound) {
+	if errors.Is(err, sessionstore.ErrNotFound) {
 		return nil, fmt.Errorf("%w: session %q", ErrNotFound, sid)
 	}
 	if err != nil {

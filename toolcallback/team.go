@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
-	"google.golang.org/adk/agent"
-	"google.golang.org/adk/platform"
-	"google.golang.org/adk/session"
+	"google.golang.org/adk/v2/agent"
+	"google.golang.org/adk/v2/platform"
+	"google.golang.org/adk/v2/session"
 	"google.golang.org/genai"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -143,7 +143,7 @@ func (t *Team) Turn(ctx context.Context, req ChatTurn) (*Invocation, *SwitchRepo
 // chat reads a chat, creating it (with agent, or the default) on first use.
 func (t *Team) chat(ctx context.Context, user, id, agentName string) (*sessionstore.Chat, error) {
 	chat, err := t.sessions.GetChat(ctx, t.app, user, id)
-	if !errors.Is(err, session.ErrNotFound) {
+	if !errors.Is(err, sessionstore.ErrNotFound) {
 		return chat, err
 	}
 	if agentName == "" {
@@ -308,7 +308,7 @@ func busyOnConflict(chatID string, err error) error {
 // Chat returns a chat, for its active session and agent.
 func (t *Team) Chat(ctx context.Context, user, chatID string) (*sessionstore.Chat, error) {
 	chat, err := t.sessions.GetChat(ctx, t.app, user, chatID)
-	if errors.Is(err, session.ErrNotFound) {
+	if errors.Is(err, sessionstore.ErrNotFound) {
 		return nil, fmt.Errorf("%w: chat %q", ErrNotFound, chatID)
 	}
 	return chat, err

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"google.golang.org/adk/platform"
+	"google.golang.org/adk/v2/platform"
 )
 
 // tokenClaims is what a call token binds: one call of one session of one

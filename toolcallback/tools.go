@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"time"
 
-	"google.golang.org/adk/model"
-	"google.golang.org/adk/tool"
-	"google.golang.org/adk/tool/functiontool"
+	"google.golang.org/adk/v2/agent"
+	"google.golang.org/adk/v2/model"
+	"google.golang.org/adk/v2/tool"
+	"google.golang.org/adk/v2/tool/functiontool"
 	"google.golang.org/genai"
 )
 
@@ -70,7 +71,7 @@ func External[Args any](cfg ExternalConfig) (tool.Tool, error) {
 
 func pausingTool[Args any](name, description string, spec pauseSpec) (tool.Tool, error) {
 	inner, err := functiontool.New(functiontool.Config{Name: name, Description: description, IsLongRunning: true},
-		func(ctx tool.Context, _ Args) (map[string]any, error) {
+		func(ctx agent.Context, _ Args) (map[string]any, error) {
 			// IsLongRunning alone does not pause: the flow would call the
 			// model again with this placeholder. Skipping summarization
 			// ends the invocation on this response.
@@ -87,8 +88,8 @@ func pausingTool[Args any](name, description string, spec pauseSpec) (tool.Tool,
 type functionTool interface {
 	tool.Tool
 	Declaration() *genai.FunctionDeclaration
-	Run(ctx tool.Context, args any) (map[string]any, error)
-	ProcessRequest(ctx tool.Context, req *model.LLMRequest) error
+	Run(ctx agent.Context, args any) (map[string]any, error)
+	ProcessRequest(ctx agent.Context, req *model.LLMRequest) error
 }
 
 // pausing is a function tool whose calls pause the invocation. When a
@@ -104,11 +105,11 @@ func (p *pausing) inner() functionTool { return p.Tool.(functionTool) }
 
 func (p *pausing) Declaration() *genai.FunctionDeclaration { return p.inner().Declaration() }
 
-func (p *pausing) Run(ctx tool.Context, args any) (map[string]any, error) {
+func (p *pausing) Run(ctx agent.Context, args any) (map[string]any, error) {
 	return p.inner().Run(ctx, args)
 }
 
-func (p *pausing) ProcessRequest(ctx tool.Context, req *model.LLMRequest) error {
+func (p *pausing) ProcessRequest(ctx agent.Context, req *model.LLMRequest) error {
 	if err := p.inner().ProcessRequest(ctx, req); err != nil {
 		return err
 	}
@@ -134,12 +135,12 @@ type ApprovalConfig[Args any] struct {
 // a payload: when it is a JSON object its fields replace the model's
 // arguments (an edited amount, say) before the handler runs. A rejection
 // reaches the model as the tool's error.
-func Approval[Args, Result any](cfg ApprovalConfig[Args], handler func(tool.Context, Args) (Result, error)) (tool.Tool, error) {
+func Approval[Args, Result any](cfg ApprovalConfig[Args], handler func(agent.Context, Args) (Result, error)) (tool.Tool, error) {
 	fc := functiontool.Config{Name: cfg.Name, Description: cfg.Description, RequireConfirmation: cfg.Require == nil}
 	if cfg.Require != nil {
 		fc.RequireConfirmationProvider = cfg.Require
 	}
-	return functiontool.New(fc, func(ctx tool.Context, args Args) (Result, error) {
+	return functiontool.New(fc, func(ctx agent.Context, args Args) (Result, error) {
 		if c := ctx.ToolConfirmation(); c != nil && c.Confirmed && c.Payload != nil {
 			edited, err := applyPayload(args, c.Payload)
 			if err != nil {

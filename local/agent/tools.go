@@ -7,9 +7,10 @@ import (
 	"time"
 	_ "time/tzdata" // get_current_time must know time zones on minimal images
 
-	"google.golang.org/adk/platform"
-	"google.golang.org/adk/tool"
-	"google.golang.org/adk/tool/functiontool"
+	"google.golang.org/adk/v2/agent"
+	"google.golang.org/adk/v2/platform"
+	"google.golang.org/adk/v2/tool"
+	"google.golang.org/adk/v2/tool/functiontool"
 
 	"github.com/baton-run/baton/toolcallback"
 )
@@ -86,7 +87,7 @@ func Tools() ([]tool.Tool, error) {
 
 // getWeather makes up plausible weather: the demo has no network. The same
 // city always gets the same report.
-func getWeather(_ tool.Context, a WeatherArgs) (map[string]any, error) {
+func getWeather(_ agent.Context, a WeatherArgs) (map[string]any, error) {
 	city := strings.TrimSpace(a.City)
 	if city == "" {
 		return nil, fmt.Errorf("which city? the city argument is empty")
@@ -103,7 +104,7 @@ func getWeather(_ tool.Context, a WeatherArgs) (map[string]any, error) {
 	}, nil
 }
 
-func calculate(_ tool.Context, a CalculateArgs) (map[string]any, error) {
+func calculate(_ agent.Context, a CalculateArgs) (map[string]any, error) {
 	v, err := evaluate(a.Expression)
 	if err != nil {
 		return nil, err
@@ -111,7 +112,7 @@ func calculate(_ tool.Context, a CalculateArgs) (map[string]any, error) {
 	return map[string]any{"expression": a.Expression, "result": v}, nil
 }
 
-func currentTime(ctx tool.Context, a TimeArgs) (map[string]any, error) {
+func currentTime(ctx agent.Context, a TimeArgs) (map[string]any, error) {
 	name := a.Timezone
 	if name == "" {
 		name = "UTC"
@@ -124,7 +125,7 @@ func currentTime(ctx tool.Context, a TimeArgs) (map[string]any, error) {
 	return map[string]any{"timezone": name, "time": now.Format("15:04"), "date": now.Format("Monday 2 January 2006")}, nil
 }
 
-func bookTable(_ tool.Context, a TableArgs) (map[string]any, error) {
+func bookTable(_ agent.Context, a TableArgs) (map[string]any, error) {
 	if a.People < 1 || a.People > 20 {
 		return nil, fmt.Errorf("a table is for 1 to 20 people, not %d", a.People)
 	}

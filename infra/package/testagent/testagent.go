@@ -4,8 +4,8 @@ import (
 	"context"
 	"iter"
 
-	"google.golang.org/adk/agent"
-	"google.golang.org/adk/session"
+	"google.golang.org/adk/v2/agent"
+	"google.golang.org/adk/v2/session"
 	"google.golang.org/genai"
 )
 
@@ -16,7 +16,7 @@ func New(ctx context.Context) (agent.Agent, error) {
 		Description: "Answers ok.",
 		Run: func(ictx agent.InvocationContext) iter.Seq2[*session.Event, error] {
 			return func(yield func(*session.Event, error) bool) {
-				ev := session.NewEvent(ictx.InvocationID())
+				ev := session.NewEvent(ictx, ictx.InvocationID())
 				ev.Author = "testagent"
 				ev.Content = genai.NewContentFromText("ok", genai.RoleModel)
 				yield(ev, nil)
