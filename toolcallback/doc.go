@@ -7,9 +7,7 @@
 // Browser and External declare long-running tools whose handler returns a
 // placeholder and sets SkipSummarization, which ends the invocation (ADK's
 // IsLongRunning alone would call the model again). Approval declares a Go
-// tool gated by ADK's tool confirmation. The placeholder carries a marker
-// (kind, timeout, any-device), so a paused call can be recognised from the
-// session's events alone.
+// tool gated by ADK's tool confirmation.
 //
 // # Ledger
 //
@@ -18,31 +16,45 @@
 //	{session document}/calls/{call id}
 //
 // (the session document is sessionstore's, so deleting a session's tree
-// finds its records). The engine writes the record when the event that
-// pauses the call has reached the session and before the client sees the
-// call. A crash between the two is repaired on the next turn, resume or
-// listing of that session: the records are rebuilt from the events (the
-// client that started the turn is stamped on those events by a plugin).
-// Since every turn repairs, only the latest events (recentWindow) can hold
-// a lost call, and only those are read for it: a long history is not read
-// twice per turn.
+// finds its records). The record is written in the same Firestore commit as
+// the event that holds the call: the runner appends through a session
+// service (ledgerSessions) that adds the records to the event's batch. A
+// browser or external call is recognised by its tool's name, which the
+// tool announced to the invocation when the model request was built, so
+// the record exists from the model's event on, before the tool has run;
+// an approval is recognised by ADK's confirmation request. The runner
+// yields an event only once it is stored, so a client never sees a call
+// that has no record, and no crash can leave one.
 //
 // An answer is recorded with a precondition on the record's update time:
 // the first writer wins and later answers get the recorded outcome. When
 // every call of a model step has an answer, the agent is resumed once, under
-// the session lease, with one user content holding all the responses;
-// before running, the engine checks in the session that no earlier resume
-// delivered them, since replaying responses re-runs the model and replaying
-// a confirmation re-runs the tool.
+// the session lease; before running, the engine checks in the session which
+// answers no earlier resume delivered, since replaying responses re-runs the
+// model and replaying a confirmation re-runs the tool. ADK runs approved
+// tools from the latest user event only and hides that event from the
+// model, so a step that mixes approvals with other calls gets the other
+// answers in a user event of their own first.
+//
+// # After a crash
+//
+// A process can die after any write. The next turn, resume or agent switch
+// of the session, under its lease, repairs what the dead invocation left
+// (repair.go says what each state becomes): calls without a response and
+// without a record are closed with an error response, and a message no
+// model event answers gets a note that it was interrupted. A call with a
+// record stays pending and can be answered.
 //
 // # One invocation per session
 //
-// Every turn and resume holds sessionstore's lease on the session. Because
-// the lease lives in the session document, taking it fences every handle
-// read before: a stalled holder whose lease was taken over fails its next
-// append. Invocations run detached from the caller's cancellation, bounded
-// by their own deadline, and the lease lasts that deadline plus a margin, so
-// it never needs renewing.
+// Every turn and resume holds sessionstore's lease on the session, renewed
+// every third of LeaseTTL while the holder works, so a holder that dies
+// frees the session within LeaseTTL. Because the lease lives in the session
+// document, taking it over changes that document's update time, on which
+// every write of the previous holder is conditioned: a stalled holder
+// writes nothing once its lease was taken, and its invocation is cancelled
+// when it notices. Invocations run detached from the caller's
+// cancellation, bounded by InvocationTimeout.
 //
 // # Indexes
 //

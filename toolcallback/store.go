@@ -50,9 +50,9 @@ func (e *Engine) newCallDoc(user, sid string, d detected, client string) (*callD
 	}, nil
 }
 
-// recentWindow is how many of a session's latest events the ledger reads to
-// rebuild lost records and to check what a resume already delivered. Every
-// turn repairs, so a call lost in a crash is always among the events
+// recentWindow is how many of a session's latest events the engine reads to
+// repair what a dead invocation left and to check what a resume already
+// delivered. Every turn repairs, so such a state is always among the events
 // appended since the last turn; reading only those keeps a long history
 // from being read twice per turn (ADK's runner reads it all anyway).
 const recentWindow = 500
