@@ -280,6 +280,16 @@ func (w *crashWorld) recover(seen []*session.Event) {
 	for _, c := range calls {
 		listed[c.ID] = true
 	}
+	// A reloaded tab asks Pending first: the conversation it then shows is
+	// already repaired (no message left without an answer).
+	if stored, err := sessionstore.New(client, nil).Get(ctx, &session.GetRequest{AppName: "app", UserID: "user-1", SessionID: crashSession}); err == nil {
+		if events := stored.Session.Events(); events.Len() > 0 {
+			last := events.At(events.Len() - 1)
+			if last.Author == "user" && last.Content != nil && len(last.Content.Parts) > 0 && last.Content.Parts[0].Text != "" {
+				t.Errorf("after Pending the conversation still ends on the unanswered message %q", last.Content.Parts[0].Text)
+			}
+		}
+	}
 	// Every paused call a client was shown has its record, and if that is
 	// still pending the call is listed.
 	ledger := sessionstore.New(client, nil).SessionRef("app", "user-1", crashSession).Collection("calls")

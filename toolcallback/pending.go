@@ -15,21 +15,30 @@ import (
 
 // Pending returns the session's pending calls that client may answer,
 // oldest first, so a reloaded tab can pick its tool requests up again.
+// When a dead invocation left the session needing repair and nobody holds
+// its lease, it repairs it first, so the reloaded tab shows the repaired
+// conversation.
 func (e *Engine) Pending(ctx context.Context, user, sid, client string) ([]*Call, error) {
 	if err := validateIDs(user, sid, client); err != nil {
 		return nil, err
 	}
-	if _, err := e.loadRecent(ctx, user, sid); err != nil {
-		return nil, err
-	}
-	docs, _, err := queryCalls(ctx, e.callsOf(user, sid).Where("status", "==", string(StatusPending)))
+	sess, err := e.loadRecent(ctx, user, sid)
 	if err != nil {
 		return nil, err
+	}
+	docs, _, err := queryCalls(ctx, e.callsOf(user, sid).Where("resumed", "==", false))
+	if err != nil {
+		return nil, err
+	}
+	if needsRepair(sess.Events(), knownCalls(docs)) {
+		if err := e.repairIfIdle(ctx, user, sid); err != nil {
+			return nil, err
+		}
 	}
 	now := platform.Now(ctx)
 	var out []*Call
 	for _, d := range docs {
-		if !now.Before(d.Expires) || (!d.AnyDevice && d.Client != client) {
+		if Status(d.Status) != StatusPending || !now.Before(d.Expires) || (!d.AnyDevice && d.Client != client) {
 			continue
 		}
 		c, err := d.call()

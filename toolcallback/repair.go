@@ -2,8 +2,10 @@ package toolcallback
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
+	"github.com/baton-run/baton/sessionstore"
 	"google.golang.org/adk/v2/platform"
 	"google.golang.org/adk/v2/session"
 	"google.golang.org/adk/v2/tool/toolconfirmation"
@@ -136,4 +138,35 @@ func knownCalls(docs []*callDoc) map[string]bool {
 		known[d.ID], known[d.OriginalID] = true, true
 	}
 	return known
+}
+
+// needsRepair reports whether events end in a state a dead invocation
+// leaves (or a live one passes through).
+func needsRepair(events session.Events, known map[string]bool) bool {
+	return unanswered(events, known) || len(interruptedCalls(events, known)) > 0
+}
+
+// repairIfIdle repairs the session's tail if its lease is free; a live
+// holder (or a dead one whose lease has not lapsed yet) leaves it to a
+// later access.
+func (e *Engine) repairIfIdle(ctx context.Context, user, sid string) error {
+	h, err := e.acquire(ctx, user, sid, "repair", 0, false)
+	if errors.Is(err, sessionstore.ErrBusy) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer e.release(ctx, h)
+	ctx = h.bind(ctx)
+	// Read again under the lease: a turn may have run in between.
+	sess, err := e.loadRecent(ctx, user, sid)
+	if err != nil {
+		return err
+	}
+	docs, _, err := queryCalls(ctx, e.callsOf(user, sid).Where("resumed", "==", false))
+	if err != nil {
+		return err
+	}
+	return e.repairTail(ctx, sess, nil, knownCalls(docs))
 }
