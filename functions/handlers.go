@@ -3,6 +3,7 @@ package functions
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -17,6 +18,7 @@ import (
 
 	"google.golang.org/adk/v2/platform"
 	"google.golang.org/adk/v2/session"
+	"google.golang.org/adk/v2/tool/toolconfirmation"
 	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/sessionstore"
@@ -92,7 +94,7 @@ func (s *Server) turn(w http.ResponseWriter, r *http.Request, log *slog.Logger) 
 	if err != nil {
 		return err
 	}
-	s.respond(w, r, log, inv, map[string]any{"agent": report})
+	s.respond(w, r, log, inv, "", map[string]any{"agent": report})
 	return nil
 }
 
@@ -150,7 +152,7 @@ func (s *Server) toolResult(w http.ResponseWriter, r *http.Request, log *slog.Lo
 		})
 		return nil
 	}
-	s.respond(w, r, log, res.Invocation, nil)
+	s.respond(w, r, log, res.Invocation, res.Turn, nil)
 	return nil
 }
 
@@ -207,11 +209,30 @@ type pendingResponse struct {
 	History []historyItem `json:"history"`
 }
 
+// historyItem is one thing a chat page shows, in order: a user message, a
+// piece of an assistant message (text, or a tool call), or an agent switch.
 type historyItem struct {
-	Role     string    `json:"role"` // "user" or "assistant"
-	Text     string    `json:"text,omitempty"`
-	ToolName string    `json:"toolName,omitempty"` // a tool call the assistant made
-	Time     time.Time `json:"time"`
+	// Role is "user", "assistant", or "switch" (the chat moved from agent
+	// From to agent To, reported with the message that asked for it).
+	Role string `json:"role"`
+	// MessageID, on assistant items, names the assistant message they
+	// belong to: the messageId of the start chunk of the turn's stream and
+	// of every resume that continued it.
+	MessageID string `json:"messageId,omitempty"`
+	Text      string `json:"text,omitempty"`
+	// A tool call: the arguments it ran with (an approver's edit
+	// included), then its output or error once it has one, and a person's
+	// decision ("approved" or "rejected") on a call that needed approval.
+	// A call made before an agent switch is shown the same way.
+	ToolCallID string         `json:"toolCallId,omitempty"`
+	ToolName   string         `json:"toolName,omitempty"`
+	Input      map[string]any `json:"input,omitempty"`
+	Output     any            `json:"output,omitempty"`
+	ErrorText  string         `json:"errorText,omitempty"`
+	Approval   string         `json:"approval,omitempty"`
+	From       string         `json:"from,omitempty"`
+	To         string         `json:"to,omitempty"`
+	Time       time.Time      `json:"time"`
 }
 
 const maxHistory = 100
@@ -261,27 +282,143 @@ func (s *Server) pending(w http.ResponseWriter, r *http.Request, _ *slog.Logger)
 	return nil
 }
 
-// history turns stored events into what a chat page shows.
+// history turns stored events into what a chat page shows, as the turns'
+// streams showed it.
 func history(events session.Events) []historyItem {
+	results := callResults(events)
+	decisions := toolcallback.Decisions(events)
 	out := []historyItem{}
+	var run *sessionstore.Switch // the switch that moved the events being read
+	turn := ""
 	for ev := range events.All() {
-		if ev.Content == nil {
+		if ev.Partial || ev.Content == nil {
 			continue
 		}
-		role := "assistant"
-		if ev.Author == "user" {
-			role = "user"
+		if toolcallback.StartsTurn(ev) {
+			turn = ev.InvocationID
+		}
+		sw, records, moved := sessionstore.Migrated(ev)
+		var ended *sessionstore.Switch
+		if run != nil && (!moved || !sameSwitch(sw, *run)) {
+			ended = run // the switch line goes where its turn showed it: after the user's message
+		}
+		run = nil
+		if moved {
+			run = &sw
+		}
+		if ended != nil && !toolcallback.StartsTurn(ev) {
+			out = append(out, switchItem(*ended))
+		}
+		out = append(out, eventItems(ev, turn, records, results, decisions)...)
+		if ended != nil && toolcallback.StartsTurn(ev) {
+			out = append(out, switchItem(*ended))
+		}
+	}
+	if run != nil {
+		out = append(out, switchItem(*run))
+	}
+	return out
+}
+
+func sameSwitch(a, b sessionstore.Switch) bool {
+	return a.From == b.From && a.To == b.To && a.At.Equal(b.At)
+}
+
+func switchItem(sw sessionstore.Switch) historyItem {
+	return historyItem{Role: "switch", From: sw.From, To: sw.To, Time: sw.At}
+}
+
+// eventItems are the items of one event: text parts, and tool calls,
+// whether function calls or the records an agent switch made of them.
+func eventItems(ev *session.Event, turn string, records []sessionstore.Record, results map[string]*genai.FunctionResponse, decisions map[string]toolcallback.Decision) []historyItem {
+	role := "assistant"
+	if ev.Author == "user" {
+		role, turn = "user", ""
+	}
+	recordAt := map[int]sessionstore.Record{}
+	for _, r := range records {
+		recordAt[r.Part] = r
+	}
+	var out []historyItem
+	for i, p := range ev.Content.Parts {
+		item := historyItem{Role: role, MessageID: turn, Time: ev.Timestamp}
+		r, isRecord := recordAt[i]
+		switch {
+		case isRecord:
+			item.ToolCallID, item.ToolName, item.Input = r.CallID, r.Tool, r.Args
+			item.Output, item.ErrorText = callOutcome(r.Result)
+			if r.Outcome != "" {
+				item.ErrorText = r.Outcome
+			}
+			if r.Approved != nil {
+				item.Approval = decisionText(*r.Approved)
+			}
+		case p.Text != "" && !p.Thought:
+			item.Text = p.Text
+		case p.FunctionCall != nil && role == "assistant" && p.FunctionCall.Name != toolconfirmation.FunctionCallName:
+			fc := p.FunctionCall
+			item.ToolCallID, item.ToolName, item.Input = fc.ID, fc.Name, fc.Args
+			if d, ok := decisions[fc.ID]; ok {
+				item.Input, item.Approval = d.Args, decisionText(d.Approved)
+			}
+			if resp := results[fc.ID]; resp != nil {
+				item.Output, item.ErrorText = callOutcome(resp.Response)
+			}
+		default:
+			continue
+		}
+		out = append(out, item)
+	}
+	return out
+}
+
+// callResults finds the result of each function call in events: its last
+// response that is not a placeholder (a paused call's, or a call waiting
+// for approval).
+func callResults(events session.Events) map[string]*genai.FunctionResponse {
+	paused := map[string]bool{}
+	out := map[string]*genai.FunctionResponse{}
+	for ev := range events.All() {
+		if ev.Partial || ev.Content == nil {
+			continue
+		}
+		for _, id := range ev.LongRunningToolIDs {
+			paused[id] = true
 		}
 		for _, p := range ev.Content.Parts {
-			switch {
-			case p.Text != "" && !p.Thought:
-				out = append(out, historyItem{Role: role, Text: p.Text, Time: ev.Timestamp})
-			case p.FunctionCall != nil && role == "assistant" && p.FunctionCall.Name != "adk_request_confirmation":
-				out = append(out, historyItem{Role: role, ToolName: p.FunctionCall.Name, Time: ev.Timestamp})
+			fr := p.FunctionResponse
+			if fr == nil || fr.Name == toolconfirmation.FunctionCallName {
+				continue
 			}
+			if _, confirming := ev.Actions.RequestedToolConfirmations[fr.ID]; confirming {
+				continue
+			}
+			if paused[fr.ID] && ev.Author != "user" {
+				continue // the placeholder; the answer comes from the user's side
+			}
+			out[fr.ID] = fr
 		}
 	}
 	return out
+}
+
+// callOutcome splits a tool's response into the output or the error text
+// a stream reports for it.
+func callOutcome(resp map[string]any) (output any, errorText string) {
+	if resp == nil {
+		return nil, ""
+	}
+	if e, ok := resp["error"]; ok && e != nil && e != "" {
+		return nil, uiErrorText(e)
+	}
+	return resp, ""
+}
+
+func decisionText(approved bool) string {
+	if approved {
+		return "approved"
+	}
+	return "rejected"
 }
 
 // requireIDs validates ids given as name, value pairs, in order.
@@ -298,11 +435,16 @@ func requireIDs(pairs ...string) error {
 // JSON document when the client accepts only JSON. It returns when the
 // invocation has ended, even if the client went away, so the instance
 // keeps the request (and its CPU) until the agent is done.
-func (s *Server) respond(w http.ResponseWriter, r *http.Request, log *slog.Logger, inv *toolcallback.Invocation, data map[string]any) {
-	messageID := "msg-" + platform.NewUUID(r.Context())
+//
+// turn is the invocation id of the turn a resume continues (see
+// toolcallback.StartsTurn), "" for a new turn. It is the id of the turn's
+// assistant message: every stream of one turn, the first and each resume,
+// starts with it, so the client continues one message, and any instance
+// can tell it from the session.
+func (s *Server) respond(w http.ResponseWriter, r *http.Request, log *slog.Logger, inv *toolcallback.Invocation, turn string, data map[string]any) {
 	if wantsJSON(r) {
 		buf := &bufferedResponse{header: http.Header{}}
-		s.stream(buf, log, inv, messageID, data, 0)
+		messageID := s.stream(r.Context(), buf, log, inv, turn, data, 0)
 		chunks, err := parseChunks(buf.body.Bytes())
 		if err != nil {
 			log.Error("re-read turn", "error", err)
@@ -310,7 +452,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, log *slog.Logge
 		writeJSON(w, http.StatusOK, turnJSON{MessageID: messageID, Chunks: chunks})
 		return
 	}
-	s.stream(w, log, inv, messageID, data, s.cfg.KeepAlive)
+	s.stream(r.Context(), w, log, inv, turn, data, s.cfg.KeepAlive)
 }
 
 type turnJSON struct {
@@ -319,13 +461,11 @@ type turnJSON struct {
 }
 
 // stream writes the invocation's events as they arrive, with a keep-alive
-// comment every keepAlive while the model is slow.
-func (s *Server) stream(w http.ResponseWriter, log *slog.Logger, inv *toolcallback.Invocation, messageID string, data map[string]any, keepAlive time.Duration) {
-	sw := NewStreamWriter(w, messageID)
-	_ = sw.Start()
-	for name, d := range data {
-		_ = sw.Data(name, d)
-	}
+// comment every keepAlive while the model is slow, and returns the message
+// id its start chunk carried: turn, or for a new turn the invocation id its
+// first event brings (the start chunk waits for it).
+func (s *Server) stream(ctx context.Context, w http.ResponseWriter, log *slog.Logger, inv *toolcallback.Invocation, turn string, data map[string]any, keepAlive time.Duration) string {
+	sw := NewStreamWriter(w, "")
 	if keepAlive > 0 {
 		stop := make(chan struct{})
 		defer close(stop)
@@ -342,7 +482,26 @@ func (s *Server) stream(w http.ResponseWriter, log *slog.Logger, inv *toolcallba
 			}
 		}()
 	}
+	started := false
+	start := func(ev *session.Event) {
+		if started {
+			return
+		}
+		started = true
+		if turn == "" && ev != nil {
+			turn = ev.InvocationID
+		}
+		if turn == "" {
+			turn = "msg-" + platform.NewUUID(ctx) // the invocation failed before its first event
+		}
+		_ = sw.SetMessageID(turn)
+		_ = sw.Start()
+		for name, d := range data {
+			_ = sw.Data(name, d)
+		}
+	}
 	for ev, err := range inv.Events() {
+		start(ev)
 		if err != nil {
 			log.Error("invocation failed", "error", err.Error())
 			_ = sw.Error("the agent failed; please try again")
@@ -360,7 +519,9 @@ func (s *Server) stream(w http.ResponseWriter, log *slog.Logger, inv *toolcallba
 			_ = sw.Error("the model could not answer: " + ev.ErrorCode)
 		}
 	}
+	start(nil)
 	_ = sw.Finish()
+	return turn
 }
 
 func wantsJSON(r *http.Request) bool {

@@ -58,6 +58,10 @@ const (
 // [StreamWriter.Finish].
 var ErrStreamFinished = errors.New("ui message stream finished")
 
+// ErrStreamStarted is returned by [StreamWriter.SetMessageID] once the start
+// chunk is written.
+var ErrStreamStarted = errors.New("ui message stream started")
+
 // uiUserAuthor is the author of events written by the user.
 const uiUserAuthor = "user"
 
@@ -165,7 +169,7 @@ type StreamWriter struct {
 
 // NewStreamWriter returns a StreamWriter that writes to w. messageID, when
 // not empty, is sent in the start chunk and becomes the id of the assistant
-// message on the client.
+// message on the client (see SetMessageID).
 func NewStreamWriter(w http.ResponseWriter, messageID string) *StreamWriter {
 	return &StreamWriter{
 		w:         w,
@@ -175,6 +179,20 @@ func NewStreamWriter(w http.ResponseWriter, messageID string) *StreamWriter {
 		inputs:    make(map[string]bool),
 		paused:    make(map[string]bool),
 	}
+}
+
+// SetMessageID sets the id the start chunk carries, the id of the assistant
+// message on the client; a stream that continues a message carries that
+// message's id. It fails with [ErrStreamStarted] once the start chunk is
+// written.
+func (s *StreamWriter) SetMessageID(id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started {
+		return ErrStreamStarted
+	}
+	s.messageID = id
+	return nil
 }
 
 // Start writes the start chunk. Calling it is optional: every other method

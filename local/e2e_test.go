@@ -17,8 +17,8 @@ import (
 )
 
 // e2eInstallHint says how to get what the browser scenarios need.
-const e2eInstallHint = "install Node.js 20+ and Chromium (Debian: apt-get install -y nodejs npm chromium; " +
-	"or set CHROMIUM to a Chromium binary)"
+const e2eInstallHint = "run ./test, which installs what is missing, or install Node.js 20+ and Chromium " +
+	"(Debian: apt-get install chromium; or set CHROMIUM to a Chromium binary)"
 
 // TestBrowserScenarios runs local/e2e's scenarios in headless Chromium
 // (playwright-core, node:test) against the whole local system. Without node
@@ -50,7 +50,11 @@ func TestBrowserScenarios(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "playwright-core")); err != nil {
+	// ./test runs npm ci whenever the lockfile changes; this covers a bare
+	// go test ./local on a checkout that never had node_modules.
+	_, errPlaywright := os.Stat(filepath.Join(dir, "node_modules", "playwright-core"))
+	_, errAI := os.Stat(filepath.Join(dir, "node_modules", "ai"))
+	if errPlaywright != nil || errAI != nil {
 		npm, err := exec.LookPath("npm")
 		if err != nil {
 			t.Fatalf("npm ci is needed in local/e2e and npm is missing: %v; %s", err, e2eInstallHint)

@@ -58,6 +58,10 @@
 // toolcallback.Team) builds a new ADK session holding the conversation as
 // MigrateHistory rewrites it, then moves the pointer with a compare-and-set
 // on the chat document, so the chat always points at a complete session.
+// Each event MigrateHistory builds carries, in its custom metadata, the
+// switch that first moved it ("baton_switch") and the structured form of
+// the tool-call records its text holds ("baton_records"); Migrated reads
+// them back, so a page can show a moved conversation as it was shown live.
 // The chat notes the session being built and the sessions it retired, and
 // sets cleanupAt, so that a switch that dies half-way leaves leftovers a
 // sweep can find and delete (PurgeSession deletes a session's whole tree:

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"google.golang.org/adk/v2/platform"
 	"google.golang.org/adk/v2/session"
@@ -16,22 +17,70 @@ import (
 	"google.golang.org/grpc/status"
 )
 
+// Migration says how MigrateHistory moves a conversation to another agent.
+type Migration struct {
+	From, To string    // the agents it leaves and joins
+	At       time.Time // when
+	// Outcome overrides, by call id, the result of calls the caller
+	// settled (for example "cancelled").
+	Outcome map[string]string
+	// Args gives, by call id, the arguments a tool actually ran with when
+	// they differ from the model's (an approver's edited payload).
+	Args map[string]map[string]any
+	// Approved gives, by call id, a person's decision on calls that needed
+	// approval.
+	Approved map[string]bool
+}
+
+// Switch names the agent switch that moved an event (see Migrated).
+type Switch struct {
+	From string    `json:"from"`
+	To   string    `json:"to"`
+	At   time.Time `json:"at"`
+}
+
+// Record is one tool call that MigrateHistory turned into text, in
+// structured form, so that a page can still show it as the call it was.
+type Record struct {
+	Part   int            `json:"part"` // index of the record's text part in the event's content
+	Agent  string         `json:"agent"`
+	CallID string         `json:"callId"`
+	Tool   string         `json:"tool"`
+	Args   map[string]any `json:"args"`             // the arguments the tool ran with
+	Result map[string]any `json:"result,omitempty"` // the tool's response, when it has one
+	// Outcome replaces Result when there is none: why ("cancelled …",
+	// "no result").
+	Outcome  string `json:"outcome,omitempty"`
+	Approved *bool  `json:"approved,omitempty"` // a person's decision, for calls that needed approval
+}
+
+// CustomMetadata keys of the events MigrateHistory builds.
+const (
+	switchMetadataKey  = "baton_switch"
+	recordsMetadataKey = "baton_records"
+)
+
 // MigrateHistory rewrites a session's events for another agent. User
 // messages stay user messages; the old agent's text becomes the new agent's
 // model turns; its tool calls and their responses, which the new agent could
-// not resolve, become one short textual record each, such as
+// not resolve, become one short textual record each, a text part of its own
+// such as
 //
 //	[dj called change_bgm(track=2): {"playing":2}]
 //
 // so the facts survive without a function call the new agent's model would
-// reject. outcome overrides the recorded result of calls the caller settled
-// (for example "cancelled"). Partial events, thoughts and ADK's confirmation
+// reject. A record shows the arguments the tool ran with (m.Args) and its
+// result, or m.Outcome. Partial events, thoughts and ADK's confirmation
 // bookkeeping are dropped.
-func MigrateHistory(ctx context.Context, events session.Events, toAgent string, outcome map[string]string) []*session.Event {
+//
+// Every event built is marked with the switch that moved it, unless an
+// earlier switch had (events keep the mark of the switch that first moved
+// them), and with the structured form of its records: see Migrated.
+func MigrateHistory(ctx context.Context, events session.Events, m Migration) []*session.Event {
 	type call struct {
 		author string
 		fc     *genai.FunctionCall
-		result string
+		result map[string]any
 	}
 	calls := map[string]*call{}
 	// First pass: collect calls and their final results.
@@ -42,20 +91,31 @@ func MigrateHistory(ctx context.Context, events session.Events, toAgent string, 
 		for _, p := range ev.Content.Parts {
 			switch {
 			case p.FunctionCall != nil && p.FunctionCall.Name != toolconfirmation.FunctionCallName:
-				calls[p.FunctionCall.ID] = &call{author: ev.Author, fc: p.FunctionCall, result: "no result"}
+				calls[p.FunctionCall.ID] = &call{author: ev.Author, fc: p.FunctionCall}
 			case p.FunctionResponse != nil && p.FunctionResponse.Name != toolconfirmation.FunctionCallName:
 				if c, ok := calls[p.FunctionResponse.ID]; ok {
 					// Later responses replace earlier ones: a paused tool's
 					// placeholder gives way to the real answer.
-					c.result = resultText(p.FunctionResponse.Response)
+					c.result = p.FunctionResponse.Response
 				}
 			}
 		}
 	}
-	for id, o := range outcome {
-		if c, ok := calls[id]; ok {
-			c.result = o
+	record := func(c *call) (string, Record) {
+		r := Record{Agent: c.author, CallID: c.fc.ID, Tool: c.fc.Name, Args: c.fc.Args, Result: c.result}
+		if args, ok := m.Args[c.fc.ID]; ok {
+			r.Args = args
 		}
+		if approved, ok := m.Approved[c.fc.ID]; ok {
+			r.Approved = &approved
+		}
+		outcome := resultText(c.result)
+		if o, ok := m.Outcome[c.fc.ID]; ok {
+			r.Result, outcome, r.Outcome = nil, o, o
+		} else if c.result == nil {
+			outcome, r.Outcome = "no result", "no result"
+		}
+		return fmt.Sprintf("[%s called %s(%s): %s]", c.author, c.fc.Name, argsText(r.Args), outcome), r
 	}
 
 	var out []*session.Event
@@ -63,35 +123,85 @@ func MigrateHistory(ctx context.Context, events session.Events, toAgent string, 
 		if ev.Partial || ev.Content == nil {
 			continue
 		}
-		var texts, records []string
-		for _, p := range ev.Content.Parts {
+		sw, earlier, moved := Migrated(ev)
+		byPart := map[int]Record{}
+		for _, r := range earlier {
+			byPart[r.Part] = r
+		}
+		var texts, recordTexts []string
+		var records, fresh []Record
+		for i, p := range ev.Content.Parts {
 			switch {
 			case p.Thought:
 			case p.Text != "":
+				if r, ok := byPart[i]; ok {
+					r.Part = len(texts)
+					records = append(records, r)
+				}
 				texts = append(texts, p.Text)
 			case p.FunctionCall != nil:
 				if c, ok := calls[p.FunctionCall.ID]; ok {
-					records = append(records, fmt.Sprintf("[%s called %s(%s): %s]", c.author, c.fc.Name, argsText(c.fc.Args), c.result))
+					text, r := record(c)
+					recordTexts = append(recordTexts, text)
+					fresh = append(fresh, r)
 				}
 			}
 		}
-		if len(texts) == 0 && len(records) == 0 {
+		if len(texts) == 0 && len(recordTexts) == 0 {
 			continue
 		}
-		user := ev.Author == "user"
-		text := strings.Join(append(texts, records...), "\n")
-		m := session.NewEvent(ctx, ev.InvocationID)
-		m.Timestamp = ev.Timestamp
-		if user && len(records) == 0 {
-			m.Author = "user"
-			m.Content = genai.NewContentFromText(text, genai.RoleUser)
-		} else {
-			m.Author = toAgent
-			m.Content = genai.NewContentFromText(text, genai.RoleModel)
+		// Records follow the event's text, in call order.
+		for i := range fresh {
+			fresh[i].Part = len(texts) + i
 		}
-		out = append(out, m)
+		records = append(records, fresh...)
+		user := ev.Author == "user"
+		e := session.NewEvent(ctx, ev.InvocationID)
+		e.Timestamp = ev.Timestamp
+		var parts []*genai.Part
+		for _, t := range append(texts, recordTexts...) {
+			parts = append(parts, genai.NewPartFromText(t))
+		}
+		if user && len(records) == 0 {
+			e.Author = "user"
+			e.Content = &genai.Content{Role: genai.RoleUser, Parts: parts}
+		} else {
+			e.Author = m.To
+			e.Content = &genai.Content{Role: genai.RoleModel, Parts: parts}
+		}
+		if !moved {
+			sw = Switch{From: m.From, To: m.To, At: m.At}
+		}
+		e.CustomMetadata = map[string]any{switchMetadataKey: sw}
+		if len(records) > 0 {
+			e.CustomMetadata[recordsMetadataKey] = records
+		}
+		out = append(out, e)
 	}
 	return out
+}
+
+// Migrated reports whether an agent switch moved ev (MigrateHistory built
+// it), which switch first did, and the records of tool calls its text parts
+// hold.
+func Migrated(ev *session.Event) (Switch, []Record, bool) {
+	var sw Switch
+	if ev == nil || !metadataAs(ev.CustomMetadata[switchMetadataKey], &sw) {
+		return Switch{}, nil, false
+	}
+	var records []Record
+	metadataAs(ev.CustomMetadata[recordsMetadataKey], &records)
+	return sw, records, true
+}
+
+// metadataAs decodes a CustomMetadata value into v: the value is the
+// struct MigrateHistory stored, or its JSON form once read back.
+func metadataAs(value, v any) bool {
+	if value == nil {
+		return false
+	}
+	b, err := json.Marshal(value)
+	return err == nil && json.Unmarshal(b, v) == nil
 }
 
 // resultText is a short form of a tool's result for the textual record.

@@ -2,10 +2,13 @@ package sessionstore_test
 
 import (
 	"fmt"
+	"iter"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"google.golang.org/adk/v2/model"
 	"google.golang.org/adk/v2/session"
 	"google.golang.org/genai"
@@ -43,23 +46,87 @@ func TestMigrateHistory(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got := sessionstore.MigrateHistory(ctx, created.Session.Events(), "concierge", map[string]string{"c2": "cancelled"})
-	var lines []string
-	for _, e := range got {
-		lines = append(lines, e.Author+"/"+string(e.Content.Role)+": "+e.Content.Parts[0].Text)
-	}
+	at := ts.Add(time.Minute)
+	got := sessionstore.MigrateHistory(ctx, created.Session.Events(), sessionstore.Migration{
+		From: "dj", To: "concierge", At: at, Outcome: map[string]string{"c2": "cancelled"},
+		Args: map[string]map[string]any{"c1": {"track": float64(3)}}, Approved: map[string]bool{"c1": true},
+	})
 	want := []string{
 		"user/user: play track 2",
-		"concierge/model: [dj called change_bgm(track=2): {\"playing\":2}]\n[dj called get_location(): cancelled]",
+		"concierge/model: [dj called change_bgm(track=3): {\"playing\":2}]\n[dj called get_location(): cancelled]",
 		"concierge/model: Track 2 is on.",
 	}
-	if strings.Join(lines, "\n---\n") != strings.Join(want, "\n---\n") {
-		t.Errorf("migrated history:\n%s\nwant:\n%s", strings.Join(lines, "\n---\n"), strings.Join(want, "\n---\n"))
+	if diff := cmp.Diff(want, migratedLines(got)); diff != "" {
+		t.Errorf("migrated history (-want +got):\n%s", diff)
 	}
 	if !got[0].Timestamp.Equal(ts) {
 		t.Errorf("migrated timestamp = %v, want the original %v", got[0].Timestamp, ts)
 	}
+
+	// Stored and read back, the events say which switch moved them and
+	// hold their records in structured form.
+	moved, err := svc.CreateWithEvents(ctx, &session.CreateRequest{AppName: "app", UserID: "u", SessionID: "new"}, got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	approved := true
+	wantRecords := [][]sessionstore.Record{nil, {
+		{Part: 0, Agent: "dj", CallID: "c1", Tool: "change_bgm", Args: map[string]any{"track": float64(3)}, Result: map[string]any{"playing": float64(2)}, Approved: &approved},
+		{Part: 1, Agent: "dj", CallID: "c2", Tool: "get_location", Args: map[string]any{}, Outcome: "cancelled"},
+	}, nil}
+	checkMigrated := func(events session.Events, want sessionstore.Switch, wantRecords [][]sessionstore.Record) {
+		t.Helper()
+		i := 0
+		for ev := range events.All() {
+			sw, records, ok := sessionstore.Migrated(ev)
+			if !ok || sw.From != want.From || sw.To != want.To || !sw.At.Equal(want.At) {
+				t.Errorf("event %d: Migrated() = %+v, %v, want %+v", i, sw, ok, want)
+			}
+			if i < len(wantRecords) {
+				if diff := cmp.Diff(wantRecords[i], records); diff != "" {
+					t.Errorf("event %d: records (-want +got):\n%s", i, diff)
+				}
+			}
+			i++
+		}
+	}
+	checkMigrated(moved.Session.Events(), sessionstore.Switch{From: "dj", To: "concierge", At: at}, wantRecords)
+
+	// Moved again, the events keep the first switch's mark and their
+	// records; the new agent's own events get the second switch's.
+	if err := svc.AppendEvent(ctx, moved.Session, &session.Event{ID: "7", Author: "concierge", Timestamp: ts.Add(2 * time.Minute),
+		LLMResponse: model.LLMResponse{Content: genai.NewContentFromText("Anything else?", genai.RoleModel)}}); err != nil {
+		t.Fatal(err)
+	}
+	again := sessionstore.MigrateHistory(ctx, moved.Session.Events(), sessionstore.Migration{From: "concierge", To: "dj", At: at.Add(time.Hour)})
+	if diff := cmp.Diff(append(strings.Split(strings.ReplaceAll(strings.Join(want, "\n---\n"), "concierge/", "dj/"), "\n---\n"), "dj/model: Anything else?"), migratedLines(again)); diff != "" {
+		t.Errorf("history moved twice (-want +got):\n%s", diff)
+	}
+	first := []*session.Event{again[0], again[1], again[2]}
+	checkMigrated(eventList(first), sessionstore.Switch{From: "dj", To: "concierge", At: at}, wantRecords)
+	checkMigrated(eventList(again[3:]), sessionstore.Switch{From: "concierge", To: "dj", At: at.Add(time.Hour)}, nil)
 }
+
+// migratedLines writes events as author/role: text, joining text parts
+// with newlines.
+func migratedLines(events []*session.Event) []string {
+	var lines []string
+	for _, e := range events {
+		var texts []string
+		for _, p := range e.Content.Parts {
+			texts = append(texts, p.Text)
+		}
+		lines = append(lines, e.Author+"/"+string(e.Content.Role)+": "+strings.Join(texts, "\n"))
+	}
+	return lines
+}
+
+// eventList adapts a slice to session.Events.
+type eventList []*session.Event
+
+func (l eventList) All() iter.Seq[*session.Event] { return slices.Values(l) }
+func (l eventList) Len() int                      { return len(l) }
+func (l eventList) At(i int) *session.Event       { return l[i] }
 
 // TestCreateWithEvents builds a session whose history spans several sealed
 // chunks in one write, and keeps appending to it.

@@ -20,7 +20,7 @@ import (
 var (
 	// ErrNotFound is returned by Get, AppendEvent, AcquireLease and GetChat
 	// when the session or chat does not exist, or belongs to another user.
-	// (ADK v1 declared session.ErrNotFound for this; ADK v2 has no such
+	// (ADK v1 declared ErrNotFound for this; ADK v2 has no such
 	// sentinel, so the store declares its own.)
 	ErrNotFound = errors.New("session not found")
 	// ErrConflict is returned by AppendEvent when the session changed in

@@ -44,6 +44,9 @@ type Resumption struct {
 	Deferred bool
 	// Invocation is the resumed agent, nil when nothing was resumed.
 	Invocation *Invocation
+	// Turn is the invocation id of the turn the resumed agent continues
+	// (see StartsTurn), set with Invocation.
+	Turn string
 }
 
 // Resume records an answer and, when it completes its model step, resumes
@@ -247,6 +250,7 @@ func (e *Engine) resumeStep(ctx context.Context, doc *callDoc, client string, wa
 		todo = approvals
 	}
 	msg := &genai.Content{Role: genai.RoleUser, Parts: responseParts(todo, true)}
+	res.Turn = turnOf(sess.Events(), doc.Step, doc.Invocation)
 	res.Invocation = e.start(ctx, h, doc.User, doc.Session, client, msg, func(ctx context.Context) {
 		if err := e.markResumed(ctx, open); err != nil {
 			e.opts.Logger.Warn("mark resumed", "session", doc.Session, "error", err)

@@ -244,7 +244,12 @@ func (t *Team) switchAgent(ctx context.Context, chat *sessionstore.Chat, target,
 	var history []*session.Event
 	state := map[string]any{}
 	if old != nil {
-		history = sessionstore.MigrateHistory(ctx, old.Events(), target, outcomes)
+		m := sessionstore.Migration{From: chat.Agent, To: target, At: now, Outcome: outcomes,
+			Args: map[string]map[string]any{}, Approved: map[string]bool{}}
+		for id, d := range Decisions(old.Events()) {
+			m.Args[id], m.Approved[id] = d.Args, d.Approved
+		}
+		history = sessionstore.MigrateHistory(ctx, old.Events(), m)
 		if !t.members[target].DropState {
 			state = sessionstore.SessionScopedState(old)
 		}

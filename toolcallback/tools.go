@@ -1,8 +1,10 @@
 package toolcallback
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"time"
 
 	"google.golang.org/adk/v2/agent"
@@ -131,10 +133,18 @@ type ApprovalConfig[Args any] struct {
 }
 
 // Approval declares an ordinary Go tool gated by ADK's tool confirmation.
-// The handler runs only after approval, exactly once. An approver may send
-// a payload: when it is a JSON object its fields replace the model's
-// arguments (an edited amount, say) before the handler runs. A rejection
-// reaches the model as the tool's error.
+// The handler runs only after approval, exactly once. A rejection reaches
+// the model as the tool's error.
+//
+// An approver may send a payload to edit the arguments (an amount, a party
+// size). The payload is a JSON object merged into the model's arguments as a
+// JSON Merge Patch (RFC 7396): each field replaces the argument of that
+// name, an object merges into an object argument field by field, and null
+// removes the argument, so the handler gets its zero value. Arguments the
+// payload does not name keep the model's values: {"people": 6} over
+// {"people": 4, "time": "19:00"} runs the tool with {"people": 6, "time":
+// "19:00"}. A payload that is not an object, or an empty one, changes
+// nothing.
 func Approval[Args, Result any](cfg ApprovalConfig[Args], handler func(agent.Context, Args) (Result, error)) (tool.Tool, error) {
 	fc := functiontool.Config{Name: cfg.Name, Description: cfg.Description, RequireConfirmation: cfg.Require == nil}
 	if cfg.Require != nil {
@@ -153,18 +163,48 @@ func Approval[Args, Result any](cfg ApprovalConfig[Args], handler func(agent.Con
 	})
 }
 
-// applyPayload decodes an approver's JSON object over args.
+// applyPayload merges an approver's payload into args (see Approval).
 func applyPayload[Args any](args Args, payload any) (Args, error) {
-	obj, ok := payload.(map[string]any)
-	if !ok || len(obj) == 0 {
+	patch, ok := payload.(map[string]any)
+	if !ok || len(patch) == 0 {
 		return args, nil
 	}
-	b, err := json.Marshal(obj)
+	b, err := json.Marshal(args)
 	if err != nil {
 		return args, fmt.Errorf("approval payload: %w", err)
 	}
-	if err := json.Unmarshal(b, &args); err != nil {
+	var current map[string]any
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber() // keep integers beyond 2^53 exact
+	if err := dec.Decode(&current); err != nil {
+		current = nil // Args is not an object: the payload alone decides
+	}
+	if b, err = json.Marshal(mergePayload(current, patch)); err != nil {
+		return args, fmt.Errorf("approval payload: %w", err)
+	}
+	var edited Args
+	if err := json.Unmarshal(b, &edited); err != nil {
 		return args, fmt.Errorf("approval payload does not fit the tool's arguments: %w", err)
 	}
-	return args, nil
+	return edited, nil
+}
+
+// mergePayload returns args with patch merged in as a JSON Merge Patch (RFC
+// 7396): null removes a field, an object merges into an object, anything
+// else replaces. Neither input is modified.
+func mergePayload(args, patch map[string]any) map[string]any {
+	out := make(map[string]any, len(args)+len(patch))
+	maps.Copy(out, args)
+	for k, v := range patch {
+		switch v := v.(type) {
+		case nil:
+			delete(out, k)
+		case map[string]any:
+			inner, _ := out[k].(map[string]any)
+			out[k] = mergePayload(inner, v)
+		default:
+			out[k] = v
+		}
+	}
+	return out
 }

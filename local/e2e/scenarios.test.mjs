@@ -4,13 +4,16 @@
 //   cd local/e2e && npm ci && BATON_URL=http://127.0.0.1:8080 node --test scenarios.test.mjs
 //
 // Each scenario uses a fresh browser context (a new user and session) and
-// saves a screenshot in test-output/.
+// saves a screenshot in test-output/. Every turn and resume stream a
+// scenario's pages receive is also read with the AI SDK's own parser
+// (uistream.mjs): a resume must continue the message of its turn.
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
+import { watchStreams } from './uistream.mjs';
 
 const BASE = (process.env.BATON_URL || 'http://127.0.0.1:8080').replace(/\/$/, '');
 const OUT = join(import.meta.dirname ?? new URL('.', import.meta.url).pathname, 'test-output');
@@ -42,13 +45,25 @@ const sel = (id, attrs = '') => `[data-testid="${id}"]${attrs}`;
 function scenario(title, slug, fn) {
   test(title, async (t) => {
     const contexts = [];
+    const watchers = [];
     t.newContext = async () => {
       const context = await browser.newContext({ viewport: { width: 820, height: 760 } });
       contexts.push(context);
+      watchers.push(await watchStreams(context));
       return context;
+    };
+    // Waits for the streams seen so far to be read by the AI SDK, fails on
+    // the first it refused, and returns how many turns and resumes it read.
+    t.streamsRead = async () => {
+      for (const w of watchers) await w.check();
+      return watchers.reduce((sum, w) => ({ turns: sum.turns + w.counts.turns, resumes: sum.resumes + w.counts.resumes }),
+        { turns: 0, resumes: 0 });
     };
     try {
       await fn(t);
+      const read = await t.streamsRead();
+      assert.ok(read.turns > 0, 'no turn stream was read with the AI SDK');
+      t.diagnostic(`AI SDK read ${read.turns} turn and ${read.resumes} resume streams`);
     } catch (err) {
       const pages = contexts.flatMap((c) => c.pages());
       for (const [i, page] of pages.entries()) {
@@ -146,6 +161,8 @@ scenario('change the music to track 2: the tab runs change_bgm and the agent ans
   await page.waitForSelector(sel('bgm', '[data-track="2"]'), { timeout: WAIT });
   assert.match(await page.textContent(sel('bgm-label')), /Now playing: Track 2/);
   await assistantSays(page, /track 2/i);
+  assert.equal((await t.streamsRead()).resumes, 1, 'the resume stream, read as the turn\'s message');
+  assert.equal(await count(page, sel('message', '[data-role="assistant"]')), 1, 'the resume continues the turn\'s message');
   await screenshot(page, 'music');
   noPageErrors(page);
 });
@@ -177,7 +194,9 @@ scenario('two tabs of one user: the tool request reaches only the tab that asked
   // The other tab shows the conversation but runs nothing and offers no approval.
   await other.waitForSelector(sel('message', '[data-role="user"]:has-text("book a table for 4")'), { timeout: WAIT });
   assert.equal(await count(other, sel('approve')), 0, 'the other tab shows approval buttons');
-  assert.equal(await count(other, sel('tool-call')), 0, 'the other tab took up a call');
+  await other.waitForSelector(sel('tool-call', '[data-tool-name="book_table"][data-status="waiting"]'), { timeout: WAIT });
+  assert.equal(await count(other, sel('tool-call', ':not([data-status="waiting"]):not([data-status="done"])')), 0,
+    'the other tab took up a call');
   assert.equal(await other.getAttribute(sel('bgm'), 'data-track'), '0', 'the other tab ran change_bgm');
   const listed = await pendingFor(other, b);
   assert.deepEqual(listed.calls, [], 'Pending lists the call for the other tab');
@@ -221,6 +240,8 @@ scenario('reload while get_location is pending: the reloaded tab completes the c
   await page.waitForSelector(sel('tool-call', '[data-tool-name="get_location"][data-status="done"]'), { timeout: WAIT });
   await assistantSays(page, /latitude 48\.85, longitude 2\.35/);
   assert.deepEqual((await pendingFor(page, before)).calls, [], 'no call left pending');
+  assert.equal((await t.streamsRead()).resumes, 1, 'the resume after the reload, read as the turn\'s message');
+  assert.equal(await count(page, sel('message', '[data-role="assistant"]')), 1, 'the resume continues the turn\'s message');
   await screenshot(page, 'reload');
   noPageErrors(page);
 });
@@ -245,6 +266,7 @@ scenario('approval: approve with an edited payload, then reject', 'approval', as
   await page.click(sel('reject'));
   await assistantSays(page, /did not book/i);
   await page.waitForSelector(sel('tool-call', '[data-tool-name="book_table"][data-status="rejected"]'), { timeout: WAIT });
+  assert.equal((await t.streamsRead()).resumes, 2, 'the approval and the rejection, read as their turns\' messages');
   await screenshot(page, 'approval');
   noPageErrors(page);
 });
@@ -277,11 +299,18 @@ scenario('two quick messages from two tabs: one proceeds, the other is told busy
   noPageErrors(...tabs);
 });
 
-scenario('agent switch: the concierge answers from what the DJ did', 'switch', async (t) => {
+scenario('agent switch: the concierge answers from what the DJ did, and a reload shows the same', 'switch', async (t) => {
   const context = await t.newContext();
   const page = await openTab(context);
   const agents = await page.$$eval(`${sel('agent')} option`, (os) => os.map((o) => o.value));
   assert.deepEqual(agents.sort(), ['concierge', 'dj'], 'the demo team');
+
+  // The concierge books a table for 4, approved as 6.
+  await page.selectOption(sel('agent'), 'concierge');
+  await send(page, 'book a table for 4');
+  await page.locator(sel('approval-field-people')).fill('6');
+  await page.click(sel('approve'));
+  await assistantSays(page, /table for 6\b/);
 
   await page.selectOption(sel('agent'), 'dj');
   await send(page, 'change the music to track 2');
@@ -292,13 +321,42 @@ scenario('agent switch: the concierge answers from what the DJ did', 'switch', a
   await send(page, 'what did the DJ just do?');
   const answer = await assistantSays(page, /change_bgm\(track=2\)/);
   assert.match(answer, /dj called change_bgm\(track=2\)/, 'the migrated record names the DJ and the call');
+  assert.match(answer, /concierge called book_table\(name=Guest, people=6, time=19:00\)/, 'the record shows the booking that ran');
   await page.waitForFunction(() => document.querySelector('[data-testid="agent"]').value === 'concierge', null, { timeout: WAIT });
+  await page.waitForSelector(sel('send', ':enabled'), { timeout: WAIT });
+  const live = await conversation(page);
+  assert.deepEqual(live.filter((b) => b.system === 'agent').map((b) => b.text),
+    ['Switched to dj from concierge.', 'Switched to concierge from dj.']);
 
-  // After a reload the chat still talks to the concierge and shows the history.
+  // After a reload the chat still talks to the concierge and shows the
+  // conversation as it was shown live: the earlier agents' calls as tool
+  // calls (not as their textual records), and both switches.
   await page.reload();
   await ready(page);
   assert.equal(await page.inputValue(sel('agent')), 'concierge');
   await assistantSays(page, /change_bgm\(track=2\)/);
+  assert.deepEqual(await conversation(page), live, 'the conversation after a reload');
+  assert.ok((await t.streamsRead()).resumes >= 2, 'the approval and the browser tool resumes, read as their turns\' messages');
   await screenshot(page, 'switch');
   noPageErrors(page);
 });
+
+/** What the page shows of the conversation, block by block. */
+function conversation(page) {
+  return page.$$eval('[data-testid="messages"] > *', (blocks) => blocks.map((el) => {
+    if (el.dataset.testid === 'system-message') return { system: el.dataset.kind, text: el.innerText };
+    if (el.dataset.testid !== 'message') return { other: el.className };
+    return {
+      role: el.dataset.role,
+      parts: [...el.children].map((part) => (part.dataset.testid === 'tool-call'
+        ? {
+          tool: part.dataset.toolName,
+          input: part.querySelector('.tool-input').textContent,
+          status: part.dataset.status,
+          label: part.querySelector('.tool-status').textContent,
+          output: part.querySelector('.tool-output').textContent,
+        }
+        : { text: part.textContent })),
+    };
+  }));
+}

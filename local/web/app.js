@@ -210,13 +210,29 @@ function append(el) {
   return el;
 }
 
-function addMessage(role, text) {
+function addMessage(role, text, messageId) {
   const el = document.createElement('div');
   el.className = 'msg';
   el.dataset.role = role;
   el.dataset.testid = 'message';
+  if (messageId) el.dataset.messageId = messageId;
   if (text) addText(el).append(text);
   return append(el);
+}
+
+/**
+ * The assistant message of a turn: every stream of one turn (the first and
+ * each resume) starts with the turn's message id, and so does every history
+ * item of it, so they all land in one message, as the AI SDK keeps them.
+ */
+function assistantMessage(messageId) {
+  const found = messageId && [...messages.querySelectorAll('[data-testid="message"][data-role="assistant"]')]
+    .find((m) => m.dataset.messageId === messageId);
+  return found || addMessage('assistant', '', messageId);
+}
+
+function switchedText(from, to) {
+  return `Switched to ${to}${from ? ` from ${from}` : ''}.`;
 }
 
 function addText(message) {
@@ -253,12 +269,31 @@ function showHint() {
 // Every call shown in this page, by the model's call id.
 const calls = new Map();
 
+/** Short JSON of a value, keys sorted, so the same value always reads the same. */
 function compact(value) {
-  const s = JSON.stringify(value ?? {});
+  const sorted = (v) => (v && typeof v === 'object' && !Array.isArray(v)
+    ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, sorted(v[k])]))
+    : Array.isArray(v) ? v.map(sorted) : v);
+  const s = JSON.stringify(sorted(value ?? {}));
   return s.length > 160 ? `${s.slice(0, 157)}…` : s;
 }
 
-/** Returns the card of a call, adding it to parent (or replacing a history reference) when new. */
+/**
+ * The arguments an approved tool runs with: the server merges the payload
+ * into the model's arguments as a JSON Merge Patch (RFC 7396).
+ */
+function mergePatch(target, patch) {
+  if (!patch || typeof patch !== 'object' || Array.isArray(patch)) return target;
+  const out = { ...(target && typeof target === 'object' && !Array.isArray(target) ? target : {}) };
+  for (const [k, v] of Object.entries(patch)) {
+    if (v === null) delete out[k];
+    else if (typeof v === 'object' && !Array.isArray(v)) out[k] = mergePatch(out[k], v);
+    else out[k] = v;
+  }
+  return out;
+}
+
+/** Returns the card of a call, adding it to parent when new. */
 function toolCard(parent, { toolCallId, toolName, input }) {
   let call = calls.get(toolCallId);
   if (call) return call;
@@ -274,10 +309,22 @@ function toolCard(parent, { toolCallId, toolName, input }) {
   call = { id: toolCallId, name: toolName, input: input ?? {}, el, approvalId: '' };
   calls.set(toolCallId, call);
   setStatus(call, 'running', isBrowserTool(toolName) ? 'runs in this tab' : 'running…');
-  const ref = [...parent.querySelectorAll('.tool-ref')].findLast((r) => r.dataset.toolName === toolName);
-  if (ref) ref.replaceWith(el);
-  else parent.append(el);
+  parent.append(el);
   return call;
+}
+
+function showInput(call, input) {
+  call.input = input ?? {};
+  call.el.querySelector('.tool-input').textContent = compact(input);
+}
+
+/** Shows a call as a reloaded history has it: with its outcome, or waiting for one. */
+function showHistoryCall(call, item) {
+  if (item.approval === 'rejected') setStatus(call, 'rejected', 'rejected', item.errorText ?? '');
+  else if (item.errorText) setStatus(call, 'error', 'failed', item.errorText);
+  else if (item.output !== undefined && item.approval === 'approved') setStatus(call, 'approved', 'approved · done', compact(item.output));
+  else if (item.output !== undefined) setStatus(call, 'done', 'done', compact(item.output));
+  else setStatus(call, 'waiting', 'waiting for an answer');
 }
 
 function setStatus(call, status, label, output) {
@@ -357,10 +404,13 @@ function askApproval(call, approvalId) {
       }
     }
     box.remove();
+    const asked = call.input;
+    if (approved) showInput(call, mergePatch(asked, payload));
     setStatus(call, approved ? 'approved' : 'rejected', approved ? 'approved' : 'rejected',
       approved ? `approved with ${compact(payload)}` : 'rejected');
     if (!await answer(call, approved ? { approved: true, payload } : { approved: false })) {
       // The server never got the decision: ask again.
+      showInput(call, asked);
       setStatus(call, 'approval', 'needs your approval', '');
       call.el.append(box);
     }
@@ -434,15 +484,20 @@ function answer(call, result) {
 
 async function consumeStream(res) {
   let message = null;
+  let messageId = '';
   const texts = new Map(); // text part id → span
   const browserCalls = [];
-  const ensureMessage = () => (message ??= addMessage('assistant'));
+  const ensureMessage = () => (message ??= assistantMessage(messageId));
   const textPart = (id) => {
     if (!texts.has(id)) texts.set(id, addText(ensureMessage()));
     return texts.get(id);
   };
   const onChunk = (c) => {
     switch (c.type) {
+      case 'start':
+        // A resume names the message of the turn it continues.
+        messageId = c.messageId ?? '';
+        break;
       case 'text-start':
         textPart(c.id);
         break;
@@ -473,14 +528,14 @@ async function consumeStream(res) {
         break;
       }
       case 'data-agent':
-        if (c.data?.switched) systemLine('agent', `Switched to ${c.data.to}${c.data.from ? ` from ${c.data.from}` : ''}.`);
+        if (c.data?.switched) systemLine('agent', switchedText(c.data.from, c.data.to));
         showAgents(null, c.data?.to);
         break;
       case 'error':
         systemLine('error', c.errorText || 'The agent failed.');
         break;
       default:
-        // start, start-step, finish-step, finish, other data-*: nothing to show.
+        // start-step, finish-step, finish, other data-*: nothing to show.
     }
   };
   try {
@@ -536,19 +591,24 @@ async function restore() {
     return;
   }
   showAgents(body.agents, body.agent);
+  // The history reads as the streams showed it: user messages, each turn's
+  // assistant message (text and tool calls), and agent switches.
   let last = null;
   for (const item of body.history ?? []) {
-    if (item.role !== 'assistant' || !last || last.dataset.role !== 'assistant') {
-      last = addMessage(item.role === 'user' ? 'user' : 'assistant');
+    if (item.role === 'user') {
+      last = addMessage('user', item.text);
+      continue;
+    }
+    if (item.role === 'switch') {
+      systemLine('agent', switchedText(item.from, item.to));
+      last = null;
+      continue;
+    }
+    if (!last || last.dataset.role !== 'assistant' || (item.messageId ?? '') !== (last.dataset.messageId ?? '')) {
+      last = assistantMessage(item.messageId);
     }
     if (item.text) addText(last).append(item.text);
-    if (item.toolName) {
-      const ref = document.createElement('span');
-      ref.className = 'tool-ref badge';
-      ref.dataset.toolName = item.toolName;
-      ref.textContent = `used ${item.toolName}`;
-      last.append(ref);
-    }
+    if (item.toolCallId) showHistoryCall(toolCard(last, item), item);
   }
   if (!body.history?.length && !body.calls?.length) showHint();
 

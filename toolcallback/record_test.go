@@ -1,0 +1,125 @@
+package toolcallback_test
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+
+	"google.golang.org/adk/v2/agent"
+	"google.golang.org/adk/v2/agent/llmagent"
+	"google.golang.org/adk/v2/session"
+	"google.golang.org/adk/v2/tool"
+
+	"github.com/baton-run/baton/internal/modeltest"
+	"github.com/baton-run/baton/sessionstore"
+	"github.com/baton-run/baton/toolcallback"
+)
+
+// TestSwitchRecordsWhatRan: a booking for 4, approved with the payload
+// edited to 6, moves to the next agent as a record of the booking for 6
+// that ran, with its result; a rejected one as what was asked and the
+// rejection.
+func TestSwitchRecordsWhatRan(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		answer toolcallback.Answer
+		want   string
+	}{
+		{"approved with an edited payload", toolcallback.Answer{Approved: ptr(true), Payload: map[string]any{"people": 6}},
+			`[concierge called book_table(name=Ada, people=6): {"booked":true,"people":6}]`},
+		{"approved as asked", toolcallback.Answer{Approved: ptr(true)},
+			`[concierge called book_table(name=Ada, people=4): {"booked":true,"people":4}]`},
+		{"rejected", toolcallback.Answer{Approved: ptr(false), Payload: map[string]any{"people": 6}},
+			`[concierge called book_table(name=Ada, people=4): error: `},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newTeamFixture(t)
+			conciergeModel := &modeltest.Strict{T: t, Script: []reply{
+				callReply(call("b1", "book_table", map[string]any{"people": 4, "name": "Ada"})), echoReply,
+			}}
+			book, err := toolcallback.Approval(toolcallback.ApprovalConfig[tableArgs]{Name: "book_table", Description: "book a table"},
+				func(_ agent.Context, a tableArgs) (map[string]any, error) {
+					return map[string]any{"booked": true, "people": a.People}, nil
+				})
+			if err != nil {
+				t.Fatal(err)
+			}
+			concierge, err := llmagent.New(llmagent.Config{Name: "concierge", Model: conciergeModel, Tools: []tool.Tool{book}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			dj, err := llmagent.New(llmagent.Config{Name: "dj", Model: f.dj})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.team, err = toolcallback.NewTeam(f.client, f.sessions, "app", []toolcallback.Member{{Agent: concierge}, {Agent: dj}}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.dj.Script = []reply{textReply("Noted.")}
+
+			if _, _, err := f.turn("chat", "", "book a table for 4"); err != nil {
+				t.Fatal(err)
+			}
+			calls, err := f.team.Pending(t.Context(), "user-1", "chat", "tab-a")
+			if err != nil || len(calls) != 1 {
+				t.Fatalf("Pending() = %v, %v; want the approval", calls, err)
+			}
+			res, err := f.team.Resume(t.Context(), toolcallback.Result{UserID: "user-1", SessionID: "chat", CallID: calls[0].ID, ClientID: "tab-a", Answer: tc.answer})
+			if err != nil || res.Invocation == nil {
+				t.Fatalf("Resume() = %+v, %v", res, err)
+			}
+			if _, err := collect(res.Invocation); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := f.turn("chat", "dj", "what was booked?"); err != nil {
+				t.Fatal(err)
+			}
+			seen := modeltest.DumpContents(f.dj.LastRequest().Contents)
+			if !strings.Contains(seen, strings.ReplaceAll(tc.want, `"`, `\"`)) {
+				t.Errorf("the DJ's request lacks the record %s:\n%s", tc.want, seen)
+			}
+
+			// The record's structured form says the same, for a reloaded page.
+			chat, err := f.team.Chat(t.Context(), "user-1", "chat")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var records []sessionstore.Record
+			for _, ev := range f.historyOf(chat.SessionID) {
+				if _, r, ok := sessionstore.Migrated(ev); ok {
+					records = append(records, r...)
+				}
+			}
+			if len(records) != 1 || records[0].Tool != "book_table" || records[0].Approved == nil || *records[0].Approved != (tc.answer.Approved != nil && *tc.answer.Approved) {
+				t.Fatalf("records = %+v, want the booking with its decision", records)
+			}
+			if !strings.Contains(tc.want, "people="+jsonNumber(records[0].Args["people"])) {
+				t.Errorf("record args = %v, want them as in %s", records[0].Args, tc.want)
+			}
+		})
+	}
+}
+
+func (f *teamFixture) historyOf(sid string) []*session.Event {
+	f.t.Helper()
+	got, err := f.sessions.Get(f.t.Context(), &session.GetRequest{AppName: "app", UserID: "user-1", SessionID: sid})
+	if err != nil {
+		f.t.Fatalf("Get(%q) error = %v", sid, err)
+	}
+	var out []*session.Event
+	for ev := range got.Session.Events().All() {
+		out = append(out, ev)
+	}
+	return out
+}
+
+func jsonNumber(v any) string {
+	if n, ok := v.(float64); ok && n == float64(int(n)) {
+		return strconv.Itoa(int(n))
+	}
+	return fmt.Sprint(v)
+}
