@@ -45,6 +45,10 @@ type Config struct {
 	// a verified token. For the local runner only: ConfigFromEnv refuses it
 	// on Cloud Run (K_SERVICE set).
 	DevIdentity bool // BATON_DEV_IDENTITY
+
+	// TraceExport says where the instance's spans go: TraceExportNone or
+	// TraceExportCloudTrace (see InstallTracing).
+	TraceExport string // BATON_TRACE_EXPORT
 }
 
 // EnvVar documents one environment variable the functions read.
@@ -76,6 +80,7 @@ var EnvVars = []EnvVar{
 	{Name: "BATON_SWEEP_AUDIENCE"},
 	{Name: "BATON_SWEEP_INVOKER"},
 	{Name: "BATON_DEV_IDENTITY", Default: "false"},
+	{Name: "BATON_TRACE_EXPORT", Default: TraceExportNone},
 	{Name: "K_SERVICE"}, // set by Cloud Run; only read to refuse dev identity there
 }
 
@@ -117,6 +122,7 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 		IdleRetention:     duration("BATON_IDLE_RETENTION"),
 		SweepAudience:     get("BATON_SWEEP_AUDIENCE"),
 		SweepInvoker:      get("BATON_SWEEP_INVOKER"),
+		TraceExport:       get("BATON_TRACE_EXPORT"),
 	}
 	for _, o := range strings.Split(get("BATON_ALLOWED_ORIGINS"), ",") {
 		if o = strings.TrimSpace(o); o != "" {
@@ -141,6 +147,9 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 	}
 	if c.PendingPolicy != toolcallback.PendingCancel && c.PendingPolicy != toolcallback.PendingReject {
 		errs = append(errs, fmt.Errorf("BATON_PENDING_POLICY=%q: want cancel or reject", c.PendingPolicy))
+	}
+	if c.TraceExport != TraceExportNone && c.TraceExport != TraceExportCloudTrace {
+		errs = append(errs, fmt.Errorf("BATON_TRACE_EXPORT=%q: want %s or %s", c.TraceExport, TraceExportNone, TraceExportCloudTrace))
 	}
 	if len(c.TokenKey) > 0 && len(c.TokenKey) < 32 {
 		errs = append(errs, errors.New("BATON_TOKEN_KEY: want at least 32 bytes"))

@@ -23,7 +23,10 @@ import (
 	"github.com/baton-run/baton/toolcallback"
 )
 
-func TestMain(m *testing.M) { firestoretest.Main(m) }
+func TestMain(m *testing.M) {
+	installTestTracing()
+	firestoretest.Main(m)
+}
 
 const (
 	testProject  = "proj"

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/baton-run/baton/sessionstore"
 )
 
@@ -51,14 +53,14 @@ func NewLogger(w io.Writer) *slog.Logger {
 	}))
 }
 
-// requestLogger adds the request's trace and execution ids, as Cloud
-// Logging correlates them.
+// requestLogger adds the request's trace, span and execution ids, as Cloud
+// Logging correlates them. The trace is the request span's (see
+// startRequestSpan), so logs and spans name the same one.
 func requestLogger(log *slog.Logger, project string, r *http.Request) *slog.Logger {
-	if tc := r.Header.Get("X-Cloud-Trace-Context"); tc != "" && project != "" {
-		trace, _, _ := strings.Cut(tc, "/")
-		if trace != "" {
-			log = log.With("logging.googleapis.com/trace", "projects/"+project+"/traces/"+trace)
-		}
+	if sc := trace.SpanContextFromContext(r.Context()); sc.IsValid() && project != "" {
+		log = log.With("logging.googleapis.com/trace", "projects/"+project+"/traces/"+sc.TraceID().String(),
+			"logging.googleapis.com/spanId", sc.SpanID().String(),
+			"logging.googleapis.com/trace_sampled", sc.IsSampled())
 	}
 	if id := r.Header.Get("Function-Execution-Id"); id != "" {
 		log = log.With("executionId", id)
@@ -103,6 +105,8 @@ type endpoint func(w http.ResponseWriter, r *http.Request, log *slog.Logger) err
 func (s *Server) wrap(name string, methods []string, h endpoint) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
+		ctx, span := startRequestSpan(r, name)
+		r = r.WithContext(ctx)
 		log := requestLogger(s.log, s.cfg.Project, r).With("function", name)
 		rec := &recorder{ResponseWriter: w}
 		defer func() {
@@ -118,6 +122,7 @@ func (s *Server) wrap(name string, methods []string, h endpoint) http.Handler {
 			}
 			log.Log(r.Context(), level, "request", "method", r.Method, "path", r.URL.Path,
 				"status", rec.status, "latencyMs", time.Since(start).Milliseconds())
+			endRequestSpan(span, rec.status)
 		}()
 		if !s.cors(rec, r, methods) {
 			return

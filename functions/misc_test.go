@@ -116,7 +116,8 @@ func TestConfigFromEnv(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ConfigFromEnv(defaults) error = %v", err)
 	}
-	if cfg.AppName != "baton" || cfg.CallTimeout != 10*time.Minute || cfg.MaxBodyBytes != 262144 || len(cfg.AllowedOrigins) != 2 || cfg.DevIdentity {
+	if cfg.AppName != "baton" || cfg.CallTimeout != 10*time.Minute || cfg.MaxBodyBytes != 262144 || len(cfg.AllowedOrigins) != 2 || cfg.DevIdentity ||
+		cfg.TraceExport != TraceExportNone {
 		t.Errorf("defaults = %+v", cfg)
 	}
 	tests := []struct {
@@ -130,6 +131,7 @@ func TestConfigFromEnv(t *testing.T) {
 		{"bad duration", env("GOOGLE_CLOUD_PROJECT", "p", "BATON_CALL_TIMEOUT", "10"), "BATON_CALL_TIMEOUT"},
 		{"short token key", env("GOOGLE_CLOUD_PROJECT", "p", "BATON_TOKEN_KEY", "short"), "BATON_TOKEN_KEY"},
 		{"bad app name", env("GOOGLE_CLOUD_PROJECT", "p", "BATON_APP_NAME", "a/b"), "invalid id"},
+		{"bad trace export", env("GOOGLE_CLOUD_PROJECT", "p", "BATON_TRACE_EXPORT", "jaeger"), "BATON_TRACE_EXPORT"},
 	}
 	for _, tc := range tests {
 		if _, err := ConfigFromEnv(tc.env); err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -278,7 +280,7 @@ func TestLogLines(t *testing.T) {
 		return errors.New("disk on fire")
 	})
 	req := httptest.NewRequest(http.MethodPost, "/Fail", nil)
-	req.Header.Set("X-Cloud-Trace-Context", "abc123/456;o=1")
+	req.Header.Set("X-Cloud-Trace-Context", "105445aa7843bc8bf206b12000100000/456;o=1")
 	req.Header.Set("Function-Execution-Id", "exec-9")
 	h.ServeHTTP(httptest.NewRecorder(), req)
 	var lines []map[string]any
@@ -291,7 +293,7 @@ func TestLogLines(t *testing.T) {
 	}
 	last := lines[len(lines)-1]
 	if last["severity"] != "ERROR" || last["message"] != "request" || last["status"] != float64(500) ||
-		last["logging.googleapis.com/trace"] != "projects/proj/traces/abc123" || last["executionId"] != "exec-9" || last["latencyMs"] == nil {
+		last["logging.googleapis.com/trace"] != "projects/proj/traces/105445aa7843bc8bf206b12000100000" || last["executionId"] != "exec-9" || last["latencyMs"] == nil {
 		t.Errorf("request log line = %v", last)
 	}
 	if !strings.Contains(logs.String(), "disk on fire") {

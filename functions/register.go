@@ -69,6 +69,11 @@ var instance = sync.OnceValues(func() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Spans are exported in the background; Cloud Run gives no hook to
+	// flush them at shutdown, so the last few of an instance may be lost.
+	if _, err := InstallTracing(context.Background(), cfg); err != nil {
+		return nil, err
+	}
 	return NewServerFromConfig(context.Background(), cfg, newTeam, nil)
 })
 

@@ -2,7 +2,11 @@
 // every function at /<Name>, the demo page at /, and a sweeper, with the
 // default agent on Gemini or, without credentials, an offline model.
 //
-//	go run ./local [-addr 127.0.0.1:8080]
+//	go run ./local [-addr 127.0.0.1:8080] [-trace]
+//
+// With -trace it prints each request's spans (lease, session reads and
+// appends, ledger, resume, ADK's agent, model and tool calls, Firestore
+// calls) to stderr as an indented tree with durations.
 //
 // It uses FIRESTORE_EMULATOR_HOST when set and otherwise starts the emulator
 // itself, stopping it (its whole process group) on exit or Ctrl-C.
@@ -30,6 +34,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/baton-run/baton/functions"
 	"github.com/baton-run/baton/internal/emulator"
@@ -38,6 +43,9 @@ import (
 
 //go:embed web
 var webFiles embed.FS
+
+// tracing, set by -trace, prints each request's spans.
+var tracing *summary
 
 // localDefaults are what the local runner sets when the environment does
 // not: a project for the emulator and development identity.
@@ -49,8 +57,12 @@ var localDefaults = map[string]string{
 
 func main() {
 	addr := flag.String("addr", defaultAddr(), "address to serve on (PORT sets the port)")
+	traces := flag.Bool("trace", false, "print each request's spans to stderr")
 	flag.Parse()
 	log := functions.NewLogger(os.Stderr)
+	if *traces {
+		tracing = newSummary(os.Stderr)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, *addr, log, nil); err != nil {
@@ -96,6 +108,15 @@ func run(ctx context.Context, addr string, log *slog.Logger, ready chan<- string
 	if err != nil {
 		return err
 	}
+	var processors []sdktrace.SpanProcessor
+	if tracing != nil {
+		processors = append(processors, tracing)
+	}
+	stopTracing, err := functions.InstallTracing(ctx, cfg, processors...)
+	if err != nil {
+		return err
+	}
+	defer stopTracing(context.Background())
 	if len(cfg.TokenKey) == 0 {
 		cfg.TokenKey = randomKey()
 	}

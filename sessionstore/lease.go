@@ -101,13 +101,15 @@ func leaseFor(ctx context.Context, app, user, id string) *Lease {
 // with a *BusyError (errors.Is ErrBusy) while another lease is live, and
 // wraps ErrNotFound when the session does not exist. An expired
 // lease is taken over.
-func (s *Service) AcquireLease(ctx context.Context, app, user, id, holder string, ttl time.Duration) (*Lease, error) {
+func (s *Service) AcquireLease(ctx context.Context, app, user, id, holder string, ttl time.Duration) (_ *Lease, err error) {
+	ctx, span := startSpan(ctx, "baton.lease.acquire", id)
+	defer func() { endSpan(span, err) }()
 	if err := validateKey(app, user, id); err != nil {
 		return nil, err
 	}
 	ref := s.sessionDoc(app, user, id)
 	var lease *Lease
-	err := s.readModifyWrite(ctx, ref, func(doc *sessionDoc, batch *firestore.WriteBatch, pre firestore.Precondition) error {
+	err = s.readModifyWrite(ctx, ref, func(doc *sessionDoc, batch *firestore.WriteBatch, pre firestore.Precondition) error {
 		now := platform.Now(ctx)
 		if cur := doc.Lease; cur.Holder != "" && cur.Expires.After(now) {
 			return &BusyError{SessionID: id, RetryAfter: cur.Expires.Sub(now)}
@@ -132,13 +134,15 @@ func (s *Service) AcquireLease(ctx context.Context, app, user, id, holder string
 
 // RenewLease extends l to now+ttl. It fails with ErrLeaseLost when another
 // holder took the session over or the session is gone.
-func (s *Service) RenewLease(ctx context.Context, l *Lease, ttl time.Duration) error {
+func (s *Service) RenewLease(ctx context.Context, l *Lease, ttl time.Duration) (err error) {
+	ctx, span := startSpan(ctx, "baton.lease.renew", l.SessionID)
+	defer func() { endSpan(span, err) }()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	expires := platform.Now(ctx).Add(ttl)
-	res, err := s.sessionDoc(l.App, l.User, l.SessionID).Update(ctx,
+	res, uerr := s.sessionDoc(l.App, l.User, l.SessionID).Update(ctx,
 		[]firestore.Update{{Path: "lease.expires", Value: expires}}, firestore.LastUpdateTime(l.version))
-	switch status.Code(err) {
+	switch status.Code(uerr) {
 	case codes.OK:
 		l.version, l.expires = res.UpdateTime, expires
 		return nil
@@ -146,7 +150,7 @@ func (s *Service) RenewLease(ctx context.Context, l *Lease, ttl time.Duration) e
 		l.markLost()
 		return fmt.Errorf("renew lease on %q: %w", l.SessionID, ErrLeaseLost)
 	}
-	return fmt.Errorf("renew lease on %q: %w", l.SessionID, translate(err))
+	return fmt.Errorf("renew lease on %q: %w", l.SessionID, translate(uerr))
 }
 
 // KeepLease renews l every ttl/3 in the background until stop is called.
@@ -182,14 +186,16 @@ func (s *Service) KeepLease(ctx context.Context, l *Lease, ttl time.Duration) (s
 // ReleaseLease gives the lease back if it is still the one held. Releasing
 // a lease that was taken over, or a session that was deleted, is not an
 // error: there is nothing left to release.
-func (s *Service) ReleaseLease(ctx context.Context, l *Lease) error {
+func (s *Service) ReleaseLease(ctx context.Context, l *Lease) (err error) {
+	ctx, span := startSpan(ctx, "baton.lease.release", l.SessionID)
+	defer func() { endSpan(span, err) }()
 	ref := s.sessionDoc(l.App, l.User, l.SessionID)
 	free := []firestore.Update{
 		{Path: "lease.holder", Value: ""},
 		{Path: "lease.expires", Value: time.Time{}},
 	}
 	l.mu.Lock()
-	_, err := ref.Update(ctx, free, firestore.LastUpdateTime(l.version))
+	_, err = ref.Update(ctx, free, firestore.LastUpdateTime(l.version))
 	l.mu.Unlock()
 	if status.Code(err) != codes.FailedPrecondition {
 		if err != nil && status.Code(err) != codes.NotFound {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
+	"go.opentelemetry.io/otel/attribute"
 	"google.golang.org/adk/v2/platform"
 	"google.golang.org/adk/v2/session"
 	"google.golang.org/grpc/codes"
@@ -109,7 +110,9 @@ func validateKey(app, user, id string) error {
 
 // Create creates a session. A session id chosen by the caller must not be
 // in use by the same user. temp: keys of the initial state are dropped.
-func (s *Service) Create(ctx context.Context, req *session.CreateRequest) (*session.CreateResponse, error) {
+func (s *Service) Create(ctx context.Context, req *session.CreateRequest) (_ *session.CreateResponse, err error) {
+	ctx, span := startSpan(ctx, "baton.session.create", req.SessionID)
+	defer func() { endSpan(span, err) }()
 	n, err := newSession(ctx, req)
 	if err != nil {
 		return nil, err
@@ -248,7 +251,9 @@ func (s *Service) GetSessionScoped(ctx context.Context, req *session.GetRequest)
 	return s.get(ctx, req, false)
 }
 
-func (s *Service) get(ctx context.Context, req *session.GetRequest, shared bool) (*session.GetResponse, error) {
+func (s *Service) get(ctx context.Context, req *session.GetRequest, shared bool) (_ *session.GetResponse, err error) {
+	ctx, span := startSpan(ctx, "baton.session.get", req.SessionID)
+	defer func() { endSpan(span, err) }()
 	if err := validateKey(req.AppName, req.UserID, req.SessionID); err != nil {
 		return nil, err
 	}
@@ -523,7 +528,7 @@ type SideDoc struct {
 // lease rather than by the handle: it fails with ErrConflict if another
 // handle of the same holder appended since this one was read, and with
 // ErrLeaseLost once the session was taken over.
-func (s *Service) AppendEventWith(ctx context.Context, sess session.Session, event *session.Event, docs []SideDoc) error {
+func (s *Service) AppendEventWith(ctx context.Context, sess session.Session, event *session.Event, docs []SideDoc) (err error) {
 	if sess == nil {
 		return errors.New("append event: session is nil")
 	}
@@ -540,6 +545,11 @@ func (s *Service) AppendEventWith(ctx context.Context, sess session.Session, eve
 	if !ss.tailKnown {
 		return fmt.Errorf("append event: session %q came from List; read it with Get first", ss.id)
 	}
+	// The documents created with the event are, on the engine's path, the
+	// ledger records of the calls it pauses.
+	ctx, span := startSpan(ctx, "baton.session.append", ss.id,
+		attribute.String("baton.event.author", event.Author), attribute.Int("baton.ledger.records", len(docs)))
+	defer func() { endSpan(span, err) }()
 	ss.appendMu.Lock()
 	defer ss.appendMu.Unlock()
 	if l := ss.lease; l != nil {

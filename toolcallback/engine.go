@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/adk/v2/agent"
 	"google.golang.org/adk/v2/platform"
 	"google.golang.org/adk/v2/runner"
@@ -251,6 +253,9 @@ func (e *Engine) release(ctx context.Context, h *hold) {
 // reader never sees a call that has no record.
 func (e *Engine) start(ctx context.Context, h *hold, user, sid, client string, msg *genai.Content, after func(context.Context)) *Invocation {
 	inv := newInvocation()
+	// The run is detached from the request's cancellation, not from its
+	// trace: its span, and ADK's under it, stay in the request's trace.
+	ctx, span := tracer.Start(ctx, "baton.invocation", trace.WithAttributes(attribute.String("baton.session.id", sid)))
 	runCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.opts.InvocationTimeout)
 	runCtx = withRunState(h.bind(runCtx), client)
 	go func() {
@@ -262,6 +267,8 @@ func (e *Engine) start(ctx context.Context, h *hold, user, sid, client string, m
 		}
 	}()
 	go func() {
+		var runErr error
+		defer func() { endSpan(span, runErr) }()
 		defer cancel()
 		defer inv.close()
 		defer e.release(runCtx, h)
@@ -270,12 +277,14 @@ func (e *Engine) start(ctx context.Context, h *hold, user, sid, client string, m
 			// with every other request on it.
 			if p := recover(); p != nil {
 				e.opts.Logger.Error("invocation panicked", "session", sid, "panic", fmt.Sprint(p))
-				inv.fail(fmt.Errorf("invocation panicked: %v", p))
+				runErr = fmt.Errorf("invocation panicked: %v", p)
+				inv.fail(runErr)
 			}
 		}()
 		for ev, err := range e.runner.Run(runCtx, user, sid, msg, agent.RunConfig{StreamingMode: e.opts.StreamingMode}) {
 			if err != nil {
 				e.opts.Logger.Error("invocation", "session", sid, "error", err)
+				runErr = err
 				inv.fail(err)
 				break
 			}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/adk/v2/platform"
 	"google.golang.org/adk/v2/session"
 	"google.golang.org/adk/v2/tool/toolconfirmation"
@@ -101,13 +103,15 @@ func (e *Engine) Resume(ctx context.Context, r Result) (*Resumption, error) {
 	}
 
 	sweepAt := now.Add(e.opts.AnswerGrace)
-	_, err = ref.Update(ctx, []firestore.Update{
+	actx, span := tracer.Start(ctx, "baton.ledger.answer", trace.WithAttributes(attribute.String("baton.call.id", r.CallID)))
+	_, err = ref.Update(actx, []firestore.Update{
 		{Path: "status", Value: string(StatusResolved)},
 		{Path: "answer", Value: answer},
 		{Path: "resolvedBy", Value: r.ClientID},
 		{Path: "resolved", Value: now},
 		{Path: "sweepAt", Value: sweepAt},
 	}, firestore.LastUpdateTime(snap.UpdateTime))
+	endSpan(span, err)
 	if status.Code(err) == codes.FailedPrecondition {
 		// Another answer (or the sweeper) got there first.
 		doc, _, rerr := e.readCall(ctx, ref)
@@ -132,7 +136,9 @@ func (e *Engine) Resume(ctx context.Context, r Result) (*Resumption, error) {
 }
 
 // readCall reads a ledger record.
-func (e *Engine) readCall(ctx context.Context, ref *firestore.DocumentRef) (*callDoc, *firestore.DocumentSnapshot, error) {
+func (e *Engine) readCall(ctx context.Context, ref *firestore.DocumentRef) (_ *callDoc, _ *firestore.DocumentSnapshot, err error) {
+	ctx, span := tracer.Start(ctx, "baton.ledger.read", trace.WithAttributes(attribute.String("baton.call.id", ref.ID)))
+	defer func() { endSpan(span, err) }()
 	snap, err := ref.Get(ctx)
 	if status.Code(err) == codes.NotFound {
 		return nil, nil, fmt.Errorf("%w: call %q", ErrNotFound, ref.ID)
@@ -182,7 +188,10 @@ func checkAnswer(kind Kind, a Answer) error {
 
 // resumeStep resumes the agent with the answers of doc's model step when
 // every call of the step has one and the agent does not have them yet.
-func (e *Engine) resumeStep(ctx context.Context, doc *callDoc, client string, wait time.Duration) (*Resumption, error) {
+func (e *Engine) resumeStep(ctx context.Context, doc *callDoc, client string, wait time.Duration) (_ *Resumption, err error) {
+	ctx, span := tracer.Start(ctx, "baton.resume", trace.WithAttributes(
+		attribute.String("baton.session.id", doc.Session), attribute.String("baton.step", doc.Step)))
+	defer func() { endSpan(span, err) }()
 	c, err := doc.call()
 	if err != nil {
 		return nil, err

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"cloud.google.com/go/firestore"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/adk/v2/session"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -82,7 +84,9 @@ func (e *Engine) getSession(ctx context.Context, user, sid string, recent int) (
 
 // queryCalls returns the calls matching q, in creation order, with their
 // snapshots.
-func queryCalls(ctx context.Context, q firestore.Query) ([]*callDoc, []*firestore.DocumentSnapshot, error) {
+func queryCalls(ctx context.Context, q firestore.Query) (_ []*callDoc, _ []*firestore.DocumentSnapshot, err error) {
+	ctx, span := tracer.Start(ctx, "baton.ledger.query")
+	defer func() { endSpan(span, err) }()
 	snaps, err := q.Documents(ctx).GetAll()
 	if err != nil {
 		return nil, nil, fmt.Errorf("query ledger: %w", translate(err))
@@ -113,10 +117,12 @@ func queryCalls(ctx context.Context, q firestore.Query) ([]*callDoc, []*firestor
 
 // markResumed records that the agent has the answers of calls: Sweep
 // stops looking at them.
-func (e *Engine) markResumed(ctx context.Context, docs []*callDoc) error {
+func (e *Engine) markResumed(ctx context.Context, docs []*callDoc) (err error) {
 	if len(docs) == 0 {
 		return nil
 	}
+	ctx, span := tracer.Start(ctx, "baton.ledger.mark_resumed", trace.WithAttributes(attribute.Int("baton.ledger.records", len(docs))))
+	defer func() { endSpan(span, err) }()
 	batch := e.client.Batch()
 	for _, d := range docs {
 		batch.Update(e.callRef(d.User, d.Session, d.ID), []firestore.Update{
@@ -124,7 +130,7 @@ func (e *Engine) markResumed(ctx context.Context, docs []*callDoc) error {
 			{Path: "sweepAt", Value: firestore.Delete},
 		})
 	}
-	_, err := batch.Commit(ctx)
+	_, err = batch.Commit(ctx)
 	return translate(err)
 }
 

@@ -53,6 +53,7 @@ locals {
     BATON_IDLE_RETENTION     = var.idle_retention
     BATON_SWEEP_AUDIENCE     = local.sweep_audience
     BATON_SWEEP_INVOKER      = google_service_account.scheduler.email
+    BATON_TRACE_EXPORT       = var.trace_export
   }
 
   # Vertex AI mode, read by the genai client itself (GOOGLE_CLOUD_PROJECT

@@ -16,6 +16,14 @@ resource "google_project_iam_member" "runtime_firestore" {
   member  = google_service_account.runtime.member
 }
 
+resource "google_project_iam_member" "runtime_trace" {
+  count = var.trace_export == "cloudtrace" ? 1 : 0
+
+  project = var.project
+  role    = "roles/cloudtrace.agent"
+  member  = google_service_account.runtime.member
+}
+
 resource "google_project_iam_member" "runtime_vertex" {
   count = var.use_vertex_ai ? 1 : 0
 

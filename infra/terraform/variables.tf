@@ -237,3 +237,14 @@ variable "source_archive" {
   type        = string
   default     = "../../baton.zip"
 }
+
+variable "trace_export" {
+  description = "Where the functions send their spans (BATON_TRACE_EXPORT): none, or cloudtrace (Cloud Trace in this project; enables its API and grants the runtime account roles/cloudtrace.agent)."
+  type        = string
+  default     = "none"
+
+  validation {
+    condition     = contains(["none", "cloudtrace"], var.trace_export)
+    error_message = "trace_export: none or cloudtrace."
+  }
+}

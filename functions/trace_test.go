@@ -1,0 +1,193 @@
+package functions
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/baton-run/baton/internal/modeltest"
+)
+
+// spans records every span of the test binary. OpenTelemetry's global
+// provider, which ADK reads at init, can be set once per process, so
+// TestMain installs it; tests running in parallel share the recorder and
+// tell their spans apart by trace id.
+var spans = tracetest.NewSpanRecorder()
+
+func installTestTracing() {
+	if _, err := InstallTracing(context.Background(), Config{TraceExport: TraceExportNone}, spans); err != nil {
+		panic(err)
+	}
+}
+
+// spanTree is one trace's ended spans.
+type spanTree struct {
+	byID  map[trace.SpanID]sdktrace.ReadOnlySpan
+	spans []sdktrace.ReadOnlySpan
+}
+
+// traceOf waits until the trace holds an ended span named root (the request
+// span ends just after the response's last byte) and returns the trace.
+func traceOf(t *testing.T, id trace.TraceID, root string) *spanTree {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		tr := &spanTree{byID: map[trace.SpanID]sdktrace.ReadOnlySpan{}}
+		for _, s := range spans.Ended() {
+			if s.SpanContext().TraceID() == id {
+				tr.byID[s.SpanContext().SpanID()] = s
+				tr.spans = append(tr.spans, s)
+			}
+		}
+		if slices.ContainsFunc(tr.spans, func(s sdktrace.ReadOnlySpan) bool { return s.Name() == root }) {
+			return tr
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("trace %s: no %s span ended; have %d spans", id, root, len(tr.spans))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// path names a span by its ancestry, root first, each name cut at its
+// first space ("invoke_agent assistant" is invoke_agent).
+func (tr *spanTree) path(s sdktrace.ReadOnlySpan) string {
+	var names []string
+	for ok := true; ok; s, ok = tr.byID[s.Parent().SpanID()] {
+		name, _, _ := strings.Cut(s.Name(), " ")
+		names = append(names, name)
+	}
+	slices.Reverse(names)
+	return strings.Join(names, " > ")
+}
+
+// find returns the spans at path.
+func (tr *spanTree) find(path string) []sdktrace.ReadOnlySpan {
+	var out []sdktrace.ReadOnlySpan
+	for _, s := range tr.spans {
+		if tr.path(s) == path {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (tr *spanTree) paths() []string {
+	var out []string
+	for _, s := range tr.spans {
+		if p := tr.path(s); !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func intAttr(s sdktrace.ReadOnlySpan, key string) (int64, bool) {
+	for _, kv := range s.Attributes() {
+		if kv.Key == attribute.Key(key) {
+			return kv.Value.AsInt64(), true
+		}
+	}
+	return 0, false
+}
+
+// TestSpanTree: a turn that pauses on a browser call and the resume that
+// answers it are each one trace, continuing the caller's (traceparent on
+// the turn, X-Cloud-Trace-Context on the result), with Baton's spans for
+// the lease, the session, the ledger and the resume around ADK's, and the
+// request log lines carry the same trace id.
+func TestSpanTree(t *testing.T) {
+	t.Parallel()
+	f := newHTTPFixture(t, nil,
+		modeltest.CallReply(modeltest.Call("c1", "change_bgm", map[string]any{"track": 2})),
+		modeltest.EchoReply,
+	)
+	const (
+		turnTrace   = "4bf92f3577b34da6a3ce929d0e0e4736"
+		turnParent  = "00f067aa0ba902b7"
+		resumeTrace = "0af7651916cd43dd8448eb211c80319c"
+	)
+	f.stream(f.do(http.MethodPost, NameTurn, f.token("ada"),
+		map[string]any{"sessionId": "s1", "clientId": "tab-a", "text": "change the music to track 2"},
+		map[string]string{"traceparent": "00-" + turnTrace + "-" + turnParent + "-01"}))
+	f.stream(f.do(http.MethodPost, NameToolResult, f.token("ada"),
+		map[string]any{"sessionId": "s1", "toolCallId": "c1", "clientId": "tab-a", "output": map[string]any{"playing": 2}},
+		map[string]string{"X-Cloud-Trace-Context": resumeTrace + "/12345;o=1"}), "c1")
+
+	id, _ := trace.TraceIDFromHex(turnTrace)
+	turn := traceOf(t, id, NameTurn)
+	root := turn.find(NameTurn)
+	if len(root) != 1 || root[0].SpanKind() != trace.SpanKindServer || root[0].Parent().SpanID().String() != turnParent {
+		t.Errorf("Turn spans = %v, want one server span whose parent is the traceparent's %s", root, turnParent)
+	}
+	for _, p := range []string{
+		"Turn > baton.lease.acquire",
+		"Turn > baton.invocation > baton.session.get",
+		"Turn > baton.invocation > invoke_agent > generate_content",
+		"Turn > baton.invocation > invoke_agent > execute_tool",
+		"Turn > baton.invocation > baton.session.append",
+		"Turn > baton.invocation > baton.lease.release",
+	} {
+		if len(turn.find(p)) == 0 {
+			t.Errorf("turn trace has no span at %q; it has:\n%s", p, strings.Join(turn.paths(), "\n"))
+		}
+	}
+	// The model's call to change_bgm is stored with its ledger record.
+	ledgered := 0
+	for _, s := range turn.find("Turn > baton.invocation > baton.session.append") {
+		if n, _ := intAttr(s, "baton.ledger.records"); n > 0 {
+			ledgered += int(n)
+		}
+	}
+	if ledgered != 1 {
+		t.Errorf("turn's appends wrote %d ledger records, want 1 (the paused call)", ledgered)
+	}
+
+	id, _ = trace.TraceIDFromHex(resumeTrace)
+	resume := traceOf(t, id, NameToolResult)
+	for _, p := range []string{
+		"ToolResult > baton.ledger.read",
+		"ToolResult > baton.ledger.answer",
+		"ToolResult > baton.resume > baton.ledger.query",
+		"ToolResult > baton.resume > baton.lease.acquire",
+		"ToolResult > baton.resume > baton.session.get",
+		"ToolResult > baton.resume > baton.invocation > invoke_agent > generate_content",
+		"ToolResult > baton.resume > baton.invocation > baton.ledger.mark_resumed",
+		"ToolResult > baton.resume > baton.invocation > baton.lease.release",
+	} {
+		if len(resume.find(p)) == 0 {
+			t.Errorf("resume trace has no span at %q; it has:\n%s", p, strings.Join(resume.paths(), "\n"))
+		}
+	}
+
+	want := map[string]bool{
+		"projects/" + testProject + "/traces/" + turnTrace:   false,
+		"projects/" + testProject + "/traces/" + resumeTrace: false,
+	}
+	for _, line := range strings.Split(strings.TrimSpace(f.logs.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		if tr, ok := m["logging.googleapis.com/trace"].(string); ok && m["message"] == "request" {
+			if _, known := want[tr]; known {
+				want[tr] = true
+			}
+		}
+	}
+	for tr, seen := range want {
+		if !seen {
+			t.Errorf("no request log line with trace %s:\n%s", tr, f.logs.String())
+		}
+	}
+}
