@@ -161,11 +161,14 @@ func (f *fixture) pending(sid, client string) []*toolcallback.Call {
 }
 
 // history returns the stored session's events.
-func (f *fixture) history(sid string) []*session.Event {
-	f.t.Helper()
-	got, err := f.sessions.Get(f.t.Context(), &session.GetRequest{AppName: "app", UserID: "user-1", SessionID: sid})
+func (f *fixture) history(sid string) []*session.Event { return storedEvents(f.t, f.sessions, sid) }
+
+// storedEvents returns user-1's stored session sid's events.
+func storedEvents(t testing.TB, sessions *sessionstore.Service, sid string) []*session.Event {
+	t.Helper()
+	got, err := sessions.Get(t.Context(), &session.GetRequest{AppName: "app", UserID: "user-1", SessionID: sid})
 	if err != nil {
-		f.t.Fatalf("Get(%q) error = %v", sid, err)
+		t.Fatalf("Get(%q) error = %v", sid, err)
 	}
 	var out []*session.Event
 	for ev := range got.Session.Events().All() {

@@ -105,16 +105,7 @@ func TestSwitchRecordsWhatRan(t *testing.T) {
 }
 
 func (f *teamFixture) historyOf(sid string) []*session.Event {
-	f.t.Helper()
-	got, err := f.sessions.Get(f.t.Context(), &session.GetRequest{AppName: "app", UserID: "user-1", SessionID: sid})
-	if err != nil {
-		f.t.Fatalf("Get(%q) error = %v", sid, err)
-	}
-	var out []*session.Event
-	for ev := range got.Session.Events().All() {
-		out = append(out, ev)
-	}
-	return out
+	return storedEvents(f.t, f.sessions, sid)
 }
 
 func jsonNumber(v any) string {
