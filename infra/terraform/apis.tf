@@ -10,7 +10,10 @@ locals {
     "run.googleapis.com", # functions run as Cloud Run services
     "secretmanager.googleapis.com",
     "storage.googleapis.com", # the source bucket
-  ], var.use_vertex_ai ? ["aiplatform.googleapis.com"] : [])
+    ],
+    var.use_vertex_ai ? ["aiplatform.googleapis.com"] : [],
+    var.check_revoked ? ["identitytoolkit.googleapis.com"] : [], # revocation checks
+  )
 }
 
 resource "google_project_service" "apis" {
