@@ -3,8 +3,10 @@
 //
 //   cd local/e2e && npm ci && BATON_URL=http://127.0.0.1:8080 node --test scenarios.test.mjs
 //
-// Each scenario uses a fresh browser context (a new user and session) and
-// saves a screenshot in test-output/.
+// Each scenario uses a fresh browser context (a new user, signed in
+// anonymously to the Firebase Auth emulator, and a new session), refuses any
+// request that would leave the machine, and saves a screenshot in
+// test-output/.
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -42,13 +44,19 @@ const sel = (id, attrs = '') => `[data-testid="${id}"]${attrs}`;
 function scenario(title, slug, fn) {
   test(title, async (t) => {
     const contexts = [];
+    const offsite = []; // requests that would leave the machine, refused
     t.newContext = async () => {
       const context = await browser.newContext({ viewport: { width: 820, height: 760 } });
+      await context.route((url) => !['127.0.0.1', 'localhost'].includes(url.hostname), (route) => {
+        offsite.push(route.request().url());
+        return route.abort();
+      });
       contexts.push(context);
       return context;
     };
     try {
       await fn(t);
+      assert.deepEqual(offsite, [], 'the page asked for something beyond this machine');
     } catch (err) {
       const pages = contexts.flatMap((c) => c.pages());
       for (const [i, page] of pages.entries()) {
@@ -114,13 +122,13 @@ async function ids(page) {
   };
 }
 
-/** Calls GET /Pending from inside the page, as the given client. */
-function pendingFor(page, { user, session, client }) {
-  return page.evaluate(async ([u, s, c]) => {
+/** Calls GET /Pending from inside the page, as its user and the given client. */
+function pendingFor(page, { session, client }) {
+  return page.evaluate(async ([s, c]) => {
     const q = new URLSearchParams({ sessionId: s, clientId: c, history: '0' });
-    const res = await fetch(`/Pending?${q}`, { headers: { 'X-Baton-User': u } });
+    const res = await fetch(`/Pending?${q}`, { headers: await window.batonHeaders() });
     return res.json();
-  }, [user, session, client]);
+  }, [session, client]);
 }
 
 function noPageErrors(...pages) {
@@ -157,6 +165,9 @@ scenario('two tabs of one user: the tool request reaches only the tab that asked
   const a = await ids(asker);
   const b = await ids(other);
   assert.equal(b.user, a.user, 'one user per browser profile');
+  const sent = await asker.evaluate(() => window.batonHeaders());
+  assert.match(sent.Authorization ?? '', /^Bearer [\w-]+\.[\w-]+\./, 'signed in through Firebase Auth, not a development identity');
+  assert.equal(sent['X-Baton-User'], undefined, 'no development identity header');
   assert.equal(b.session, a.session, 'one session per browser profile');
   assert.notEqual(b.client, a.client, 'one client id per tab');
 
