@@ -10,7 +10,9 @@ import (
 	firebase "firebase.google.com/go/v4"
 	"firebase.google.com/go/v4/auth"
 	"firebase.google.com/go/v4/errorutils"
+	"golang.org/x/oauth2"
 	"google.golang.org/api/idtoken"
+	"google.golang.org/api/option"
 
 	"github.com/baton-run/baton/sessionstore"
 )
@@ -36,12 +38,19 @@ var ErrAuthUnavailable = errors.New("token verification unavailable")
 // keyFetchTimeout bounds one fetch of the scheduler's signing keys.
 const keyFetchTimeout = 10 * time.Second
 
-// newAuthClient returns the Firebase Admin SDK's Auth client for project,
-// with Application Default Credentials (used only by revocation checks). With
+// newAuthClient returns the Firebase Admin SDK's Auth client for project.
+// Verifying a token needs only Google's public keys; revocation checks call
+// the Auth API, and only then does the client get Application Default
+// Credentials. (Without credentials given, the SDK looks them up when the
+// client is made, which off Google Cloud probes the metadata server.) With
 // FIREBASE_AUTH_EMULATOR_HOST set, the SDK talks to that emulator instead and
 // accepts its unsigned tokens; ConfigFromEnv refuses the variable on Cloud Run.
-func newAuthClient(ctx context.Context, project string) (*auth.Client, error) {
-	app, err := firebase.NewApp(ctx, &firebase.Config{ProjectID: project})
+func newAuthClient(ctx context.Context, project string, checkRevoked bool) (*auth.Client, error) {
+	var opts []option.ClientOption
+	if !checkRevoked {
+		opts = append(opts, option.WithTokenSource(noCredentials{}))
+	}
+	app, err := firebase.NewApp(ctx, &firebase.Config{ProjectID: project}, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("firebase: %w", err)
 	}
@@ -50,6 +59,13 @@ func newAuthClient(ctx context.Context, project string) (*auth.Client, error) {
 		return nil, fmt.Errorf("firebase auth: %w", err)
 	}
 	return client, nil
+}
+
+// noCredentials stands in for credentials the Auth client never needs.
+type noCredentials struct{}
+
+func (noCredentials) Token() (*oauth2.Token, error) {
+	return nil, errors.New("no credentials: the Auth API is called only with BATON_CHECK_REVOKED=true")
 }
 
 // firebaseIdentity takes the user from a Firebase Auth ID token verified by

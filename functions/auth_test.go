@@ -5,10 +5,8 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/sha256"
-	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"math/big"
@@ -16,7 +14,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -52,7 +49,7 @@ func newTestAuthClient(t *testing.T, addr string) *auth.Client {
 			os.Unsetenv(authtest.HostEnv)
 		}
 	}()
-	client, err := newAuthClient(t.Context(), testProject)
+	client, err := newAuthClient(t.Context(), testProject, true)
 	if err != nil {
 		t.Fatalf("newAuthClient() error = %v", err)
 	}
@@ -231,15 +228,10 @@ func TestProductionAuthOffline(t *testing.T) {
 		}
 		cmd.Env = append(cmd.Env, kv)
 	}
-	// Application Default Credentials of a made-up service account, so that
-	// the SDK finds credentials without asking a metadata server; a metadata
-	// server, if asked, would be the proxy.
-	creds := filepath.Join(t.TempDir(), "service-account.json")
-	if err := os.WriteFile(creds, fakeServiceAccount(t), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	// A metadata server, if the SDK looked for credentials, would be the
+	// proxy too: verifying needs none, and the child must not ask.
 	cmd.Env = append(cmd.Env, "BATON_TEST_PRODUCTION_AUTH=1", "HTTPS_PROXY="+proxy.URL,
-		"GOOGLE_APPLICATION_CREDENTIALS="+creds, "GCE_METADATA_HOST="+strings.TrimPrefix(proxy.URL, "http://"))
+		"GCE_METADATA_HOST="+strings.TrimPrefix(proxy.URL, "http://"))
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("child: %v\n%s", err, out)
@@ -263,7 +255,7 @@ func productionAuthChild(t *testing.T) {
 	if os.Getenv(authtest.HostEnv) != "" {
 		t.Fatal("the child must run without the Auth emulator")
 	}
-	client, err := newAuthClient(t.Context(), testProject) // as NewServer makes it in production
+	client, err := newAuthClient(t.Context(), testProject, false) // as NewServer makes it in production
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,30 +305,6 @@ func productionAuthChild(t *testing.T) {
 			t.Errorf("%s: status(%v) = %d %+v, want %d (503s with a retry delay)", tt.name, err, code, body, wantCode)
 		}
 	}
-}
-
-// fakeServiceAccount returns a service account key file for a made-up
-// account, with a fresh private key.
-func fakeServiceAccount(t *testing.T) []byte {
-	t.Helper()
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := json.Marshal(map[string]string{
-		"type": "service_account", "project_id": testProject, "private_key_id": "test",
-		"private_key":  string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})),
-		"client_email": "functions@" + testProject + ".iam.gserviceaccount.com", "client_id": "1",
-		"token_uri": "https://oauth2.googleapis.com/token",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 // testKeyServer plays Google's OIDC key server (the JWKS at

@@ -58,7 +58,7 @@ func NewServer(cfg Config, sessions *sessionstore.Service, team *toolcallback.Te
 	client := opts.Auth
 	if client == nil {
 		var err error
-		if client, err = newAuthClient(ctx, cfg.Project); err != nil {
+		if client, err = newAuthClient(ctx, cfg.Project, cfg.CheckRevoked); err != nil {
 			return nil, err
 		}
 	}
