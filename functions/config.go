@@ -41,6 +41,13 @@ type Config struct {
 	SweepAudience string // BATON_SWEEP_AUDIENCE
 	SweepInvoker  string // BATON_SWEEP_INVOKER
 
+	// CheckRevoked also asks the Firebase Auth API, on every request, whether
+	// the user's tokens were revoked or the user was disabled or deleted
+	// (the Admin SDK's VerifyIDTokenAndCheckRevoked). It costs one more API
+	// call per request, counted against the Auth API's quota; without it a
+	// revoked token is accepted until it expires (at most an hour).
+	CheckRevoked bool // BATON_CHECK_REVOKED
+
 	// DevIdentity takes the user id from the X-Baton-User header instead of
 	// a verified token. For the local runner only: ConfigFromEnv refuses it
 	// on Cloud Run (K_SERVICE set).
@@ -49,6 +56,10 @@ type Config struct {
 	// TraceExport says where the instance's spans go: TraceExportNone or
 	// TraceExportCloudTrace (see InstallTracing).
 	TraceExport string // BATON_TRACE_EXPORT
+	// AuthEmulator is the Firebase Auth emulator the Admin SDK talks to
+	// instead of Firebase Auth, accepting its unsigned tokens. The SDK reads
+	// the variable itself; ConfigFromEnv reads it to refuse it on Cloud Run.
+	AuthEmulator string // FIREBASE_AUTH_EMULATOR_HOST
 }
 
 // EnvVar documents one environment variable the functions read.
@@ -79,9 +90,11 @@ var EnvVars = []EnvVar{
 	{Name: "BATON_IDLE_RETENTION", Default: "720h"},
 	{Name: "BATON_SWEEP_AUDIENCE"},
 	{Name: "BATON_SWEEP_INVOKER"},
+	{Name: "BATON_CHECK_REVOKED", Default: "false"},
 	{Name: "BATON_DEV_IDENTITY", Default: "false"},
 	{Name: "BATON_TRACE_EXPORT", Default: TraceExportNone},
-	{Name: "K_SERVICE"}, // set by Cloud Run; only read to refuse dev identity there
+	{Name: "FIREBASE_AUTH_EMULATOR_HOST"}, // local runner and tests only
+	{Name: "K_SERVICE"},                   // set by Cloud Run; only read to refuse dev identity and the emulator there
 }
 
 // ConfigFromEnv reads the configuration through lookup (os.LookupEnv in
@@ -123,6 +136,7 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 		SweepAudience:     get("BATON_SWEEP_AUDIENCE"),
 		SweepInvoker:      get("BATON_SWEEP_INVOKER"),
 		TraceExport:       get("BATON_TRACE_EXPORT"),
+		AuthEmulator:      get("FIREBASE_AUTH_EMULATOR_HOST"),
 	}
 	for _, o := range strings.Split(get("BATON_ALLOWED_ORIGINS"), ",") {
 		if o = strings.TrimSpace(o); o != "" {
@@ -136,8 +150,14 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 	if c.DevIdentity, err = strconv.ParseBool(get("BATON_DEV_IDENTITY")); err != nil {
 		errs = append(errs, fmt.Errorf("BATON_DEV_IDENTITY=%q: want true or false", get("BATON_DEV_IDENTITY")))
 	}
+	if c.CheckRevoked, err = strconv.ParseBool(get("BATON_CHECK_REVOKED")); err != nil {
+		errs = append(errs, fmt.Errorf("BATON_CHECK_REVOKED=%q: want true or false", get("BATON_CHECK_REVOKED")))
+	}
 	if c.DevIdentity && get("K_SERVICE") != "" {
 		errs = append(errs, errors.New("BATON_DEV_IDENTITY=true is for the local runner and is refused on Cloud Run (K_SERVICE is set)"))
+	}
+	if c.AuthEmulator != "" && get("K_SERVICE") != "" {
+		errs = append(errs, errors.New("FIREBASE_AUTH_EMULATOR_HOST makes the Admin SDK accept unsigned tokens and is refused on Cloud Run (K_SERVICE is set)"))
 	}
 	if c.Project == "" && !c.DevIdentity {
 		errs = append(errs, errors.New("GOOGLE_CLOUD_PROJECT is required"))

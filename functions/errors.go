@@ -97,7 +97,7 @@ func status(err error) (int, apiErrorBody) {
 		return http.StatusGone, apiErrorBody{Code: "expired", Message: "the call expired or was cancelled before this answer arrived"}
 	case errors.Is(err, errMediaType):
 		return http.StatusUnsupportedMediaType, apiErrorBody{Code: "unsupported_media_type", Message: "send Content-Type: application/json"}
-	case errors.Is(err, sessionstore.ErrUnavailable), errors.Is(err, ErrKeysUnavailable), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, sessionstore.ErrUnavailable), errors.Is(err, ErrAuthUnavailable), errors.Is(err, context.DeadlineExceeded):
 		return http.StatusServiceUnavailable, apiErrorBody{Code: "unavailable", Message: "a backing service is unavailable; retry shortly", RetryAfterSeconds: 5}
 	}
 	return http.StatusInternalServerError, apiErrorBody{Code: "internal", Message: "internal error"}

@@ -5,7 +5,6 @@ import (
 	"log"
 	"net/http"
 	"os"
-	"strings"
 
 	"cloud.google.com/go/firestore"
 	"google.golang.org/adk/v2/agent/llmagent"
@@ -40,19 +39,6 @@ func ExampleNewServerWithClient() {
 		http.Handle("/"+name, s.Handler(name))
 	}
 	log.Fatal(http.ListenAndServe(":8080", nil))
-}
-
-func ExampleNewIDTokenVerifier() {
-	v := functions.NewIDTokenVerifier("my-firebase-project", nil)
-	http.HandleFunc("/whoami", func(w http.ResponseWriter, r *http.Request) {
-		raw, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		tok, err := v.Verify(r.Context(), raw)
-		if err != nil {
-			http.Error(w, "unauthenticated", http.StatusUnauthorized)
-			return
-		}
-		w.Write([]byte(tok.UserID))
-	})
 }
 
 func ExampleNewStreamWriter() {

@@ -13,11 +13,13 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
+	"firebase.google.com/go/v4/auth"
 	"google.golang.org/adk/v2/agent"
 	"google.golang.org/adk/v2/agent/llmagent"
 	"google.golang.org/adk/v2/tool"
 	"google.golang.org/adk/v2/tool/functiontool"
 
+	"github.com/baton-run/baton/internal/authtest"
 	"github.com/baton-run/baton/internal/firestoretest"
 	"github.com/baton-run/baton/internal/modeltest"
 	"github.com/baton-run/baton/toolcallback"
@@ -25,7 +27,7 @@ import (
 
 func TestMain(m *testing.M) {
 	installTestTracing()
-	firestoretest.Main(m)
+	firestoretest.Main(m, authtest.Stop)
 }
 
 const (
@@ -38,17 +40,21 @@ const (
 // httpFixture serves every function over real HTTP, against the emulator,
 // with a strict scripted model and locally minted ID tokens.
 type httpFixture struct {
-	t       *testing.T
-	srv     *httptest.Server
-	server  *Server
-	users   *testIssuer
-	sched   *testIssuer
-	model   *modeltest.Strict
-	client  *firestore.Client
-	counter *firestoretest.Counter
-	cfg     Config
-	booked  atomic.Int32
-	logs    *syncWriter
+	t        *testing.T
+	srv      *httptest.Server
+	server   *Server
+	auth     *auth.Client   // the Admin SDK's client of the Auth emulator; nil in development identity mode
+	authAddr string         // the Auth emulator's address
+	keys     *testKeyServer // Google's OIDC keys, for the scheduler's tokens
+	model    *modeltest.Strict
+	client   *firestore.Client
+	counter  *firestoretest.Counter
+	cfg      Config
+	booked   atomic.Int32
+	logs     *syncWriter
+
+	mu    sync.Mutex
+	users map[string]authtest.User // by the name tests give them
 }
 
 func testConfig() Config {
@@ -69,8 +75,11 @@ func newHTTPFixture(t *testing.T, mutate func(*Config), script ...modeltest.Repl
 		mutate(&f.cfg)
 	}
 	f.client, f.counter = firestoretest.NewCountingClient(t)
-	f.users = newTestIssuer(t, testProject)
-	f.sched = newTestIssuer(t, testProject)
+	f.keys = newTestKeyServer(t)
+	if !f.cfg.DevIdentity {
+		f.authAddr = authtest.Emulator(t, testProject)
+		f.auth = newTestAuthClient(t, f.authAddr)
+	}
 	type track struct {
 		Track int `json:"track"`
 	}
@@ -108,12 +117,9 @@ func newHTTPFixture(t *testing.T, mutate func(*Config), script ...modeltest.Repl
 		t.Fatal(err)
 	}
 	f.server, err = NewServerWithClient(f.cfg, f.client, []toolcallback.Member{{Agent: root}}, &ServerOptions{
-		Logger:     NewLogger(f.logs),
-		UserTokens: f.users.Verifier(nil),
-		SchedulerTokens: NewIDTokenVerifier(testProject, &IDTokenOptions{
-			KeysURL: f.sched.URL(), HTTPClient: f.sched.server.Client(),
-			Issuer: "https://accounts.google.com", Audience: testSweepAud,
-		}),
+		Logger:        NewLogger(f.logs),
+		Auth:          f.auth,
+		SchedulerKeys: f.keys.Client(),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -145,8 +151,24 @@ func (s *syncWriter) String() string {
 	return s.b.String()
 }
 
-// token mints a valid ID token for user.
-func (f *httpFixture) token(user string) string { return f.users.Token(f.t, user, nil) }
+// token returns an ID token of the user tests call name, signed in to the
+// Auth emulator on first use: names are this fixture's, uids the emulator's.
+func (f *httpFixture) token(name string) string { return f.user(name).IDToken }
+
+func (f *httpFixture) user(name string) authtest.User {
+	f.t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.users == nil {
+		f.users = map[string]authtest.User{}
+	}
+	u, ok := f.users[name]
+	if !ok {
+		u = authtest.SignUp(f.t, f.authAddr)
+		f.users[name] = u
+	}
+	return u
+}
 
 // do sends a request to a function and returns the response.
 func (f *httpFixture) do(method, name, token string, body any, header map[string]string) *http.Response {

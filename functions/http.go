@@ -221,24 +221,6 @@ type identity interface {
 	userID(ctx context.Context, r *http.Request) (string, error)
 }
 
-// tokenIdentity takes the user from a verified Firebase Auth ID token.
-type tokenIdentity struct{ v *IDTokenVerifier }
-
-func (t tokenIdentity) userID(ctx context.Context, r *http.Request) (string, error) {
-	raw, ok := bearer(r)
-	if !ok {
-		return "", fmt.Errorf("%w: no bearer token", errUnauthenticated)
-	}
-	tok, err := t.v.Verify(ctx, raw)
-	if err != nil {
-		return "", err
-	}
-	if err := sessionstore.ValidateID("user id", tok.UserID); err != nil {
-		return "", fmt.Errorf("%w: %w", errUnauthenticated, err)
-	}
-	return tok.UserID, nil
-}
-
 func bearer(r *http.Request) (string, bool) {
 	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {

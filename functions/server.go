@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
+	"firebase.google.com/go/v4/auth"
 
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
@@ -30,12 +31,13 @@ type Server struct {
 // production defaults.
 type ServerOptions struct {
 	Logger *slog.Logger
-	// UserTokens verifies users' Firebase ID tokens. Default: a verifier for
-	// cfg.Project with Google's keys.
-	UserTokens *IDTokenVerifier
-	// SchedulerTokens verifies the scheduler's OIDC token on Sweep.
-	// Default: Google's OIDC keys, audience cfg.SweepAudience.
-	SchedulerTokens *IDTokenVerifier
+	// Auth verifies users' Firebase ID tokens. Default: the Firebase Admin
+	// SDK's client for cfg.Project (the Auth emulator's when
+	// FIREBASE_AUTH_EMULATOR_HOST is set).
+	Auth *auth.Client
+	// SchedulerKeys fetches Google's OIDC signing keys, against which Sweep
+	// checks the scheduler's token. Default: a client with a 10 s timeout.
+	SchedulerKeys *http.Client
 }
 
 // NewServer returns a Server for a team already built over sessions.
@@ -49,14 +51,23 @@ func NewServer(cfg Config, sessions *sessionstore.Service, team *toolcallback.Te
 	}
 	if cfg.DevIdentity {
 		s.ident = devIdentity{}
-	} else {
-		v := opts.UserTokens
-		if v == nil {
-			v = NewIDTokenVerifier(cfg.Project, nil)
-		}
-		s.ident = tokenIdentity{v}
+		s.sweepCheck = devSchedulerCheck
+		return s, nil
 	}
-	s.sweepCheck = s.schedulerCheck(opts.SchedulerTokens)
+	ctx := context.Background() // the clients keep no context; this one only builds them
+	client := opts.Auth
+	if client == nil {
+		var err error
+		if client, err = newAuthClient(ctx, cfg.Project, cfg.CheckRevoked); err != nil {
+			return nil, err
+		}
+	}
+	s.ident = firebaseIdentity{client: client, checkRevoked: cfg.CheckRevoked}
+	sched, err := newSchedulerIdentity(ctx, opts.SchedulerKeys, cfg.SweepAudience, cfg.SweepInvoker)
+	if err != nil {
+		return nil, err
+	}
+	s.sweepCheck = sched.check
 	return s, nil
 }
 
@@ -119,42 +130,13 @@ func (s *Server) Handler(name string) http.Handler {
 // Team returns the server's team (the local runner sweeps with it).
 func (s *Server) Team() *toolcallback.Team { return s.team }
 
-// schedulerCheck returns Sweep's authorisation: a Google-signed OIDC token
-// for the configured audience and service account. In development
-// identity mode the X-Baton-User header must name "scheduler".
-func (s *Server) schedulerCheck(v *IDTokenVerifier) func(context.Context, *http.Request) error {
-	if s.cfg.DevIdentity {
-		return func(_ context.Context, r *http.Request) error {
-			if r.Header.Get("X-Baton-User") != "scheduler" {
-				return fmt.Errorf("%w: Sweep is for the scheduler", errUnauthenticated)
-			}
-			return nil
-		}
+// devSchedulerCheck is Sweep's authorisation in development identity mode:
+// the X-Baton-User header must name "scheduler".
+func devSchedulerCheck(_ context.Context, r *http.Request) error {
+	if r.Header.Get("X-Baton-User") != "scheduler" {
+		return fmt.Errorf("%w: Sweep is for the scheduler", errUnauthenticated)
 	}
-	if v == nil {
-		v = NewIDTokenVerifier(s.cfg.Project, &IDTokenOptions{
-			KeysURL: GoogleOIDCKeysURL, Issuer: "https://accounts.google.com", Audience: s.cfg.SweepAudience,
-		})
-	}
-	return func(ctx context.Context, r *http.Request) error {
-		if s.cfg.SweepAudience == "" || s.cfg.SweepInvoker == "" {
-			return fmt.Errorf("%w: BATON_SWEEP_AUDIENCE and BATON_SWEEP_INVOKER are not configured", errUnauthenticated)
-		}
-		raw, ok := bearer(r)
-		if !ok {
-			return fmt.Errorf("%w: no bearer token", errUnauthenticated)
-		}
-		tok, err := v.Verify(ctx, raw)
-		if err != nil {
-			return err
-		}
-		email, _ := tok.Claims["email"].(string)
-		verified, _ := tok.Claims["email_verified"].(bool)
-		if email != s.cfg.SweepInvoker || !verified {
-			return fmt.Errorf("%w: %q may not sweep", errForbidden, email)
-		}
-		return nil
-	}
+	return nil
 }
 
 // sweep expires overdue calls; the scheduler calls it.

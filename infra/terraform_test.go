@@ -44,7 +44,8 @@ var (
 	// defaultedEnv are variables of functions.EnvVars the deployment
 	// deliberately leaves to their default.
 	defaultedEnv = map[string]string{
-		"BATON_DEV_IDENTITY": "local runner only; its default, false, is the only safe value",
+		"BATON_DEV_IDENTITY":          "local runner only; its default, false, is the only safe value",
+		"FIREBASE_AUTH_EMULATOR_HOST": "local runner and tests only; set, the Admin SDK accepts unsigned tokens",
 	}
 	// platformEnv are variables Cloud Run sets and reserves.
 	platformEnv = map[string]string{
@@ -59,6 +60,7 @@ var modes = []struct {
 }{
 	{name: "Gemini API key", vars: nil},
 	{name: "Vertex AI", vars: map[string]cty.Value{"use_vertex_ai": cty.True}},
+	{name: "revocation checks", vars: map[string]cty.Value{"check_revoked": cty.True}},
 	{name: "enqueue, long invocations", vars: map[string]cty.Value{
 		"lease_policy":               cty.StringVal("enqueue"),
 		"lease_max_wait_seconds":     cty.NumberIntVal(45),
@@ -508,6 +510,9 @@ func TestTerraformRuntimeRoles(t *testing.T) {
 		allowed := []string{"roles/datastore.user"}
 		if m.vars["use_vertex_ai"].True() {
 			allowed = append(allowed, "roles/aiplatform.user")
+		}
+		if m.vars["check_revoked"].True() {
+			allowed = append(allowed, "roles/firebaseauth.viewer")
 		}
 		var got []string
 		for _, in := range m.instances(t, "google_project_iam_member") {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -17,17 +18,19 @@ import (
 	"time"
 
 	"github.com/baton-run/baton/functions"
+	"github.com/baton-run/baton/internal/authtest"
 	"github.com/baton-run/baton/internal/emulator"
 	"github.com/baton-run/baton/internal/firestoretest"
 )
 
-func TestMain(m *testing.M) { firestoretest.Main(m) }
+func TestMain(m *testing.M) { firestoretest.Main(m, authtest.Stop) }
 
 // startForTest runs the whole local system on a free port against the test
 // emulator and stops it when the test ends.
 func startForTest(t *testing.T) string {
 	t.Helper()
-	firestoretest.NewClient(t) // the shared emulator, started or skipped as the harness decides
+	firestoretest.NewClient(t)          // the shared emulator, started or skipped as the harness decides
+	authtest.Emulator(t, "baton-local") // the project of localDefaults
 	port, err := emulator.FreePort()
 	if err != nil {
 		t.Fatal(err)
@@ -69,16 +72,41 @@ func TestServesPageAndFunctions(t *testing.T) {
 	}
 	var cfg struct {
 		Model string `json:"model"`
+		Auth  struct {
+			Mode string `json:"mode"`
+			SDK  string `json:"sdk"`
+		} `json:"auth"`
 	}
 	json.NewDecoder(resp.Body).Decode(&cfg)
 	resp.Body.Close()
 	if !strings.Contains(cfg.Model, "offline") {
 		t.Errorf("model = %q, want the offline model named as such", cfg.Model)
 	}
-	req, _ := http.NewRequest(http.MethodPost, url+"/Turn", strings.NewReader(`{"sessionId":"s1","clientId":"tab","text":"what is 12*7?"}`))
+	if cfg.Auth.Mode != "firebase" || cfg.Auth.SDK == "" {
+		t.Errorf("auth = %+v, want the Firebase Auth emulator and the SDK's location", cfg.Auth)
+	}
+	for _, file := range []string{"firebase-app.js", "firebase-auth.js"} {
+		resp, err := http.Get(url + cfg.Auth.SDK + file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/javascript") {
+			t.Errorf("GET %s%s = %d %q, want the SDK's module", cfg.Auth.SDK, file, resp.StatusCode, resp.Header.Get("Content-Type"))
+		}
+	}
+	// Without a token, or with a development identity, a request is refused.
+	req, _ := http.NewRequest(http.MethodGet, url+"/Pending?sessionId=s1&clientId=tab", nil)
+	req.Header.Set("X-Baton-User", "local-user")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("Pending as X-Baton-User: %v %v, want 401 (development identity is off by default)", resp.StatusCode, err)
+	}
+	req, _ = http.NewRequest(http.MethodPost, url+"/Turn", strings.NewReader(`{"sessionId":"s1","clientId":"tab","text":"what is 12*7?"}`))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
-	req.Header.Set("X-Baton-User", "local-user")
+	// Signed in to the Auth emulator as a script would, not as a development
+	// identity: that is off by default.
+	req.Header.Set("Authorization", "Bearer "+authtest.SignUp(t, os.Getenv(authtest.HostEnv)).IDToken)
 	resp, err = http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -90,11 +118,47 @@ func TestServesPageAndFunctions(t *testing.T) {
 	}
 }
 
+// TestDevIdentityByHand: with BATON_DEV_IDENTITY=true (for scripts, and
+// what the runner falls back to without Node.js) the page is told so and
+// X-Baton-User names the user.
+func TestDevIdentityByHand(t *testing.T) {
+	t.Setenv("BATON_DEV_IDENTITY", "true")
+	url := startForTest(t)
+	resp, err := http.Get(url + "/config.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		Auth struct {
+			Mode string `json:"mode"`
+		} `json:"auth"`
+	}
+	json.NewDecoder(resp.Body).Decode(&cfg)
+	resp.Body.Close()
+	if cfg.Auth.Mode != "dev" {
+		t.Errorf("auth mode = %q, want dev", cfg.Auth.Mode)
+	}
+	req, _ := http.NewRequest(http.MethodGet, url+"/Pending?sessionId=s1&clientId=tab", nil)
+	req.Header.Set("X-Baton-User", "local-user")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("Pending as X-Baton-User = %d, want 404 (accepted; no such session)", resp.StatusCode)
+	}
+}
+
 // TestStartAndInterrupt builds the runner, starts it with its own
-// emulator, interrupts it as Ctrl-C does, and checks that it exits cleanly
-// and leaves no emulator process behind.
+// emulators (Firestore and Auth), interrupts it as Ctrl-C does, and checks
+// that it exits cleanly and leaves no emulator process behind.
 func TestStartAndInterrupt(t *testing.T) {
-	if err := emulator.Check(); err != nil {
+	err := emulator.Check()
+	if _, errNode := exec.LookPath("node"); err == nil && errNode != nil {
+		err = fmt.Errorf("%w: %w; %s", emulator.ErrAuthMissing, errNode, emulator.AuthInstallHint)
+	}
+	if err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("%v: %s", err, emulator.InstallHint)
 		}
@@ -109,7 +173,8 @@ func TestStartAndInterrupt(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin)
-	cmd.Env = append(withoutEnv(os.Environ(), "FIRESTORE_EMULATOR_HOST", "GOOGLE_API_KEY", "GEMINI_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI"), "PORT="+port)
+	cmd.Env = append(withoutEnv(os.Environ(), "FIRESTORE_EMULATOR_HOST", authtest.HostEnv, "BATON_DEV_IDENTITY",
+		"GOOGLE_API_KEY", "GEMINI_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI"), "PORT="+port)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -119,7 +184,7 @@ func TestStartAndInterrupt(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
-	emulatorPID, emulatorAddr := 0, ""
+	emulatorPID, emulatorAddr, authPID := 0, "", 0
 	lines := bufio.NewScanner(stderr)
 	for lines.Scan() {
 		var rec map[string]any
@@ -127,13 +192,16 @@ func TestStartAndInterrupt(t *testing.T) {
 			emulatorPID = int(rec["pid"].(float64))
 			emulatorAddr, _ = rec["addr"].(string)
 		}
+		if json.Unmarshal(lines.Bytes(), &rec) == nil && rec["message"] == "auth emulator started" {
+			authPID = int(rec["pid"].(float64))
+		}
 		if strings.Contains(lines.Text(), "Baton is running at") {
 			break
 		}
 	}
 	t.Logf("started in %s (emulator included)", time.Since(start).Round(time.Millisecond))
-	if emulatorPID == 0 {
-		t.Fatal("the runner did not report starting an emulator")
+	if emulatorPID == 0 || authPID == 0 {
+		t.Fatalf("the runner did not report starting both emulators (Firestore pid %d, Auth pid %d)", emulatorPID, authPID)
 	}
 	if resp, err := http.Get("http://127.0.0.1:" + port + "/"); err != nil || resp.StatusCode != 200 {
 		t.Fatalf("GET / after start: %v", err)
@@ -152,8 +220,10 @@ func TestStartAndInterrupt(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the runner did not exit within 30 s of Ctrl-C")
 	}
-	if err := syscall.Kill(-emulatorPID, 0); !errors.Is(err, syscall.ESRCH) {
-		t.Errorf("emulator process group %d still has processes (kill -0: %v)", emulatorPID, err)
+	for _, pid := range []int{emulatorPID, authPID} {
+		if err := syscall.Kill(-pid, 0); !errors.Is(err, syscall.ESRCH) {
+			t.Errorf("emulator process group %d still has processes (kill -0: %v)", pid, err)
+		}
 	}
 	_, emulatorPort, _ := net.SplitHostPort(emulatorAddr)
 	out, _ := exec.Command("ps", "-eo", "pid,args").Output()

@@ -9,10 +9,15 @@
 // calls) to stderr as an indented tree with durations.
 //
 // It uses FIRESTORE_EMULATOR_HOST when set and otherwise starts the emulator
-// itself, stopping it (its whole process group) on exit or Ctrl-C.
-// Development identity mode is on: the page sends a user id per browser
-// profile in X-Baton-User. Other settings come from the same environment
-// variables as the deployed functions.
+// itself, stopping it (its whole process group) on exit or Ctrl-C. Likewise
+// the Firebase Auth emulator (FIREBASE_AUTH_EMULATOR_HOST; npm firebase-tools,
+// installed once with npm ci): the page signs in anonymously through the
+// Firebase JS SDK and the functions verify its ID tokens with the Admin SDK,
+// as in production. Without node and npm it says so and falls back to
+// development identity (BATON_DEV_IDENTITY=true, which can also be set by
+// hand for scripts): the page then names its user in X-Baton-User. Other
+// settings come from the same environment variables as the deployed
+// functions.
 package main
 
 import (
@@ -30,6 +35,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -48,12 +54,15 @@ var webFiles embed.FS
 var tracing *summary
 
 // localDefaults are what the local runner sets when the environment does
-// not: a project for the emulator and development identity.
+// not: a project for the emulators.
 var localDefaults = map[string]string{
 	"GOOGLE_CLOUD_PROJECT": "baton-local",
-	"BATON_DEV_IDENTITY":   "true",
 	"BATON_PENDING_POLICY": "cancel",
 }
+
+// authEmulatorAPIKey is the API key the page gives the Firebase JS SDK; the
+// Auth emulator accepts any.
+const authEmulatorAPIKey = "local-demo-key"
 
 func main() {
 	addr := flag.String("addr", defaultAddr(), "address to serve on (PORT sets the port)")
@@ -85,9 +94,37 @@ func defaultAddr() string {
 // server accepts connections.
 func run(ctx context.Context, addr string, log *slog.Logger, ready chan<- string) error {
 	start := time.Now()
+	overrides := map[string]string{}
+	lookup := func(k string) (string, bool) {
+		if v, ok := overrides[k]; ok {
+			return v, true
+		}
+		if v, ok := os.LookupEnv(k); ok {
+			return v, true
+		}
+		v, ok := localDefaults[k]
+		return v, ok
+	}
+	project, _ := lookup("GOOGLE_CLOUD_PROJECT")
+	dev, _ := lookup("BATON_DEV_IDENTITY")
+
+	// The two emulators start at once: the Auth emulator takes longer.
+	var signIn *pageAuth
+	authDone := make(chan error, 1)
+	if ok, _ := strconv.ParseBool(dev); ok {
+		authDone <- nil
+	} else {
+		go func() {
+			var err error
+			signIn, err = startAuth(project, log)
+			authDone <- err
+		}()
+	}
 	if os.Getenv("FIRESTORE_EMULATOR_HOST") == "" {
 		emu, err := emulator.Start("", 30*time.Second)
 		if err != nil {
+			<-authDone
+			signIn.stop()
 			return err
 		}
 		defer func() {
@@ -98,13 +135,14 @@ func run(ctx context.Context, addr string, log *slog.Logger, ready chan<- string
 		os.Setenv("FIRESTORE_EMULATOR_HOST", emu.Addr)
 		log.Info("emulator started", "addr", emu.Addr, "pid", emu.Pid(), "after", time.Since(start).Round(time.Millisecond).String())
 	}
-	cfg, err := functions.ConfigFromEnv(func(k string) (string, bool) {
-		if v, ok := os.LookupEnv(k); ok {
-			return v, true
-		}
-		v, ok := localDefaults[k]
-		return v, ok
-	})
+	if err := <-authDone; err != nil {
+		log.Warn("no Firebase Auth emulator: development identity instead", "error", err.Error())
+		fmt.Fprintf(os.Stderr, "\n  Firebase Auth emulator unavailable: %v\n  Falling back to development identity: the page names its user in X-Baton-User.\n  To sign in through Firebase Auth as in production, %s.\n\n",
+			err, emulator.AuthInstallHint)
+		overrides["BATON_DEV_IDENTITY"] = "true"
+	}
+	defer signIn.stop()
+	cfg, err := functions.ConfigFromEnv(lookup)
 	if err != nil {
 		return err
 	}
@@ -147,9 +185,14 @@ func run(ctx context.Context, addr string, log *slog.Logger, ready chan<- string
 		return err
 	}
 	mux.Handle("/", http.FileServerFS(web))
+	page := map[string]any{"model": m.Name(), "agents": server.Team().Agents(), "auth": map[string]any{"mode": "dev"}}
+	if signIn != nil {
+		page["auth"] = signIn.config(cfg.Project)
+		mux.Handle("GET /vendor/firebase/", signIn.sdk())
+	}
 	mux.HandleFunc("GET /config.json", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(map[string]any{"model": m.Name(), "agents": server.Team().Agents()})
+		json.NewEncoder(w).Encode(page)
 	})
 
 	ln, err := net.Listen("tcp", addr)
@@ -161,8 +204,13 @@ func run(ctx context.Context, addr string, log *slog.Logger, ready chan<- string
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	url := "http://" + ln.Addr().String()
-	log.Info("Baton is running", "url", url, "model", m.Name(), "startup", time.Since(start).Round(time.Millisecond).String())
-	fmt.Fprintf(os.Stderr, "\n  Baton is running at %s\n  Model: %s\n  Started in %s. Ctrl-C stops it.\n\n", url, m.Name(), time.Since(start).Round(time.Millisecond))
+	identity := "development identity (X-Baton-User)"
+	if signIn != nil {
+		identity = "Firebase Auth emulator at " + signIn.addr + " (anonymous sign-in)"
+	}
+	log.Info("Baton is running", "url", url, "model", m.Name(), "identity", identity, "startup", time.Since(start).Round(time.Millisecond).String())
+	fmt.Fprintf(os.Stderr, "\n  Baton is running at %s\n  Model: %s\n  Users: %s\n  Started in %s. Ctrl-C stops it.\n\n",
+		url, m.Name(), identity, time.Since(start).Round(time.Millisecond))
 	if ready != nil {
 		ready <- url
 	}

@@ -13,6 +13,7 @@ locals {
     ],
     var.use_vertex_ai ? ["aiplatform.googleapis.com"] : [],
     var.trace_export == "cloudtrace" ? ["cloudtrace.googleapis.com"] : [],
+    var.check_revoked ? ["identitytoolkit.googleapis.com"] : [], # revocation checks
   )
 }
 

@@ -32,10 +32,10 @@ locals {
   # Sweep's own environment can carry it without a dependency cycle.
   sweep_audience = coalesce(var.sweep_audience, "https://${local.sweep_name}-${data.google_project.this.number}.${var.region}.run.app")
 
-  # Every variable functions.Config reads, except BATON_DEV_IDENTITY (local
-  # runner only; its default, false, is the only safe value) and K_SERVICE
-  # (set by Cloud Run). infra/terraform_test.go checks this against
-  # functions.EnvVars.
+  # Every variable functions.Config reads, except BATON_DEV_IDENTITY and
+  # FIREBASE_AUTH_EMULATOR_HOST (local runner and tests only; unset is the
+  # only safe value) and K_SERVICE (set by Cloud Run).
+  # infra/terraform_test.go checks this against functions.EnvVars.
   config_env = {
     GOOGLE_CLOUD_PROJECT     = var.project
     FIRESTORE_DATABASE       = google_firestore_database.baton.name
@@ -54,6 +54,7 @@ locals {
     BATON_SWEEP_AUDIENCE     = local.sweep_audience
     BATON_SWEEP_INVOKER      = google_service_account.scheduler.email
     BATON_TRACE_EXPORT       = var.trace_export
+    BATON_CHECK_REVOKED      = tostring(var.check_revoked)
   }
 
   # Vertex AI mode, read by the genai client itself (GOOGLE_CLOUD_PROJECT

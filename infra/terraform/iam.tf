@@ -1,7 +1,8 @@
 # Three identities, each with only what it needs.
 
 # The functions run as this account: Firestore data access, the two secrets
-# (granted on each secret, not project-wide) and, in Vertex AI mode, the model.
+# (granted on each secret, not project-wide), in Vertex AI mode the model and,
+# with check_revoked, users' accounts.
 resource "google_service_account" "runtime" {
   project      = var.project
   account_id   = "${var.name_prefix}-run"
@@ -21,6 +22,15 @@ resource "google_project_iam_member" "runtime_trace" {
 
   project = var.project
   role    = "roles/cloudtrace.agent"
+  member  = google_service_account.runtime.member
+}
+
+# Revocation checks read the user's account from the Firebase Auth API.
+resource "google_project_iam_member" "runtime_firebase_auth" {
+  count = var.check_revoked ? 1 : 0
+
+  project = var.project
+  role    = "roles/firebaseauth.viewer"
   member  = google_service_account.runtime.member
 }
 

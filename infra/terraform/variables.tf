@@ -129,6 +129,12 @@ variable "pending_policy" {
   }
 }
 
+variable "check_revoked" {
+  description = "Also ask the Firebase Auth API, on every request, whether the user's ID token was revoked or the user disabled or deleted (BATON_CHECK_REVOKED). Costs one Auth API call per request; without it a revoked token works until it expires (at most an hour). Grants the functions' account roles/firebaseauth.viewer."
+  type        = bool
+  default     = false
+}
+
 variable "idle_retention" {
   description = "How long a chat may stay idle before Sweep deletes it with its sessions, events and ledger records (BATON_IDLE_RETENTION, a Go duration in hours or less, e.g. 720h for 30 days)."
   type        = string

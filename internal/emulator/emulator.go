@@ -1,9 +1,12 @@
-// Package emulator starts and stops the Firestore emulator for the test
-// harness and the local runner.
+// Package emulator starts and stops the Firestore emulator and the Firebase
+// Auth emulator for the test harnesses and the local runner.
 //
-// The emulator runs in its own process group: gcloud starts a shell script
+// Each emulator runs in its own process group: gcloud starts a shell script
 // that starts java, and killing gcloud alone would leave java running, so
 // Stop kills the whole group (SIGTERM, then SIGKILL after a grace period).
+//
+// The Auth emulator is the one of npm's firebase-tools, pinned with the
+// Firebase JS SDK in firebase/package-lock.json; see [StartAuth].
 package emulator
 
 import (
@@ -87,7 +90,7 @@ func Start(addr string, timeout time.Duration) (*Emulator, error) {
 		cmd.Wait()
 		close(e.exited)
 	}()
-	if err := waitReady(addr, e.exited, timeout); err != nil {
+	if err := waitReady(addr, e.exited, timeout, firestoreReady); err != nil {
 		tail := logTail(e.log)
 		e.Stop()
 		if strings.Contains(tail, "component") || strings.Contains(tail, "not installed") || strings.Contains(tail, "java") {
@@ -134,9 +137,13 @@ func FreePort() (string, error) {
 	return port, err
 }
 
-// waitReady polls the emulator until it answers "Ok", exits, or timeout
-// passes.
-func waitReady(addr string, exited <-chan struct{}, timeout time.Duration) error {
+// firestoreReady reports whether the Firestore emulator's answer to GET /
+// says it is ready.
+func firestoreReady(body []byte) bool { return string(bytes.TrimSpace(body)) == "Ok" }
+
+// waitReady polls GET / on the emulator until ready accepts its answer, the
+// emulator exits, or timeout passes.
+func waitReady(addr string, exited <-chan struct{}, timeout time.Duration, ready func(body []byte) bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	client := &http.Client{Timeout: time.Second}
@@ -156,7 +163,7 @@ func waitReady(addr string, exited <-chan struct{}, timeout time.Duration) error
 		}
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if string(bytes.TrimSpace(body)) == "Ok" {
+		if ready(body) {
 			return nil
 		}
 	}

@@ -53,20 +53,27 @@ func requireEmulator(tb testing.TB) string {
 	return ""
 }
 
-// Main runs the tests, stops the emulator this binary started, if any, and
-// exits with the tests' exit code. On SIGINT or SIGTERM it stops the emulator
-// and exits with code 1. Call it from TestMain.
-func Main(m *testing.M) {
+// Main runs the tests, stops the emulator this binary started, if any, runs
+// cleanups (such as authtest.Stop) and exits with the tests' exit code. On
+// SIGINT or SIGTERM it does the same and exits with code 1. Call it from
+// TestMain.
+func Main(m *testing.M, cleanups ...func()) {
+	stop := func() {
+		stopEmulator()
+		for _, c := range cleanups {
+			c()
+		}
+	}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	go func() {
 		s := <-sig
-		stopEmulator()
+		stop()
 		fmt.Fprintf(os.Stderr, "firestoretest: %v\n", s)
 		os.Exit(1)
 	}()
 	code := m.Run()
-	stopEmulator()
+	stop()
 	os.Exit(code)
 }
 

@@ -3,10 +3,12 @@
 //
 //   cd local/e2e && npm ci && BATON_URL=http://127.0.0.1:8080 node --test scenarios.test.mjs
 //
-// Each scenario uses a fresh browser context (a new user and session) and
-// saves a screenshot in test-output/. Every turn and resume stream a
-// scenario's pages receive is also read with the AI SDK's own parser
-// (uistream.mjs): a resume must continue the message of its turn.
+// Each scenario uses a fresh browser context (a new user, signed in
+// anonymously to the Firebase Auth emulator, and a new session), refuses any
+// request that would leave the machine, and saves a screenshot in
+// test-output/. Every turn and resume stream a scenario's pages receive is
+// also read with the AI SDK's own parser (uistream.mjs): a resume must
+// continue the message of its turn.
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -46,8 +48,13 @@ function scenario(title, slug, fn) {
   test(title, async (t) => {
     const contexts = [];
     const watchers = [];
+    const offsite = []; // requests that would leave the machine, refused
     t.newContext = async () => {
       const context = await browser.newContext({ viewport: { width: 820, height: 760 } });
+      await context.route((url) => !['127.0.0.1', 'localhost'].includes(url.hostname), (route) => {
+        offsite.push(route.request().url());
+        return route.abort();
+      });
       contexts.push(context);
       watchers.push(await watchStreams(context));
       return context;
@@ -64,6 +71,7 @@ function scenario(title, slug, fn) {
       const read = await t.streamsRead();
       assert.ok(read.turns > 0, 'no turn stream was read with the AI SDK');
       t.diagnostic(`AI SDK read ${read.turns} turn and ${read.resumes} resume streams`);
+      assert.deepEqual(offsite, [], 'the page asked for something beyond this machine');
     } catch (err) {
       const pages = contexts.flatMap((c) => c.pages());
       for (const [i, page] of pages.entries()) {
@@ -129,13 +137,13 @@ async function ids(page) {
   };
 }
 
-/** Calls GET /Pending from inside the page, as the given client. */
-function pendingFor(page, { user, session, client }) {
-  return page.evaluate(async ([u, s, c]) => {
+/** Calls GET /Pending from inside the page, as its user and the given client. */
+function pendingFor(page, { session, client }) {
+  return page.evaluate(async ([s, c]) => {
     const q = new URLSearchParams({ sessionId: s, clientId: c, history: '0' });
-    const res = await fetch(`/Pending?${q}`, { headers: { 'X-Baton-User': u } });
+    const res = await fetch(`/Pending?${q}`, { headers: await window.batonHeaders() });
     return res.json();
-  }, [user, session, client]);
+  }, [session, client]);
 }
 
 function noPageErrors(...pages) {
@@ -174,6 +182,9 @@ scenario('two tabs of one user: the tool request reaches only the tab that asked
   const a = await ids(asker);
   const b = await ids(other);
   assert.equal(b.user, a.user, 'one user per browser profile');
+  const sent = await asker.evaluate(() => window.batonHeaders());
+  assert.match(sent.Authorization ?? '', /^Bearer [\w-]+\.[\w-]+\./, 'signed in through Firebase Auth, not a development identity');
+  assert.equal(sent['X-Baton-User'], undefined, 'no development identity header');
   assert.equal(b.session, a.session, 'one session per browser profile');
   assert.notEqual(b.client, a.client, 'one client id per tab');
 

@@ -1,9 +1,11 @@
 // Baton demo page: a chat over Baton's HTTP API (README, "HTTP API").
 // POST /Turn sends a message; POST /ToolResult answers a paused call (a
 // browser tool or an approval); GET /Pending restores the conversation and
-// this tab's open calls after a reload. Every request names the user in
-// X-Baton-User (the local runner's development identity mode).
+// this tab's open calls after a reload. Every request carries the user's
+// Firebase ID token (or, in development identity mode, X-Baton-User; see
+// auth.js).
 
+import { signIn } from './auth.js';
 import { readUIMessageStream } from './stream.js';
 import { isBrowserTool, runBrowserTool, playTrack, restoreTrack } from './tools.js';
 
@@ -18,10 +20,15 @@ const input = testId('composer-input');
 const sendButton = testId('send');
 const agentSelect = testId('agent');
 
-// The user and the session belong to the browser profile, the client id to
-// this tab: only the tab that started a turn may answer its browser calls.
+// The page's configuration and who is signed in: the user belongs to the
+// browser profile.
+const config = await fetch('/config.json').then((res) => res.json()).catch(() => ({}));
+const identity = await signIn(config.auth);
+
+// The session belongs to the browser profile too, the client id to this tab:
+// only the tab that started a turn may answer its browser calls.
 const ids = {
-  user: remember(localStorage, 'baton.user', 'user-'),
+  user: identity.user,
   session: remember(localStorage, 'baton.session', 'chat-'),
   client: remember(sessionStorage, 'baton.client', 'tab-'),
 };
@@ -76,9 +83,11 @@ function showActivity() {
 
 // --- HTTP -------------------------------------------------------------------
 
-function headers(extra = {}) {
-  return { 'X-Baton-User': ids.user, ...extra };
+async function headers(extra = {}) {
+  return { ...(await identity.headers()), ...extra };
 }
+// For the scripted checks in local/e2e, which call the API as this page.
+window.batonHeaders = headers;
 
 async function readJSON(res) {
   try {
@@ -103,7 +112,7 @@ async function post(path, body) {
     try {
       res = await fetch(path, {
         method: 'POST',
-        headers: headers({ 'Content-Type': 'application/json', Accept: 'text/event-stream' }),
+        headers: await headers({ 'Content-Type': 'application/json', Accept: 'text/event-stream' }),
         body: JSON.stringify(body),
       });
     } catch (err) {
@@ -575,7 +584,7 @@ async function restore() {
   const q = new URLSearchParams({ sessionId: ids.session, clientId: ids.client, history: '50' });
   let res;
   try {
-    res = await tracked('requests', () => fetch(`/Pending?${q}`, { headers: headers() }));
+    res = await tracked('requests', async () => fetch(`/Pending?${q}`, { headers: await headers() }));
   } catch (err) {
     systemLine('error', `Network error: ${err.message}. Is \`go run ./local\` still running?`);
     return;
@@ -631,18 +640,16 @@ function showIds() {
   testId('client-id').textContent = ids.client;
 }
 
-async function showModel() {
+function showModel() {
   const badge = testId('model');
-  try {
-    const res = await fetch('/config.json', { headers: headers() });
-    const config = await res.json();
-    // "offline (deterministic rules, …)" shows as "offline"; the rest is in the tooltip.
-    badge.textContent = `Model: ${String(config.model).split(' (')[0]}`;
-    badge.title = `Model: ${config.model}`;
-    if (agentSelect.options.length === 0) showAgents(config.agents);
-  } catch {
+  if (!config.model) {
     badge.textContent = 'Model: unknown';
+    return;
   }
+  // "offline (deterministic rules, …)" shows as "offline"; the rest is in the tooltip.
+  badge.textContent = `Model: ${String(config.model).split(' (')[0]}`;
+  badge.title = `Model: ${config.model}`;
+  if (agentSelect.options.length === 0) showAgents(config.agents);
 }
 
 form.addEventListener('submit', (e) => {
@@ -685,5 +692,6 @@ window.addEventListener('storage', (e) => {
 
 showIds();
 restoreTrack();
-await Promise.all([showModel(), restore()]);
+showModel();
+await restore();
 app.dataset.ready = 'true';
