@@ -9,8 +9,6 @@ import (
 	"cloud.google.com/go/firestore"
 	"google.golang.org/adk/v2/agent/llmagent"
 	"google.golang.org/adk/v2/model"
-	"google.golang.org/adk/v2/session"
-	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/functions"
 	"github.com/baton-run/baton/toolcallback"
@@ -39,15 +37,4 @@ func ExampleNewServerWithClient() {
 		http.Handle("/"+name, s.Handler(name))
 	}
 	log.Fatal(http.ListenAndServe(":8080", nil))
-}
-
-func ExampleNewStreamWriter() {
-	http.HandleFunc("/hello", func(w http.ResponseWriter, r *http.Request) {
-		sw := functions.NewStreamWriter(w, "msg-1")
-		sw.Start()
-		ev := &session.Event{Author: "assistant"}
-		ev.Content = genai.NewContentFromText("Hello!", genai.RoleModel)
-		sw.Event(ev, func(*genai.FunctionCall) functions.CallKind { return functions.CallServer })
-		sw.Finish() // finish, then data: [DONE]
-	})
 }
