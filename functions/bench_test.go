@@ -82,7 +82,7 @@ func benchFirestoreTurns(b *testing.B, chatID func(int) string) {
 	}
 	cfg := testConfig()
 	cfg.DevIdentity = true
-	s, err := NewServerWithClient(cfg, client, []toolcallback.Member{{Agent: root}}, &ServerOptions{Logger: NewLogger(io.Discard)})
+	s, err := NewServer(cfg, client, []toolcallback.Member{{Agent: root}}, &ServerOptions{Logger: NewLogger(io.Discard)})
 	if err != nil {
 		b.Fatal(err)
 	}

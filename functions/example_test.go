@@ -14,7 +14,7 @@ import (
 	"github.com/baton-run/baton/toolcallback"
 )
 
-func ExampleNewServerWithClient() {
+func ExampleNewServer() {
 	ctx := context.Background()
 	cfg, err := functions.ConfigFromEnv(os.LookupEnv)
 	if err != nil {
@@ -29,7 +29,7 @@ func ExampleNewServerWithClient() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	s, err := functions.NewServerWithClient(cfg, client, []toolcallback.Member{{Agent: root}}, nil)
+	s, err := functions.NewServer(cfg, client, []toolcallback.Member{{Agent: root}}, nil)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -117,7 +117,7 @@ func newHTTPFixture(t *testing.T, mutate func(*Config), script ...modeltest.Repl
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.server, err = NewServerWithClient(f.cfg, f.client, []toolcallback.Member{{Agent: root}}, &ServerOptions{
+	f.server, err = NewServer(f.cfg, f.client, []toolcallback.Member{{Agent: root}}, &ServerOptions{
 		Logger:        NewLogger(f.logs),
 		Auth:          f.auth,
 		SchedulerKeys: f.keys.Client(),

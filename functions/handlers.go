@@ -79,9 +79,6 @@ func (s *Server) turn(w http.ResponseWriter, r *http.Request, log *slog.Logger) 
 	if err := s.decodeJSON(w, r, &req); err != nil {
 		return err
 	}
-	if err := requireIDs("sessionId", req.SessionID, "clientId", req.ClientID); err != nil {
-		return err
-	}
 	msg, err := req.content()
 	if err != nil {
 		return err
@@ -127,9 +124,6 @@ func (s *Server) toolResult(w http.ResponseWriter, r *http.Request, log *slog.Lo
 	} else {
 		user, err := s.ident.userID(r.Context(), r)
 		if err != nil {
-			return err
-		}
-		if err := requireIDs("sessionId", req.SessionID, "toolCallId", req.ToolCallID, "clientId", req.ClientID); err != nil {
 			return err
 		}
 		result.UserID, result.SessionID, result.CallID, result.ClientID = user, req.SessionID, req.ToolCallID, req.ClientID
@@ -242,9 +236,6 @@ func (s *Server) pending(w http.ResponseWriter, r *http.Request, _ *slog.Logger)
 	}
 	q := r.URL.Query()
 	sid, client := q.Get("sessionId"), q.Get("clientId")
-	if err := requireIDs("sessionId", sid, "clientId", client); err != nil {
-		return err
-	}
 	limit := 30
 	if h := q.Get("history"); h != "" {
 		n, err := strconv.Atoi(h)
@@ -253,28 +244,17 @@ func (s *Server) pending(w http.ResponseWriter, r *http.Request, _ *slog.Logger)
 		}
 		limit = n
 	}
-	chat, err := s.team.Chat(r.Context(), user, sid)
+	state, err := s.team.Pending(r.Context(), user, sid, client, limit)
 	if err != nil {
 		return err
 	}
-	calls, err := s.team.Pending(r.Context(), user, sid, client)
-	if err != nil {
-		return err
-	}
-	resp := pendingResponse{Agent: chat.Agent, Agents: s.team.Agents(), Calls: []callView{}, History: []historyItem{}}
-	for _, c := range calls {
+	resp := pendingResponse{Agent: state.Agent, Agents: s.team.Agents(), Calls: []callView{}, History: history(state.History)}
+	for _, c := range state.Calls {
 		token := ""
 		if c.Kind == toolcallback.KindExternal && len(s.cfg.TokenKey) > 0 {
 			token, _ = s.team.Token(c)
 		}
 		resp.Calls = append(resp.Calls, newCallView(c, token))
-	}
-	if limit > 0 {
-		got, err := s.sessions.GetSessionScoped(r.Context(), &session.GetRequest{AppName: s.cfg.AppName, UserID: user, SessionID: chat.SessionID, NumRecentEvents: limit})
-		if err != nil {
-			return err
-		}
-		resp.History = history(got.Session.Events())
 	}
 	writeJSON(w, http.StatusOK, resp)
 	return nil
@@ -417,16 +397,6 @@ func decisionText(approved bool) string {
 		return "approved"
 	}
 	return "rejected"
-}
-
-// requireIDs validates ids given as name, value pairs, in order.
-func requireIDs(pairs ...string) error {
-	for i := 0; i+1 < len(pairs); i += 2 {
-		if err := sessionstore.ValidateID(pairs[i], pairs[i+1]); err != nil {
-			return fmt.Errorf("%w: %w", errBadRequest, err)
-		}
-	}
-	return nil
 }
 
 // respond sends an invocation to the client: a UI message stream, or one

@@ -3,7 +3,6 @@ package toolcallback
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -11,7 +10,6 @@ import (
 	"cloud.google.com/go/firestore"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
-	"google.golang.org/adk/v2/session"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -23,17 +21,17 @@ import (
 // it as a collection group.
 const callsCollection = "calls"
 
-func (e *Engine) callRef(user, sid, callID string) *firestore.DocumentRef {
+func (e *engine) callRef(user, sid, callID string) *firestore.DocumentRef {
 	return e.sessions.SessionRef(e.app, user, sid).Collection(callsCollection).Doc(callID)
 }
 
-func (e *Engine) callsOf(user, sid string) *firestore.CollectionRef {
+func (e *engine) callsOf(user, sid string) *firestore.CollectionRef {
 	return e.sessions.SessionRef(e.app, user, sid).Collection(callsCollection)
 }
 
 // newCallDoc builds the ledger record of a detected call paused by an
 // invocation that client started.
-func (e *Engine) newCallDoc(user, sid string, d detected, client string) (*callDoc, error) {
+func (e *engine) newCallDoc(user, sid string, d detected, client string) (*callDoc, error) {
 	args, err := json.Marshal(d.args)
 	if err != nil {
 		return nil, fmt.Errorf("encode arguments of %q: %w", d.id, err)
@@ -52,36 +50,6 @@ func (e *Engine) newCallDoc(user, sid string, d detected, client string) (*callD
 	}, nil
 }
 
-// recentWindow is how many of a session's latest events the engine reads to
-// repair what a dead invocation left and to check what a resume already
-// delivered. Every turn repairs, so such a state is always among the events
-// appended since the last turn; reading only those keeps a long history
-// from being read twice per turn (ADK's runner reads it all anyway).
-const recentWindow = 500
-
-// loadSession reads a session with its whole history.
-func (e *Engine) loadSession(ctx context.Context, user, sid string) (session.Session, error) {
-	return e.getSession(ctx, user, sid, 0)
-}
-
-// loadRecent reads a session with its latest recentWindow events.
-func (e *Engine) loadRecent(ctx context.Context, user, sid string) (session.Session, error) {
-	return e.getSession(ctx, user, sid, recentWindow)
-}
-
-func (e *Engine) getSession(ctx context.Context, user, sid string, recent int) (session.Session, error) {
-	// The ledger reads events and appends; app: and user: state are for
-	// the runner, which reads them itself.
-	got, err := e.sessions.GetSessionScoped(ctx, &session.GetRequest{AppName: e.app, UserID: user, SessionID: sid, NumRecentEvents: recent})
-	if errors.Is(err, sessionstore.ErrNotFound) {
-		return nil, fmt.Errorf("%w: session %q", ErrNotFound, sid)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return got.Session, nil
-}
-
 // queryCalls returns the calls matching q, in creation order, with their
 // snapshots.
 func queryCalls(ctx context.Context, q firestore.Query) (_ []*callDoc, _ []*firestore.DocumentSnapshot, err error) {
@@ -89,7 +57,7 @@ func queryCalls(ctx context.Context, q firestore.Query) (_ []*callDoc, _ []*fire
 	defer func() { endSpan(span, err) }()
 	snaps, err := q.Documents(ctx).GetAll()
 	if err != nil {
-		return nil, nil, fmt.Errorf("query ledger: %w", translate(err))
+		return nil, nil, fmt.Errorf("query ledger: %w", sessionstore.Translate(err))
 	}
 	type row struct {
 		doc  *callDoc
@@ -117,7 +85,7 @@ func queryCalls(ctx context.Context, q firestore.Query) (_ []*callDoc, _ []*fire
 
 // markResumed records that the agent has the answers of calls: Sweep
 // stops looking at them.
-func (e *Engine) markResumed(ctx context.Context, docs []*callDoc) (err error) {
+func (e *engine) markResumed(ctx context.Context, docs []*callDoc) (err error) {
 	if len(docs) == 0 {
 		return nil
 	}
@@ -131,20 +99,23 @@ func (e *Engine) markResumed(ctx context.Context, docs []*callDoc) (err error) {
 		})
 	}
 	_, err = batch.Commit(ctx)
-	return translate(err)
+	return sessionstore.Translate(err)
 }
 
-// translate maps the gRPC codes callers act on to sentinels.
-func translate(err error) error {
-	switch status.Code(err) {
-	case codes.OK:
-		return err
-	case codes.Unavailable, codes.DeadlineExceeded, codes.ResourceExhausted:
-		return fmt.Errorf("%w: %w", sessionstore.ErrUnavailable, err)
+// readCall reads a ledger record.
+func (e *engine) readCall(ctx context.Context, ref *firestore.DocumentRef) (_ *callDoc, _ *firestore.DocumentSnapshot, err error) {
+	ctx, span := tracer.Start(ctx, "baton.ledger.read", trace.WithAttributes(attribute.String("baton.call.id", ref.ID)))
+	defer func() { endSpan(span, err) }()
+	snap, err := ref.Get(ctx)
+	if status.Code(err) == codes.NotFound {
+		return nil, nil, fmt.Errorf("%w: %q", ErrCallNotFound, ref.ID)
 	}
-	return err
-}
-
-func isAlreadyExists(err error) bool {
-	return errors.Is(err, sessionstore.ErrAlreadyExists) || status.Code(err) == codes.AlreadyExists
+	if err != nil {
+		return nil, nil, fmt.Errorf("read call %q: %w", ref.ID, sessionstore.Translate(err))
+	}
+	var doc callDoc
+	if err := snap.DataTo(&doc); err != nil {
+		return nil, nil, fmt.Errorf("decode call %q: %w", ref.ID, err)
+	}
+	return &doc, snap, nil
 }
