@@ -36,6 +36,11 @@ type ServerOptions struct {
 	// SchedulerKeys fetches Google's OIDC signing keys, against which Sweep
 	// checks the scheduler's token. Default: a client with a 10 s timeout.
 	SchedulerKeys *http.Client
+	// SessionStateOnly says the members keep no app: or user: state
+	// (toolcallback.Options.SessionStateOnly): turns skip two lookups. It
+	// is a property of the agents' code, not of a deployment, so it is an
+	// option here rather than an environment variable.
+	SessionStateOnly bool
 }
 
 // NewServer builds the session store and the team of members on client,
@@ -57,6 +62,7 @@ func NewServer(cfg Config, client *firestore.Client, members []toolcallback.Memb
 		InvocationTimeout: cfg.InvocationTimeout,
 		TokenKey:          cfg.TokenKey,
 		IdleRetention:     cfg.IdleRetention,
+		SessionStateOnly:  opts.SessionStateOnly,
 		Logger:            s.log,
 	})
 	if err != nil {

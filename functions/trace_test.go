@@ -132,7 +132,7 @@ func TestSpanTree(t *testing.T) {
 	}
 	for _, p := range []string{
 		"Turn > baton.lease.acquire",
-		"Turn > baton.invocation > baton.session.get",
+		"Turn > baton.session.get",
 		"Turn > baton.invocation > invoke_agent > generate_content",
 		"Turn > baton.invocation > invoke_agent > execute_tool",
 		"Turn > baton.invocation > baton.session.append",
@@ -141,6 +141,11 @@ func TestSpanTree(t *testing.T) {
 		if len(turn.find(p)) == 0 {
 			t.Errorf("turn trace has no span at %q; it has:\n%s", p, strings.Join(turn.paths(), "\n"))
 		}
+	}
+	// The session is read before the invocation and handed to ADK's
+	// runner, which reads none itself.
+	if got := turn.find("Turn > baton.invocation > baton.session.get"); len(got) != 0 {
+		t.Errorf("the invocation read the session again (%d spans); the turn's read should be handed to it", len(got))
 	}
 	// The model's call to change_bgm is stored with its ledger record.
 	ledgered := 0

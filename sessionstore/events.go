@@ -10,6 +10,7 @@ import (
 
 	"cloud.google.com/go/firestore"
 	"go.opentelemetry.io/otel/attribute"
+	"google.golang.org/adk/v2/platform"
 	"google.golang.org/adk/v2/session"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -153,6 +154,7 @@ func (s *Service) AppendEventWith(ctx context.Context, sess session.Session, eve
 	chunks := slices.Clone(ss.chunks)
 	tail := slices.Clone(ss.tail)
 	stateSize := ss.stateSize
+	hadSideDocs, clearSideDocs := ss.sideDocs, ss.clearSideDocs
 	var newState []byte
 	if len(sessDelta) > 0 {
 		state := sessionScoped(ss.state)
@@ -163,7 +165,8 @@ func (s *Service) AppendEventWith(ctx context.Context, sess session.Session, eve
 	if err != nil {
 		return err
 	}
-	if l := ss.lease; l != nil {
+	take := ss.take
+	if l := ss.lease; l != nil && take == nil {
 		if l.revision != revision-1 {
 			return fmt.Errorf("%w: session %q: handle read before the lease holder's last append", ErrConflict, ss.id)
 		}
@@ -208,6 +211,20 @@ func (s *Service) AppendEventWith(ctx context.Context, sess session.Session, eve
 	if newState != nil {
 		updates = append(updates, firestore.Update{Path: "state", Value: newState})
 	}
+	sideDocs := hadSideDocs
+	switch {
+	case len(docs) > 0:
+		sideDocs = true
+	case clearSideDocs:
+		sideDocs = false
+	}
+	if sideDocs != hadSideDocs {
+		updates = append(updates, firestore.Update{Path: "sideDocsClosed", Value: !sideDocs})
+	}
+	if take != nil {
+		take.doc.Expires = platform.Now(ctx).Add(take.ttl)
+		updates = append(updates, firestore.Update{Path: "lease", Value: take.doc})
+	}
 	batch.Update(ref, updates, firestore.LastUpdateTime(version))
 	if err := s.addStateMerges(batch, ss.app, ss.user, appDelta, userDelta); err != nil {
 		return err
@@ -216,6 +233,10 @@ func (s *Service) AppendEventWith(ctx context.Context, sess session.Session, eve
 		batch.Create(d.Ref, d.Data)
 	}
 	results, err := batch.Commit(ctx)
+	if take != nil && status.Code(err) == codes.FailedPrecondition {
+		// Someone wrote the session since it was read: as good as busy.
+		return &BusyError{SessionID: ss.id, RetryAfter: time.Second}
+	}
 	if err != nil {
 		return s.appendError(ctx, ref, ss.id, ss.lease, err)
 	}
@@ -234,6 +255,11 @@ func (s *Service) AppendEventWith(ctx context.Context, sess session.Session, eve
 	ss.chunks = chunks
 	ss.tail = tail
 	ss.stateSize = stateSize
+	ss.sideDocs, ss.clearSideDocs = sideDocs, false
+	if take != nil {
+		ss.take, ss.lease = nil, take.lease
+		take.lease.expires = take.doc.Expires
+	}
 	if l := ss.lease; l != nil {
 		l.version, l.revision = ss.version, revision
 	}

@@ -120,7 +120,7 @@ func (s *Service) Create(ctx context.Context, req *session.CreateRequest) (_ *se
 	batch := s.client.Batch()
 	batch.Create(ref, sessionDoc{
 		App: req.AppName, User: req.UserID, ID: id, Scope: s.scope(req.AppName),
-		State: stateBytes, Created: now, Updated: now, Chunks: []chunkMeta{}, Tail: []chunkElement{},
+		State: stateBytes, Created: now, Updated: now, Chunks: []chunkMeta{}, Tail: []chunkElement{}, SideDocsClosed: true,
 	})
 	if err := s.addStateMerges(batch, req.AppName, req.UserID, appDelta, userDelta); err != nil {
 		return nil, err
@@ -263,6 +263,18 @@ func (s *Service) get(ctx context.Context, req *session.GetRequest, shared bool)
 	if err != nil {
 		return nil, fmt.Errorf("get session %q: %w", req.SessionID, Translate(err))
 	}
+	lease := leaseFor(ctx, req.AppName, req.UserID, req.SessionID)
+	sess, err := s.sessionFrom(ctx, req, snaps, lease)
+	if err != nil {
+		return nil, err
+	}
+	return &session.GetResponse{Session: sess}, nil
+}
+
+// sessionFrom builds a handle from the session document's snapshot and,
+// when snaps holds three, the app and user state documents', reading the
+// sealed chunks req needs. Under lease the stored fence is checked first.
+func (s *Service) sessionFrom(ctx context.Context, req *session.GetRequest, snaps []*firestore.DocumentSnapshot, lease *Lease) (*storedSession, error) {
 	if !snaps[0].Exists() {
 		return nil, fmt.Errorf("%w: %q", ErrNotFound, req.SessionID)
 	}
@@ -270,14 +282,14 @@ func (s *Service) get(ctx context.Context, req *session.GetRequest, shared bool)
 	if err := snaps[0].DataTo(&doc); err != nil {
 		return nil, fmt.Errorf("decode session %q: %w", req.SessionID, err)
 	}
-	lease := leaseFor(ctx, req.AppName, req.UserID, req.SessionID)
 	if lease != nil {
 		if err := lease.checkHeld(&doc, snaps[0].UpdateTime); err != nil {
 			return nil, err
 		}
 	}
 	appState, userState := map[string]any{}, map[string]any{}
-	if shared {
+	var err error
+	if len(snaps) == 3 {
 		if appState, err = decodeStateSnapshot(snaps[1]); err != nil {
 			return nil, err
 		}
@@ -289,11 +301,11 @@ func (s *Service) get(ctx context.Context, req *session.GetRequest, shared bool)
 	if err != nil {
 		return nil, err
 	}
-	events, err := s.readEvents(ctx, ref, &doc, req.NumRecentEvents, req.After)
+	events, err := s.readEvents(ctx, snaps[0].Ref, &doc, req.NumRecentEvents, req.After)
 	if err != nil {
 		return nil, err
 	}
-	return &session.GetResponse{Session: &storedSession{
+	return &storedSession{
 		app: req.AppName, user: req.UserID, id: req.SessionID,
 		state:     mergeState(appState, userState, sessState),
 		events:    events,
@@ -305,7 +317,9 @@ func (s *Service) get(ctx context.Context, req *session.GetRequest, shared bool)
 		stateSize: len(doc.State),
 		tailKnown: true,
 		lease:     lease,
-	}}, nil
+		stored:    doc.Lease,
+		sideDocs:  !doc.SideDocsClosed,
+	}, nil
 }
 
 // List returns the sessions of a user, or of every user of the app when

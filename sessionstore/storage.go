@@ -49,6 +49,11 @@ type sessionDoc struct {
 	Chunks   []chunkMeta    `firestore:"chunks"`
 	Tail     []chunkElement `firestore:"tail"`
 	Lease    leaseDoc       `firestore:"lease"`
+	// SideDocsClosed is false once an append created documents beside the
+	// session (AppendEventWith), and true again only when their owner says
+	// none is open: true means there is nothing to look up. A document
+	// stored before the field existed reads as false, "look it up".
+	SideDocsClosed bool `firestore:"sideDocsClosed"`
 }
 
 // chunkMeta describes one sealed chunk document so that Get can pick the

@@ -2,6 +2,7 @@ package toolcallback
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/adk/v2/agent"
+	"google.golang.org/adk/v2/platform"
 	"google.golang.org/adk/v2/runner"
 	"google.golang.org/adk/v2/session"
 	"google.golang.org/genai"
@@ -55,7 +57,56 @@ type turnRequest struct {
 // (policy LeaseReject or LeaseEnqueue), applies the pending-call policy, and
 // returns the running invocation. Errors before the invocation starts are
 // returned here: a busy session, pending calls under PendingReject.
-func (e *engine) turn(ctx context.Context, req turnRequest) (*Invocation, error) {
+//
+// sess is the session as the caller read it (not under a lease), or nil.
+// When it has no ledger records open and nothing to repair, the lease is
+// taken by the append of the user message (see fastTurn); otherwise the
+// lease is taken first and the open calls settled (see settledTurn).
+func (e *engine) turn(ctx context.Context, req turnRequest, sess session.Session) (*Invocation, error) {
+	if sess == nil {
+		got, err := e.getSession(ctx, req.UserID, req.SessionID, 0, !e.opts.SessionStateOnly)
+		if err != nil && !errors.Is(err, sessionstore.ErrNotFound) {
+			return nil, err
+		}
+		sess = got
+	}
+	if sess != nil && !sessionstore.MayHaveSideDocs(sess) && !needsRepair(sess.Events(), nil) {
+		inv, err := e.fastTurn(ctx, req, sess)
+		if !errors.Is(err, sessionstore.ErrBusy) || e.opts.LeasePolicy != LeaseEnqueue {
+			return inv, err
+		}
+	}
+	return e.settledTurn(ctx, req)
+}
+
+// fastTurn runs the turn on sess, read by the request: the lease is taken
+// by the commit that stores the user message, conditional on the session
+// being as read, so the model is called after two round trips (the read
+// and that commit). It returns once that commit is made, so a busy session
+// is still reported before anything is streamed.
+func (e *engine) fastTurn(ctx context.Context, req turnRequest, sess session.Session) (*Invocation, error) {
+	lease, err := e.sessions.TakeLeaseOnAppend(ctx, sess, req.ClientID+"/"+platform.NewUUID(ctx), e.opts.LeaseTTL)
+	if err != nil {
+		return nil, err
+	}
+	h := &hold{lease: lease, taken: make(chan error, 1)}
+	inv := e.start(ctx, h, req.UserID, req.SessionID, req.ClientID, req.Content, sess, nil)
+	select {
+	case err = <-h.taken:
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	if err != nil {
+		// Nothing was stored; the invocation ends on its own.
+		return nil, err
+	}
+	return inv, nil
+}
+
+// settledTurn takes the lease, settles what the session left open (pending
+// calls, a dead invocation's leftovers) and runs the turn on the session
+// as read under the lease.
+func (e *engine) settledTurn(ctx context.Context, req turnRequest) (*Invocation, error) {
 	if e.opts.PendingPolicy == PendingReject {
 		// Refuse before taking the lease, so a refused message writes
 		// nothing; settleOpenCalls checks again under the lease.
@@ -72,28 +123,31 @@ func (e *engine) turn(ctx context.Context, req turnRequest) (*Invocation, error)
 		return nil, err
 	}
 	ctx = h.bind(ctx)
-	if err := e.settleOpenCalls(ctx, req.UserID, req.SessionID); err != nil {
+	sess, err := e.settleOpenCalls(ctx, req.UserID, req.SessionID)
+	if err != nil {
 		e.release(ctx, h)
 		return nil, err
 	}
-	return e.start(ctx, h, req.UserID, req.SessionID, req.ClientID, req.Content, nil), nil
+	return e.start(ctx, h, req.UserID, req.SessionID, req.ClientID, req.Content, sess, nil), nil
 }
 
 // start runs the agent on msg in the background, detached from the
 // caller's cancellation and bounded by InvocationTimeout (and by the lease:
 // an invocation whose lease is lost stops), and releases the lease when it
 // ends. after runs once the runner is done, before the lease is released.
+// sess, when not nil, is the session as the caller read it under h: the
+// runner uses it instead of reading the session again.
 //
 // Every event is stored before it is pushed to readers, and an event that
 // pauses calls is stored with their ledger records (ledgerSessions): a
 // reader never sees a call that has no record.
-func (e *engine) start(ctx context.Context, h *hold, user, sid, client string, msg *genai.Content, after func(context.Context)) *Invocation {
+func (e *engine) start(ctx context.Context, h *hold, user, sid, client string, msg *genai.Content, sess session.Session, after func(context.Context)) *Invocation {
 	inv := newInvocation()
 	// The run is detached from the request's cancellation, not from its
 	// trace: its span, and ADK's under it, stay in the request's trace.
 	ctx, span := tracer.Start(ctx, "baton.invocation", trace.WithAttributes(attribute.String("baton.session.id", sid)))
 	runCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.opts.InvocationTimeout)
-	runCtx = withRunState(h.bind(runCtx), client)
+	runCtx = withHandoff(withRunState(h.bind(runCtx), client), &handoff{sess: sess, hold: h})
 	go func() {
 		select {
 		case <-h.lease.Lost():
@@ -128,6 +182,7 @@ func (e *engine) start(ctx context.Context, h *hold, user, sid, client string, m
 				inv.push(ev)
 			}
 		}
+		h.took(e, runCtx, fmt.Errorf("invocation ended before storing the message: %w", runErr))
 		if after != nil {
 			after(runCtx)
 		}
@@ -142,20 +197,21 @@ func (e *engine) start(ctx context.Context, h *hold, user, sid, client string, m
 // from being read twice per turn (ADK's runner reads it all anyway).
 const recentWindow = 500
 
-// loadSession reads a session with its whole history.
-func (e *engine) loadSession(ctx context.Context, user, sid string) (session.Session, error) {
-	return e.getSession(ctx, user, sid, 0)
-}
-
 // loadRecent reads a session with its latest recentWindow events.
 func (e *engine) loadRecent(ctx context.Context, user, sid string) (session.Session, error) {
-	return e.getSession(ctx, user, sid, recentWindow)
+	return e.getSession(ctx, user, sid, recentWindow, false)
 }
 
-func (e *engine) getSession(ctx context.Context, user, sid string, recent int) (session.Session, error) {
-	// The ledger reads events and appends; app: and user: state are for
-	// the runner, which reads them itself.
-	got, err := e.sessions.GetSessionScoped(ctx, &session.GetRequest{AppName: e.app, UserID: user, SessionID: sid, NumRecentEvents: recent})
+// getSession reads a session with its latest recent events (0: all), with
+// app: and user: state when shared (the runner's needs; the ledger reads
+// events and appends).
+func (e *engine) getSession(ctx context.Context, user, sid string, recent int, shared bool) (session.Session, error) {
+	req := &session.GetRequest{AppName: e.app, UserID: user, SessionID: sid, NumRecentEvents: recent}
+	get := e.sessions.GetSessionScoped
+	if shared {
+		get = e.sessions.Get
+	}
+	got, err := get(ctx, req)
 	if err != nil {
 		return nil, err
 	}

@@ -20,7 +20,7 @@ func (e *engine) Turn(ctx context.Context, req turnRequest) (*Invocation, error)
 	if err := validIDs("user id", req.UserID, "session id", req.SessionID, "client id", req.ClientID); err != nil {
 		return nil, err
 	}
-	return e.turn(ctx, req)
+	return e.turn(ctx, req, nil)
 }
 
 // Resume is Team.Resume for a session id rather than a chat id.

@@ -3,6 +3,7 @@ package toolcallback
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/baton-run/baton/sessionstore"
@@ -14,7 +15,25 @@ import (
 // releases it.
 type hold struct {
 	lease *sessionstore.Lease
-	stop  func() // stops renewing
+	stop  func() // stops renewing; nil until the lease is taken
+	// taken, for a lease the invocation's first append takes
+	// (sessionstore.TakeLeaseOnAppend), receives that append's outcome.
+	taken     chan error
+	takenOnce sync.Once
+}
+
+// took records the outcome of the append that takes a pending lease and,
+// if it succeeded, starts renewing the lease. Only the first call counts.
+func (h *hold) took(e *engine, ctx context.Context, err error) {
+	if h.taken == nil {
+		return
+	}
+	h.takenOnce.Do(func() {
+		if err == nil {
+			h.stop = e.sessions.KeepLease(ctx, h.lease, e.opts.LeaseTTL)
+		}
+		h.taken <- err
+	})
 }
 
 // bind returns ctx under which session reads and appends act as the
@@ -53,6 +72,9 @@ func (e *engine) acquire(ctx context.Context, user, sid, client string, wait tim
 }
 
 func (e *engine) release(ctx context.Context, h *hold) {
+	if h.stop == nil {
+		return // never taken: nothing was written
+	}
 	h.stop()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()

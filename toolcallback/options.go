@@ -68,7 +68,13 @@ type Options struct {
 	// IdleRetention: a Team's Sweep deletes chats idle for longer, with all
 	// their documents. Default 30 days.
 	IdleRetention time.Duration
-	Logger        *slog.Logger
+	// SessionStateOnly says the agents keep no app: or user: state (none is
+	// stored and none is read), so a turn does not look up the app and
+	// user state documents: two lookups fewer per turn, which Firestore
+	// bills as reads whether or not the documents exist. With it set, an
+	// agent reading such a key does not find it.
+	SessionStateOnly bool
+	Logger           *slog.Logger
 }
 
 func (o *Options) withDefaults() Options {

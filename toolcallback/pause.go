@@ -35,7 +35,11 @@ func (l ledgerSessions) AppendEvent(ctx context.Context, sess session.Session, e
 		}
 		docs = append(docs, sessionstore.SideDoc{Ref: l.e.callRef(sess.UserID(), sess.ID(), d.id), Data: doc})
 	}
-	if err := l.Service.AppendEventWith(ctx, sess, ev, docs); err != nil {
+	err := l.Service.AppendEventWith(ctx, sess, ev, docs)
+	if h := handoffFrom(ctx); h != nil && h.hold != nil {
+		h.hold.took(l.e, ctx, err)
+	}
+	if err != nil {
 		return fmt.Errorf("append event %q: %w", ev.ID, err)
 	}
 	return nil

@@ -53,29 +53,36 @@ func (e *engine) pending(ctx context.Context, user, sid, client string) ([]*Call
 // under the session's lease. Every call the agent still waits for gets a
 // response: a recorded answer that never reached the agent is delivered,
 // a pending call is cancelled (or reported, under PendingReject), and what
-// a dead invocation left unanswered is closed (repairTail).
-func (e *engine) settleOpenCalls(ctx context.Context, user, sid string) error {
-	sess, err := e.loadRecent(ctx, user, sid)
+// a dead invocation left unanswered is closed (repairTail). It returns the
+// session as read under the lease (its whole history: the runner reads
+// it), with the ledger's mark cleared by its next append, since no record
+// is left open.
+func (e *engine) settleOpenCalls(ctx context.Context, user, sid string) (session.Session, error) {
+	sess, err := e.getSession(ctx, user, sid, 0, !e.opts.SessionStateOnly)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if e.opts.PendingPolicy == PendingReject {
 		if err := e.rejectIfPending(ctx, user, sid); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	docs, err := e.closeOpenCalls(ctx, sess)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var lead []*genai.Part
 	if todo := undelivered(sess, docs); len(todo) > 0 {
 		lead = responseParts(todo, false)
 	}
 	if err := e.repairTail(ctx, sess, lead, knownCalls(docs)); err != nil {
-		return err
+		return nil, err
 	}
-	return e.markResumed(ctx, docs)
+	if err := e.markResumed(ctx, docs); err != nil {
+		return nil, err
+	}
+	sessionstore.ClearSideDocsOnAppend(sess)
+	return sess, nil
 }
 
 // closeOpenCalls cancels the session's pending calls (expired ones are

@@ -222,7 +222,7 @@ func (e *engine) resumeStep(ctx context.Context, doc *callDoc, client string, wa
 	}
 	msg := &genai.Content{Role: genai.RoleUser, Parts: responseParts(todo, true)}
 	res.Turn = turnOf(sess.Events(), doc.Step, doc.Invocation)
-	res.Invocation = e.start(ctx, h, doc.User, doc.Session, client, msg, func(ctx context.Context) {
+	res.Invocation = e.start(ctx, h, doc.User, doc.Session, client, msg, nil, func(ctx context.Context) {
 		if err := e.markResumed(ctx, open); err != nil {
 			e.opts.Logger.Warn("mark resumed", "session", doc.Session, "error", err)
 		}

@@ -80,7 +80,7 @@ func (t *Team) switchAgent(ctx context.Context, chat *sessionstore.Chat, target,
 	outcomes := map[string]string{}
 	var old session.Session
 	if h != nil {
-		if old, err = from.loadSession(ctx, chat.UserID, oldID); err != nil {
+		if old, err = from.getSession(ctx, chat.UserID, oldID, 0, false); err != nil {
 			return nil, err
 		}
 		closed, err := from.closeOpenCalls(ctx, old)

@@ -41,6 +41,7 @@ type Team struct {
 	members  map[string]Member
 	names    []string // in order; the first is the default agent
 	opts     Options
+	active   activeSessions
 }
 
 // NewTeam returns a Team of members for app; the first member is the agent
@@ -107,7 +108,13 @@ func (t *Team) Turn(ctx context.Context, req ChatTurn) (*Invocation, *SwitchRepo
 	if req.Agent != "" && t.engines[req.Agent] == nil {
 		return nil, nil, &UnknownAgentError{Name: req.Agent, Known: t.Agents()}
 	}
-	chat, err := t.chat(ctx, req.UserID, req.ChatID, req.Agent)
+	// One round trip reads the chat with the session it is believed to
+	// point at (see activeSessions); the engine hands that read to the
+	// runner.
+	chat, sess, err := t.sessions.GetChatSession(ctx, t.app, req.UserID, req.ChatID, t.active.guess(req.UserID, req.ChatID), !t.opts.SessionStateOnly)
+	if errors.Is(err, sessionstore.ErrNotFound) {
+		chat, err = t.newChat(ctx, req.UserID, req.ChatID, req.Agent)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -117,26 +124,25 @@ func (t *Team) Turn(ctx context.Context, req ChatTurn) (*Invocation, *SwitchRepo
 			return nil, nil, err
 		}
 		report = &SwitchReport{Switched: true, From: report.To, To: chat.Agent}
+		sess = nil
 	} else {
 		t.touch(ctx, chat)
 	}
-	inv, err := t.engines[chat.Agent].turn(ctx, turnRequest{UserID: req.UserID, SessionID: chat.SessionID, ClientID: req.ClientID, Content: req.Content})
+	t.active.put(req.UserID, req.ChatID, chat.SessionID)
+	inv, err := t.engines[chat.Agent].turn(ctx, turnRequest{UserID: req.UserID, SessionID: chat.SessionID, ClientID: req.ClientID, Content: req.Content}, sess)
 	return inv, report, err
 }
 
-// chat reads a chat, creating it (with agent, or the default) on first use.
-func (t *Team) chat(ctx context.Context, user, id, agentName string) (*sessionstore.Chat, error) {
-	chat, err := t.sessions.GetChat(ctx, t.app, user, id)
-	if !errors.Is(err, sessionstore.ErrNotFound) {
-		return chat, err
-	}
+// newChat creates a chat known not to exist, with agent (or the default);
+// if another request created it first, that one is returned.
+func (t *Team) newChat(ctx context.Context, user, id, agentName string) (*sessionstore.Chat, error) {
 	if agentName == "" {
 		agentName = t.names[0]
 	}
 	now := platform.Now(ctx)
-	chat = &sessionstore.Chat{App: t.app, UserID: user, ID: id, Agent: agentName, SessionID: chatSessionID(id, 0),
+	chat := &sessionstore.Chat{App: t.app, UserID: user, ID: id, Agent: agentName, SessionID: chatSessionID(id, 0),
 		Created: now, LastActivity: now}
-	err = t.sessions.CreateChat(ctx, chat)
+	err := t.sessions.CreateChat(ctx, chat)
 	if errors.Is(err, sessionstore.ErrAlreadyExists) {
 		return t.sessions.GetChat(ctx, t.app, user, id)
 	}
