@@ -22,57 +22,63 @@ import (
 )
 
 // BenchmarkTurn sends full turns through HTTP with a zero-latency model and
-// reports time to first byte, total time and Firestore operations per turn.
-// "firestore/new-chat" starts a chat per turn (creating the chat and its
-// session); "firestore/same-chat" continues one chat; "inmemory" is the
-// same request decoding and UI stream encoding over ADK's runner with its
-// in-memory session service, the floor that durability (Firestore, lease,
-// ledger) adds to.
+// reports, per turn, time to first byte and total time of the Turn
+// function on Firestore, of the same request decoding and UI stream
+// encoding over ADK's runner with its in-memory session service (the
+// floor: "-inmem"), their ratios, and the Firestore operations.
+// Each iteration sends one turn to each, so both are measured in the same
+// run under the same load. "new-chat" starts a chat per turn (creating the
+// chat and its session); "same-chat" continues one chat. The agent keeps no
+// app: or user: state (ServerOptions.SessionStateOnly).
 func BenchmarkTurn(b *testing.B) {
-	b.Run("firestore/new-chat", func(b *testing.B) {
+	b.Run("new-chat", func(b *testing.B) {
 		benchFirestoreTurns(b, func(i int) string { return fmt.Sprintf("bench-%d", i) })
 	})
-	b.Run("firestore/same-chat", func(b *testing.B) {
+	b.Run("same-chat", func(b *testing.B) {
 		benchFirestoreTurns(b, func(int) string { return "bench-chat" })
-	})
-	b.Run("inmemory", func(b *testing.B) {
-		model := &modeltest.Strict{T: b, Repeat: modeltest.TextReply("It is sunny.")}
-		root, err := llmagent.New(llmagent.Config{Name: "assistant", Model: model})
-		if err != nil {
-			b.Fatal(err)
-		}
-		r, err := runner.New(runner.Config{AppName: "app", Agent: root, SessionService: session.InMemoryService(), AutoCreateSession: true})
-		if err != nil {
-			b.Fatal(err)
-		}
-		s := &Server{cfg: testConfig(), log: NewLogger(io.Discard)}
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-			var body turnRequest
-			if err := s.decodeJSON(w, req, &body); err != nil {
-				http.Error(w, err.Error(), 400)
-				return
-			}
-			msg, _ := body.content()
-			sw := uistream.NewEncoder(uistream.NewSSE(w), "msg")
-			_ = sw.Start()
-			for ev, err := range r.Run(req.Context(), req.Header.Get("X-Baton-User"), body.SessionID, msg, agent.RunConfig{StreamingMode: agent.StreamingModeSSE}) {
-				if err != nil {
-					_ = sw.Error("failed")
-					continue
-				}
-				_ = sw.Event(ev, nil)
-			}
-			_ = sw.Finish()
-		}))
-		defer srv.Close()
-		benchTurns(b, srv.URL, func(i int) string { return fmt.Sprintf("bench-%d", i) })
 	})
 }
 
+// inMemoryServer serves turns over ADK's runner with its in-memory session
+// service, through the same decoding and stream encoding as Turn.
+func inMemoryServer(b *testing.B) *httptest.Server {
+	model := &modeltest.Strict{T: b, Repeat: modeltest.TextReply("It is sunny.")}
+	root, err := llmagent.New(llmagent.Config{Name: "assistant", Model: model})
+	if err != nil {
+		b.Fatal(err)
+	}
+	r, err := runner.New(runner.Config{AppName: "app", Agent: root, SessionService: session.InMemoryService(), AutoCreateSession: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := &Server{cfg: testConfig(), log: NewLogger(io.Discard)}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		var body turnRequest
+		if err := s.decodeJSON(w, req, &body); err != nil {
+			http.Error(w, err.Error(), 400)
+			return
+		}
+		msg, _ := body.content()
+		sw := uistream.NewEncoder(uistream.NewSSE(w), "msg")
+		_ = sw.Start()
+		for ev, err := range r.Run(req.Context(), req.Header.Get("X-Baton-User"), body.SessionID, msg, agent.RunConfig{StreamingMode: agent.StreamingModeSSE}) {
+			if err != nil {
+				_ = sw.Error("failed")
+				continue
+			}
+			_ = sw.Event(ev, nil)
+		}
+		_ = sw.Finish()
+	}))
+	b.Cleanup(srv.Close)
+	return srv
+}
+
 // benchFirestoreTurns sends turns through the Turn function, turn i on the
-// chat chatID(i), and reports Firestore operations per turn: reads of
-// documents found, lookups of missing ones, and lookups (both, what
-// Firestore bills as reads).
+// chat chatID(i), each followed by the same turn over ADK's in-memory
+// session service, and reports times, their ratios and Firestore
+// operations per turn: reads of documents found, lookups of missing ones,
+// and lookups (both, what Firestore bills as reads).
 func benchFirestoreTurns(b *testing.B, chatID func(int) string) {
 	client, counter := firestoretest.NewCountingClient(b)
 	model := &modeltest.Strict{T: b, Repeat: modeltest.TextReply("It is sunny.")}
@@ -82,15 +88,25 @@ func benchFirestoreTurns(b *testing.B, chatID func(int) string) {
 	}
 	cfg := testConfig()
 	cfg.DevIdentity = true
-	s, err := NewServer(cfg, client, []toolcallback.Member{{Agent: root}}, &ServerOptions{Logger: NewLogger(io.Discard)})
+	s, err := NewServer(cfg, client, []toolcallback.Member{{Agent: root}}, &ServerOptions{Logger: NewLogger(io.Discard), SessionStateOnly: true})
 	if err != nil {
 		b.Fatal(err)
 	}
 	srv := httptest.NewServer(s.Handler(NameTurn))
 	defer srv.Close()
-	before := counter.Snapshot()
-	benchTurns(b, srv.URL, chatID)
-	ops := counter.Snapshot().Sub(before)
+	mem := inMemoryServer(b)
+	var fs, inmem turnTimes
+	var ops firestoretest.Ops
+	for i := 0; i < b.N; i++ {
+		before := counter.Snapshot()
+		fs.add(sendTurn(b, srv.URL, chatID(i)))
+		ops = ops.Add(counter.Snapshot().Sub(before))
+		inmem.add(sendTurn(b, mem.URL, chatID(i)))
+	}
+	fs.report(b, "")
+	inmem.report(b, "-inmem")
+	b.ReportMetric(float64(fs.ttfb)/float64(inmem.ttfb), "ttfb-ratio")
+	b.ReportMetric(float64(fs.total)/float64(inmem.total), "total-ratio")
 	b.ReportMetric(float64(ops.RoundTrips)/float64(b.N), "roundtrips/op")
 	b.ReportMetric(float64(ops.Reads)/float64(b.N), "reads/op")
 	b.ReportMetric(float64(ops.Missing)/float64(b.N), "missing/op")
@@ -98,32 +114,45 @@ func benchFirestoreTurns(b *testing.B, chatID func(int) string) {
 	b.ReportMetric(float64(ops.Writes)/float64(b.N), "writes/op")
 }
 
-// benchTurns sends b.N turns, turn i on chat chatID(i), and reports time to
-// the first byte of the stream and to its end.
-func benchTurns(b *testing.B, url string, chatID func(int) string) {
-	var ttfb, total time.Duration
-	for i := 0; i < b.N; i++ {
-		body := fmt.Sprintf(`{"sessionId":%q,"clientId":"tab","text":"weather?"}`, chatID(i))
-		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("X-Baton-User", "bench-user")
-		start := time.Now()
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			b.Fatal(err)
-		}
-		rd := bufio.NewReader(resp.Body)
-		if _, err := rd.ReadByte(); err != nil {
-			b.Fatal(err)
-		}
-		ttfb += time.Since(start)
-		rest, _ := io.ReadAll(rd)
-		total += time.Since(start)
-		resp.Body.Close()
-		if resp.StatusCode != 200 || !strings.Contains(string(rest), "It is sunny.") {
-			b.Fatalf("status %d: %s", resp.StatusCode, rest)
-		}
+// turnTimes sums the times of turns.
+type turnTimes struct {
+	n           int
+	ttfb, total time.Duration
+}
+
+func (t *turnTimes) add(ttfb, total time.Duration) {
+	t.n++
+	t.ttfb += ttfb
+	t.total += total
+}
+
+func (t *turnTimes) report(b *testing.B, suffix string) {
+	b.ReportMetric(float64(t.ttfb.Microseconds())/float64(t.n), "µs-ttfb"+suffix+"/op")
+	b.ReportMetric(float64(t.total.Microseconds())/float64(t.n), "µs-total"+suffix+"/op")
+}
+
+// sendTurn sends one turn on chat and returns the time to the first byte
+// of the stream and to its end.
+func sendTurn(b *testing.B, url, chat string) (ttfb, total time.Duration) {
+	body := fmt.Sprintf(`{"sessionId":%q,"clientId":"tab","text":"weather?"}`, chat)
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Baton-User", "bench-user")
+	start := time.Now()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		b.Fatal(err)
 	}
-	b.ReportMetric(float64(ttfb.Microseconds())/float64(b.N), "µs-ttfb/op")
-	b.ReportMetric(float64(total.Microseconds())/float64(b.N), "µs-total/op")
+	defer resp.Body.Close()
+	rd := bufio.NewReader(resp.Body)
+	if _, err := rd.ReadByte(); err != nil {
+		b.Fatal(err)
+	}
+	ttfb = time.Since(start)
+	rest, _ := io.ReadAll(rd)
+	total = time.Since(start)
+	if resp.StatusCode != 200 || !strings.Contains(string(rest), "It is sunny.") {
+		b.Fatalf("status %d: %s", resp.StatusCode, rest)
+	}
+	return ttfb, total
 }

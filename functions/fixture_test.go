@@ -71,6 +71,13 @@ func testConfig() Config {
 
 func newHTTPFixture(t *testing.T, mutate func(*Config), script ...modeltest.Reply) *httpFixture {
 	t.Helper()
+	return newHTTPFixtureWith(t, nil, mutate, script...)
+}
+
+// newHTTPFixtureWith is newHTTPFixture with the server's options as opts
+// (nil: none) changes them.
+func newHTTPFixtureWith(t *testing.T, opts func(*ServerOptions), mutate func(*Config), script ...modeltest.Reply) *httpFixture {
+	t.Helper()
 	f := &httpFixture{t: t, model: &modeltest.Strict{T: t, Script: script}, cfg: testConfig(), logs: &syncWriter{}}
 	if mutate != nil {
 		mutate(&f.cfg)
@@ -117,11 +124,15 @@ func newHTTPFixture(t *testing.T, mutate func(*Config), script ...modeltest.Repl
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.server, err = NewServer(f.cfg, f.client, []toolcallback.Member{{Agent: root}}, &ServerOptions{
+	so := &ServerOptions{
 		Logger:        NewLogger(f.logs),
 		Auth:          f.auth,
 		SchedulerKeys: f.keys.Client(),
-	})
+	}
+	if opts != nil {
+		opts(so)
+	}
+	f.server, err = NewServer(f.cfg, f.client, []toolcallback.Member{{Agent: root}}, so)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -92,6 +92,15 @@ func (tr *spanTree) paths() []string {
 	return out
 }
 
+func boolAttr(s sdktrace.ReadOnlySpan, key string) (bool, bool) {
+	for _, kv := range s.Attributes() {
+		if kv.Key == attribute.Key(key) {
+			return kv.Value.AsBool(), true
+		}
+	}
+	return false, false
+}
+
 func intAttr(s sdktrace.ReadOnlySpan, key string) (int64, bool) {
 	for _, kv := range s.Attributes() {
 		if kv.Key == attribute.Key(key) {
@@ -131,7 +140,6 @@ func TestSpanTree(t *testing.T) {
 		t.Errorf("Turn spans = %v, want one server span whose parent is the traceparent's %s", root, turnParent)
 	}
 	for _, p := range []string{
-		"Turn > baton.lease.acquire",
 		"Turn > baton.session.get",
 		"Turn > baton.invocation > invoke_agent > generate_content",
 		"Turn > baton.invocation > invoke_agent > execute_tool",
@@ -146,6 +154,17 @@ func TestSpanTree(t *testing.T) {
 	// runner, which reads none itself.
 	if got := turn.find("Turn > baton.invocation > baton.session.get"); len(got) != 0 {
 		t.Errorf("the invocation read the session again (%d spans); the turn's read should be handed to it", len(got))
+	}
+	// The lease is taken by the append of the user message (which, in a
+	// new chat, creates the chat and the session too).
+	taken := 0
+	for _, s := range turn.find("Turn > baton.invocation > baton.session.append") {
+		if b, ok := boolAttr(s, "baton.lease.take"); ok && b {
+			taken++
+		}
+	}
+	if taken != 1 {
+		t.Errorf("appends taking the lease = %d, want 1", taken)
 	}
 	// The model's call to change_bgm is stored with its ledger record.
 	ledgered := 0

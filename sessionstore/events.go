@@ -166,6 +166,9 @@ func (s *Service) AppendEventWith(ctx context.Context, sess session.Session, eve
 		return err
 	}
 	take := ss.take
+	if take != nil {
+		span.SetAttributes(attribute.Bool("baton.lease.take", true), attribute.Bool("baton.session.create", take.create != nil))
+	}
 	if l := ss.lease; l != nil && take == nil {
 		if l.revision != revision-1 {
 			return fmt.Errorf("%w: session %q: handle read before the lease holder's last append", ErrConflict, ss.id)
@@ -225,7 +228,23 @@ func (s *Service) AppendEventWith(ctx context.Context, sess session.Session, eve
 		take.doc.Expires = platform.Now(ctx).Add(take.ttl)
 		updates = append(updates, firestore.Update{Path: "lease", Value: take.doc})
 	}
-	batch.Update(ref, updates, firestore.LastUpdateTime(version))
+	if take != nil && take.create != nil {
+		// The session is stored by this append (see CreateOnAppend).
+		state := newState
+		if state == nil {
+			state = take.create.state
+		}
+		batch.Create(ref, sessionDoc{
+			App: ss.app, User: ss.user, ID: ss.id, Scope: s.scope(ss.app), State: state,
+			Created: take.create.created, Updated: event.Timestamp, Revision: revision,
+			Chunks: []chunkMeta{}, Tail: tail, Lease: take.doc, SideDocsClosed: !sideDocs,
+		})
+		if c := take.create.chat; c != nil {
+			batch.Create(s.chatRef(c.App, c.UserID, c.ID), c.doc(s.scope(c.App)))
+		}
+	} else {
+		batch.Update(ref, updates, firestore.LastUpdateTime(version))
+	}
 	if err := s.addStateMerges(batch, ss.app, ss.user, appDelta, userDelta); err != nil {
 		return err
 	}
@@ -233,7 +252,7 @@ func (s *Service) AppendEventWith(ctx context.Context, sess session.Session, eve
 		batch.Create(d.Ref, d.Data)
 	}
 	results, err := batch.Commit(ctx)
-	if take != nil && status.Code(err) == codes.FailedPrecondition {
+	if take != nil && (status.Code(err) == codes.FailedPrecondition || status.Code(err) == codes.AlreadyExists) {
 		// Someone wrote the session since it was read: as good as busy.
 		return &BusyError{SessionID: ss.id, RetryAfter: time.Second}
 	}
@@ -256,6 +275,9 @@ func (s *Service) AppendEventWith(ctx context.Context, sess session.Session, eve
 	ss.tail = tail
 	ss.stateSize = stateSize
 	ss.sideDocs, ss.clearSideDocs = sideDocs, false
+	if take != nil && take.create != nil && take.create.chat != nil {
+		take.create.chat.version = results[1].UpdateTime
+	}
 	if take != nil {
 		ss.take, ss.lease = nil, take.lease
 		take.lease.expires = take.doc.Expires

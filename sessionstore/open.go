@@ -23,6 +23,15 @@ type pendingLease struct {
 	lease *Lease
 	doc   leaseDoc
 	ttl   time.Duration
+	// create, for a session not stored yet, is what the append creates.
+	create *pendingCreate
+}
+
+// pendingCreate is a session (and its chat) that the first append stores.
+type pendingCreate struct {
+	state   []byte
+	created time.Time
+	chat    *Chat
 }
 
 // GetChatSession reads a chat and the session sid in one round trip, and
@@ -109,4 +118,34 @@ func ClearSideDocsOnAppend(sess session.Session) {
 		ss.clearSideDocs = true
 		ss.mu.Unlock()
 	}
+}
+
+// CreateOnAppend returns a handle on a new session that the first append
+// through it stores, holding the lease for holder, together with chat (if
+// not nil): one commit makes the chat, the session, its lease and its
+// first event, or nothing. That append fails with a *BusyError, writing
+// nothing, when the session or the chat exists by then. temp: keys of the
+// initial state are dropped, and app: and user: keys are not read; until
+// that append, nothing is stored.
+func (s *Service) CreateOnAppend(ctx context.Context, req *session.CreateRequest, chat *Chat, holder string, ttl time.Duration) (session.Session, *Lease, error) {
+	n, err := newSession(ctx, req)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(n.appDelta) > 0 || len(n.userDelta) > 0 {
+		return nil, nil, fmt.Errorf("create session %q on append: app: and user: state need Create", n.id)
+	}
+	if chat != nil {
+		if err := validateKey(chat.App, chat.UserID, chat.ID); err != nil {
+			return nil, nil, err
+		}
+	}
+	l := &Lease{App: req.AppName, User: req.UserID, SessionID: n.id, Holder: holder, Fence: 1, lost: make(chan struct{})}
+	ss := &storedSession{
+		app: req.AppName, user: req.UserID, id: n.id,
+		state: n.state, events: []*session.Event{}, stateSize: len(n.stateBytes), tailKnown: true,
+		take: &pendingLease{lease: l, doc: leaseDoc{Holder: holder, Fence: 1}, ttl: ttl,
+			create: &pendingCreate{state: n.stateBytes, created: platform.Now(ctx), chat: chat}},
+	}
+	return ss, l, nil
 }

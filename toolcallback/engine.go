@@ -82,15 +82,33 @@ func (e *engine) turn(ctx context.Context, req turnRequest, sess session.Session
 // fastTurn runs the turn on sess, read by the request: the lease is taken
 // by the commit that stores the user message, conditional on the session
 // being as read, so the model is called after two round trips (the read
-// and that commit). It returns once that commit is made, so a busy session
-// is still reported before anything is streamed.
+// and that commit).
 func (e *engine) fastTurn(ctx context.Context, req turnRequest, sess session.Session) (*Invocation, error) {
 	lease, err := e.sessions.TakeLeaseOnAppend(ctx, sess, req.ClientID+"/"+platform.NewUUID(ctx), e.opts.LeaseTTL)
 	if err != nil {
 		return nil, err
 	}
+	return e.startTaking(ctx, req, sess, lease)
+}
+
+// firstTurn runs the first turn of a new chat: the commit that stores the
+// user message also creates chat, its session and the session's lease.
+func (e *engine) firstTurn(ctx context.Context, req turnRequest, chat *sessionstore.Chat) (*Invocation, error) {
+	sess, lease, err := e.sessions.CreateOnAppend(ctx, &session.CreateRequest{AppName: e.app, UserID: req.UserID, SessionID: req.SessionID},
+		chat, req.ClientID+"/"+platform.NewUUID(ctx), e.opts.LeaseTTL)
+	if err != nil {
+		return nil, err
+	}
+	return e.startTaking(ctx, req, sess, lease)
+}
+
+// startTaking starts the turn on sess, whose first append takes lease, and
+// returns once that append is made (or has failed, writing nothing): a busy
+// session is reported before anything is streamed.
+func (e *engine) startTaking(ctx context.Context, req turnRequest, sess session.Session, lease *sessionstore.Lease) (*Invocation, error) {
 	h := &hold{lease: lease, taken: make(chan error, 1)}
 	inv := e.start(ctx, h, req.UserID, req.SessionID, req.ClientID, req.Content, sess, nil)
+	var err error
 	select {
 	case err = <-h.taken:
 	case <-ctx.Done():

@@ -113,6 +113,18 @@ func (t *Team) Turn(ctx context.Context, req ChatTurn) (*Invocation, *SwitchRepo
 	// runner.
 	chat, sess, err := t.sessions.GetChatSession(ctx, t.app, req.UserID, req.ChatID, t.active.guess(req.UserID, req.ChatID), !t.opts.SessionStateOnly)
 	if errors.Is(err, sessionstore.ErrNotFound) {
+		// A new chat: one commit creates it with its session, lease and
+		// first message. If another request created it first, the turn
+		// goes the long way below.
+		chat = t.chatFor(ctx, req.UserID, req.ChatID, req.Agent)
+		inv, ferr := t.engines[chat.Agent].firstTurn(ctx, turnRequest{UserID: req.UserID, SessionID: chat.SessionID, ClientID: req.ClientID, Content: req.Content}, chat)
+		if ferr == nil {
+			t.active.put(req.UserID, req.ChatID, chat.SessionID)
+			return inv, &SwitchReport{To: chat.Agent}, nil
+		}
+		if !errors.Is(ferr, sessionstore.ErrBusy) {
+			return nil, nil, ferr
+		}
 		chat, err = t.newChat(ctx, req.UserID, req.ChatID, req.Agent)
 	}
 	if err != nil {
@@ -136,17 +148,22 @@ func (t *Team) Turn(ctx context.Context, req ChatTurn) (*Invocation, *SwitchRepo
 // newChat creates a chat known not to exist, with agent (or the default);
 // if another request created it first, that one is returned.
 func (t *Team) newChat(ctx context.Context, user, id, agentName string) (*sessionstore.Chat, error) {
-	if agentName == "" {
-		agentName = t.names[0]
-	}
-	now := platform.Now(ctx)
-	chat := &sessionstore.Chat{App: t.app, UserID: user, ID: id, Agent: agentName, SessionID: chatSessionID(id, 0),
-		Created: now, LastActivity: now}
+	chat := t.chatFor(ctx, user, id, agentName)
 	err := t.sessions.CreateChat(ctx, chat)
 	if errors.Is(err, sessionstore.ErrAlreadyExists) {
 		return t.sessions.GetChat(ctx, t.app, user, id)
 	}
 	return chat, err
+}
+
+// chatFor returns a new chat with agent (or the default), not yet stored.
+func (t *Team) chatFor(ctx context.Context, user, id, agentName string) *sessionstore.Chat {
+	if agentName == "" {
+		agentName = t.names[0]
+	}
+	now := platform.Now(ctx)
+	return &sessionstore.Chat{App: t.app, UserID: user, ID: id, Agent: agentName, SessionID: chatSessionID(id, 0),
+		Created: now, LastActivity: now}
 }
 
 // touch records activity, at most hourly: idle cleanup needs no finer
