@@ -71,9 +71,7 @@ func TestTurnCost(t *testing.T) {
 			f.stream(f.do(http.MethodPost, NameToolResult, f.token("ada"),
 				map[string]any{"sessionId": "s1", "toolCallId": "c1", "clientId": "tab-a", "output": map[string]any{"playing": 2}}, nil), "c1")
 		},
-		// Not yet at issue #13's target (3, 6, 4, 5): the resume still
-		// takes its lease before reading, and reads the ledger twice.
-		bound: costBound{beforeModel: 9, roundTrips: 12, lookups: 8, writes: 6},
+		bound: costBound{beforeModel: 3, roundTrips: 6, lookups: 4, writes: 5},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -251,6 +251,11 @@ func (s *Service) AppendEventWith(ctx context.Context, sess session.Session, eve
 	for _, d := range docs {
 		batch.Create(d.Ref, d.Data)
 	}
+	if take != nil {
+		for _, u := range take.updates {
+			batch.Update(u.Ref, u.Updates, u.Pre)
+		}
+	}
 	results, err := batch.Commit(ctx)
 	if take != nil && (status.Code(err) == codes.FailedPrecondition || status.Code(err) == codes.AlreadyExists) {
 		// Someone wrote the session since it was read: as good as busy.

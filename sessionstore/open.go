@@ -25,6 +25,16 @@ type pendingLease struct {
 	ttl   time.Duration
 	// create, for a session not stored yet, is what the append creates.
 	create *pendingCreate
+	// updates are made in the same commit.
+	updates []SideUpdate
+}
+
+// SideUpdate is an update of a document beside a session that the
+// lease-taking append makes in its commit (see TakeLeaseOnAppend).
+type SideUpdate struct {
+	Ref     *firestore.DocumentRef
+	Updates []firestore.Update
+	Pre     firestore.Precondition
 }
 
 // pendingCreate is a session (and its chat) that the first append stores.
@@ -40,32 +50,36 @@ type pendingCreate struct {
 // it, as GetSessionScoped). The chat wraps ErrNotFound when it does not
 // exist; the session is nil when it does not exist or is not the chat's
 // active one (sid was a guess).
-func (s *Service) GetChatSession(ctx context.Context, app, user, chatID, sid string, shared bool) (_ *Chat, _ session.Session, err error) {
+//
+// The documents also name are read in the same round trip; their
+// snapshots are returned in that order.
+func (s *Service) GetChatSession(ctx context.Context, app, user, chatID, sid string, shared bool, also ...*firestore.DocumentRef) (_ *Chat, _ session.Session, _ []*firestore.DocumentSnapshot, err error) {
 	ctx, span := startSpan(ctx, "baton.session.get", sid)
 	defer func() { endSpan(span, err) }()
 	refs := []*firestore.DocumentRef{s.chatRef(app, user, chatID), s.sessionDoc(app, user, sid)}
 	if shared {
 		refs = append(refs, s.appDoc(app), s.userDoc(app, user))
 	}
-	snaps, err := s.client.GetAll(ctx, refs)
+	n := len(refs)
+	snaps, err := s.client.GetAll(ctx, append(refs, also...))
 	if err != nil {
-		return nil, nil, fmt.Errorf("read chat %q: %w", chatID, Translate(err))
+		return nil, nil, nil, fmt.Errorf("read chat %q: %w", chatID, Translate(err))
 	}
 	if !snaps[0].Exists() {
-		return nil, nil, fmt.Errorf("%w: chat %q", ErrNotFound, chatID)
+		return nil, nil, nil, fmt.Errorf("%w: chat %q", ErrNotFound, chatID)
 	}
 	chat, err := chatFrom(snaps[0])
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if chat.SessionID != sid || !snaps[1].Exists() {
-		return chat, nil, nil
+		return chat, nil, snaps[n:], nil
 	}
-	sess, err := s.sessionFrom(ctx, &session.GetRequest{AppName: app, UserID: user, SessionID: sid}, snaps[1:], nil)
+	sess, err := s.sessionFrom(ctx, &session.GetRequest{AppName: app, UserID: user, SessionID: sid}, snaps[1:n], nil)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return chat, sess, nil
+	return chat, sess, snaps[n:], nil
 }
 
 // TakeLeaseOnAppend makes the next append through sess (read with Get or
@@ -73,8 +87,10 @@ func (s *Service) GetChatSession(ctx context.Context, app, user, chatID, sid str
 // in the same commit, and fence every later append. It fails with a
 // *BusyError when the session, as read, had a live lease. The append fails
 // with a *BusyError, writing nothing, when the session changed since it was
-// read. Until that append, the lease is not held and not renewed.
-func (s *Service) TakeLeaseOnAppend(ctx context.Context, sess session.Session, holder string, ttl time.Duration) (*Lease, error) {
+// read. Until that append, the lease is not held and not renewed. The
+// append also makes updates, in the same commit; a precondition of one
+// that fails makes it fail the same way.
+func (s *Service) TakeLeaseOnAppend(ctx context.Context, sess session.Session, holder string, ttl time.Duration, updates ...SideUpdate) (*Lease, error) {
 	ss, ok := sess.(*storedSession)
 	if !ok || !ss.tailKnown || ss.lease != nil {
 		return nil, fmt.Errorf("take lease on %q: the session must be read with Get and not under a lease", sess.ID())
@@ -91,7 +107,7 @@ func (s *Service) TakeLeaseOnAppend(ctx context.Context, sess session.Session, h
 		App: ss.app, User: ss.user, SessionID: ss.id, Holder: holder, Fence: ss.stored.Fence + 1,
 		version: ss.version, revision: ss.revision, lost: make(chan struct{}),
 	}
-	ss.take = &pendingLease{lease: l, doc: leaseDoc{Holder: holder, Fence: l.Fence}, ttl: ttl}
+	ss.take = &pendingLease{lease: l, doc: leaseDoc{Holder: holder, Fence: l.Fence}, ttl: ttl, updates: updates}
 	return l, nil
 }
 

@@ -126,7 +126,7 @@ func TestCreateOnAppend(t *testing.T) {
 	if err := svc.AppendEvent(ctx, sess, textEvent("m1", "user", "hello")); err != nil {
 		t.Fatalf("first append error = %v", err)
 	}
-	got, stored, err := svc.GetChatSession(ctx, "app", "u", "c", "c~0", false)
+	got, stored, _, err := svc.GetChatSession(ctx, "app", "u", "c", "c~0", false)
 	if err != nil || stored == nil || got.SessionID != "c~0" || stored.Events().Len() != 1 {
 		t.Fatalf("GetChatSession = %+v, %v, %v; want the chat and its session with one event", got, stored, err)
 	}
@@ -147,7 +147,7 @@ func TestCreateOnAppend(t *testing.T) {
 	if err := svc.AppendEvent(ctx, again, textEvent("m3", "user", "again")); !errors.Is(err, sessionstore.ErrBusy) {
 		t.Errorf("creating append of an existing session error = %v, want ErrBusy", err)
 	}
-	if _, stored, _ = svc.GetChatSession(ctx, "app", "u", "c", "c~0", false); stored == nil || stored.Events().Len() != 2 {
+	if _, stored, _, _ = svc.GetChatSession(ctx, "app", "u", "c", "c~0", false); stored == nil || stored.Events().Len() != 2 {
 		t.Errorf("events after the refused create = %v, want the 2 stored before", stored)
 	}
 }

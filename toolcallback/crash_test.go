@@ -64,6 +64,13 @@ var crashPaths = []crashPath{
 		run:    func(w *crashWorld, e *toolcallback.Engine) []*session.Event { return w.turn(e, "hi") },
 	},
 	{
+		name:        "plain-turn-in-an-existing-session",
+		setupScript: []reply{textReply("hello")},
+		setup:       func(w *crashWorld, e *toolcallback.Engine) error { return w.turnErr(e, "hi") },
+		script:      []reply{textReply("again")},
+		run:         func(w *crashWorld, e *toolcallback.Engine) []*session.Event { return w.turn(e, "hi again") },
+	},
+	{
 		name:   "turn-with-a-server-tool",
 		script: []reply{callReply(call("a1", "add", map[string]any{"a": 1, "b": 2})), echoReply},
 		run:    func(w *crashWorld, e *toolcallback.Engine) []*session.Event { return w.turn(e, "1+2") },

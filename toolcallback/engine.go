@@ -63,18 +63,23 @@ type turnRequest struct {
 // taken by the append of the user message (see fastTurn); otherwise the
 // lease is taken first and the open calls settled (see settledTurn).
 func (e *engine) turn(ctx context.Context, req turnRequest, sess session.Session) (*Invocation, error) {
+	var inv *Invocation
+	var err error
 	if sess == nil {
-		got, err := e.getSession(ctx, req.UserID, req.SessionID, 0, !e.opts.SessionStateOnly)
-		if err != nil && !errors.Is(err, sessionstore.ErrNotFound) {
-			return nil, err
-		}
-		sess = got
+		sess, err = e.getSession(ctx, req.UserID, req.SessionID, 0, !e.opts.SessionStateOnly)
 	}
-	if sess != nil && !sessionstore.MayHaveSideDocs(sess) && !needsRepair(sess.Events(), nil) {
-		inv, err := e.fastTurn(ctx, req, sess)
-		if !errors.Is(err, sessionstore.ErrBusy) || e.opts.LeasePolicy != LeaseEnqueue {
-			return inv, err
-		}
+	switch {
+	case errors.Is(err, sessionstore.ErrNotFound):
+		inv, err = e.firstTurn(ctx, req, nil)
+	case err != nil:
+		return nil, err
+	case !sessionstore.MayHaveSideDocs(sess) && !needsRepair(sess.Events(), nil):
+		inv, err = e.fastTurn(ctx, req, sess)
+	default:
+		return e.settledTurn(ctx, req)
+	}
+	if !errors.Is(err, sessionstore.ErrBusy) || e.opts.LeasePolicy != LeaseEnqueue {
+		return inv, err
 	}
 	return e.settledTurn(ctx, req)
 }
@@ -88,26 +93,27 @@ func (e *engine) fastTurn(ctx context.Context, req turnRequest, sess session.Ses
 	if err != nil {
 		return nil, err
 	}
-	return e.startTaking(ctx, req, sess, lease)
+	return e.startTaking(ctx, req, sess, lease, nil)
 }
 
-// firstTurn runs the first turn of a new chat: the commit that stores the
-// user message also creates chat, its session and the session's lease.
+// firstTurn runs the first turn of a new session: the commit that stores
+// the user message also creates the session, its lease and chat (if not
+// nil).
 func (e *engine) firstTurn(ctx context.Context, req turnRequest, chat *sessionstore.Chat) (*Invocation, error) {
 	sess, lease, err := e.sessions.CreateOnAppend(ctx, &session.CreateRequest{AppName: e.app, UserID: req.UserID, SessionID: req.SessionID},
 		chat, req.ClientID+"/"+platform.NewUUID(ctx), e.opts.LeaseTTL)
 	if err != nil {
 		return nil, err
 	}
-	return e.startTaking(ctx, req, sess, lease)
+	return e.startTaking(ctx, req, sess, lease, nil)
 }
 
 // startTaking starts the turn on sess, whose first append takes lease, and
 // returns once that append is made (or has failed, writing nothing): a busy
-// session is reported before anything is streamed.
-func (e *engine) startTaking(ctx context.Context, req turnRequest, sess session.Session, lease *sessionstore.Lease) (*Invocation, error) {
+// session is reported before anything is streamed. after is as for start.
+func (e *engine) startTaking(ctx context.Context, req turnRequest, sess session.Session, lease *sessionstore.Lease, after func(context.Context)) (*Invocation, error) {
 	h := &hold{lease: lease, taken: make(chan error, 1)}
-	inv := e.start(ctx, h, req.UserID, req.SessionID, req.ClientID, req.Content, sess, nil)
+	inv := e.start(ctx, h, req.UserID, req.SessionID, req.ClientID, req.Content, sess, after)
 	var err error
 	select {
 	case err = <-h.taken:

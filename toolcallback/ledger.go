@@ -113,6 +113,15 @@ func (e *engine) readCall(ctx context.Context, ref *firestore.DocumentRef) (_ *c
 	if err != nil {
 		return nil, nil, fmt.Errorf("read call %q: %w", ref.ID, sessionstore.Translate(err))
 	}
+	return decodeCall(snap)
+}
+
+// decodeCall decodes a ledger record's snapshot.
+func decodeCall(snap *firestore.DocumentSnapshot) (*callDoc, *firestore.DocumentSnapshot, error) {
+	ref := snap.Ref
+	if !snap.Exists() {
+		return nil, nil, fmt.Errorf("%w: %q", ErrCallNotFound, ref.ID)
+	}
 	var doc callDoc
 	if err := snap.DataTo(&doc); err != nil {
 		return nil, nil, fmt.Errorf("decode call %q: %w", ref.ID, err)

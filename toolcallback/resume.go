@@ -59,38 +59,15 @@ type Resumption struct {
 // gets an *AlreadyResolvedError carrying the recorded outcome, without
 // running anything again.
 func (e *engine) resume(ctx context.Context, r Result, doc *callDoc, snap *firestore.DocumentSnapshot) (*Resumption, error) {
-	answer, err := json.Marshal(r.Answer)
+	answer, err := e.acceptable(ctx, r, doc)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidAnswer, err)
+		return nil, err
 	}
-	if len(answer) > e.opts.MaxAnswerBytes {
-		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrAnswerTooLarge, len(answer), e.opts.MaxAnswerBytes)
-	}
-
 	ref := snap.Ref
-	if err := checkAnswer(Kind(doc.Kind), r.Answer); err != nil {
-		return nil, err
-	}
-	if r.Token == "" && !doc.AnyDevice && r.ClientID != doc.Client {
-		return nil, fmt.Errorf("%w: call %q", ErrWrongClient, r.CallID)
-	}
-	if err := e.settledError(doc, answer); err != nil {
-		return nil, err
-	}
 	now := platform.Now(ctx)
-	if !now.Before(doc.Expires) {
-		return nil, fmt.Errorf("%w: call %q expired at %s", ErrExpired, doc.ID, doc.Expires.Format(time.RFC3339))
-	}
-
 	sweepAt := now.Add(e.opts.AnswerGrace)
 	actx, span := tracer.Start(ctx, "baton.ledger.answer", trace.WithAttributes(attribute.String("baton.call.id", r.CallID)))
-	_, err = ref.Update(actx, []firestore.Update{
-		{Path: "status", Value: string(StatusResolved)},
-		{Path: "answer", Value: answer},
-		{Path: "resolvedBy", Value: r.ClientID},
-		{Path: "resolved", Value: now},
-		{Path: "sweepAt", Value: sweepAt},
-	}, firestore.LastUpdateTime(snap.UpdateTime))
+	_, err = ref.Update(actx, answerUpdates(r, answer, now, sweepAt), firestore.LastUpdateTime(snap.UpdateTime))
 	endSpan(span, err)
 	if status.Code(err) == codes.FailedPrecondition {
 		// Another answer (or the sweeper) got there first.
@@ -113,6 +90,43 @@ func (e *engine) resume(ctx context.Context, r Result, doc *callDoc, snap *fires
 		client = doc.Client
 	}
 	return e.resumeStep(ctx, doc, client, e.opts.ResumeWait)
+}
+
+// acceptable checks an answer r to the call doc, as read, and returns it
+// as the JSON to record.
+func (e *engine) acceptable(ctx context.Context, r Result, doc *callDoc) ([]byte, error) {
+	answer, err := json.Marshal(r.Answer)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidAnswer, err)
+	}
+	if len(answer) > e.opts.MaxAnswerBytes {
+		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrAnswerTooLarge, len(answer), e.opts.MaxAnswerBytes)
+	}
+	if err := checkAnswer(Kind(doc.Kind), r.Answer); err != nil {
+		return nil, err
+	}
+	if r.Token == "" && !doc.AnyDevice && r.ClientID != doc.Client {
+		return nil, fmt.Errorf("%w: call %q", ErrWrongClient, r.CallID)
+	}
+	if err := e.settledError(doc, answer); err != nil {
+		return nil, err
+	}
+	if now := platform.Now(ctx); !now.Before(doc.Expires) {
+		return nil, fmt.Errorf("%w: call %q expired at %s", ErrExpired, doc.ID, doc.Expires.Format(time.RFC3339))
+	}
+	return answer, nil
+}
+
+// answerUpdates records answer, given at now, in a ledger record; Sweep
+// resumes its step after sweepAt unless the agent has it by then.
+func answerUpdates(r Result, answer []byte, now, sweepAt time.Time) []firestore.Update {
+	return []firestore.Update{
+		{Path: "status", Value: string(StatusResolved)},
+		{Path: "answer", Value: answer},
+		{Path: "resolvedBy", Value: r.ClientID},
+		{Path: "resolved", Value: now},
+		{Path: "sweepAt", Value: sweepAt},
+	}
 }
 
 // settledError is the error for an answer to a call that is no longer

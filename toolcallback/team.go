@@ -111,7 +111,7 @@ func (t *Team) Turn(ctx context.Context, req ChatTurn) (*Invocation, *SwitchRepo
 	// One round trip reads the chat with the session it is believed to
 	// point at (see activeSessions); the engine hands that read to the
 	// runner.
-	chat, sess, err := t.sessions.GetChatSession(ctx, t.app, req.UserID, req.ChatID, t.active.guess(req.UserID, req.ChatID), !t.opts.SessionStateOnly)
+	chat, sess, _, err := t.sessions.GetChatSession(ctx, t.app, req.UserID, req.ChatID, t.active.guess(req.UserID, req.ChatID), !t.opts.SessionStateOnly)
 	if errors.Is(err, sessionstore.ErrNotFound) {
 		// A new chat: one commit creates it with its session, lease and
 		// first message. If another request created it first, the turn
@@ -224,9 +224,26 @@ func (t *Team) Resume(ctx context.Context, r Result) (*Resumption, error) {
 	if err := validIDs("user id", r.UserID, "chat id", r.SessionID, "client id", r.ClientID, "call id", r.CallID); err != nil {
 		return nil, err
 	}
-	chat, err := t.sessions.GetChat(ctx, t.app, r.UserID, r.SessionID)
+	// One round trip reads the chat, the session it is believed to point
+	// at (see activeSessions) and the call in that session.
+	e := t.engine(t.names[0])
+	guess := t.active.guess(r.UserID, r.SessionID)
+	chat, sess, snaps, err := t.sessions.GetChatSession(ctx, t.app, r.UserID, r.SessionID, guess, !t.opts.SessionStateOnly,
+		e.callRef(r.UserID, guess, r.CallID))
 	if err != nil {
 		return nil, err
+	}
+	t.active.put(r.UserID, r.SessionID, chat.SessionID)
+	if sess != nil && snaps[0].Exists() {
+		doc, snap, err := decodeCall(snaps[0])
+		if err != nil {
+			return nil, err
+		}
+		r.SessionID = chat.SessionID
+		if res, err := t.engine(doc.Agent).fastResume(ctx, r, doc, snap, sess); res != nil || err != nil {
+			return res, err
+		}
+		return t.engine(doc.Agent).resume(ctx, r, doc, snap)
 	}
 	// The call is the active session's or, answered late, one of a
 	// session the chat retired (where it was cancelled).
@@ -234,7 +251,6 @@ func (t *Team) Resume(ctx context.Context, r Result) (*Resumption, error) {
 	for _, sid := range slices.Backward(chat.Retired) {
 		sids = append(sids, sid)
 	}
-	e := t.engine(t.names[0])
 	for _, sid := range sids {
 		doc, snap, err := e.readCall(ctx, e.callRef(r.UserID, sid, r.CallID))
 		if errors.Is(err, ErrCallNotFound) {
