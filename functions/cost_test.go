@@ -72,6 +72,20 @@ func TestTurnCost(t *testing.T) {
 				map[string]any{"sessionId": "s1", "toolCallId": "c1", "clientId": "tab-a", "output": map[string]any{"playing": 2}}, nil), "c1")
 		},
 		bound: costBound{beforeModel: 3, roundTrips: 6, lookups: 4, writes: 5},
+	}, {
+		// The resume leaves its records open until a turn settles them: that
+		// turn takes the lease first and queries the ledger.
+		name:      "turn after a resume",
+		stateOnly: true,
+		script: []modeltest.Reply{modeltest.CallReply(modeltest.Call("c1", "change_bgm", map[string]any{"track": 2})),
+			modeltest.EchoReply, modeltest.TextReply("next")},
+		setup: func(f *httpFixture) {
+			f.stream(f.turn("ada", "s1", "tab-a", "track 2"), "c1")
+			f.stream(f.do(http.MethodPost, NameToolResult, f.token("ada"),
+				map[string]any{"sessionId": "s1", "toolCallId": "c1", "clientId": "tab-a", "output": map[string]any{"playing": 2}}, nil), "c1")
+		},
+		run:   func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "next")) },
+		bound: costBound{beforeModel: 6, roundTrips: 8, lookups: 5, writes: 4},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -40,7 +40,15 @@
 // "unchanged revision". It is an equality check on a server-assigned
 // version, never a comparison of clocks. The append (session, any sealed
 // chunk, any app or user state) is one atomic batch: a loser gets
-// ErrConflict and nothing of its event is stored. Because the tail lives in
+// ErrConflict and nothing of its event is stored. A request that runs an
+// agent can take the session's lease with its first append instead of
+// before it (TakeLeaseOnAppend; CreateOnAppend for a session and chat not
+// stored yet): that append is conditional on the update time as read, so
+// its success proves the handle it read is current, and a request reads
+// the session once and writes its lease and first event in one commit. The
+// session document's sideDocsClosed field says whether documents an append
+// created beside it (the ledger's records) may still be open; a document
+// without the field reads as "they may". Because the tail lives in
 // the session document and sealed chunks are immutable, a Get always sees a
 // consistent history even while appends land.
 //

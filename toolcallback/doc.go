@@ -56,6 +56,22 @@
 // when it notices. Invocations run detached from the caller's
 // cancellation, bounded by InvocationTimeout.
 //
+// # Round trips
+//
+// A turn reads the chat and its session in one round trip (the session id
+// guessed from an instance cache the chat document then checks) and hands
+// that handle to ADK's runner, whose Get would otherwise read it again.
+// The lease is taken by the commit that stores the user message,
+// conditional on the session being as read; a new chat's first message
+// creates the chat and the session in that same commit. The ledger is
+// queried only when the session document says records may be open, or
+// when the tail shows something to settle; that turn then takes the lease
+// first, as before. A resume reads chat, session and call at once, and when
+// its answer completes the step, one commit records the answer, takes the
+// lease and delivers the step's answers. Every other case takes the long
+// path, which reads everything again under the lease: the short paths only
+// skip work whose outcome the conditional commit would contradict.
+//
 // # Indexes
 //
 // Queries within one session's calls (by status, step, resumed) use
