@@ -1,0 +1,80 @@
+// Package a2aserver serves a toolcallback.Team over the Agent2Agent
+// protocol (JSON-RPC binding, versions 1.0 and 0.3 on one URL), statelessly:
+// any instance answers any request about any task.
+//
+// # Why its own executor
+//
+// ADK's server/adka2a executor runs an ADK runner on a session service of
+// its own and hands a follow-up's function responses straight to that
+// runner. It knows nothing of Baton's chats, session leases, ledger or
+// crash repair, so an answer could resume the agent twice or bypass a
+// paused call's record. The executor here (executor.go) drives the Team
+// instead: a context id is a chat id, a task is one turn of that chat (its
+// calls belong to the Baton client "a2a~{task id}"), a pause is the task's
+// input-required state listing the ledger's pending calls, and answers go
+// through Team.Resume, exactly once. ADK's conversions (adka2a.ToA2AParts,
+// ToGenAIParts, BuildAgentSkills) are reused so ADK callers read the calls
+// as they read adka2a's.
+//
+// # Why cluster mode
+//
+// a2a-go keeps tasks and event fan-out in memory unless given a task store,
+// an event queue manager and a work queue ("cluster mode"). TaskStore keeps
+// tasks in Firestore with optimistic concurrency on the document's update
+// time; eventQueues stores each processed event and lets any instance
+// follow a task with a Firestore snapshot listener; localQueue runs the
+// work on the instance that took the request, since on serverless the
+// request's instance is the only worker there is.
+//
+// # Storage
+//
+//	{chat}/a2aTasks/{task id}                   task      (taskDoc; TTL gcAt)
+//	{chat}/a2aTasks/{task id}/a2aEvents/{v:020d} event    (eventDoc; TTL gcAt, a day)
+//	{chat}/a2aTasks/{task id}/a2aPush/{id}      push config (pushDoc; TTL gcAt)
+//
+// where {chat} is sessionstore's chat document, so deleting a chat
+// (sessionstore.DeleteChat, Team's idle cleanup) deletes its tasks. A task
+// is found by id with a collection-group query on a2aTasks.key
+// ("{root}/{app}/{user}/{task id}"), so another user's task is not found;
+// events are followed with a collection-group query on a2aEvents (key ==,
+// version >, ordered by version). Indexes and TTLs lists both.
+package a2aserver
+
+// Index is a composite index a query of this package needs.
+type Index struct {
+	CollectionGroup string
+	QueryScope      string // "COLLECTION_GROUP" or "COLLECTION"
+	Fields          []string
+}
+
+// Indexes lists the composite indexes this package's queries need.
+var Indexes = []Index{
+	{CollectionGroup: eventsCollection, QueryScope: "COLLECTION_GROUP", Fields: []string{"key", "version"}},
+}
+
+// FieldIndex is a single-field index setting a query needs beyond
+// Firestore's automatic ones.
+type FieldIndex struct {
+	CollectionGroup string
+	Field           string
+	QueryScope      string
+}
+
+// FieldIndexes: finding a task by id is a collection-group equality query.
+var FieldIndexes = []FieldIndex{{CollectionGroup: tasksCollection, Field: "key", QueryScope: "COLLECTION_GROUP"}}
+
+// TTLField is the time-to-live field of every document this package stores.
+const TTLField = "gcAt"
+
+// TTL is a collection group's time-to-live field.
+type TTL struct {
+	CollectionGroup string
+	Field           string
+}
+
+// TTLs lists the time-to-live fields of this package's documents.
+var TTLs = []TTL{
+	{CollectionGroup: tasksCollection, Field: TTLField},
+	{CollectionGroup: eventsCollection, Field: TTLField},
+	{CollectionGroup: pushCollection, Field: TTLField},
+}
