@@ -246,7 +246,9 @@ type localQueue struct {
 
 var _ workqueue.Queue = (*localQueue)(nil)
 
-func (q *localQueue) RegisterHandler(_ workqueue.HandlerConfig, fn workqueue.HandlerFn) { q.handler = fn }
+func (q *localQueue) RegisterHandler(_ workqueue.HandlerConfig, fn workqueue.HandlerFn) {
+	q.handler = fn
+}
 
 // Write starts the work at once. An execution that fails before storing
 // anything (an unknown task, a busy chat) fails the readers this instance
