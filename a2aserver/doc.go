@@ -40,40 +40,30 @@
 // version >, ordered by version). Indexes and TTLs lists both.
 package a2aserver
 
-// Index is a composite index a query of this package needs.
-type Index struct {
-	CollectionGroup string
-	QueryScope      string // "COLLECTION_GROUP" or "COLLECTION"
-	Fields          []string
-}
+import "github.com/baton-run/baton/sessionstore"
 
-// Indexes lists the composite indexes this package's queries need.
-var Indexes = []Index{
+// Indexes lists the composite indexes this package's queries need: a
+// subscriber follows a task's events by key ==, version >, ordered by
+// version.
+var Indexes = []sessionstore.Index{
 	{CollectionGroup: eventsCollection, QueryScope: "COLLECTION_GROUP", Fields: []string{"key", "version"}},
 }
 
-// FieldIndex is a single-field index setting a query needs beyond
-// Firestore's automatic ones.
-type FieldIndex struct {
-	CollectionGroup string
-	Field           string
-	QueryScope      string
-}
-
 // FieldIndexes: finding a task by id is a collection-group equality query.
-var FieldIndexes = []FieldIndex{{CollectionGroup: tasksCollection, Field: "key", QueryScope: "COLLECTION_GROUP"}}
+var FieldIndexes = []sessionstore.FieldIndex{{CollectionGroup: tasksCollection, Field: "key", QueryScope: "COLLECTION_GROUP"}}
+
+// QueriedFields are the fields this package's queries filter or order on,
+// by collection group: their automatic indexes must not be exempted.
+var QueriedFields = map[string][]string{
+	tasksCollection:  {"key", "updated"},
+	eventsCollection: {"key", "version"},
+}
 
 // TTLField is the time-to-live field of every document this package stores.
 const TTLField = "gcAt"
 
-// TTL is a collection group's time-to-live field.
-type TTL struct {
-	CollectionGroup string
-	Field           string
-}
-
 // TTLs lists the time-to-live fields of this package's documents.
-var TTLs = []TTL{
+var TTLs = []sessionstore.TTL{
 	{CollectionGroup: tasksCollection, Field: TTLField},
 	{CollectionGroup: eventsCollection, Field: TTLField},
 	{CollectionGroup: pushCollection, Field: TTLField},

@@ -287,12 +287,12 @@ func (x *executor) Cancel(ctx context.Context, ec *a2asrv.ExecutorContext) iter.
 
 // pending lists the pending calls of a task's turns.
 func (x *executor) pending(ctx context.Context, user, chat, client string) ([]*toolcallback.Call, error) {
-	calls, err := x.team.Pending(ctx, user, chat, client)
+	state, err := x.team.Pending(ctx, user, chat, client, 0)
 	if err != nil {
 		return nil, err
 	}
-	own := calls[:0]
-	for _, c := range calls {
+	own := state.Calls[:0]
+	for _, c := range state.Calls {
 		if c.ClientID == client {
 			own = append(own, c)
 		}
@@ -317,8 +317,8 @@ func (x *executor) turnError(ctx context.Context, err error) error {
 // problem says why an answer or message was not taken, in words for the
 // caller; errors that are the server's are only "internal error".
 func problem(err error) string {
-	for _, known := range []error{toolcallback.ErrNotFound, toolcallback.ErrAlreadyResolved, toolcallback.ErrExpired,
-		toolcallback.ErrWrongClient, toolcallback.ErrInvalidAnswer, toolcallback.ErrTooLarge, toolcallback.ErrPendingCalls,
+	for _, known := range []error{toolcallback.ErrCallNotFound, toolcallback.ErrAlreadyResolved, toolcallback.ErrExpired,
+		toolcallback.ErrWrongClient, toolcallback.ErrInvalidAnswer, toolcallback.ErrAnswerTooLarge, toolcallback.ErrPendingCalls,
 		sessionstore.ErrBusy, sessionstore.ErrInvalidID} {
 		if errors.Is(err, known) {
 			return err.Error()

@@ -210,7 +210,7 @@ func (s *Service) deleteTree(ctx context.Context, ref *firestore.DocumentRef) (i
 			return deleted, nil
 		}
 		if err != nil {
-			return deleted, fmt.Errorf("list collections of %s: %w", ref.Path, translate(err))
+			return deleted, fmt.Errorf("list collections of %s: %w", ref.Path, Translate(err))
 		}
 		docs := col.DocumentRefs(ctx)
 		for {
@@ -219,7 +219,7 @@ func (s *Service) deleteTree(ctx context.Context, ref *firestore.DocumentRef) (i
 				break
 			}
 			if err != nil {
-				return deleted, fmt.Errorf("list %s: %w", col.Path, translate(err))
+				return deleted, fmt.Errorf("list %s: %w", col.Path, Translate(err))
 			}
 			n, err := s.deleteTree(ctx, doc)
 			deleted += n
