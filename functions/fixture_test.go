@@ -129,6 +129,7 @@ func newHTTPFixture(t *testing.T, mutate func(*Config), script ...modeltest.Repl
 	for _, name := range Names {
 		mux.Handle("/"+name, f.server.Handler(name))
 	}
+	mux.Handle("/"+NameA2A+"/", f.server.Handler(NameA2A)) // the agent card below it
 	f.srv = httptest.NewServer(mux)
 	t.Cleanup(f.srv.Close)
 	return f

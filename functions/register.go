@@ -22,10 +22,11 @@ const (
 	NameToolResult = "ToolResult"
 	NamePending    = "Pending"
 	NameSweep      = "Sweep"
+	NameA2A        = "A2A"
 )
 
 // Names lists every registered function.
-var Names = []string{NameTurn, NameToolResult, NamePending, NameSweep}
+var Names = []string{NameTurn, NameToolResult, NamePending, NameSweep, NameA2A}
 
 // AgentFunc builds the agent the registered functions serve.
 type AgentFunc func(ctx context.Context) (agent.Agent, error)

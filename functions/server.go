@@ -10,6 +10,7 @@ import (
 	"cloud.google.com/go/firestore"
 	"firebase.google.com/go/v4/auth"
 
+	"github.com/baton-run/baton/a2aserver"
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
 )
@@ -22,6 +23,7 @@ type Server struct {
 	team       *toolcallback.Team
 	ident      identity
 	sweepCheck func(ctx context.Context, r *http.Request) error
+	a2a        *a2aserver.Server
 	log        *slog.Logger
 }
 
@@ -36,6 +38,9 @@ type ServerOptions struct {
 	// SchedulerKeys fetches Google's OIDC signing keys, against which Sweep
 	// checks the scheduler's token. Default: a client with a 10 s timeout.
 	SchedulerKeys *http.Client
+	// PushClient posts A2A push notifications. Default: a client with a
+	// 10 s timeout.
+	PushClient *http.Client
 }
 
 // NewServer builds the session store and the team of members on client,
@@ -66,6 +71,7 @@ func NewServer(cfg Config, client *firestore.Client, members []toolcallback.Memb
 	if cfg.DevIdentity {
 		s.ident = devIdentity{}
 		s.sweepCheck = devSchedulerCheck
+		s.a2a = s.newA2A(client, sessions, members, a2aIdentity{users: s.ident}, opts)
 		return s, nil
 	}
 	ctx := context.Background() // the clients keep no context; this one only builds them
@@ -76,11 +82,12 @@ func NewServer(cfg Config, client *firestore.Client, members []toolcallback.Memb
 		}
 	}
 	s.ident = firebaseIdentity{client: auth, checkRevoked: cfg.CheckRevoked}
-	sched, err := newSchedulerIdentity(ctx, opts.SchedulerKeys, cfg.SweepAudience, cfg.SweepInvoker)
+	service, err := newServiceIdentity(ctx, opts.SchedulerKeys)
 	if err != nil {
 		return nil, err
 	}
-	s.sweepCheck = sched.check
+	s.sweepCheck = (&schedulerIdentity{service: service, audience: cfg.SweepAudience, invoker: cfg.SweepInvoker}).check
+	s.a2a = s.newA2A(client, sessions, members, a2aIdentity{users: s.ident, services: service, audience: cfg.A2AAudience, invokers: cfg.A2AInvokers}, opts)
 	return s, nil
 }
 
@@ -95,6 +102,8 @@ func (s *Server) Handler(name string) http.Handler {
 		return s.wrap(name, []string{http.MethodGet}, s.pending)
 	case NameSweep:
 		return s.wrap(name, []string{http.MethodPost}, s.sweep)
+	case NameA2A:
+		return s.wrap(name, []string{http.MethodGet, http.MethodHead, http.MethodPost}, s.serveA2A)
 	}
 	return http.NotFoundHandler()
 }

@@ -180,6 +180,8 @@ func run(ctx context.Context, addr string, log *slog.Logger, ready chan<- string
 	for _, name := range functions.Names {
 		mux.Handle("/"+name, server.Handler(name))
 	}
+	// A2A's agent card is below its URL: /A2A/.well-known/agent-card.json.
+	mux.Handle("/"+functions.NameA2A+"/", server.Handler(functions.NameA2A))
 	web, err := fs.Sub(webFiles, "web")
 	if err != nil {
 		return err
@@ -209,8 +211,8 @@ func run(ctx context.Context, addr string, log *slog.Logger, ready chan<- string
 		identity = "Firebase Auth emulator at " + signIn.addr + " (anonymous sign-in)"
 	}
 	log.Info("Baton is running", "url", url, "model", m.Name(), "identity", identity, "startup", time.Since(start).Round(time.Millisecond).String())
-	fmt.Fprintf(os.Stderr, "\n  Baton is running at %s\n  Model: %s\n  Users: %s\n  Started in %s. Ctrl-C stops it.\n\n",
-		url, m.Name(), identity, time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(os.Stderr, "\n  Baton is running at %s\n  A2A agent card: %s/A2A/.well-known/agent-card.json\n  Model: %s\n  Users: %s\n  Started in %s. Ctrl-C stops it.\n\n",
+		url, url, m.Name(), identity, time.Since(start).Round(time.Millisecond))
 	if ready != nil {
 		ready <- url
 	}
