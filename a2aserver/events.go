@@ -34,7 +34,8 @@ type eventQueues struct {
 
 	// local holds this instance's open readers by task, so that an
 	// execution that fails before it stores anything can tell the request
-	// waiting for it (see localQueue).
+	// waiting for it, and only that one (see localQueue): a duplicate
+	// answer that loses the race must not end the winner's request.
 	mu    sync.Mutex
 	local map[a2a.TaskID]map[*eventReader]bool
 }
@@ -77,6 +78,7 @@ func (q *eventQueues) CreateReader(ctx context.Context, id a2a.TaskID) (eventque
 		return nil, err
 	}
 	r := q.listen(ctx, q.store.key(user, id), int64(from))
+	r.request = requestOf(ctx)
 	r.unregister = func() { q.remove(id, r) }
 	q.mu.Lock()
 	if q.local[id] == nil {
@@ -99,11 +101,14 @@ func (q *eventQueues) remove(id a2a.TaskID, r *eventReader) {
 	}
 }
 
-// fail ends this instance's readers of a task with err.
-func (q *eventQueues) fail(id a2a.TaskID, err error) {
+// fail ends the readers of a task that request opened with err.
+func (q *eventQueues) fail(id a2a.TaskID, request *requestID, err error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for r := range q.local[id] {
+		if r.request != request {
+			continue
+		}
 		select {
 		case r.errs <- err:
 		default:
@@ -128,9 +133,17 @@ func (w *eventWriter) Write(ctx context.Context, msg *eventqueue.Message) error 
 		return fmt.Errorf("encode event: %w", err)
 	}
 	v := int64(msg.TaskVersion)
-	_, err = ref.Collection(eventsCollection).Doc(fmt.Sprintf("%020d", v)).Create(ctx, eventDoc{
-		Key: w.q.store.key(w.user, w.task), Version: v, Message: raw, GCAt: platform.Now(ctx).Add(eventRetention),
-	})
+	doc := eventDoc{Key: w.q.store.key(w.user, w.task), Version: v, Message: raw, GCAt: platform.Now(ctx).Add(eventRetention)}
+	for attempt := 1; ; attempt++ {
+		_, err = ref.Collection(eventsCollection).Doc(fmt.Sprintf("%020d", v)).Create(ctx, doc)
+		// The emulator sometimes answers a write among many on one task
+		// with Canceled ("call already cancelled") though the caller's
+		// context is live; the write is idempotent, so it is tried again.
+		if status.Code(err) == codes.Canceled && ctx.Err() == nil && attempt < 3 {
+			continue
+		}
+		break
+	}
 	if err != nil && status.Code(err) != codes.AlreadyExists {
 		return fmt.Errorf("store event of task %s: %w", w.task, err)
 	}
@@ -142,6 +155,7 @@ func (w *eventWriter) Close() error { return nil }
 // eventReader delivers the events a snapshot listener finds, in version
 // order, each once.
 type eventReader struct {
+	request    *requestID // the request that opened it
 	msgs       chan *eventqueue.Message
 	errs       chan error
 	stop       context.CancelFunc
@@ -254,12 +268,25 @@ func (q *localQueue) RegisterHandler(_ workqueue.HandlerConfig, fn workqueue.Han
 // anything (an unknown task, a busy chat) fails the readers this instance
 // opened for it, which is how the request that sent it gets the error.
 func (q *localQueue) Write(ctx context.Context, p *workqueue.Payload) (a2a.TaskID, error) {
+	request := requestOf(ctx)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), q.timeout)
 		defer cancel()
 		if _, err := q.handler(ctx, p); err != nil {
-			q.events.fail(p.TaskID, err)
+			q.events.fail(p.TaskID, request, err)
 		}
 	}()
 	return p.TaskID, nil
+}
+
+// requestID tells apart the requests an instance serves (ServeHTTP puts a
+// new one on each request's context): the reader a request opens and the
+// work it queues carry the same one.
+type requestID struct{ _ byte }
+
+type requestKey struct{}
+
+func requestOf(ctx context.Context) *requestID {
+	id, _ := ctx.Value(requestKey{}).(*requestID)
+	return id
 }

@@ -29,9 +29,10 @@ func TestMain(m *testing.M) { firestoretest.Main(m) }
 // instance is one serverless instance: its own Firestore client, team and
 // A2A server, over HTTP.
 type instance struct {
-	srv    *httptest.Server
-	client *firestore.Client
-	team   *toolcallback.Team
+	srv     *httptest.Server
+	client  *firestore.Client
+	counter *firestoretest.Counter
+	team    *toolcallback.Team
 }
 
 // fixture is a deployment of several instances on one emulator project,
@@ -65,11 +66,11 @@ func newFixture(t *testing.T, n int, opts *Options, script ...modeltest.Reply) *
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := firestoretest.NewClient(t)
+	first, counter := firestoretest.NewCountingClient(t)
 	for i := range n {
 		client := first
 		if i > 0 {
-			client, _ = firestoretest.Reopen(t, first)
+			client, counter = firestoretest.Reopen(t, first)
 		}
 		sessions := sessionstore.New(client, nil)
 		team, err := toolcallback.NewTeam(client, sessions, "app", []toolcallback.Member{{Agent: root}}, &toolcallback.Options{InvocationTimeout: 30 * time.Second})
@@ -79,7 +80,7 @@ func newFixture(t *testing.T, n int, opts *Options, script ...modeltest.Reply) *
 		s := New(client, sessions, team, "app", []agent.Agent{root}, bearerAuth, opts)
 		srv := httptest.NewServer(s)
 		t.Cleanup(srv.Close)
-		f.instances = append(f.instances, &instance{srv: srv, client: client, team: team})
+		f.instances = append(f.instances, &instance{srv: srv, client: client, counter: counter, team: team})
 	}
 	return f
 }

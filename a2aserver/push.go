@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -61,10 +62,6 @@ func (s *pushStore) Save(ctx context.Context, id a2a.TaskID, config *a2a.PushCon
 	if !allowed(s.allow, config.URL) {
 		return nil, fmt.Errorf("%w: push notifications go only to the URLs this deployment allows", a2a.ErrInvalidParams)
 	}
-	col, err := s.collection(ctx, id)
-	if err != nil {
-		return nil, err
-	}
 	saved := *config
 	saved.TaskID = id
 	if saved.ID == "" {
@@ -73,14 +70,35 @@ func (s *pushStore) Save(ctx context.Context, id a2a.TaskID, config *a2a.PushCon
 	if err := validateID("push config id", saved.ID); err != nil {
 		return nil, err
 	}
-	raw, err := json.Marshal(&saved)
+	doc, err := s.tasks.pushDoc(ctx, &saved)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := col.Doc(saved.ID).Set(ctx, pushDoc{Config: raw, GCAt: platform.Now(ctx).Add(s.tasks.retention)}); err != nil {
+	col, err := s.collection(ctx, id)
+	if errors.Is(err, a2a.ErrTaskNotFound) {
+		// a2a-go saves a new task's config before the task exists (its
+		// other callers check that the task exists first); the config is
+		// written with the task (TaskStore.Create), on this instance, which
+		// runs the execution.
+		user, _ := userOf(ctx)
+		s.tasks.holdPush(user, id, saved.ID, doc)
+		return &saved, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if _, err := col.Doc(saved.ID).Set(ctx, doc); err != nil {
 		return nil, fmt.Errorf("save push config: %w", err)
 	}
 	return &saved, nil
+}
+
+func (s *TaskStore) pushDoc(ctx context.Context, c *a2a.PushConfig) (pushDoc, error) {
+	raw, err := json.Marshal(c)
+	if err != nil {
+		return pushDoc{}, fmt.Errorf("encode push config: %w", err)
+	}
+	return pushDoc{Config: raw, GCAt: platform.Now(ctx).Add(s.retention)}, nil
 }
 
 // Get reads one config.

@@ -16,6 +16,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
+	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
 	"google.golang.org/adk/v2/agent"
 	"google.golang.org/adk/v2/server/adka2a/v2"
 
@@ -112,10 +113,11 @@ type Server struct {
 // skills), storing tasks through client beside sessions' chats.
 func New(client *firestore.Client, sessions *sessionstore.Service, team *toolcallback.Team, app string, agents []agent.Agent, auth Authenticator, opts *Options) *Server {
 	o := opts.withDefaults(app)
-	store := newTaskStore(client, sessions, app, o.Retention)
+	stale := 2 * o.ExecutionTimeout
+	store := newTaskStore(client, sessions, app, o.Retention, stale)
 	events := newEventQueues(store)
 	queue := &localQueue{events: events, timeout: o.ExecutionTimeout}
-	exec := &executor{team: team, store: store, log: o.Logger, stale: 2 * o.ExecutionTimeout}
+	exec := &executor{team: team, store: store, log: o.Logger, stale: stale}
 	handlerOpts := []a2asrv.RequestHandlerOption{
 		a2asrv.WithLogger(o.Logger),
 		a2asrv.WithClusterMode(a2asrv.ClusterConfig{TaskStore: store, QueueManager: events, WorkQueue: queue}),
@@ -125,7 +127,7 @@ func New(client *firestore.Client, sessions *sessionstore.Service, team *toolcal
 		handlerOpts = append(handlerOpts, a2asrv.WithPushNotifications(&pushStore{tasks: store, allow: o.PushAllow},
 			&pushSender{tasks: store, allow: o.PushAllow, client: o.PushClient, attempts: o.PushAttempts, backoff: o.PushBackoff, log: o.Logger}))
 	}
-	handler := a2asrv.NewHandler(exec, handlerOpts...)
+	handler := cancelHandler{RequestHandler: a2asrv.NewHandler(exec, handlerOpts...), store: store}
 	s := &Server{auth: auth, opts: o, store: store, maxBody: o.MaxBodyBytes,
 		v1: a2asrv.NewJSONRPCHandler(handler), v0: a2av0.NewJSONRPCHandler(handler)}
 	s.card = s.buildCard(agents)
@@ -196,7 +198,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rpcError(w, http.StatusOK, a2a.ErrParseError, "malformed JSON")
 		return
 	}
-	r = r.WithContext(context.WithValue(r.Context(), userKey{}, user))
+	ctx := context.WithValue(r.Context(), userKey{}, user)
+	r = r.WithContext(context.WithValue(ctx, requestKey{}, &requestID{}))
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	if strings.Contains(peek.Method, "/") {
 		s.v0.ServeHTTP(w, r) // 0.3 names its methods "message/send", 1.0 "SendMessage"
@@ -290,6 +293,11 @@ var publicErrors = []error{
 
 func (i *interceptor) After(ctx context.Context, cc *a2asrv.CallContext, resp *a2asrv.Response) error {
 	if resp.Err == nil {
+		return nil
+	}
+	if errors.Is(resp.Err, taskstore.ErrConcurrentModification) {
+		// Another message on the task (a duplicate answer) was taken first.
+		resp.Err = fmt.Errorf("%w: the task changed while this message was taken; get the task to see where it is", a2a.ErrServerError)
 		return nil
 	}
 	for _, e := range publicErrors {

@@ -34,6 +34,8 @@ type TaskStore struct {
 	sessions  *sessionstore.Service
 	app       string
 	retention time.Duration
+	// stale: a task left working for longer has lost its execution.
+	stale time.Duration
 
 	// paths remembers where a task lives (a task never moves between
 	// chats), so that the writes of an execution, which know only the task
@@ -45,6 +47,43 @@ type TaskStore struct {
 	// commits reports the outcome of storing a given event to whoever
 	// waits for it (see claim in executor.go).
 	commits sync.Map // a2a.Event -> chan error
+
+	// held are push configs of tasks not created yet, by task key, written
+	// with the task by Create (see pushStore.Save).
+	held map[string]heldPush
+}
+
+type heldPush struct {
+	docs  map[string]pushDoc // by config id
+	until time.Time
+}
+
+// holdPush keeps a config of a task about to be created, for as long as
+// an execution may take to create it.
+func (s *TaskStore) holdPush(user string, id a2a.TaskID, configID string, doc pushDoc) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	for k, h := range s.held {
+		if now.After(h.until) {
+			delete(s.held, k)
+		}
+	}
+	key := s.key(user, id)
+	h, ok := s.held[key]
+	if !ok {
+		h = heldPush{docs: map[string]pushDoc{}, until: now.Add(time.Minute)}
+	}
+	h.docs[configID] = doc
+	s.held[key] = h
+}
+
+func (s *TaskStore) takeHeld(key string) map[string]pushDoc {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h := s.held[key]
+	delete(s.held, key)
+	return h.docs
 }
 
 var _ taskstore.Store = (*TaskStore)(nil)
@@ -60,8 +99,9 @@ type taskDoc struct {
 	GCAt    time.Time `firestore:"gcAt"` // TTL
 }
 
-func newTaskStore(client *firestore.Client, sessions *sessionstore.Service, app string, retention time.Duration) *TaskStore {
-	return &TaskStore{client: client, sessions: sessions, app: app, retention: retention, paths: map[string]*firestore.DocumentRef{}}
+func newTaskStore(client *firestore.Client, sessions *sessionstore.Service, app string, retention, stale time.Duration) *TaskStore {
+	return &TaskStore{client: client, sessions: sessions, app: app, retention: retention, stale: stale,
+		paths: map[string]*firestore.DocumentRef{}, held: map[string]heldPush{}}
 }
 
 // userOf returns the verified user of the call ctx belongs to.
@@ -100,7 +140,8 @@ func (s *TaskStore) remember(key string, ref *firestore.DocumentRef) {
 	s.paths[key] = ref
 }
 
-// Create stores a new task under its chat.
+// Create stores a new task under its chat, with the push configs its
+// first message set, in one commit.
 func (s *TaskStore) Create(ctx context.Context, task *a2a.Task) (taskstore.TaskVersion, error) {
 	user, err := userOf(ctx)
 	if err != nil {
@@ -110,16 +151,22 @@ func (s *TaskStore) Create(ctx context.Context, task *a2a.Task) (taskstore.TaskV
 	if err != nil {
 		return 0, err
 	}
+	key := s.key(user, task.ID)
 	ref := s.taskRef(user, task.ContextID, task.ID)
-	res, err := ref.Create(ctx, data)
+	batch := s.client.Batch()
+	batch.Create(ref, data)
+	for id, doc := range s.takeHeld(key) {
+		batch.Set(ref.Collection(pushCollection).Doc(id), doc)
+	}
+	res, err := batch.Commit(ctx)
 	if status.Code(err) == codes.AlreadyExists {
 		return 0, taskstore.ErrTaskAlreadyExists
 	}
 	if err != nil {
 		return 0, fmt.Errorf("create task %s: %w", task.ID, err)
 	}
-	s.remember(s.key(user, task.ID), ref)
-	return taskstore.TaskVersion(res.UpdateTime.UnixNano()), nil
+	s.remember(key, ref)
+	return taskstore.TaskVersion(res[0].UpdateTime.UnixNano()), nil
 }
 
 // Update replaces a task if its stored version is still req.PrevVersion;
@@ -129,6 +176,9 @@ func (s *TaskStore) Update(ctx context.Context, req *taskstore.UpdateRequest) (_
 	user, err := userOf(ctx)
 	if err != nil {
 		return 0, err
+	}
+	if _, ok := req.Event.(*a2a.Message); ok && s.busy(req.Task) {
+		return 0, ErrTaskBusy
 	}
 	data, err := s.doc(user, req.Task, platform.Now(ctx))
 	if err != nil {
@@ -155,6 +205,24 @@ func (s *TaskStore) Update(ctx context.Context, req *taskstore.UpdateRequest) (_
 		return 0, a2a.ErrTaskNotFound
 	}
 	return 0, fmt.Errorf("update task %s: %w", req.Task.ID, err)
+}
+
+// ErrTaskBusy is the answer to a message on a task that is working on an
+// earlier one (a duplicate answer that arrived after the first): the
+// message is not stored, so the running execution keeps the task.
+var ErrTaskBusy = fmt.Errorf("%w: the task is working on an earlier message; follow it with tasks/resubscribe or tasks/get", a2a.ErrInvalidParams)
+
+// busy reports whether task, as a caller read it, is being worked on by a
+// live execution. a2a-go appends a follow-up message to the task's history
+// (a write, so a new version) before its execution starts: were that
+// allowed while another execution works on the task, that execution's next
+// write would fail on the version and the task would be lost to it.
+func (s *TaskStore) busy(task *a2a.Task) bool {
+	st := task.Status
+	if st.State != a2a.TaskStateWorking && st.State != a2a.TaskStateSubmitted {
+		return false
+	}
+	return st.Timestamp == nil || time.Since(*st.Timestamp) <= s.stale
 }
 
 // Get reads a task of the calling user; another user's task is not found.
