@@ -133,6 +133,9 @@ func (t *Team) Turn(ctx context.Context, req ChatTurn) (*Invocation, *SwitchRepo
 			return nil, nil, err
 		}
 		report = &SwitchReport{Switched: true, From: report.To, To: chat.Agent}
+		if t.opts.ChatSwitched != nil {
+			t.opts.ChatSwitched(ctx, chat, report.From)
+		}
 	} else {
 		t.touch(ctx, chat)
 	}
@@ -463,6 +466,9 @@ func (t *Team) Sweep(ctx context.Context, now time.Time) (TeamSweepReport, error
 		}
 		if deleted {
 			report.Idle++
+			if t.opts.ChatDeleted != nil {
+				t.opts.ChatDeleted(ctx, chat)
+			}
 		}
 	}
 	return report, nil
