@@ -11,6 +11,7 @@ import (
 	"cloud.google.com/go/firestore"
 	"firebase.google.com/go/v4/auth"
 
+	"github.com/baton-run/baton/mcpregistry"
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
 )
@@ -38,6 +39,11 @@ type ServerOptions struct {
 	// SchedulerKeys fetches Google's OIDC signing keys, against which Sweep
 	// checks the scheduler's token. Default: a client with a 10 s timeout.
 	SchedulerKeys *http.Client
+	// MCP is the instance's MCP registry, when the agents use MCP servers:
+	// the team then ends a chat's MCP sessions when Sweep deletes the chat,
+	// and those its new agent does not declare when it switches. The
+	// registry's owner closes it when the instance stops.
+	MCP *mcpregistry.Registry
 }
 
 // NewServer returns a Server for a team already built over sessions.
@@ -96,7 +102,7 @@ func NewServerWithClient(cfg Config, client *firestore.Client, members []toolcal
 		log = opts.Logger
 	}
 	sessions := sessionstore.New(client, &sessionstore.Options{Root: cfg.Root})
-	team, err := toolcallback.NewTeam(client, sessions, cfg.AppName, members, &toolcallback.Options{
+	topts := &toolcallback.Options{
 		LeasePolicy:       cfg.LeasePolicy,
 		MaxWait:           cfg.LeaseMaxWait,
 		PendingPolicy:     cfg.PendingPolicy,
@@ -105,7 +111,21 @@ func NewServerWithClient(cfg Config, client *firestore.Client, members []toolcal
 		TokenKey:          cfg.TokenKey,
 		IdleRetention:     cfg.IdleRetention,
 		Logger:            log,
-	})
+	}
+	if opts != nil && opts.MCP != nil {
+		reg := opts.MCP
+		topts.ChatSwitched = func(ctx context.Context, chat *sessionstore.Chat, from string) {
+			if err := reg.Switched(ctx, chat, from); err != nil {
+				log.WarnContext(ctx, "end MCP sessions after an agent switch", "chat", chat.ID, "error", err)
+			}
+		}
+		topts.ChatDeleted = func(ctx context.Context, chat *sessionstore.Chat) {
+			if err := reg.CloseChat(ctx, chat); err != nil {
+				log.WarnContext(ctx, "end a deleted chat's MCP sessions", "chat", chat.ID, "error", err)
+			}
+		}
+	}
+	team, err := toolcallback.NewTeam(client, sessions, cfg.AppName, members, topts)
 	if err != nil {
 		return nil, err
 	}
