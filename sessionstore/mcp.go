@@ -36,7 +36,7 @@ func (s *Service) SetChatMCP(ctx context.Context, app, user, chat, server string
 		return fmt.Errorf("%w: chat %q", ErrNotFound, chat)
 	}
 	if err != nil {
-		return fmt.Errorf("record MCP session of chat %q: %w", chat, translate(err))
+		return fmt.Errorf("record MCP session of chat %q: %w", chat, Translate(err))
 	}
 	return nil
 }
