@@ -11,6 +11,7 @@ import (
 	"firebase.google.com/go/v4/auth"
 
 	"github.com/baton-run/baton/a2aserver"
+	"github.com/baton-run/baton/mcpregistry"
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
 )
@@ -41,6 +42,11 @@ type ServerOptions struct {
 	// PushClient posts A2A push notifications. Default: a client with a
 	// 10 s timeout.
 	PushClient *http.Client
+	// MCP is the instance's MCP registry, when the agents use MCP servers:
+	// the team then ends a chat's MCP sessions when Sweep deletes the chat,
+	// and those its new agent does not declare when it switches. The
+	// registry's owner closes it when the instance stops.
+	MCP *mcpregistry.Registry
 }
 
 // NewServer builds the session store and the team of members on client,
@@ -54,7 +60,7 @@ func NewServer(cfg Config, client *firestore.Client, members []toolcallback.Memb
 		s.log = NewLogger(nil)
 	}
 	sessions := sessionstore.New(client, &sessionstore.Options{Root: cfg.Root})
-	team, err := toolcallback.NewTeam(client, sessions, cfg.AppName, members, &toolcallback.Options{
+	topts := &toolcallback.Options{
 		LeasePolicy:       cfg.LeasePolicy,
 		MaxWait:           cfg.LeaseMaxWait,
 		PendingPolicy:     cfg.PendingPolicy,
@@ -63,7 +69,20 @@ func NewServer(cfg Config, client *firestore.Client, members []toolcallback.Memb
 		TokenKey:          cfg.TokenKey,
 		IdleRetention:     cfg.IdleRetention,
 		Logger:            s.log,
-	})
+	}
+	if reg := opts.MCP; reg != nil {
+		topts.ChatSwitched = func(ctx context.Context, chat *sessionstore.Chat, from string) {
+			if err := reg.Switched(ctx, chat, from); err != nil {
+				s.log.WarnContext(ctx, "end MCP sessions after an agent switch", "chat", chat.ID, "error", err)
+			}
+		}
+		topts.ChatDeleted = func(ctx context.Context, chat *sessionstore.Chat) {
+			if err := reg.CloseChat(ctx, chat); err != nil {
+				s.log.WarnContext(ctx, "end a deleted chat's MCP sessions", "chat", chat.ID, "error", err)
+			}
+		}
+	}
+	team, err := toolcallback.NewTeam(client, sessions, cfg.AppName, members, topts)
 	if err != nil {
 		return nil, err
 	}

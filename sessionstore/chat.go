@@ -32,6 +32,9 @@ type Chat struct {
 	// CleanupAt is when cleanup must look at the chat (a switch that may
 	// have died, retired sessions to delete); nil when there is nothing to do.
 	CleanupAt *time.Time
+	// MCP holds the chat's sessions with Streamable HTTP MCP servers, by
+	// server name, so that any instance continues them (see SetChatMCP).
+	MCP map[string]MCPSession
 
 	version time.Time
 }
@@ -51,6 +54,8 @@ type chatDoc struct {
 	Building     string     `firestore:"building"`
 	Retired      []string   `firestore:"retired"`
 	CleanupAt    *time.Time `firestore:"cleanupAt"`
+	// MCP is written only by SetChatMCP, never by SaveChat.
+	MCP map[string]MCPSession `firestore:"mcp,omitempty"`
 }
 
 func (s *Service) chatRef(app, user, id string) *firestore.DocumentRef {
@@ -83,7 +88,7 @@ func chatFrom(snap *firestore.DocumentSnapshot) (*Chat, error) {
 	return &Chat{
 		App: d.App, UserID: d.User, ID: d.ID, Agent: d.Agent, SessionID: d.Session,
 		Created: d.Created, LastActivity: d.LastActivity, LastSwitch: d.LastSwitch, Switches: d.Switches,
-		Building: d.Building, Retired: d.Retired, CleanupAt: d.CleanupAt, version: snap.UpdateTime,
+		Building: d.Building, Retired: d.Retired, CleanupAt: d.CleanupAt, MCP: d.MCP, version: snap.UpdateTime,
 	}, nil
 }
 
