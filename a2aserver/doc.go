@@ -26,6 +26,16 @@
 // work on the instance that took the request, since on serverless the
 // request's instance is the only worker there is.
 //
+// # Where a2a-go v2.4.0 needed help
+//
+// a2a-go appends a follow-up message to its task (a new version) before
+// the execution starts, so a late duplicate answer would make the running
+// execution's next write fail: TaskStore refuses such a message while a
+// live execution holds the task (ErrTaskBusy). Its cluster-mode cancel of
+// an input-required task answers "not cancelable" while the cancellation
+// goes on (cancel.go waits for it), and it saves a new task's push config
+// before the task exists (held, then written with the task).
+//
 // # Storage
 //
 //	{chat}/a2aTasks/{task id}                   task      (taskDoc; TTL gcAt)
