@@ -140,6 +140,7 @@ func newHTTPFixtureWith(t *testing.T, opts func(*ServerOptions), mutate func(*Co
 	for _, name := range Names {
 		mux.Handle("/"+name, f.server.Handler(name))
 	}
+	mux.Handle("/"+NameA2A+"/", f.server.Handler(NameA2A)) // the agent card below it
 	f.srv = httptest.NewServer(mux)
 	t.Cleanup(f.srv.Close)
 	return f

@@ -1,10 +1,13 @@
 package toolcallback
 
 import (
+	"context"
 	"log/slog"
 	"time"
 
 	"google.golang.org/adk/v2/agent"
+
+	"github.com/baton-run/baton/sessionstore"
 )
 
 // LeasePolicy says what a turn does when another invocation holds the
@@ -74,7 +77,14 @@ type Options struct {
 	// bills as reads whether or not the documents exist. With it set, an
 	// agent reading such a key does not find it.
 	SessionStateOnly bool
-	Logger           *slog.Logger
+	// ChatSwitched, when set, is called after a Team's turn moved a chat to
+	// another agent (chat.Agent; from is the previous one). ChatDeleted is
+	// called after Sweep deleted an idle chat, with the chat as it was
+	// stored. They let parts that keep resources per chat, such as MCP
+	// connections, follow the chat's life without this package knowing them.
+	ChatSwitched func(ctx context.Context, chat *sessionstore.Chat, from string)
+	ChatDeleted  func(ctx context.Context, chat *sessionstore.Chat)
+	Logger       *slog.Logger
 }
 
 func (o *Options) withDefaults() Options {

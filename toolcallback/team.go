@@ -137,6 +137,9 @@ func (t *Team) Turn(ctx context.Context, req ChatTurn) (*Invocation, *SwitchRepo
 		}
 		report = &SwitchReport{Switched: true, From: report.To, To: chat.Agent}
 		sess = nil
+		if t.opts.ChatSwitched != nil {
+			t.opts.ChatSwitched(ctx, chat, report.From)
+		}
 	} else {
 		t.touch(ctx, chat)
 	}
