@@ -152,6 +152,12 @@ type TurnRequest struct {
 	SessionID string // created on first use
 	ClientID  string // the device or tab sending the message
 	Content   *genai.Content
+	// MessageID, when set, is the client's id for the message. It is stored
+	// with the message (session state MessageKey), and a turn whose
+	// MessageID is the one the session last took fails with
+	// ErrMessageTaken, checked under the lease: a client that sends the
+	// same message twice gets one turn.
+	MessageID string
 }
 
 // Turn runs the agent on a user message. It takes the session's lease
@@ -182,11 +188,15 @@ func (e *Engine) Turn(ctx context.Context, req TurnRequest) (*Invocation, error)
 		return nil, err
 	}
 	ctx = h.bind(ctx)
-	if err := e.settleOpenCalls(ctx, req.UserID, req.SessionID); err != nil {
+	if err := e.settleOpenCalls(ctx, req.UserID, req.SessionID, req.MessageID); err != nil {
 		e.release(ctx, h)
 		return nil, err
 	}
-	return e.start(ctx, h, req.UserID, req.SessionID, req.ClientID, req.Content, nil), nil
+	var opts []runner.RunOption
+	if req.MessageID != "" {
+		opts = append(opts, runner.WithStateDelta(map[string]any{MessageKey: req.MessageID}))
+	}
+	return e.start(ctx, h, req.UserID, req.SessionID, req.ClientID, req.Content, nil, opts...), nil
 }
 
 // hold is a session lease this instance holds and keeps renewed until it
@@ -251,7 +261,7 @@ func (e *Engine) release(ctx context.Context, h *hold) {
 // Every event is stored before it is pushed to readers, and an event that
 // pauses calls is stored with their ledger records (ledgerSessions): a
 // reader never sees a call that has no record.
-func (e *Engine) start(ctx context.Context, h *hold, user, sid, client string, msg *genai.Content, after func(context.Context)) *Invocation {
+func (e *Engine) start(ctx context.Context, h *hold, user, sid, client string, msg *genai.Content, after func(context.Context), opts ...runner.RunOption) *Invocation {
 	inv := newInvocation()
 	// The run is detached from the request's cancellation, not from its
 	// trace: its span, and ADK's under it, stay in the request's trace.
@@ -281,7 +291,7 @@ func (e *Engine) start(ctx context.Context, h *hold, user, sid, client string, m
 				inv.fail(runErr)
 			}
 		}()
-		for ev, err := range e.runner.Run(runCtx, user, sid, msg, agent.RunConfig{StreamingMode: e.opts.StreamingMode}) {
+		for ev, err := range e.runner.Run(runCtx, user, sid, msg, agent.RunConfig{StreamingMode: e.opts.StreamingMode}, opts...) {
 			if err != nil {
 				e.opts.Logger.Error("invocation", "session", sid, "error", err)
 				runErr = err

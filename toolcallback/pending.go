@@ -14,7 +14,8 @@ import (
 )
 
 // Pending returns the session's pending calls that client may answer,
-// oldest first, so a reloaded tab can pick its tool requests up again.
+// oldest first, so a reloaded tab can pick its tool requests up again; an
+// empty client lists every client's.
 // When a dead invocation left the session needing repair and nobody holds
 // its lease, it repairs it first, so the reloaded tab shows the repaired
 // conversation.
@@ -38,7 +39,7 @@ func (e *Engine) Pending(ctx context.Context, user, sid, client string) ([]*Call
 	now := platform.Now(ctx)
 	var out []*Call
 	for _, d := range docs {
-		if Status(d.Status) != StatusPending || !now.Before(d.Expires) || (!d.AnyDevice && d.Client != client) {
+		if Status(d.Status) != StatusPending || !now.Before(d.Expires) || (client != "" && !d.AnyDevice && d.Client != client) {
 			continue
 		}
 		c, err := d.call()
@@ -55,10 +56,13 @@ func (e *Engine) Pending(ctx context.Context, user, sid, client string) ([]*Call
 // response: a recorded answer that never reached the agent is delivered,
 // a pending call is cancelled (or reported, under PendingReject), and what
 // a dead invocation left unanswered is closed (repairTail).
-func (e *Engine) settleOpenCalls(ctx context.Context, user, sid string) error {
+func (e *Engine) settleOpenCalls(ctx context.Context, user, sid, messageID string) error {
 	sess, err := e.loadRecent(ctx, user, sid)
 	if err != nil {
 		return err
+	}
+	if messageID != "" && TakenMessage(sess) == messageID {
+		return fmt.Errorf("%w: %q", ErrMessageTaken, messageID)
 	}
 	if e.opts.PendingPolicy == PendingReject {
 		if err := e.rejectIfPending(ctx, user, sid); err != nil {

@@ -89,6 +89,8 @@ type ChatTurn struct {
 	// Agent names the agent to talk to; empty keeps the chat's current one.
 	Agent   string
 	Content *genai.Content
+	// MessageID is the client's id for the message (see TurnRequest).
+	MessageID string
 }
 
 // SwitchReport says whether a turn moved the chat to another agent.
@@ -136,7 +138,7 @@ func (t *Team) Turn(ctx context.Context, req ChatTurn) (*Invocation, *SwitchRepo
 	} else {
 		t.touch(ctx, chat)
 	}
-	inv, err := t.engines[chat.Agent].Turn(ctx, TurnRequest{UserID: req.UserID, SessionID: chat.SessionID, ClientID: req.ClientID, Content: req.Content})
+	inv, err := t.engines[chat.Agent].Turn(ctx, TurnRequest{UserID: req.UserID, SessionID: chat.SessionID, ClientID: req.ClientID, Content: req.Content, MessageID: req.MessageID})
 	return inv, report, err
 }
 
@@ -319,7 +321,8 @@ func (t *Team) Chat(ctx context.Context, user, chatID string) (*sessionstore.Cha
 	return chat, err
 }
 
-// Pending lists the chat's pending calls that client may answer.
+// Pending lists the chat's pending calls that client may answer; an empty
+// client lists every client's.
 func (t *Team) Pending(ctx context.Context, user, chatID, client string) ([]*Call, error) {
 	if err := validateIDs(user, chatID, client); err != nil {
 		return nil, err
