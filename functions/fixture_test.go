@@ -50,6 +50,7 @@ type httpFixture struct {
 	client   *firestore.Client
 	counter  *firestoretest.Counter
 	cfg      Config
+	members  []toolcallback.Member
 	booked   atomic.Int32
 	logs     *syncWriter
 
@@ -116,7 +117,8 @@ func newHTTPFixture(t *testing.T, mutate func(*Config), script ...modeltest.Repl
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.server, err = NewServerWithClient(f.cfg, f.client, []toolcallback.Member{{Agent: root}}, &ServerOptions{
+	f.members = []toolcallback.Member{{Agent: root}}
+	f.server, err = NewServerWithClient(f.cfg, f.client, f.members, &ServerOptions{
 		Logger:        NewLogger(f.logs),
 		Auth:          f.auth,
 		SchedulerKeys: f.keys.Client(),
@@ -127,6 +129,7 @@ func newHTTPFixture(t *testing.T, mutate func(*Config), script ...modeltest.Repl
 	mux := http.NewServeMux()
 	for _, name := range Names {
 		mux.Handle("/"+name, f.server.Handler(name))
+		mux.Handle("/"+name+"/", f.server.Handler(name))
 	}
 	f.srv = httptest.NewServer(mux)
 	t.Cleanup(f.srv.Close)

@@ -465,23 +465,12 @@ type turnJSON struct {
 // id its start chunk carried: turn, or for a new turn the invocation id its
 // first event brings (the start chunk waits for it).
 func (s *Server) stream(ctx context.Context, w http.ResponseWriter, log *slog.Logger, inv *toolcallback.Invocation, turn string, data map[string]any, keepAlive time.Duration) string {
-	sw := NewStreamWriter(w, "")
-	if keepAlive > 0 {
-		stop := make(chan struct{})
-		defer close(stop)
-		go func() {
-			t := time.NewTicker(keepAlive)
-			defer t.Stop()
-			for {
-				select {
-				case <-stop:
-					return
-				case <-t.C:
-					_ = sw.KeepAlive()
-				}
-			}
-		}()
-	}
+	return s.streamTo(ctx, NewStreamWriter(w, ""), log, inv, turn, data, keepAlive)
+}
+
+// streamTo is stream with a StreamWriter the caller set up.
+func (s *Server) streamTo(ctx context.Context, sw *StreamWriter, log *slog.Logger, inv *toolcallback.Invocation, turn string, data map[string]any, keepAlive time.Duration) string {
+	defer keepStreamAlive(sw, keepAlive)()
 	started := false
 	start := func(ev *session.Event) {
 		if started {
@@ -522,6 +511,28 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, log *slog.Lo
 	start(nil)
 	_ = sw.Finish()
 	return turn
+}
+
+// keepStreamAlive writes a keep-alive comment to sw every d (none when d
+// is 0) until the returned function is called.
+func keepStreamAlive(sw *StreamWriter, d time.Duration) (stop func()) {
+	if d <= 0 {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(d)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				_ = sw.KeepAlive()
+			}
+		}
+	}()
+	return func() { close(done) }
 }
 
 func wantsJSON(r *http.Request) bool {

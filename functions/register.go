@@ -19,10 +19,13 @@ const (
 	NameToolResult = "ToolResult"
 	NamePending    = "Pending"
 	NameSweep      = "Sweep"
+	// NameChat serves the AI SDK's useChat (DefaultChatTransport): POST
+	// /Chat, GET /Chat/{chatId} and GET /Chat/{chatId}/stream.
+	NameChat = "Chat"
 )
 
 // Names lists every registered function.
-var Names = []string{NameTurn, NameToolResult, NamePending, NameSweep}
+var Names = []string{NameTurn, NameToolResult, NamePending, NameSweep, NameChat}
 
 // AgentFunc builds the agent the registered functions serve.
 type AgentFunc func(ctx context.Context) (agent.Agent, error)

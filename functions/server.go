@@ -123,6 +123,8 @@ func (s *Server) Handler(name string) http.Handler {
 		return s.wrap(name, []string{http.MethodGet}, s.pending)
 	case NameSweep:
 		return s.wrap(name, []string{http.MethodPost}, s.sweep)
+	case NameChat:
+		return s.wrap(name, []string{http.MethodPost, http.MethodGet}, s.chat)
 	}
 	return http.NotFoundHandler()
 }

@@ -98,6 +98,11 @@ type (
 		ToolCallID string          `json:"toolCallId"`
 		ToolName   string          `json:"toolName"`
 		Input      json.RawMessage `json:"input"`
+		// ProviderExecuted marks calls the page must not run (useChat calls
+		// onToolCall for the others); ProviderMetadata names the device
+		// that may answer a browser call (see StreamWriter.SetDevice).
+		ProviderExecuted bool            `json:"providerExecuted,omitempty"`
+		ProviderMetadata json.RawMessage `json:"providerMetadata,omitempty"`
 	}
 	uiToolApprovalChunk struct {
 		Type       string `json:"type"`
@@ -165,6 +170,22 @@ type StreamWriter struct {
 
 	inputs map[string]bool // call ids sent as tool-input-available
 	paused map[string]bool // call ids answered outside this stream
+
+	// For useChat pages (SetDevice): every call but a browser call is
+	// marked provider-executed, and browser calls name device, if set.
+	forPage bool
+	device  string
+}
+
+// SetDevice makes tool-input-available chunks say who runs each call, for
+// useChat pages: browser calls carry providerMetadata
+// {"baton": {"deviceId": device}}, the device that started the turn and
+// alone may answer them; every other call is marked providerExecuted, so
+// useChat never hands it to onToolCall.
+func (s *StreamWriter) SetDevice(device string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.forPage, s.device = true, device
 }
 
 // NewStreamWriter returns a StreamWriter that writes to w. messageID, when
@@ -530,7 +551,7 @@ func (s *StreamWriter) call(call *genai.FunctionCall, kindOf func(*genai.Functio
 	if kind != CallServer {
 		s.paused[call.ID] = true
 	}
-	return s.toolInput(call)
+	return s.toolInput(call, kind)
 }
 
 // approval sends ADK's confirmation request as the original call awaiting
@@ -544,13 +565,13 @@ func (s *StreamWriter) approval(call *genai.FunctionCall) error {
 		orig = call
 	}
 	s.paused[orig.ID] = true
-	encErr := s.toolInput(orig)
+	encErr := s.toolInput(orig, CallApproval)
 	s.chunk(uiToolApprovalChunk{Type: "tool-approval-request", ApprovalID: call.ID, ToolCallID: orig.ID})
 	return encErr
 }
 
 // toolInput sends a tool-input-available chunk once per call id.
-func (s *StreamWriter) toolInput(call *genai.FunctionCall) error {
+func (s *StreamWriter) toolInput(call *genai.FunctionCall, kind CallKind) error {
 	if s.inputs[call.ID] {
 		return nil
 	}
@@ -561,7 +582,14 @@ func (s *StreamWriter) toolInput(call *genai.FunctionCall) error {
 		args = map[string]any{}
 	}
 	input, err := uiJSON(args)
-	s.chunk(uiToolInputChunk{Type: "tool-input-available", ToolCallID: call.ID, ToolName: call.Name, Input: input})
+	chunk := uiToolInputChunk{Type: "tool-input-available", ToolCallID: call.ID, ToolName: call.Name, Input: input}
+	if s.forPage {
+		chunk.ProviderExecuted = kind != CallBrowser
+		if kind == CallBrowser && s.device != "" {
+			chunk.ProviderMetadata, _ = json.Marshal(map[string]any{"baton": map[string]string{"deviceId": s.device}})
+		}
+	}
+	s.chunk(chunk)
 	if err != nil {
 		return fmt.Errorf("input of call %q: %w", call.ID, err)
 	}

@@ -180,6 +180,8 @@ func run(ctx context.Context, addr string, log *slog.Logger, ready chan<- string
 	for _, name := range functions.Names {
 		mux.Handle("/"+name, server.Handler(name))
 	}
+	// Chat's resume stream and messages: /Chat/{chatId}/stream, /Chat/{chatId}.
+	mux.Handle("/"+functions.NameChat+"/", server.Handler(functions.NameChat))
 	web, err := fs.Sub(webFiles, "web")
 	if err != nil {
 		return err
