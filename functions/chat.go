@@ -236,9 +236,15 @@ func (m *uiMessage) content() (*genai.Content, error) {
 // stream is the response. When nothing resumes (a re-POST, or other calls
 // of the step still open), the response is the turn as the transcript has
 // it.
+//
+// When an answer is recorded but other calls of its step are still open
+// (or the session is busy and the answer waits for delivery), the response
+// continues the posted message with nothing: the page keeps what it shows.
+// A POST that brings nothing new while calls are open is 409
+// pending_calls, so a page that sends automatically stops there.
 func (s *Server) chatAnswers(w http.ResponseWriter, r *http.Request, log *slog.Logger, user, device, chatID string, m *uiMessage) error {
 	var resumed *toolcallback.Resumption
-	answers := 0
+	answers, recorded := 0, false
 	for _, p := range m.Parts {
 		res, err := s.chatAnswer(r, user, device, chatID, p)
 		if errors.Is(err, errNoAnswer) {
@@ -258,12 +264,26 @@ func (s *Server) chatAnswers(w http.ResponseWriter, r *http.Request, log *slog.L
 		}
 		if res.Invocation != nil {
 			resumed = res
+		} else {
+			recorded = true
 		}
 	}
 	if answers == 0 {
 		return fmt.Errorf("%w: the last message is an assistant message with no tool output or approval response", errBadRequest)
 	}
+	if resumed == nil && recorded {
+		sw := NewStreamWriter(w, m.ID)
+		_ = sw.Finish()
+		return nil
+	}
 	if resumed == nil {
+		open, err := s.team.Pending(r.Context(), user, chatID, "")
+		if err != nil {
+			return err
+		}
+		if len(open) > 0 {
+			return &toolcallback.PendingCallsError{Calls: open}
+		}
 		return s.chatReplay(w, r, log, user, chatID, replayAlways)
 	}
 	s.respondChat(w, r, log, resumed.Invocation, resumed.Turn, device, nil)

@@ -58,8 +58,8 @@ func (s *Server) chatMessages(w http.ResponseWriter, r *http.Request, chatID str
 // uiMessages turns the history a page shows (see history) into UIMessages:
 // one per user message, with the id the client gave it when it has one,
 // and one per turn's assistant message, with the id its streams carry.
-// Tool parts are provider-executed except open browser calls, which name
-// the device that may answer them; an open approval asks for approval.
+// Tool parts are provider-executed except open browser calls; open calls
+// name the device that may answer them, and an open approval asks for one.
 func uiMessages(events session.Events, open []*toolcallback.Call) []uiMessageView {
 	userIDs := map[time.Time]string{} // the client's message ids, by the user event's time
 	for ev := range events.All() {
@@ -121,6 +121,7 @@ func toolPart(item historyItem, open *toolcallback.Call) map[string]any {
 		p["state"], p["output"] = "output-available", item.Output
 	case open != nil && open.Kind == toolcallback.KindApproval:
 		p["state"], p["approval"] = "approval-requested", map[string]any{"id": open.ID}
+		p["callProviderMetadata"] = map[string]any{"baton": map[string]any{"deviceId": open.ClientID}}
 	case open != nil && open.Kind == toolcallback.KindBrowser:
 		p["state"], p["providerExecuted"] = "input-available", false
 		p["callProviderMetadata"] = map[string]any{"baton": map[string]any{"deviceId": open.ClientID}}

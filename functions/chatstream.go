@@ -30,6 +30,11 @@ import (
 // poll) instead of answering 204 at once.
 const waitHeader = "X-Baton-Wait"
 
+// seenHeader, with waitHeader, names the last assistant message the
+// live tab shows ("none" for none): a turn it has not seen is replayed at
+// once, so no turn is missed between two waits.
+const seenHeader = "X-Baton-Seen"
+
 // maxWait bounds waitHeader.
 const maxWait = 55 * time.Second
 
@@ -44,8 +49,11 @@ const (
 	// it is running.
 	replayAlways replayMode = iota
 	// replayIfOpen streams the last turn only while it is running or
-	// waiting for calls; otherwise it answers 204 (or waits).
+	// waiting for calls; otherwise it answers 204.
 	replayIfOpen
+	// replayNext streams a running turn, or waits for the next one to
+	// start (a live tab); a turn waiting for calls is not shown again.
+	replayNext
 )
 
 // chatResume answers useChat's resume request: GET /Chat/{chatId}/stream.
@@ -62,17 +70,36 @@ func (s *Server) chatResume(w http.ResponseWriter, r *http.Request, log *slog.Lo
 		}
 		wait = time.Duration(n) * time.Second
 	}
-	return s.replay(w, r, log, user, chatID, replayIfOpen, wait)
+	if wait > 0 {
+		return s.follow(w, r, log, user, chatID, wait, r.Header.Get(seenHeader))
+	}
+	return s.replay(w, r, log, user, chatID, replayIfOpen, 0, "")
 }
 
 // chatReplay streams the chat's last turn as the transcript has it.
 func (s *Server) chatReplay(w http.ResponseWriter, r *http.Request, log *slog.Logger, user, chatID string, mode replayMode) error {
-	return s.replay(w, r, log, user, chatID, mode, 0)
+	return s.replay(w, r, log, user, chatID, mode, 0, "")
 }
 
-func (s *Server) replay(w http.ResponseWriter, r *http.Request, log *slog.Logger, user, chatID string, mode replayMode, wait time.Duration) error {
+// follow is a live tab's wait: the running turn, a finished one the tab
+// has not seen, or the next one to start within wait; else 204.
+func (s *Server) follow(w http.ResponseWriter, r *http.Request, log *slog.Logger, user, chatID string, wait time.Duration, seen string) error {
+	if _, err := s.team.Chat(r.Context(), user, chatID); errors.Is(err, toolcallback.ErrNotFound) {
+		// No chat yet: nothing to listen to. Answer after a pause, so the
+		// tab asks again soon without spinning.
+		select {
+		case <-time.After(min(wait, time.Second)):
+		case <-r.Context().Done():
+		}
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
+	return s.replay(w, r, log, user, chatID, replayNext, wait, seen)
+}
+
+func (s *Server) replay(w http.ResponseWriter, r *http.Request, log *slog.Logger, user, chatID string, mode replayMode, wait time.Duration, seen string) error {
 	chat, err := s.team.Chat(r.Context(), user, chatID)
-	if errors.Is(err, toolcallback.ErrNotFound) && mode == replayIfOpen {
+	if errors.Is(err, toolcallback.ErrNotFound) && mode != replayAlways {
 		w.WriteHeader(http.StatusNoContent)
 		return nil
 	}
@@ -102,7 +129,7 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request, log *slog.Logger
 		return ctx.Err()
 	}
 	if first.err != nil {
-		if errors.Is(first.err, sessionstore.ErrNotFound) && mode == replayIfOpen {
+		if errors.Is(first.err, sessionstore.ErrNotFound) && mode != replayAlways {
 			w.WriteHeader(http.StatusNoContent)
 			return nil
 		}
@@ -111,17 +138,18 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request, log *slog.Logger
 	events := first.change.Events
 	busy := running(ctx, first.change)
 	var calls []*toolcallback.Call
-	if !busy {
+	if !busy && mode != replayNext {
 		if calls, err = s.team.Pending(r.Context(), user, chatID, ""); err != nil {
 			return err
 		}
 	}
 	if mode == replayIfOpen && !busy && len(calls) == 0 {
-		if wait == 0 {
-			w.WriteHeader(http.StatusNoContent)
-			return nil
-		}
-		// A live tab: wait for the next turn to start.
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
+	// A live tab: a finished turn it missed is replayed now; otherwise
+	// wait for the next turn to start.
+	if mode == replayNext && !busy && !(seen != "" && unseen(events, seen)) {
 		timeout := time.NewTimer(wait)
 		defer timeout.Stop()
 		for !busy {
@@ -201,6 +229,13 @@ func running(ctx context.Context, c *sessionstore.Change) bool {
 	return c.Busy && c.LeaseExpires.After(platform.Now(ctx))
 }
 
+// unseen reports whether the last turn in events has an answer (some
+// event after its user message) and is not the message seen.
+func unseen(events []*session.Event, seen string) bool {
+	start := lastTurn(events)
+	return start < len(events)-1 && events[start].InvocationID != seen
+}
+
 // lastTurn returns the index of the event that starts the last turn in
 // events (len(events) when there is none).
 func lastTurn(events []*session.Event) int {
@@ -218,7 +253,7 @@ func lastTurn(events []*session.Event) int {
 // responses to paused calls are left out, and an approval already decided
 // shows the tool's outcome rather than a request for approval.
 type replayer struct {
-	device    string          // the device the open browser calls belong to
+	device    string          // the device the open calls belong to
 	external  map[string]bool // open calls another system answers
 	answered  map[string]bool // paused calls with an answer
 	confirmed map[string]bool // confirmation calls with a decision
@@ -229,13 +264,10 @@ type replayer struct {
 func newReplayer(turn []*session.Event, open []*toolcallback.Call) *replayer {
 	rp := &replayer{external: map[string]bool{}, answered: map[string]bool{}, confirmed: map[string]bool{}, paused: map[string]bool{}}
 	for _, c := range open {
-		switch c.Kind {
-		case toolcallback.KindBrowser:
-			if rp.device == "" {
-				rp.device = c.ClientID
-			}
-		case toolcallback.KindExternal:
+		if c.Kind == toolcallback.KindExternal {
 			rp.external[c.OriginalID] = true
+		} else if rp.device == "" {
+			rp.device = c.ClientID
 		}
 	}
 	// A replayed turn's answers are all in hand before its calls are

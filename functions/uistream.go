@@ -178,10 +178,10 @@ type StreamWriter struct {
 }
 
 // SetDevice makes tool-input-available chunks say who runs each call, for
-// useChat pages: browser calls carry providerMetadata
-// {"baton": {"deviceId": device}}, the device that started the turn and
-// alone may answer them; every other call is marked providerExecuted, so
-// useChat never hands it to onToolCall.
+// useChat pages: browser calls and calls awaiting approval carry
+// providerMetadata {"baton": {"deviceId": device}}, the device that
+// started the turn and alone may answer them; every call but a browser
+// call is marked providerExecuted, so useChat never hands it to onToolCall.
 func (s *StreamWriter) SetDevice(device string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -570,9 +570,13 @@ func (s *StreamWriter) approval(call *genai.FunctionCall) error {
 	return encErr
 }
 
-// toolInput sends a tool-input-available chunk once per call id.
+// toolInput sends a tool-input-available chunk once per call id (see
+// SetDevice for the exception).
 func (s *StreamWriter) toolInput(call *genai.FunctionCall, kind CallKind) error {
-	if s.inputs[call.ID] {
+	// A call that turns out to need approval is sent again for a page, to
+	// name the device that may decide.
+	again := kind == CallApproval && s.forPage && s.device != ""
+	if s.inputs[call.ID] && !again {
 		return nil
 	}
 	s.step()
@@ -585,7 +589,7 @@ func (s *StreamWriter) toolInput(call *genai.FunctionCall, kind CallKind) error 
 	chunk := uiToolInputChunk{Type: "tool-input-available", ToolCallID: call.ID, ToolName: call.Name, Input: input}
 	if s.forPage {
 		chunk.ProviderExecuted = kind != CallBrowser
-		if kind == CallBrowser && s.device != "" {
+		if (kind == CallBrowser || kind == CallApproval) && s.device != "" {
 			chunk.ProviderMetadata, _ = json.Marshal(map[string]any{"baton": map[string]string{"deviceId": s.device}})
 		}
 	}
