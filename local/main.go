@@ -47,7 +47,10 @@ import (
 	localagent "github.com/baton-run/baton/local/agent"
 )
 
-//go:embed web
+// webFiles is the demo page as local/web builds it (npm run build there);
+// the build is committed, so go run ./local needs no npm step.
+//
+//go:embed web/dist
 var webFiles embed.FS
 
 // tracing, set by -trace, prints each request's spans.
@@ -182,7 +185,7 @@ func run(ctx context.Context, addr string, log *slog.Logger, ready chan<- string
 	}
 	// Chat's resume stream and messages: /Chat/{chatId}/stream, /Chat/{chatId}.
 	mux.Handle("/"+functions.NameChat+"/", server.Handler(functions.NameChat))
-	web, err := fs.Sub(webFiles, "web")
+	web, err := fs.Sub(webFiles, "web/dist")
 	if err != nil {
 		return err
 	}

@@ -26,8 +26,8 @@ and get_current_time run on the server; get_location asks the user's browser whe
 book_table books a restaurant table once a person approves. Earlier turns may hold records like
 "[dj called change_bgm(track=2): ...]" of what another agent did. Answer briefly.`
 	djInstruction = `You are the DJ of Baton's demo. change_bgm switches the music playing in the
-user's page (tracks 1 to 3). Earlier turns may hold records of what another agent did. Answer
-briefly.`
+user's page (tracks 1 to 3); get_location tells where the user is, to pick music for the place.
+Earlier turns may hold records of what another agent did. Answer briefly.`
 )
 
 // Model returns Gemini when the standard environment configures it
@@ -107,7 +107,7 @@ func DJ(m model.LLM) (agent.Agent, error) {
 		Description: "Plays the background music",
 		Model:       m,
 		Instruction: djInstruction,
-		Tools:       pick(tools, "change_bgm"),
+		Tools:       pick(tools, "change_bgm", "get_location"),
 	})
 }
 
