@@ -23,17 +23,17 @@ import (
 // the token or the key server is at fault; this file sorts them into the two
 // sentinels below, which errors.go maps to 401 and 503.
 
-// ErrInvalidToken wraps every rejection of an ID token or of the scheduler's
+// errInvalidIDToken wraps every rejection of an ID token or of the scheduler's
 // OIDC token: missing, malformed, badly signed, expired, for another audience
 // or issuer, revoked, or of a disabled or deleted user. The HTTP layer
 // answers 401.
-var ErrInvalidToken = errors.New("invalid id token")
+var errInvalidIDToken = errors.New("invalid id token")
 
-// ErrAuthUnavailable wraps failures to reach what vouches for a token: the
+// errAuthUnavailable wraps failures to reach what vouches for a token: the
 // server of Google's signing keys, or the Firebase Auth API that a revocation
 // check (and the Auth emulator) asks. It says nothing about the token. The
 // HTTP layer answers 503 with Retry-After.
-var ErrAuthUnavailable = errors.New("token verification unavailable")
+var errAuthUnavailable = errors.New("token verification unavailable")
 
 // keyFetchTimeout bounds one fetch of the scheduler's signing keys.
 const keyFetchTimeout = 10 * time.Second
@@ -106,15 +106,15 @@ func firebaseError(err error) error {
 	resp := errorutils.HTTPResponse(err) // set when the Auth API answered
 	switch {
 	case auth.IsCertificateFetchFailed(err):
-		return fmt.Errorf("%w: %w", ErrAuthUnavailable, err)
+		return fmt.Errorf("%w: %w", errAuthUnavailable, err)
 	case auth.IsIDTokenInvalid(err), // malformed, forged, expired, revoked, user disabled
 		auth.IsUserNotFound(err), // the user was deleted
 		auth.IsTenantIDMismatch(err):
-		return fmt.Errorf("%w: %w", ErrInvalidToken, err)
+		return fmt.Errorf("%w: %w", errInvalidIDToken, err)
 	case errorutils.IsUnavailable(err), errorutils.IsDeadlineExceeded(err),
 		errorutils.IsUnknown(err) && resp == nil, // the Auth API could not be reached
 		resp != nil && resp.StatusCode >= 500:
-		return fmt.Errorf("%w: %w", ErrAuthUnavailable, err)
+		return fmt.Errorf("%w: %w", errAuthUnavailable, err)
 	}
 	return err
 }
@@ -131,7 +131,7 @@ type schedulerIdentity struct {
 
 // newSchedulerIdentity returns the check of the scheduler's token. keys
 // fetches Google's signing keys (nil: a client with a 10 s timeout); its
-// failures to answer are reported as ErrAuthUnavailable.
+// failures to answer are reported as errAuthUnavailable.
 func newSchedulerIdentity(ctx context.Context, keys *http.Client, audience, invoker string) (*schedulerIdentity, error) {
 	if keys == nil {
 		keys = &http.Client{Timeout: keyFetchTimeout}
@@ -161,13 +161,13 @@ func (s *schedulerIdentity) check(ctx context.Context, r *http.Request) error {
 	}
 	payload, err := s.validator.Validate(ctx, raw, s.audience)
 	switch {
-	case errors.Is(err, ErrAuthUnavailable), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+	case errors.Is(err, errAuthUnavailable), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return err
 	case err != nil:
-		return fmt.Errorf("%w: %w", ErrInvalidToken, err)
+		return fmt.Errorf("%w: %w", errInvalidIDToken, err)
 	}
 	if payload.Issuer != "https://accounts.google.com" && payload.Issuer != "accounts.google.com" {
-		return fmt.Errorf("%w: issuer %q is not Google's", ErrInvalidToken, payload.Issuer)
+		return fmt.Errorf("%w: issuer %q is not Google's", errInvalidIDToken, payload.Issuer)
 	}
 	email, _ := payload.Claims["email"].(string)
 	verified, _ := payload.Claims["email_verified"].(bool)
@@ -178,18 +178,18 @@ func (s *schedulerIdentity) check(ctx context.Context, r *http.Request) error {
 }
 
 // keyServerTransport marks a key server that cannot be reached, or answers
-// anything but 200, with ErrAuthUnavailable: idtoken reports such failures
+// anything but 200, with errAuthUnavailable: idtoken reports such failures
 // and bad tokens alike as plain errors.
 type keyServerTransport struct{ base http.RoundTripper }
 
 func (t keyServerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.base.RoundTrip(req)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrAuthUnavailable, err)
+		return nil, fmt.Errorf("%w: %w", errAuthUnavailable, err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		resp.Body.Close()
-		return nil, fmt.Errorf("%w: GET %s: %s", ErrAuthUnavailable, req.URL.Redacted(), resp.Status)
+		return nil, fmt.Errorf("%w: GET %s: %s", errAuthUnavailable, req.URL.Redacted(), resp.Status)
 	}
 	return resp, nil
 }

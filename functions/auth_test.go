@@ -284,12 +284,12 @@ func productionAuthChild(t *testing.T) {
 		token string
 		want  error
 	}{
-		{"unsigned, as the emulator issues", unsigned, ErrInvalidToken},
-		{"wrong audience", signed(claims(func(c map[string]any) { c["aud"] = "other-project" })), ErrInvalidToken},
-		{"wrong issuer", signed(claims(func(c map[string]any) { c["iss"] = "https://securetoken.google.com/other-project" })), ErrInvalidToken},
-		{"expired", signed(claims(func(c map[string]any) { c["exp"] = now.Add(-time.Hour).Unix() })), ErrInvalidToken},
-		{"malformed", "a.b", ErrInvalidToken},
-		{"well formed: needs the keys", signed(claims(nil)), ErrAuthUnavailable},
+		{"unsigned, as the emulator issues", unsigned, errInvalidIDToken},
+		{"wrong audience", signed(claims(func(c map[string]any) { c["aud"] = "other-project" })), errInvalidIDToken},
+		{"wrong issuer", signed(claims(func(c map[string]any) { c["iss"] = "https://securetoken.google.com/other-project" })), errInvalidIDToken},
+		{"expired", signed(claims(func(c map[string]any) { c["exp"] = now.Add(-time.Hour).Unix() })), errInvalidIDToken},
+		{"malformed", "a.b", errInvalidIDToken},
+		{"well formed: needs the keys", signed(claims(nil)), errAuthUnavailable},
 	}
 	for _, tt := range tests {
 		r := httptest.NewRequest(http.MethodGet, "/Pending", nil)
@@ -300,7 +300,7 @@ func productionAuthChild(t *testing.T) {
 			continue
 		}
 		code, body := status(err)
-		wantCode := map[error]int{ErrInvalidToken: http.StatusUnauthorized, ErrAuthUnavailable: http.StatusServiceUnavailable}[tt.want]
+		wantCode := map[error]int{errInvalidIDToken: http.StatusUnauthorized, errAuthUnavailable: http.StatusServiceUnavailable}[tt.want]
 		if code != wantCode || (code == http.StatusServiceUnavailable && body.RetryAfterSeconds == 0) {
 			t.Errorf("%s: status(%v) = %d %+v, want %d (503s with a retry delay)", tt.name, err, code, body, wantCode)
 		}

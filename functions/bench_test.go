@@ -14,11 +14,11 @@ import (
 	"google.golang.org/adk/v2/agent/llmagent"
 	"google.golang.org/adk/v2/runner"
 	"google.golang.org/adk/v2/session"
-	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/internal/firestoretest"
 	"github.com/baton-run/baton/internal/modeltest"
 	"github.com/baton-run/baton/toolcallback"
+	"github.com/baton-run/baton/uistream"
 )
 
 // BenchmarkTurn sends full turns through HTTP with a zero-latency model and
@@ -53,14 +53,14 @@ func BenchmarkTurn(b *testing.B) {
 				return
 			}
 			msg, _ := body.content()
-			sw := NewStreamWriter(w, "msg")
+			sw := uistream.NewEncoder(uistream.NewSSE(w), "msg")
 			_ = sw.Start()
 			for ev, err := range r.Run(req.Context(), req.Header.Get("X-Baton-User"), body.SessionID, msg, agent.RunConfig{StreamingMode: agent.StreamingModeSSE}) {
 				if err != nil {
 					_ = sw.Error("failed")
 					continue
 				}
-				_ = sw.Event(ev, func(*genai.FunctionCall) CallKind { return CallServer })
+				_ = sw.Event(ev, nil)
 			}
 			_ = sw.Finish()
 		}))
@@ -82,7 +82,7 @@ func benchFirestoreTurns(b *testing.B, chatID func(int) string) {
 	}
 	cfg := testConfig()
 	cfg.DevIdentity = true
-	s, err := NewServerWithClient(cfg, client, []toolcallback.Member{{Agent: root}}, &ServerOptions{Logger: NewLogger(io.Discard)})
+	s, err := NewServer(cfg, client, []toolcallback.Member{{Agent: root}}, &ServerOptions{Logger: NewLogger(io.Discard)})
 	if err != nil {
 		b.Fatal(err)
 	}

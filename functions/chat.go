@@ -25,7 +25,9 @@ import (
 
 	"google.golang.org/genai"
 
+	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
+	"github.com/baton-run/baton/uistream"
 )
 
 // deviceHeader names the device (tab) sending a Chat request, as an
@@ -110,10 +112,7 @@ func chatPath(u *url.URL) (chatID, rest string, err error) {
 	if err != nil {
 		return "", "", fmt.Errorf("%w: chat id: %v", errBadRequest, err)
 	}
-	if err := requireIDs("chat id", id); err != nil {
-		return "", "", err
-	}
-	return id, rest, nil
+	return id, rest, nil // Team checks it
 }
 
 // chatDevice is the device (tab) a request comes from: the body's
@@ -130,7 +129,7 @@ func chatDevice(r *http.Request, fromBody string) (string, error) {
 	if d == "" {
 		return "", fmt.Errorf("%w: send the device id as deviceId in the body or in %s", errBadRequest, deviceHeader)
 	}
-	return d, requireIDs("deviceId", d)
+	return d, nil // Team checks it
 }
 
 func (s *Server) chatPost(w http.ResponseWriter, r *http.Request, log *slog.Logger) error {
@@ -140,9 +139,6 @@ func (s *Server) chatPost(w http.ResponseWriter, r *http.Request, log *slog.Logg
 	}
 	var req chatRequest
 	if err := s.decodeJSON(w, r, &req); err != nil {
-		return err
-	}
-	if err := requireIDs("id", req.ID); err != nil {
 		return err
 	}
 	device, err := chatDevice(r, req.DeviceID)
@@ -176,7 +172,8 @@ func (s *Server) chatPost(w http.ResponseWriter, r *http.Request, log *slog.Logg
 // took already (the same message id, sent again) is answered with the
 // stream of the turn it started.
 func (s *Server) chatMessage(w http.ResponseWriter, r *http.Request, log *slog.Logger, user, device, chatID, agentName string, m *uiMessage) error {
-	if err := requireIDs("message id", m.ID); err != nil {
+	// The message id is stored, not used as a path; it is bounded like one.
+	if err := sessionstore.ValidateID("message id", m.ID); err != nil {
 		return err
 	}
 	content, err := m.content()
@@ -272,17 +269,16 @@ func (s *Server) chatAnswers(w http.ResponseWriter, r *http.Request, log *slog.L
 		return fmt.Errorf("%w: the last message is an assistant message with no tool output or approval response", errBadRequest)
 	}
 	if resumed == nil && recorded {
-		sw := NewStreamWriter(w, m.ID)
-		_ = sw.Finish()
+		_ = uistream.NewEncoder(uistream.NewSSE(w), m.ID).Finish()
 		return nil
 	}
 	if resumed == nil {
-		open, err := s.team.Pending(r.Context(), user, chatID, "")
+		open, err := s.team.Pending(r.Context(), user, chatID, "", 0)
 		if err != nil {
 			return err
 		}
-		if len(open) > 0 {
-			return &toolcallback.PendingCallsError{Calls: open}
+		if len(open.Calls) > 0 {
+			return &toolcallback.PendingCallsError{Calls: open.Calls}
 		}
 		return s.chatReplay(w, r, log, user, chatID, replayAlways)
 	}
@@ -338,7 +334,9 @@ func (s *Server) chatAnswer(r *http.Request, user, device, chatID string, p uiPa
 // respondChat streams an invocation to a useChat page: browser calls name
 // the device that may answer them, other calls are provider-executed.
 func (s *Server) respondChat(w http.ResponseWriter, r *http.Request, log *slog.Logger, inv *toolcallback.Invocation, turn, device string, data map[string]any) {
-	sw := NewStreamWriter(w, "")
-	sw.SetDevice(device)
-	s.streamTo(r.Context(), sw, log, inv, turn, data, s.cfg.KeepAlive)
+	sse := uistream.NewSSE(w)
+	defer keepAlive(sse, s.cfg.KeepAlive)()
+	enc := uistream.NewEncoder(sse, "")
+	enc.SetDevice(device)
+	stream(r.Context(), enc, log, inv, turn, data)
 }

@@ -185,15 +185,20 @@ func TestChatResumeStream(t *testing.T) {
 	// The answer's resume runs on this instance; another follows it.
 	other := f.secondInstance()
 	msgs := []map[string]any{userMessage("u1", "change the music to track 2"), answered(turn, "c1", map[string]any{"playing": 2})}
-	done := make(chan []map[string]any)
-	go func() { done <- f.stream(f.chat("ada", chatBody("chat1", "tab-a", msgs...)), "c1") }()
-	<-called
+	done := make(chan struct{})
+	go func() { defer close(done); f.stream(f.chat("ada", chatBody("chat1", "tab-a", msgs...)), "c1") }()
+	within(t, called, "the resumed agent to call the model")
 	followed := make(chan []map[string]any)
 	go func() { followed <- other.stream(resume(other), "c1") }()
 	time.Sleep(300 * time.Millisecond)
 	close(gate)
-	<-done
-	got := <-followed
+	within(t, done, "the answer's stream")
+	var got []map[string]any
+	select {
+	case got = <-followed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the followed stream did not end with the turn")
+	}
 	if id := chunksOfType(got, "start")[0]["messageId"]; id != turn {
 		t.Errorf("followed stream starts %v, want %q", id, turn)
 	}
@@ -215,7 +220,7 @@ func (f *httpFixture) secondInstance() *httpFixture {
 	client, _ := firestoretest.Reopen(f.t, f.client)
 	other := &httpFixture{t: f.t, auth: f.auth, authAddr: f.authAddr, model: f.model, client: client, cfg: f.cfg, users: f.users}
 	var err error
-	other.server, err = NewServerWithClient(f.cfg, client, f.members, &ServerOptions{Logger: NewLogger(f.logs), Auth: f.auth, SchedulerKeys: f.keys.Client()})
+	other.server, err = NewServer(f.cfg, client, f.members, &ServerOptions{Logger: NewLogger(f.logs), Auth: f.auth, SchedulerKeys: f.keys.Client()})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -225,4 +230,14 @@ func (f *httpFixture) secondInstance() *httpFixture {
 	other.srv = httptest.NewServer(mux)
 	f.t.Cleanup(other.srv.Close)
 	return other
+}
+
+// within waits for ch to close, failing the test after 30 s.
+func within(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("timed out waiting for %s", what)
+	}
 }

@@ -38,20 +38,11 @@ func (s *Server) chatMessages(w http.ResponseWriter, r *http.Request, chatID str
 		}
 		limit = n
 	}
-	chat, err := s.team.Chat(r.Context(), user, chatID)
+	state, err := s.team.Pending(r.Context(), user, chatID, "", limit)
 	if err != nil {
 		return err
 	}
-	open, err := s.team.Pending(r.Context(), user, chatID, "")
-	if err != nil {
-		return err
-	}
-	got, err := s.sessions.GetSessionScoped(r.Context(), &session.GetRequest{AppName: s.cfg.AppName, UserID: user, SessionID: chat.SessionID, NumRecentEvents: limit})
-	if err != nil {
-		return err
-	}
-	events := got.Session.Events()
-	writeJSON(w, http.StatusOK, chatView{Agent: chat.Agent, Agents: s.team.Agents(), Messages: uiMessages(events, open)})
+	writeJSON(w, http.StatusOK, chatView{Agent: state.Agent, Agents: s.team.Agents(), Messages: uiMessages(state.History, state.Calls)})
 	return nil
 }
 

@@ -23,6 +23,7 @@ import (
 
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
+	"github.com/baton-run/baton/uistream"
 )
 
 // waitHeader, on GET /Chat/{chatId}/stream, asks to wait up to that many
@@ -84,28 +85,10 @@ func (s *Server) chatReplay(w http.ResponseWriter, r *http.Request, log *slog.Lo
 // follow is a live tab's wait: the running turn, a finished one the tab
 // has not seen, or the next one to start within wait; else 204.
 func (s *Server) follow(w http.ResponseWriter, r *http.Request, log *slog.Logger, user, chatID string, wait time.Duration, seen string) error {
-	if _, err := s.team.Chat(r.Context(), user, chatID); errors.Is(err, toolcallback.ErrNotFound) {
-		// No chat yet: nothing to listen to. Answer after a pause, so the
-		// tab asks again soon without spinning.
-		select {
-		case <-time.After(min(wait, time.Second)):
-		case <-r.Context().Done():
-		}
-		w.WriteHeader(http.StatusNoContent)
-		return nil
-	}
 	return s.replay(w, r, log, user, chatID, replayNext, wait, seen)
 }
 
 func (s *Server) replay(w http.ResponseWriter, r *http.Request, log *slog.Logger, user, chatID string, mode replayMode, wait time.Duration, seen string) error {
-	chat, err := s.team.Chat(r.Context(), user, chatID)
-	if errors.Is(err, toolcallback.ErrNotFound) && mode != replayAlways {
-		w.WriteHeader(http.StatusNoContent)
-		return nil
-	}
-	if err != nil {
-		return err
-	}
 	// The follow outlives the request's pre-stream deadline; it ends with
 	// the turn, or when the client is gone (a write fails).
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), s.cfg.InvocationTimeout+wait+10*time.Second)
@@ -113,7 +96,7 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request, log *slog.Logger
 	changes := make(chan watched)
 	go func() {
 		defer close(changes)
-		for c, err := range s.sessions.Watch(ctx, s.cfg.AppName, user, chat.SessionID, replayWindow) {
+		for c, err := range s.team.Watch(ctx, user, chatID, replayWindow) {
 			select {
 			case changes <- watched{c, err}:
 			case <-ctx.Done():
@@ -129,6 +112,14 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request, log *slog.Logger
 		return ctx.Err()
 	}
 	if first.err != nil {
+		if errors.Is(first.err, sessionstore.ErrNotFound) && mode == replayNext {
+			// No chat yet: nothing to listen to. Answer after a pause, so
+			// the tab asks again soon without spinning.
+			select {
+			case <-time.After(min(wait, time.Second)):
+			case <-r.Context().Done():
+			}
+		}
 		if errors.Is(first.err, sessionstore.ErrNotFound) && mode != replayAlways {
 			w.WriteHeader(http.StatusNoContent)
 			return nil
@@ -139,9 +130,11 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request, log *slog.Logger
 	busy := running(ctx, first.change)
 	var calls []*toolcallback.Call
 	if !busy && mode != replayNext {
-		if calls, err = s.team.Pending(r.Context(), user, chatID, ""); err != nil {
+		open, err := s.team.Pending(r.Context(), user, chatID, "", 0)
+		if err != nil {
 			return err
 		}
+		calls = open.Calls
 	}
 	if mode == replayIfOpen && !busy && len(calls) == 0 {
 		w.WriteHeader(http.StatusNoContent)
@@ -177,9 +170,10 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request, log *slog.Logger
 		turn = "msg-" + platform.NewUUID(ctx)
 	}
 	rp := newReplayer(events[start:], calls)
-	sw := NewStreamWriter(w, turn)
+	sse := uistream.NewSSE(w)
+	sw := uistream.NewEncoder(sse, turn)
 	sw.SetDevice(rp.device)
-	defer keepStreamAlive(sw, s.cfg.KeepAlive)()
+	defer keepAlive(sse, s.cfg.KeepAlive)()
 	if err := sw.Start(); err != nil {
 		return nil
 	}
@@ -212,7 +206,7 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request, log *slog.Logger
 		case <-expires:
 			busy = false // the holder died: its lease ran out unrenewed
 		}
-		if sw.failed() {
+		if sse.Err() != nil {
 			return nil // the client left
 		}
 	}
@@ -298,7 +292,7 @@ func (rp *replayer) note(ev *session.Event) {
 	}
 }
 
-func (rp *replayer) write(sw *StreamWriter, log *slog.Logger, ev *session.Event) {
+func (rp *replayer) write(sw *uistream.Encoder, log *slog.Logger, ev *session.Event) {
 	if ev.Partial || ev.Content == nil {
 		return
 	}
@@ -319,23 +313,16 @@ func (rp *replayer) write(sw *StreamWriter, log *slog.Logger, ev *session.Event)
 		content.Parts = append(content.Parts, p)
 	}
 	out.Content = &content
-	err := sw.Event(&out, func(c *genai.FunctionCall) CallKind {
+	err := sw.Event(&out, func(c *genai.FunctionCall) uistream.CallKind {
 		switch {
 		case !rp.paused[c.ID] || rp.answered[c.ID]:
-			return CallServer
+			return uistream.CallServer
 		case rp.external[c.ID]:
-			return CallExternal
+			return uistream.CallExternal
 		}
-		return CallBrowser
+		return uistream.CallBrowser
 	})
-	if err != nil && !errors.Is(err, ErrStreamFinished) {
+	if err != nil && !errors.Is(err, uistream.ErrFinished) {
 		log.Warn("replay event", "error", err.Error())
 	}
-}
-
-// failed reports whether a write to the client failed (it left).
-func (s *StreamWriter) failed() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.err != nil
 }

@@ -3,8 +3,9 @@
 //
 // Each function decodes and validates its request, takes the user's identity
 // from a verified Firebase Auth ID token (never from the body), calls the
-// engine (toolcallback) and streams the result as an AI SDK UI message stream
-// (StreamWriter). Errors become HTTP statuses in one function, status in
+// team (toolcallback) and streams the result as an AI SDK UI message stream
+// (package uistream). Ids in a request are checked once, by the team; this
+// package passes them through. Errors become HTTP statuses in one function, status in
 // errors.go; a 5xx says only "internal error" and the detail goes to the log.
 //
 // A handler returns only when the invocation it started has ended, even if

@@ -77,15 +77,15 @@ func status(err error) (int, apiErrorBody) {
 		return http.StatusBadRequest, apiErrorBody{Code: "unknown_agent", Message: err.Error(), KnownAgents: unknown.Known}
 	case errors.As(err, &maxBytes), errors.Is(err, errBodyTooLarge):
 		return http.StatusRequestEntityTooLarge, apiErrorBody{Code: "too_large", Message: "the request body is too large"}
-	case errors.Is(err, toolcallback.ErrTooLarge), errors.Is(err, sessionstore.ErrTooLarge):
+	case errors.Is(err, toolcallback.ErrAnswerTooLarge), errors.Is(err, sessionstore.ErrTooLarge):
 		return http.StatusRequestEntityTooLarge, apiErrorBody{Code: "too_large", Message: "the message or result is too large"}
 	// Before invalid_request: a malformed identity (a user id that is no
 	// valid id) wraps both, and is a credentials problem.
-	case errors.Is(err, errUnauthenticated), errors.Is(err, ErrInvalidToken), errors.Is(err, toolcallback.ErrInvalidToken):
+	case errors.Is(err, errUnauthenticated), errors.Is(err, errInvalidIDToken), errors.Is(err, toolcallback.ErrInvalidCallToken):
 		return http.StatusUnauthorized, apiErrorBody{Code: "unauthenticated", Message: "missing or invalid credentials"}
 	case errors.Is(err, errBadRequest), errors.Is(err, sessionstore.ErrInvalidID), errors.Is(err, toolcallback.ErrInvalidAnswer):
 		return http.StatusBadRequest, apiErrorBody{Code: "invalid_request", Message: err.Error()}
-	case errors.Is(err, toolcallback.ErrNotFound), errors.Is(err, sessionstore.ErrNotFound):
+	case errors.Is(err, toolcallback.ErrCallNotFound), errors.Is(err, sessionstore.ErrNotFound):
 		return http.StatusNotFound, apiErrorBody{Code: "not_found", Message: "no such session or call"}
 	case errors.Is(err, toolcallback.ErrWrongClient):
 		return http.StatusForbidden, apiErrorBody{Code: "wrong_client", Message: "another tab or device started this call; only it may answer"}
@@ -97,7 +97,7 @@ func status(err error) (int, apiErrorBody) {
 		return http.StatusGone, apiErrorBody{Code: "expired", Message: "the call expired or was cancelled before this answer arrived"}
 	case errors.Is(err, errMediaType):
 		return http.StatusUnsupportedMediaType, apiErrorBody{Code: "unsupported_media_type", Message: "send Content-Type: application/json"}
-	case errors.Is(err, sessionstore.ErrUnavailable), errors.Is(err, ErrAuthUnavailable), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, sessionstore.ErrUnavailable), errors.Is(err, errAuthUnavailable), errors.Is(err, context.DeadlineExceeded):
 		return http.StatusServiceUnavailable, apiErrorBody{Code: "unavailable", Message: "a backing service is unavailable; retry shortly", RetryAfterSeconds: 5}
 	}
 	return http.StatusInternalServerError, apiErrorBody{Code: "internal", Message: "internal error"}

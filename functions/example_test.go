@@ -9,14 +9,12 @@ import (
 	"cloud.google.com/go/firestore"
 	"google.golang.org/adk/v2/agent/llmagent"
 	"google.golang.org/adk/v2/model"
-	"google.golang.org/adk/v2/session"
-	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/functions"
 	"github.com/baton-run/baton/toolcallback"
 )
 
-func ExampleNewServerWithClient() {
+func ExampleNewServer() {
 	ctx := context.Background()
 	cfg, err := functions.ConfigFromEnv(os.LookupEnv)
 	if err != nil {
@@ -31,7 +29,7 @@ func ExampleNewServerWithClient() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	s, err := functions.NewServerWithClient(cfg, client, []toolcallback.Member{{Agent: root}}, nil)
+	s, err := functions.NewServer(cfg, client, []toolcallback.Member{{Agent: root}}, nil)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -39,15 +37,4 @@ func ExampleNewServerWithClient() {
 		http.Handle("/"+name, s.Handler(name))
 	}
 	log.Fatal(http.ListenAndServe(":8080", nil))
-}
-
-func ExampleNewStreamWriter() {
-	http.HandleFunc("/hello", func(w http.ResponseWriter, r *http.Request) {
-		sw := functions.NewStreamWriter(w, "msg-1")
-		sw.Start()
-		ev := &session.Event{Author: "assistant"}
-		ev.Content = genai.NewContentFromText("Hello!", genai.RoleModel)
-		sw.Event(ev, func(*genai.FunctionCall) functions.CallKind { return functions.CallServer })
-		sw.Finish() // finish, then data: [DONE]
-	})
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/baton-run/baton/internal/firestoretest"
 	"github.com/baton-run/baton/internal/modeltest"
 	"github.com/baton-run/baton/toolcallback"
+	"github.com/baton-run/baton/uistream/uistreamtest"
 )
 
 func TestMain(m *testing.M) {
@@ -118,7 +119,7 @@ func newHTTPFixture(t *testing.T, mutate func(*Config), script ...modeltest.Repl
 		t.Fatal(err)
 	}
 	f.members = []toolcallback.Member{{Agent: root}}
-	f.server, err = NewServerWithClient(f.cfg, f.client, f.members, &ServerOptions{
+	f.server, err = NewServer(f.cfg, f.client, f.members, &ServerOptions{
 		Logger:        NewLogger(f.logs),
 		Auth:          f.auth,
 		SchedulerKeys: f.keys.Client(),
@@ -241,8 +242,8 @@ func (f *httpFixture) stream(resp *http.Response, knownCalls ...string) []map[st
 	if got := resp.Header.Get("x-vercel-ai-ui-message-stream"); got != "v1" {
 		f.t.Errorf("x-vercel-ai-ui-message-stream = %q, want v1", got)
 	}
-	chunks := parseSSE(f.t, string(body))
-	checkUIStream(f.t, chunks, knownCalls...)
+	chunks := uistreamtest.Parse(f.t, string(body))
+	uistreamtest.Check(f.t, chunks, knownCalls...)
 	return chunks
 }
 

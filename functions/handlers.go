@@ -1,11 +1,8 @@
 package functions
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -23,6 +20,7 @@ import (
 
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
+	"github.com/baton-run/baton/uistream"
 )
 
 // turnRequest is the body of a Turn.
@@ -81,9 +79,6 @@ func (s *Server) turn(w http.ResponseWriter, r *http.Request, log *slog.Logger) 
 	if err := s.decodeJSON(w, r, &req); err != nil {
 		return err
 	}
-	if err := requireIDs("sessionId", req.SessionID, "clientId", req.ClientID); err != nil {
-		return err
-	}
 	msg, err := req.content()
 	if err != nil {
 		return err
@@ -129,9 +124,6 @@ func (s *Server) toolResult(w http.ResponseWriter, r *http.Request, log *slog.Lo
 	} else {
 		user, err := s.ident.userID(r.Context(), r)
 		if err != nil {
-			return err
-		}
-		if err := requireIDs("sessionId", req.SessionID, "toolCallId", req.ToolCallID, "clientId", req.ClientID); err != nil {
 			return err
 		}
 		result.UserID, result.SessionID, result.CallID, result.ClientID = user, req.SessionID, req.ToolCallID, req.ClientID
@@ -244,9 +236,6 @@ func (s *Server) pending(w http.ResponseWriter, r *http.Request, _ *slog.Logger)
 	}
 	q := r.URL.Query()
 	sid, client := q.Get("sessionId"), q.Get("clientId")
-	if err := requireIDs("sessionId", sid, "clientId", client); err != nil {
-		return err
-	}
 	limit := 30
 	if h := q.Get("history"); h != "" {
 		n, err := strconv.Atoi(h)
@@ -255,28 +244,17 @@ func (s *Server) pending(w http.ResponseWriter, r *http.Request, _ *slog.Logger)
 		}
 		limit = n
 	}
-	chat, err := s.team.Chat(r.Context(), user, sid)
+	state, err := s.team.Pending(r.Context(), user, sid, client, limit)
 	if err != nil {
 		return err
 	}
-	calls, err := s.team.Pending(r.Context(), user, sid, client)
-	if err != nil {
-		return err
-	}
-	resp := pendingResponse{Agent: chat.Agent, Agents: s.team.Agents(), Calls: []callView{}, History: []historyItem{}}
-	for _, c := range calls {
+	resp := pendingResponse{Agent: state.Agent, Agents: s.team.Agents(), Calls: []callView{}, History: history(state.History)}
+	for _, c := range state.Calls {
 		token := ""
 		if c.Kind == toolcallback.KindExternal && len(s.cfg.TokenKey) > 0 {
 			token, _ = s.team.Token(c)
 		}
 		resp.Calls = append(resp.Calls, newCallView(c, token))
-	}
-	if limit > 0 {
-		got, err := s.sessions.GetSessionScoped(r.Context(), &session.GetRequest{AppName: s.cfg.AppName, UserID: user, SessionID: chat.SessionID, NumRecentEvents: limit})
-		if err != nil {
-			return err
-		}
-		resp.History = history(got.Session.Events())
 	}
 	writeJSON(w, http.StatusOK, resp)
 	return nil
@@ -409,7 +387,7 @@ func callOutcome(resp map[string]any) (output any, errorText string) {
 		return nil, ""
 	}
 	if e, ok := resp["error"]; ok && e != nil && e != "" {
-		return nil, uiErrorText(e)
+		return nil, uistream.ErrorText(e)
 	}
 	return resp, ""
 }
@@ -421,20 +399,10 @@ func decisionText(approved bool) string {
 	return "rejected"
 }
 
-// requireIDs validates ids given as name, value pairs, in order.
-func requireIDs(pairs ...string) error {
-	for i := 0; i+1 < len(pairs); i += 2 {
-		if err := sessionstore.ValidateID(pairs[i], pairs[i+1]); err != nil {
-			return fmt.Errorf("%w: %w", errBadRequest, err)
-		}
-	}
-	return nil
-}
-
 // respond sends an invocation to the client: a UI message stream, or one
-// JSON document when the client accepts only JSON. It returns when the
-// invocation has ended, even if the client went away, so the instance
-// keeps the request (and its CPU) until the agent is done.
+// JSON document of the same chunks when the client accepts only JSON. It
+// returns when the invocation has ended, even if the client went away, so
+// the instance keeps the request (and its CPU) until the agent is done.
 //
 // turn is the invocation id of the turn a resume continues (see
 // toolcallback.StartsTurn), "" for a new turn. It is the id of the turn's
@@ -443,79 +411,19 @@ func requireIDs(pairs ...string) error {
 // can tell it from the session.
 func (s *Server) respond(w http.ResponseWriter, r *http.Request, log *slog.Logger, inv *toolcallback.Invocation, turn string, data map[string]any) {
 	if wantsJSON(r) {
-		buf := &bufferedResponse{header: http.Header{}}
-		messageID := s.stream(r.Context(), buf, log, inv, turn, data, 0)
-		chunks, err := parseChunks(buf.body.Bytes())
-		if err != nil {
-			log.Error("re-read turn", "error", err)
-		}
-		writeJSON(w, http.StatusOK, turnJSON{MessageID: messageID, Chunks: chunks})
+		var c uistream.Collector
+		messageID := stream(r.Context(), uistream.NewEncoder(&c, ""), log, inv, turn, data)
+		writeJSON(w, http.StatusOK, turnJSON{MessageID: messageID, Chunks: c.Chunks})
 		return
 	}
-	s.stream(r.Context(), w, log, inv, turn, data, s.cfg.KeepAlive)
+	sse := uistream.NewSSE(w)
+	defer keepAlive(sse, s.cfg.KeepAlive)()
+	stream(r.Context(), uistream.NewEncoder(sse, ""), log, inv, turn, data)
 }
 
-type turnJSON struct {
-	MessageID string            `json:"messageId"`
-	Chunks    []json.RawMessage `json:"chunks"` // the same chunks the stream would carry
-}
-
-// stream writes the invocation's events as they arrive, with a keep-alive
-// comment every keepAlive while the model is slow, and returns the message
-// id its start chunk carried: turn, or for a new turn the invocation id its
-// first event brings (the start chunk waits for it).
-func (s *Server) stream(ctx context.Context, w http.ResponseWriter, log *slog.Logger, inv *toolcallback.Invocation, turn string, data map[string]any, keepAlive time.Duration) string {
-	return s.streamTo(ctx, NewStreamWriter(w, ""), log, inv, turn, data, keepAlive)
-}
-
-// streamTo is stream with a StreamWriter the caller set up.
-func (s *Server) streamTo(ctx context.Context, sw *StreamWriter, log *slog.Logger, inv *toolcallback.Invocation, turn string, data map[string]any, keepAlive time.Duration) string {
-	defer keepStreamAlive(sw, keepAlive)()
-	started := false
-	start := func(ev *session.Event) {
-		if started {
-			return
-		}
-		started = true
-		if turn == "" && ev != nil {
-			turn = ev.InvocationID
-		}
-		if turn == "" {
-			turn = "msg-" + platform.NewUUID(ctx) // the invocation failed before its first event
-		}
-		_ = sw.SetMessageID(turn)
-		_ = sw.Start()
-		for name, d := range data {
-			_ = sw.Data(name, d)
-		}
-	}
-	for ev, err := range inv.Events() {
-		start(ev)
-		if err != nil {
-			log.Error("invocation failed", "error", err.Error())
-			_ = sw.Error("the agent failed; please try again")
-			continue
-		}
-		// Write errors mean the client left; the invocation goes on.
-		_ = sw.Event(ev, func(c *genai.FunctionCall) CallKind {
-			if slices.Contains(ev.LongRunningToolIDs, c.ID) {
-				return CallBrowser
-			}
-			return CallServer
-		})
-		if ev.ErrorCode != "" && !ev.Partial {
-			log.Warn("model error", "code", ev.ErrorCode, "message", ev.ErrorMessage)
-			_ = sw.Error("the model could not answer: " + ev.ErrorCode)
-		}
-	}
-	start(nil)
-	_ = sw.Finish()
-	return turn
-}
-
-// keepStreamAlive writes a keep-alive comment to sw every d (none when d
-// is 0) until the returned function is called.
-func keepStreamAlive(sw *StreamWriter, d time.Duration) (stop func()) {
+// keepAlive writes a keep-alive comment to sse every d (none when d is 0)
+// until the returned function is called.
+func keepAlive(sse *uistream.SSE, d time.Duration) (stop func()) {
 	if d <= 0 {
 		return func() {}
 	}
@@ -528,11 +436,62 @@ func keepStreamAlive(sw *StreamWriter, d time.Duration) (stop func()) {
 			case <-done:
 				return
 			case <-t.C:
-				_ = sw.KeepAlive()
+				_ = sse.KeepAlive()
 			}
 		}
 	}()
 	return func() { close(done) }
+}
+
+type turnJSON struct {
+	MessageID string           `json:"messageId"`
+	Chunks    []uistream.Chunk `json:"chunks"` // the same chunks the stream would carry
+}
+
+// stream encodes the invocation's events as they arrive and returns the
+// message id its start chunk carried: turn, or for a new turn the
+// invocation id its first event brings (the start chunk waits for it).
+func stream(ctx context.Context, enc *uistream.Encoder, log *slog.Logger, inv *toolcallback.Invocation, turn string, data map[string]any) string {
+	started := false
+	start := func(ev *session.Event) {
+		if started {
+			return
+		}
+		started = true
+		if turn == "" && ev != nil {
+			turn = ev.InvocationID
+		}
+		if turn == "" {
+			turn = "msg-" + platform.NewUUID(ctx) // the invocation failed before its first event
+		}
+		_ = enc.SetMessageID(turn)
+		_ = enc.Start()
+		for name, d := range data {
+			_ = enc.Data(name, d)
+		}
+	}
+	for ev, err := range inv.Events() {
+		start(ev)
+		if err != nil {
+			log.Error("invocation failed", "error", err.Error())
+			_ = enc.Error("the agent failed; please try again")
+			continue
+		}
+		// Send errors mean the client left; the invocation goes on.
+		_ = enc.Event(ev, func(c *genai.FunctionCall) uistream.CallKind {
+			if slices.Contains(ev.LongRunningToolIDs, c.ID) {
+				return uistream.CallBrowser
+			}
+			return uistream.CallServer
+		})
+		if ev.ErrorCode != "" && !ev.Partial {
+			log.Warn("model error", "code", ev.ErrorCode, "message", ev.ErrorMessage)
+			_ = enc.Error("the model could not answer: " + ev.ErrorCode)
+		}
+	}
+	start(nil)
+	_ = enc.Finish()
+	return turn
 }
 
 func wantsJSON(r *http.Request) bool {
@@ -549,30 +508,4 @@ func wantsJSON(r *http.Request) bool {
 		}
 	}
 	return false
-}
-
-// bufferedResponse collects a stream for the JSON form of a turn.
-type bufferedResponse struct {
-	header http.Header
-	body   bytes.Buffer
-}
-
-func (b *bufferedResponse) Header() http.Header         { return b.header }
-func (b *bufferedResponse) Write(p []byte) (int, error) { return b.body.Write(p) }
-func (b *bufferedResponse) WriteHeader(int)             {}
-func (b *bufferedResponse) Flush()                      {}
-
-// parseChunks reads the data lines of a UI message stream back.
-func parseChunks(stream []byte) ([]json.RawMessage, error) {
-	chunks := []json.RawMessage{}
-	sc := bufio.NewScanner(bytes.NewReader(stream))
-	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
-	for sc.Scan() {
-		data, ok := strings.CutPrefix(sc.Text(), "data: ")
-		if !ok || data == "[DONE]" {
-			continue
-		}
-		chunks = append(chunks, json.RawMessage(data))
-	}
-	return chunks, sc.Err()
 }

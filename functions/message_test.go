@@ -2,10 +2,8 @@ package functions
 
 import (
 	"encoding/json"
-	"errors"
 	"iter"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"testing"
 	"time"
@@ -18,6 +16,7 @@ import (
 
 	"github.com/baton-run/baton/internal/modeltest"
 	"github.com/baton-run/baton/sessionstore"
+	"github.com/baton-run/baton/uistream/uistreamtest"
 )
 
 // TestResumeContinuesTurnMessage: a turn pauses on a browser tool, its
@@ -65,7 +64,7 @@ func TestResumeContinuesTurnMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	checkUIStream(t, append(doc.Chunks, map[string]any{"type": "[DONE]"}), "c1", "b1")
+	uistreamtest.Check(t, append(doc.Chunks, map[string]any{"type": "[DONE]"}), "c1", "b1")
 	if got := messageID(doc.Chunks); got != turn || doc.MessageID != turn {
 		t.Errorf("approval resume's messageId = %q (document %q), want the turn's %q", got, doc.MessageID, turn)
 	}
@@ -159,26 +158,3 @@ type eventList []*session.Event
 func (l eventList) All() iter.Seq[*session.Event] { return slices.Values(l) }
 func (l eventList) Len() int                      { return len(l) }
 func (l eventList) At(i int) *session.Event       { return l[i] }
-
-// TestStreamWriterSetMessageID: the start chunk carries the id set last
-// before it; once it is written the id cannot change.
-func TestStreamWriterSetMessageID(t *testing.T) {
-	t.Parallel()
-	rec := httptest.NewRecorder()
-	s := NewStreamWriter(rec, "msg-1")
-	if err := s.SetMessageID("e-turn"); err != nil {
-		t.Fatalf("SetMessageID() before start error = %v", err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.SetMessageID("e-other"); !errors.Is(err, ErrStreamStarted) {
-		t.Errorf("SetMessageID() after start error = %v, want ErrStreamStarted", err)
-	}
-	if err := s.Finish(); err != nil {
-		t.Fatal(err)
-	}
-	if start := parseSSE(t, rec.Body.String())[0]; start["messageId"] != "e-turn" {
-		t.Errorf("start chunk = %v, want messageId e-turn", start)
-	}
-}

@@ -2,10 +2,13 @@ package functions
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"sync"
 
+	"cloud.google.com/go/firestore"
 	"github.com/GoogleCloudPlatform/functions-framework-go/functions"
 	"google.golang.org/adk/v2/agent"
 
@@ -77,7 +80,19 @@ var instance = sync.OnceValues(func() (*Server, error) {
 	if _, err := InstallTracing(context.Background(), cfg); err != nil {
 		return nil, err
 	}
-	return NewServerFromConfig(context.Background(), cfg, newTeam, nil)
+	ctx := context.Background()
+	if newTeam == nil {
+		return nil, errors.New("no agent: call functions.UseAgent or UseTeam from an init function of the deployment")
+	}
+	members, err := newTeam(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("build agents: %w", err)
+	}
+	client, err := firestore.NewClientWithDatabase(ctx, cfg.Project, cfg.Database)
+	if err != nil {
+		return nil, fmt.Errorf("firestore: %w", err)
+	}
+	return NewServer(cfg, client, members, nil)
 })
 
 func init() {

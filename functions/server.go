@@ -2,7 +2,6 @@ package functions
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -20,7 +19,6 @@ import (
 // about any request between requests.
 type Server struct {
 	cfg        Config
-	sessions   *sessionstore.Service
 	team       *toolcallback.Team
 	ident      identity
 	sweepCheck func(ctx context.Context, r *http.Request) error
@@ -40,60 +38,15 @@ type ServerOptions struct {
 	SchedulerKeys *http.Client
 }
 
-// NewServer returns a Server for a team already built over sessions.
-func NewServer(cfg Config, sessions *sessionstore.Service, team *toolcallback.Team, opts *ServerOptions) (*Server, error) {
+// NewServer builds the session store and the team of members on client,
+// and the identity checks; the first member is the agent of new chats.
+func NewServer(cfg Config, client *firestore.Client, members []toolcallback.Member, opts *ServerOptions) (*Server, error) {
 	if opts == nil {
 		opts = &ServerOptions{}
 	}
-	s := &Server{cfg: cfg, sessions: sessions, team: team, log: opts.Logger}
+	s := &Server{cfg: cfg, log: opts.Logger}
 	if s.log == nil {
 		s.log = NewLogger(nil)
-	}
-	if cfg.DevIdentity {
-		s.ident = devIdentity{}
-		s.sweepCheck = devSchedulerCheck
-		return s, nil
-	}
-	ctx := context.Background() // the clients keep no context; this one only builds them
-	client := opts.Auth
-	if client == nil {
-		var err error
-		if client, err = newAuthClient(ctx, cfg.Project, cfg.CheckRevoked); err != nil {
-			return nil, err
-		}
-	}
-	s.ident = firebaseIdentity{client: client, checkRevoked: cfg.CheckRevoked}
-	sched, err := newSchedulerIdentity(ctx, opts.SchedulerKeys, cfg.SweepAudience, cfg.SweepInvoker)
-	if err != nil {
-		return nil, err
-	}
-	s.sweepCheck = sched.check
-	return s, nil
-}
-
-// NewServerFromConfig connects to Firestore and builds the team newTeam
-// returns.
-func NewServerFromConfig(ctx context.Context, cfg Config, newTeam TeamFunc, opts *ServerOptions) (*Server, error) {
-	if newTeam == nil {
-		return nil, errors.New("no agent: call functions.UseAgent or UseTeam from an init function of the deployment")
-	}
-	members, err := newTeam(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("build agents: %w", err)
-	}
-	client, err := firestore.NewClientWithDatabase(ctx, cfg.Project, cfg.Database)
-	if err != nil {
-		return nil, fmt.Errorf("firestore: %w", err)
-	}
-	return NewServerWithClient(cfg, client, members, opts)
-}
-
-// NewServerWithClient builds the session store and the team on client. The
-// first member is the agent of new chats.
-func NewServerWithClient(cfg Config, client *firestore.Client, members []toolcallback.Member, opts *ServerOptions) (*Server, error) {
-	log := NewLogger(nil)
-	if opts != nil && opts.Logger != nil {
-		log = opts.Logger
 	}
 	sessions := sessionstore.New(client, &sessionstore.Options{Root: cfg.Root})
 	team, err := toolcallback.NewTeam(client, sessions, cfg.AppName, members, &toolcallback.Options{
@@ -104,12 +57,31 @@ func NewServerWithClient(cfg Config, client *firestore.Client, members []toolcal
 		InvocationTimeout: cfg.InvocationTimeout,
 		TokenKey:          cfg.TokenKey,
 		IdleRetention:     cfg.IdleRetention,
-		Logger:            log,
+		Logger:            s.log,
 	})
 	if err != nil {
 		return nil, err
 	}
-	return NewServer(cfg, sessions, team, opts)
+	s.team = team
+	if cfg.DevIdentity {
+		s.ident = devIdentity{}
+		s.sweepCheck = devSchedulerCheck
+		return s, nil
+	}
+	ctx := context.Background() // the clients keep no context; this one only builds them
+	auth := opts.Auth
+	if auth == nil {
+		if auth, err = newAuthClient(ctx, cfg.Project, cfg.CheckRevoked); err != nil {
+			return nil, err
+		}
+	}
+	s.ident = firebaseIdentity{client: auth, checkRevoked: cfg.CheckRevoked}
+	sched, err := newSchedulerIdentity(ctx, opts.SchedulerKeys, cfg.SweepAudience, cfg.SweepInvoker)
+	if err != nil {
+		return nil, err
+	}
+	s.sweepCheck = sched.check
+	return s, nil
 }
 
 // Handler returns the handler of a registered function, by name.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/baton-run/baton/internal/modeltest"
+	"github.com/baton-run/baton/uistream/uistreamtest"
 )
 
 // TestBrowserFlow: Turn streams until the browser tool's request, the
@@ -90,7 +91,7 @@ func TestJSONTurn(t *testing.T) {
 	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
 		t.Fatal(err)
 	}
-	checkUIStream(t, append(doc.Chunks, map[string]any{"type": "[DONE]"}))
+	uistreamtest.Check(t, append(doc.Chunks, map[string]any{"type": "[DONE]"}))
 	if doc.MessageID == "" || text(doc.Chunks) != "Hello there." {
 		t.Errorf("JSON turn = %+v, want the model's text", doc)
 	}

@@ -20,7 +20,7 @@ import (
 // next to their queries.
 type (
 	fieldIndex = sessionstore.FieldIndex
-	ttlField   = toolcallback.TTL
+	ttlField   = sessionstore.TTL
 )
 
 var (
@@ -422,9 +422,9 @@ func TestTerraformTTL(t *testing.T) {
 // order, and Terraform declares no other.
 func TestTerraformCompositeIndexes(t *testing.T) {
 	m := loadModule(t, terraformDir(t), nil)
-	var declared []toolcallback.Index
+	var declared []sessionstore.Index
 	for _, in := range m.instances(t, "google_firestore_index") {
-		ix := toolcallback.Index{CollectionGroup: in.str(t, "collection"), QueryScope: "COLLECTION"}
+		ix := sessionstore.Index{CollectionGroup: in.str(t, "collection"), QueryScope: "COLLECTION"}
 		if in.has("query_scope") {
 			ix.QueryScope = in.str(t, "query_scope")
 		}
@@ -437,7 +437,7 @@ func TestTerraformCompositeIndexes(t *testing.T) {
 		declared = append(declared, ix)
 	}
 	want := codeIndexes()
-	key := func(ix toolcallback.Index) string {
+	key := func(ix sessionstore.Index) string {
 		return ix.CollectionGroup + " " + ix.QueryScope + " " + strings.Join(ix.Fields, ",")
 	}
 	var wantKeys, gotKeys []string
@@ -453,11 +453,9 @@ func TestTerraformCompositeIndexes(t *testing.T) {
 }
 
 // codeIndexes lists the composite indexes every package's queries need.
-func codeIndexes() []toolcallback.Index {
+func codeIndexes() []sessionstore.Index {
 	out := slices.Clone(toolcallback.Indexes)
-	for _, ix := range sessionstore.Indexes {
-		out = append(out, toolcallback.Index{CollectionGroup: ix.CollectionGroup, QueryScope: ix.QueryScope, Fields: ix.Fields})
-	}
+	out = append(out, sessionstore.Indexes...)
 	return out
 }
 

@@ -174,7 +174,7 @@ func run(ctx context.Context, addr string, log *slog.Logger, ready chan<- string
 	if err != nil {
 		return err
 	}
-	server, err := functions.NewServerWithClient(cfg, client, team, &functions.ServerOptions{Logger: log})
+	server, err := functions.NewServer(cfg, client, team, &functions.ServerOptions{Logger: log})
 	if err != nil {
 		return err
 	}

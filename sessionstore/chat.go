@@ -92,7 +92,7 @@ func (s *Service) GetChat(ctx context.Context, app, user, id string) (*Chat, err
 		return nil, fmt.Errorf("%w: chat %q", ErrNotFound, id)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read chat %q: %w", id, translate(err))
+		return nil, fmt.Errorf("read chat %q: %w", id, Translate(err))
 	}
 	return chatFrom(snap)
 }
@@ -108,7 +108,7 @@ func (s *Service) CreateChat(ctx context.Context, c *Chat) error {
 		return fmt.Errorf("%w: chat %q", ErrAlreadyExists, c.ID)
 	}
 	if err != nil {
-		return fmt.Errorf("create chat %q: %w", c.ID, translate(err))
+		return fmt.Errorf("create chat %q: %w", c.ID, Translate(err))
 	}
 	c.version = res.UpdateTime
 	return nil
@@ -136,7 +136,7 @@ func (s *Service) SaveChat(ctx context.Context, c *Chat) error {
 	case codes.FailedPrecondition, codes.NotFound:
 		return fmt.Errorf("%w: chat %q", ErrConflict, c.ID)
 	}
-	return fmt.Errorf("save chat %q: %w", c.ID, translate(err))
+	return fmt.Errorf("save chat %q: %w", c.ID, Translate(err))
 }
 
 // ChatsToClean returns chats of app whose cleanup is due at now, oldest
@@ -162,7 +162,7 @@ func (s *Service) queryChats(ctx context.Context, app, field string, upTo time.T
 		Limit(limit).
 		Documents(ctx).GetAll()
 	if err != nil {
-		return nil, fmt.Errorf("query chats by %s: %w", field, translate(err))
+		return nil, fmt.Errorf("query chats by %s: %w", field, Translate(err))
 	}
 	out := make([]*Chat, 0, len(snaps))
 	for _, snap := range snaps {
@@ -184,7 +184,7 @@ func (s *Service) DeleteChat(ctx context.Context, c *Chat) error {
 	case codes.FailedPrecondition:
 		return fmt.Errorf("%w: chat %q", ErrConflict, c.ID)
 	}
-	return fmt.Errorf("delete chat %q: %w", c.ID, translate(err))
+	return fmt.Errorf("delete chat %q: %w", c.ID, Translate(err))
 }
 
 // maxDeleteBatch bounds one delete commit (Firestore allows 500 writes).
@@ -208,7 +208,7 @@ func (s *Service) PurgeSession(ctx context.Context, app, user, id string) (int, 
 			break
 		}
 		if err != nil {
-			return deleted, fmt.Errorf("list collections of %q: %w", id, translate(err))
+			return deleted, fmt.Errorf("list collections of %q: %w", id, Translate(err))
 		}
 		n, err := s.deleteCollection(ctx, col)
 		deleted += n
@@ -217,7 +217,7 @@ func (s *Service) PurgeSession(ctx context.Context, app, user, id string) (int, 
 		}
 	}
 	if _, err := ref.Delete(ctx); err != nil && status.Code(err) != codes.NotFound {
-		return deleted, fmt.Errorf("delete session %q: %w", id, translate(err))
+		return deleted, fmt.Errorf("delete session %q: %w", id, Translate(err))
 	}
 	return deleted + 1, nil
 }
@@ -227,7 +227,7 @@ func (s *Service) deleteCollection(ctx context.Context, col *firestore.Collectio
 	for {
 		refs, err := col.Limit(maxDeleteBatch).Select().Documents(ctx).GetAll()
 		if err != nil {
-			return deleted, fmt.Errorf("list %s: %w", col.Path, translate(err))
+			return deleted, fmt.Errorf("list %s: %w", col.Path, Translate(err))
 		}
 		if len(refs) == 0 {
 			return deleted, nil
@@ -237,7 +237,7 @@ func (s *Service) deleteCollection(ctx context.Context, col *firestore.Collectio
 			batch.Delete(r.Ref)
 		}
 		if _, err := batch.Commit(ctx); err != nil {
-			return deleted, fmt.Errorf("delete from %s: %w", col.Path, translate(err))
+			return deleted, fmt.Errorf("delete from %s: %w", col.Path, Translate(err))
 		}
 		deleted += len(refs)
 	}

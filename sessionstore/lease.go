@@ -150,7 +150,7 @@ func (s *Service) RenewLease(ctx context.Context, l *Lease, ttl time.Duration) (
 		l.markLost()
 		return fmt.Errorf("renew lease on %q: %w", l.SessionID, ErrLeaseLost)
 	}
-	return fmt.Errorf("renew lease on %q: %w", l.SessionID, translate(uerr))
+	return fmt.Errorf("renew lease on %q: %w", l.SessionID, Translate(uerr))
 }
 
 // KeepLease renews l every ttl/3 in the background until stop is called.
@@ -199,7 +199,7 @@ func (s *Service) ReleaseLease(ctx context.Context, l *Lease) (err error) {
 	l.mu.Unlock()
 	if status.Code(err) != codes.FailedPrecondition {
 		if err != nil && status.Code(err) != codes.NotFound {
-			return fmt.Errorf("release lease on %q: %w", l.SessionID, translate(err))
+			return fmt.Errorf("release lease on %q: %w", l.SessionID, Translate(err))
 		}
 		return nil
 	}

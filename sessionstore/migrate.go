@@ -295,7 +295,7 @@ func (s *Service) CreateWithEvents(ctx context.Context, req *session.CreateReque
 		if status.Code(err) == codes.AlreadyExists {
 			return nil, fmt.Errorf("%w: %q", ErrAlreadyExists, id)
 		}
-		return nil, fmt.Errorf("create session %q: %w", id, translate(err))
+		return nil, fmt.Errorf("create session %q: %w", id, Translate(err))
 	}
 	got, err := s.Get(ctx, &session.GetRequest{AppName: req.AppName, UserID: req.UserID, SessionID: id})
 	if err != nil {

@@ -5,12 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"slices"
 	"strings"
-	"time"
 
 	"cloud.google.com/go/firestore"
-	"go.opentelemetry.io/otel/attribute"
 	"google.golang.org/adk/v2/platform"
 	"google.golang.org/adk/v2/session"
 	"google.golang.org/grpc/codes"
@@ -133,7 +130,7 @@ func (s *Service) Create(ctx context.Context, req *session.CreateRequest) (_ *se
 		if status.Code(err) == codes.AlreadyExists {
 			return nil, fmt.Errorf("%w: %q", ErrAlreadyExists, id)
 		}
-		return nil, fmt.Errorf("create session %q: %w", id, translate(err))
+		return nil, fmt.Errorf("create session %q: %w", id, Translate(err))
 	}
 	app, user, err := s.readScopedState(ctx, req.AppName, req.UserID)
 	if err != nil {
@@ -203,7 +200,7 @@ func (s *Service) addStateMerges(batch *firestore.WriteBatch, app, user string, 
 func (s *Service) readScopedState(ctx context.Context, app, user string) (appState, userState map[string]any, err error) {
 	snaps, err := s.client.GetAll(ctx, []*firestore.DocumentRef{s.appDoc(app), s.userDoc(app, user)})
 	if err != nil {
-		return nil, nil, fmt.Errorf("read app and user state: %w", translate(err))
+		return nil, nil, fmt.Errorf("read app and user state: %w", Translate(err))
 	}
 	if appState, err = decodeStateSnapshot(snaps[0]); err != nil {
 		return nil, nil, err
@@ -264,7 +261,7 @@ func (s *Service) get(ctx context.Context, req *session.GetRequest, shared bool)
 	}
 	snaps, err := s.client.GetAll(ctx, refs)
 	if err != nil {
-		return nil, fmt.Errorf("get session %q: %w", req.SessionID, translate(err))
+		return nil, fmt.Errorf("get session %q: %w", req.SessionID, Translate(err))
 	}
 	if !snaps[0].Exists() {
 		return nil, fmt.Errorf("%w: %q", ErrNotFound, req.SessionID)
@@ -311,69 +308,6 @@ func (s *Service) get(ctx context.Context, req *session.GetRequest, shared bool)
 	}}, nil
 }
 
-// readEvents returns the events passing the filters: the tail, which came
-// with the session document, and the sealed chunks that can hold such
-// events, read in one round trip. Filters apply as in ADK's in-memory
-// service: the most recent n first, then the time bound.
-func (s *Service) readEvents(ctx context.Context, ref *firestore.DocumentRef, doc *sessionDoc, recent int, after time.Time) ([]*session.Event, error) {
-	chunks := doc.Chunks
-	if recent > 0 {
-		n := int64(len(doc.Tail))
-		i := len(chunks)
-		for i > 0 && n < int64(recent) {
-			i--
-			n += chunks[i].Count
-		}
-		chunks = chunks[i:]
-	}
-	if !after.IsZero() {
-		chunks = slices.DeleteFunc(slices.Clone(chunks), func(c chunkMeta) bool { return c.Last.Before(after) })
-	}
-	var elements []chunkElement
-	if len(chunks) > 0 {
-		refs := make([]*firestore.DocumentRef, len(chunks))
-		for i, c := range chunks {
-			refs[i] = chunkDocRef(ref, c.N)
-		}
-		snaps, err := s.client.GetAll(ctx, refs)
-		if err != nil {
-			return nil, fmt.Errorf("read events of %q: %w", doc.ID, translate(err))
-		}
-		for i, snap := range snaps {
-			if !snap.Exists() {
-				return nil, fmt.Errorf("event chunk %d of session %q is missing", chunks[i].N, doc.ID)
-			}
-			var cd chunkDoc
-			if err := snap.DataTo(&cd); err != nil {
-				return nil, fmt.Errorf("decode event chunk %d of %q: %w", chunks[i].N, doc.ID, err)
-			}
-			elements = append(elements, cd.Events...)
-		}
-	}
-	elements = append(elements, doc.Tail...)
-	if recent > 0 && len(elements) > recent {
-		elements = elements[len(elements)-recent:]
-	}
-	if !after.IsZero() {
-		i, _ := slices.BinarySearchFunc(elements, after, func(e chunkElement, t time.Time) int {
-			if e.Time.Before(t) {
-				return -1
-			}
-			return 1
-		})
-		elements = elements[i:]
-	}
-	events := make([]*session.Event, 0, len(elements))
-	for _, el := range elements {
-		e, err := decodeEvent(el.Event)
-		if err != nil {
-			return nil, fmt.Errorf("session %q revision %d: %w", doc.ID, el.Revision, err)
-		}
-		events = append(events, e)
-	}
-	return events, nil
-}
-
 // List returns the sessions of a user, or of every user of the app when
 // req.UserID is empty, with merged state and no events.
 func (s *Service) List(ctx context.Context, req *session.ListRequest) (*session.ListResponse, error) {
@@ -393,7 +327,7 @@ func (s *Service) List(ctx context.Context, req *session.ListRequest) (*session.
 	q = q.Select("app", "user", "id", "scope", "state", "created", "updated", "revision", "chunks")
 	snaps, err := q.Documents(ctx).GetAll()
 	if err != nil {
-		return nil, fmt.Errorf("list sessions: %w", translate(err))
+		return nil, fmt.Errorf("list sessions: %w", Translate(err))
 	}
 	docs := make([]sessionDoc, len(snaps))
 	refs := []*firestore.DocumentRef{s.appDoc(req.AppName)}
@@ -409,7 +343,7 @@ func (s *Service) List(ctx context.Context, req *session.ListRequest) (*session.
 	}
 	stateSnaps, err := s.client.GetAll(ctx, refs)
 	if err != nil {
-		return nil, fmt.Errorf("list sessions: read state: %w", translate(err))
+		return nil, fmt.Errorf("list sessions: read state: %w", Translate(err))
 	}
 	states := make([]map[string]any, len(stateSnaps))
 	for i, snap := range stateSnaps {
@@ -477,7 +411,7 @@ func (s *Service) readModifyWrite(ctx context.Context, ref *firestore.DocumentRe
 			return fmt.Errorf("%w: %q", ErrNotFound, ref.ID)
 		}
 		if err != nil {
-			return translate(err)
+			return Translate(err)
 		}
 		var doc sessionDoc
 		if err := snap.DataTo(&doc); err != nil {
@@ -494,196 +428,10 @@ func (s *Service) readModifyWrite(ctx context.Context, ref *firestore.DocumentRe
 			committed(results)
 		}
 		if status.Code(err) != codes.FailedPrecondition {
-			return translate(err)
+			return Translate(err)
 		}
 	}
 	return fmt.Errorf("%w: session %q kept changing", ErrConflict, ref.ID)
-}
-
-// AppendEvent stores event and applies it to sess, in one round trip. It
-// fails with ErrConflict, leaving sess unchanged, when the stored session
-// moved on since sess was read or last written. Partial events are ignored.
-//
-// The event joins the tail in the session document (one write). When the
-// tail is full it is first sealed into a chunk document of its own (one
-// more write). App and user state documents are written only when the event
-// changes them. That is at most 3 writes, except for an event that changes
-// both app: and user: state at the moment the tail is sealed: 4.
-func (s *Service) AppendEvent(ctx context.Context, sess session.Session, event *session.Event) error {
-	return s.AppendEventWith(ctx, sess, event, nil)
-}
-
-// SideDoc is a document AppendEventWith creates in the commit that stores
-// an event.
-type SideDoc struct {
-	Ref  *firestore.DocumentRef
-	Data any
-}
-
-// AppendEventWith is AppendEvent that also creates docs in the same commit:
-// the event and every document are stored, or none of them. A document that
-// already exists fails the append with ErrConflict.
-//
-// Under a lease (a handle read with WithLease), the append is fenced by the
-// lease rather than by the handle: it fails with ErrConflict if another
-// handle of the same holder appended since this one was read, and with
-// ErrLeaseLost once the session was taken over.
-func (s *Service) AppendEventWith(ctx context.Context, sess session.Session, event *session.Event, docs []SideDoc) (err error) {
-	if sess == nil {
-		return errors.New("append event: session is nil")
-	}
-	if event == nil {
-		return errors.New("append event: event is nil")
-	}
-	if event.Partial {
-		return nil
-	}
-	ss, ok := sess.(*storedSession)
-	if !ok {
-		return fmt.Errorf("append event: session %q of type %T was not read from this service", sess.ID(), sess)
-	}
-	if !ss.tailKnown {
-		return fmt.Errorf("append event: session %q came from List; read it with Get first", ss.id)
-	}
-	// The documents created with the event are, on the engine's path, the
-	// ledger records of the calls it pauses.
-	ctx, span := startSpan(ctx, "baton.session.append", ss.id,
-		attribute.String("baton.event.author", event.Author), attribute.Int("baton.ledger.records", len(docs)))
-	defer func() { endSpan(span, err) }()
-	ss.appendMu.Lock()
-	defer ss.appendMu.Unlock()
-	if l := ss.lease; l != nil {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-	}
-
-	stored := withoutTempDelta(event)
-	encoded, err := encodeEvent(stored)
-	if err != nil {
-		return err
-	}
-	appDelta, userDelta, sessDelta := splitState(event.Actions.StateDelta)
-
-	ss.mu.RLock()
-	revision := ss.revision + 1
-	version := ss.version
-	chunks := slices.Clone(ss.chunks)
-	tail := slices.Clone(ss.tail)
-	stateSize := ss.stateSize
-	var newState []byte
-	if len(sessDelta) > 0 {
-		state := sessionScoped(ss.state)
-		maps.Copy(state, sessDelta)
-		newState, err = encodeState(state)
-	}
-	ss.mu.RUnlock()
-	if err != nil {
-		return err
-	}
-	if l := ss.lease; l != nil {
-		if l.revision != revision-1 {
-			return fmt.Errorf("%w: session %q: handle read before the lease holder's last append", ErrConflict, ss.id)
-		}
-		version = l.version
-	}
-	if newState != nil {
-		stateSize = len(newState)
-	}
-
-	ref := s.sessionDoc(ss.app, ss.user, ss.id)
-	element := chunkElement{Revision: revision, Time: event.Timestamp, Event: encoded}
-	fixed := len(ss.app) + len(ss.user) + 2*len(ss.id) + len(s.root) + 256
-	docSize := func() int {
-		return fixed + stateSize + len(chunks)*chunkMetaBytes + elementsSize(tail) + element.size()
-	}
-	batch := s.client.Batch()
-	sealed := false
-	if docSize() > docBudget && len(tail) > 0 {
-		n := int64(0)
-		if len(chunks) > 0 {
-			n = chunks[len(chunks)-1].N + 1
-		}
-		batch.Create(chunkDocRef(ref, n), chunkDoc{Events: tail})
-		chunks = append(chunks, sealChunk(n, tail))
-		tail = nil
-		sealed = true
-	}
-	if size := docSize(); size > docBudget {
-		return fmt.Errorf("%w: event %q needs %d bytes in the session document, limit %d", ErrTooLarge, event.ID, size, docBudget)
-	}
-	updates := []firestore.Update{
-		{Path: "revision", Value: revision},
-		{Path: "updated", Value: event.Timestamp},
-	}
-	if sealed {
-		tail = []chunkElement{element}
-		updates = append(updates, firestore.Update{Path: "chunks", Value: chunks}, firestore.Update{Path: "tail", Value: tail})
-	} else {
-		tail = append(tail, element)
-		updates = append(updates, firestore.Update{Path: "tail", Value: firestore.ArrayUnion(element)})
-	}
-	if newState != nil {
-		updates = append(updates, firestore.Update{Path: "state", Value: newState})
-	}
-	batch.Update(ref, updates, firestore.LastUpdateTime(version))
-	if err := s.addStateMerges(batch, ss.app, ss.user, appDelta, userDelta); err != nil {
-		return err
-	}
-	for _, d := range docs {
-		batch.Create(d.Ref, d.Data)
-	}
-	results, err := batch.Commit(ctx)
-	if err != nil {
-		return s.appendError(ctx, ref, ss.id, ss.lease, err)
-	}
-	sessionResult := results[0]
-	if sealed {
-		sessionResult = results[1]
-	}
-
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	maps.Copy(ss.state, event.Actions.StateDelta) // temp: keys live on for the invocation
-	ss.events = append(ss.events, stored)
-	ss.updated = event.Timestamp
-	ss.revision = revision
-	ss.version = sessionResult.UpdateTime
-	ss.chunks = chunks
-	ss.tail = tail
-	ss.stateSize = stateSize
-	if l := ss.lease; l != nil {
-		l.version, l.revision = ss.version, revision
-	}
-	return nil
-}
-
-func sealChunk(n int64, tail []chunkElement) chunkMeta {
-	m := chunkMeta{N: n, Count: int64(len(tail)), First: tail[0].Time, Last: tail[0].Time}
-	for _, e := range tail[1:] {
-		if e.Time.Before(m.First) {
-			m.First = e.Time
-		}
-		if e.Time.After(m.Last) {
-			m.Last = e.Time
-		}
-	}
-	return m
-}
-
-// appendError tells a conflict from a deleted session and from a failure.
-func (s *Service) appendError(ctx context.Context, ref *firestore.DocumentRef, id string, lease *Lease, err error) error {
-	switch status.Code(err) {
-	case codes.FailedPrecondition, codes.NotFound, codes.AlreadyExists:
-		if _, getErr := ref.Get(ctx); status.Code(getErr) == codes.NotFound {
-			return fmt.Errorf("%w: %q", ErrNotFound, id)
-		}
-		if lease != nil && status.Code(err) == codes.FailedPrecondition {
-			lease.markLost()
-			return fmt.Errorf("session %q: %w", id, ErrLeaseLost)
-		}
-		return fmt.Errorf("%w: session %q: %w", ErrConflict, id, err)
-	}
-	return fmt.Errorf("append event to %q: %w", id, translate(err))
 }
 
 // sessionScoped returns the session-scoped keys of a merged state.
@@ -698,8 +446,12 @@ func sessionScoped(state map[string]any) map[string]any {
 	return out
 }
 
-// translate maps the gRPC codes callers act on to this package's sentinels.
-func translate(err error) error {
+// Translate maps the gRPC codes callers act on to this package's
+// sentinels: ErrUnavailable for Firestore out of reach, ErrTooLarge for a
+// document over Firestore's limit. It is the one translation of Firestore
+// errors; packages that keep documents beside the sessions (the pending-call
+// ledger) use it too.
+func Translate(err error) error {
 	switch status.Code(err) {
 	case codes.Unavailable, codes.DeadlineExceeded, codes.ResourceExhausted:
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)

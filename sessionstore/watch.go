@@ -57,7 +57,7 @@ func (s *Service) Watch(ctx context.Context, app, user, id string, recent int) i
 				if ctx.Err() != nil || status.Code(err) == codes.Canceled {
 					return
 				}
-				yield(nil, fmt.Errorf("watch session %q: %w", id, translate(err)))
+				yield(nil, fmt.Errorf("watch session %q: %w", id, Translate(err)))
 				return
 			}
 			if !snap.Exists() {
@@ -121,7 +121,7 @@ func (s *Service) sealedSince(ctx context.Context, ref *firestore.DocumentRef, d
 	}
 	snaps, err := s.client.GetAll(ctx, refs)
 	if err != nil {
-		return nil, fmt.Errorf("read events of %q: %w", doc.ID, translate(err))
+		return nil, fmt.Errorf("read events of %q: %w", doc.ID, Translate(err))
 	}
 	var out []chunkElement
 	for _, snap := range snaps {

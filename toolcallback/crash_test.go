@@ -273,7 +273,7 @@ func (w *crashWorld) recover(seen []*session.Event) {
 	ctx := platform.WithTimeProvider(t.Context(), func() time.Time { return time.Now().Add(crashLeaseTTL + time.Second) })
 
 	calls, err := e.Pending(ctx, "user-1", crashSession, crashClient)
-	if err != nil && !errors.Is(err, toolcallback.ErrNotFound) {
+	if err != nil && !errors.Is(err, sessionstore.ErrNotFound) {
 		t.Fatalf("Pending() after the crash error = %v", err)
 	}
 	listed := map[string]bool{}

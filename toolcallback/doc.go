@@ -65,32 +65,17 @@
 // scope, listed in Indexes. gcAt is the TTL field.
 package toolcallback
 
-// Index is a composite index a query of this package needs.
-type Index struct {
-	CollectionGroup string
-	QueryScope      string // "COLLECTION_GROUP" or "COLLECTION"
-	Fields          []string
-}
+import "github.com/baton-run/baton/sessionstore"
 
 // Indexes lists the composite indexes this package's queries need; the
 // deployment declares each of them.
-var Indexes = []Index{
+var Indexes = []sessionstore.Index{
 	{CollectionGroup: callsCollection, QueryScope: "COLLECTION_GROUP", Fields: []string{"scope", "sweepAt"}},
 }
 
-// TTLField is the ledger's time-to-live field: Firestore garbage-collects a
-// record some time after it. Expiry semantics are in code; TTL only
-// collects garbage, and late.
-const TTLField = "gcAt"
-
-// TTL is a collection group's time-to-live field.
-type TTL struct {
-	CollectionGroup string
-	Field           string
-}
-
-// TTLs lists the time-to-live fields of this package's documents.
-var TTLs = []TTL{{CollectionGroup: callsCollection, Field: TTLField}}
+// TTLs lists the time-to-live fields of this package's documents: the
+// ledger's gcAt.
+var TTLs = []sessionstore.TTL{{CollectionGroup: callsCollection, Field: "gcAt"}}
 
 // QueriedFields are the fields this package's queries filter or order on,
 // by collection group (pending.go, resume.go): their automatic indexes must

@@ -2,16 +2,13 @@ package toolcallback
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"cloud.google.com/go/firestore"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/adk/v2/agent"
-	"google.golang.org/adk/v2/platform"
 	"google.golang.org/adk/v2/runner"
 	"google.golang.org/adk/v2/session"
 	"google.golang.org/genai"
@@ -19,110 +16,10 @@ import (
 	"github.com/baton-run/baton/sessionstore"
 )
 
-// LeasePolicy says what a turn does when another invocation holds the
-// session.
-type LeasePolicy string
-
-const (
-	// LeaseReject fails at once with a *sessionstore.BusyError.
-	LeaseReject LeasePolicy = "reject"
-	// LeaseEnqueue waits up to Options.MaxWait for the session.
-	LeaseEnqueue LeasePolicy = "enqueue"
-)
-
-// PendingPolicy says what a new message does to calls still pending.
-type PendingPolicy string
-
-const (
-	// PendingCancel answers each pending call with a cancellation error,
-	// then lets the message proceed.
-	PendingCancel PendingPolicy = "cancel"
-	// PendingReject refuses the message with a *PendingCallsError.
-	PendingReject PendingPolicy = "reject"
-)
-
-// Options tunes an Engine. Nil or zero fields take the defaults.
-type Options struct {
-	LeasePolicy   LeasePolicy   // default LeaseReject
-	MaxWait       time.Duration // LeaseEnqueue's bound; default 10s
-	PendingPolicy PendingPolicy // default PendingCancel
-	// ResumeWait bounds how long a resume waits for a busy session (a
-	// resume continues an interaction already under way, so it waits
-	// whatever the lease policy). Default 12s: a little over LeaseTTL's
-	// default, so an answer outwaits the lease of a holder that died.
-	ResumeWait time.Duration
-	// InvocationTimeout bounds one invocation, detached from the caller.
-	// Default 2m.
-	InvocationTimeout time.Duration
-	// LeaseTTL is the term of a session lease. The holder renews it every
-	// third of a term while it works, so a holder that dies frees the
-	// session within one term. Default 10s.
-	LeaseTTL time.Duration
-	// CallTimeout is how long a paused call waits for its answer when its
-	// tool sets no timeout (approvals always use it). Default 10m.
-	CallTimeout time.Duration
-	// AnswerGrace is how long after an answer Sweep leaves a step to the
-	// request that recorded it before resuming it itself. Default 1m.
-	AnswerGrace time.Duration
-	// Retention is how long a finished ledger record is kept (its TTL
-	// field) after it expires. Default 7 days.
-	Retention time.Duration
-	// MaxAnswerBytes limits one answer's JSON. Default 256 KiB.
-	MaxAnswerBytes int
-	// TokenKey signs call tokens; Token fails without one.
-	TokenKey []byte
-	// ApprovalsAnyDevice lets any of the user's clients answer approvals.
-	// By default only the client that started the turn may.
-	ApprovalsAnyDevice bool
-	// StreamingMode of the runner. Default SSE, so text streams as partial
-	// events.
-	StreamingMode agent.StreamingMode
-	// IdleRetention: a Team's Sweep deletes chats idle for longer, with all
-	// their documents. Default 30 days.
-	IdleRetention time.Duration
-	Logger        *slog.Logger
-}
-
-func (o *Options) withDefaults() Options {
-	var out Options
-	if o != nil {
-		out = *o
-	}
-	def := func(d *time.Duration, v time.Duration) {
-		if *d <= 0 {
-			*d = v
-		}
-	}
-	if out.LeasePolicy == "" {
-		out.LeasePolicy = LeaseReject
-	}
-	if out.PendingPolicy == "" {
-		out.PendingPolicy = PendingCancel
-	}
-	def(&out.MaxWait, 10*time.Second)
-	def(&out.ResumeWait, 12*time.Second)
-	def(&out.InvocationTimeout, 2*time.Minute)
-	def(&out.LeaseTTL, 10*time.Second)
-	def(&out.CallTimeout, 10*time.Minute)
-	def(&out.AnswerGrace, time.Minute)
-	def(&out.Retention, 7*24*time.Hour)
-	def(&out.IdleRetention, 30*24*time.Hour)
-	if out.MaxAnswerBytes <= 0 {
-		out.MaxAnswerBytes = 256 << 10
-	}
-	if out.StreamingMode == "" {
-		out.StreamingMode = agent.StreamingModeSSE
-	}
-	if out.Logger == nil {
-		out.Logger = slog.New(slog.DiscardHandler)
-	}
-	return out
-}
-
-// Engine runs turns and resumes for one app and agent, keeping paused
-// calls in the ledger. It holds no state between requests: any Engine
+// engine runs turns and resumes for one app and agent, keeping paused
+// calls in the ledger. It holds no state between requests: any engine
 // value, on any instance, can resume a call another one paused.
-type Engine struct {
+type engine struct {
 	app      string
 	agent    string // the root agent's name
 	sessions *sessionstore.Service
@@ -131,13 +28,13 @@ type Engine struct {
 	opts     Options
 }
 
-// New returns an Engine running root for app, storing sessions in sessions
+// newEngine returns an engine running root for app, storing sessions in sessions
 // and the ledger beside them through client.
-func New(client *firestore.Client, sessions *sessionstore.Service, app string, root agent.Agent, opts *Options) (*Engine, error) {
+func newEngine(client *firestore.Client, sessions *sessionstore.Service, app string, root agent.Agent, opts *Options) (*engine, error) {
 	if err := sessionstore.ValidateID("app name", app); err != nil {
 		return nil, err
 	}
-	e := &Engine{app: app, agent: root.Name(), sessions: sessions, client: client, opts: opts.withDefaults()}
+	e := &engine{app: app, agent: root.Name(), sessions: sessions, client: client, opts: opts.withDefaults()}
 	r, err := runner.New(runner.Config{AppName: app, Agent: root, SessionService: ledgerSessions{Service: sessions, e: e}})
 	if err != nil {
 		return nil, err
@@ -146,8 +43,8 @@ func New(client *firestore.Client, sessions *sessionstore.Service, app string, r
 	return e, nil
 }
 
-// TurnRequest is one user message.
-type TurnRequest struct {
+// turnRequest is one user message.
+type turnRequest struct {
 	UserID    string
 	SessionID string // created on first use
 	ClientID  string // the device or tab sending the message
@@ -160,18 +57,11 @@ type TurnRequest struct {
 	MessageID string
 }
 
-// Turn runs the agent on a user message. It takes the session's lease
+// turn runs the agent on a user message. It takes the session's lease
 // (policy LeaseReject or LeaseEnqueue), applies the pending-call policy, and
 // returns the running invocation. Errors before the invocation starts are
-// returned here: a busy session, pending calls under PendingReject, invalid
-// ids.
-func (e *Engine) Turn(ctx context.Context, req TurnRequest) (*Invocation, error) {
-	if err := validateIDs(req.UserID, req.SessionID, req.ClientID); err != nil {
-		return nil, err
-	}
-	if req.Content == nil || len(req.Content.Parts) == 0 {
-		return nil, fmt.Errorf("%w: empty message", ErrInvalidAnswer)
-	}
+// returned here: a busy session, pending calls under PendingReject.
+func (e *engine) turn(ctx context.Context, req turnRequest) (*Invocation, error) {
 	if e.opts.PendingPolicy == PendingReject {
 		// Refuse before taking the lease, so a refused message writes
 		// nothing; settleOpenCalls checks again under the lease.
@@ -199,60 +89,6 @@ func (e *Engine) Turn(ctx context.Context, req TurnRequest) (*Invocation, error)
 	return e.start(ctx, h, req.UserID, req.SessionID, req.ClientID, req.Content, nil, opts...), nil
 }
 
-// hold is a session lease this instance holds and keeps renewed until it
-// releases it.
-type hold struct {
-	lease *sessionstore.Lease
-	stop  func() // stops renewing
-}
-
-// bind returns ctx under which session reads and appends act as the
-// lease's holder (see sessionstore.WithLease).
-func (h *hold) bind(ctx context.Context) context.Context { return sessionstore.WithLease(ctx, h.lease) }
-
-// acquire takes the session's lease, waiting up to wait while it is busy,
-// and keeps it renewed.
-func (e *Engine) acquire(ctx context.Context, user, sid, client string, wait time.Duration, create bool) (*hold, error) {
-	holder := client + "/" + platform.NewUUID(ctx)
-	deadline := time.Now().Add(wait)
-	delay := 50 * time.Millisecond
-	for {
-		lease, err := e.sessions.AcquireLease(ctx, e.app, user, sid, holder, e.opts.LeaseTTL)
-		if err == nil {
-			return &hold{lease: lease, stop: e.sessions.KeepLease(ctx, lease, e.opts.LeaseTTL)}, nil
-		}
-		if errors.Is(err, sessionstore.ErrNotFound) && create {
-			_, cerr := e.sessions.Create(ctx, &session.CreateRequest{AppName: e.app, UserID: user, SessionID: sid})
-			if cerr != nil && !isAlreadyExists(cerr) {
-				return nil, cerr
-			}
-			continue
-		}
-		if errors.Is(err, sessionstore.ErrNotFound) {
-			return nil, fmt.Errorf("%w: session %q", ErrNotFound, sid)
-		}
-		left := time.Until(deadline)
-		if !errors.Is(err, sessionstore.ErrBusy) || left <= 0 {
-			return nil, err
-		}
-		select {
-		case <-ctx.Done():
-			return nil, err
-		case <-time.After(min(delay, left)): // the last try is at the deadline
-		}
-		delay = min(delay*2, 500*time.Millisecond)
-	}
-}
-
-func (e *Engine) release(ctx context.Context, h *hold) {
-	h.stop()
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	if err := e.sessions.ReleaseLease(ctx, h.lease); err != nil {
-		e.opts.Logger.Warn("release lease", "session", h.lease.SessionID, "error", err)
-	}
-}
-
 // start runs the agent on msg in the background, detached from the
 // caller's cancellation and bounded by InvocationTimeout (and by the lease:
 // an invocation whose lease is lost stops), and releases the lease when it
@@ -261,7 +97,7 @@ func (e *Engine) release(ctx context.Context, h *hold) {
 // Every event is stored before it is pushed to readers, and an event that
 // pauses calls is stored with their ledger records (ledgerSessions): a
 // reader never sees a call that has no record.
-func (e *Engine) start(ctx context.Context, h *hold, user, sid, client string, msg *genai.Content, after func(context.Context), opts ...runner.RunOption) *Invocation {
+func (e *engine) start(ctx context.Context, h *hold, user, sid, client string, msg *genai.Content, after func(context.Context), opts ...runner.RunOption) *Invocation {
 	inv := newInvocation()
 	// The run is detached from the request's cancellation, not from its
 	// trace: its span, and ADK's under it, stay in the request's trace.
@@ -309,15 +145,29 @@ func (e *Engine) start(ctx context.Context, h *hold, user, sid, client string, m
 	return inv
 }
 
-func validateIDs(user, sid, client string) error {
-	if err := sessionstore.ValidateID("user id", user); err != nil {
-		return err
+// recentWindow is how many of a session's latest events the engine reads to
+// repair what a dead invocation left and to check what a resume already
+// delivered. Every turn repairs, so such a state is always among the events
+// appended since the last turn; reading only those keeps a long history
+// from being read twice per turn (ADK's runner reads it all anyway).
+const recentWindow = 500
+
+// loadSession reads a session with its whole history.
+func (e *engine) loadSession(ctx context.Context, user, sid string) (session.Session, error) {
+	return e.getSession(ctx, user, sid, 0)
+}
+
+// loadRecent reads a session with its latest recentWindow events.
+func (e *engine) loadRecent(ctx context.Context, user, sid string) (session.Session, error) {
+	return e.getSession(ctx, user, sid, recentWindow)
+}
+
+func (e *engine) getSession(ctx context.Context, user, sid string, recent int) (session.Session, error) {
+	// The ledger reads events and appends; app: and user: state are for
+	// the runner, which reads them itself.
+	got, err := e.sessions.GetSessionScoped(ctx, &session.GetRequest{AppName: e.app, UserID: user, SessionID: sid, NumRecentEvents: recent})
+	if err != nil {
+		return nil, err
 	}
-	if err := sessionstore.ValidateID("session id", sid); err != nil {
-		return err
-	}
-	if client == "" {
-		return nil
-	}
-	return sessionstore.ValidateID("client id", client)
+	return got.Session, nil
 }

@@ -6,14 +6,15 @@ import (
 	"strings"
 )
 
-// Sentinel errors returned by Resume, Turn, Pending and Sweep. Callers test
-// for them with errors.Is. A busy session is sessionstore.ErrBusy (a
+// Sentinel errors returned by Team's methods. Callers test for them with
+// errors.Is. A busy session is sessionstore.ErrBusy (a
 // *sessionstore.BusyError says how long to wait); an invalid id is
-// sessionstore.ErrInvalidID.
+// sessionstore.ErrInvalidID; a missing chat or session (another user's
+// included) is sessionstore.ErrNotFound.
 var (
-	// ErrNotFound: no such call or session for this user. Another user's
-	// call or session is not found either.
-	ErrNotFound = errors.New("not found")
+	// ErrCallNotFound: no such call for this user. Another user's call is
+	// not found either.
+	ErrCallNotFound = errors.New("call not found")
 	// ErrWrongClient: the call was started by another of the user's
 	// clients, and its tool does not let any device answer.
 	ErrWrongClient = errors.New("call belongs to another client")
@@ -23,17 +24,17 @@ var (
 	// ErrExpired: the call expired, or was cancelled because the user moved
 	// on, before this answer arrived.
 	ErrExpired = errors.New("call expired or cancelled")
-	// ErrTooLarge: the answer exceeds the size limit.
-	ErrTooLarge = errors.New("answer too large")
+	// ErrAnswerTooLarge: the answer exceeds the size limit.
+	ErrAnswerTooLarge = errors.New("answer too large")
 	// ErrInvalidAnswer: the answer does not fit the call (an approval
 	// decision for a browser tool, nothing set, several set).
 	ErrInvalidAnswer = errors.New("invalid answer")
 	// ErrPendingCalls: a new message arrived while calls are pending and the
 	// policy is PendingReject. The *PendingCallsError lists them.
 	ErrPendingCalls = errors.New("calls are pending")
-	// ErrInvalidToken: a call token is malformed, forged, expired or bound
+	// ErrInvalidCallToken: a call token is malformed, forged, expired or bound
 	// to other arguments.
-	ErrInvalidToken = errors.New("invalid call token")
+	ErrInvalidCallToken = errors.New("invalid call token")
 )
 
 // AlreadyResolvedError is returned when an answer arrives for a call that

@@ -1,106 +1,121 @@
 package toolcallback
 
 import (
+	"context"
 	"encoding/json"
-	"time"
+	"fmt"
+	"slices"
+	"strings"
+
+	"cloud.google.com/go/firestore"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/baton-run/baton/sessionstore"
 )
 
-// Status is where a paused call stands.
-type Status string
+// callsCollection is the ledger's collection, nested under each session's
+// document so that a session's records live and die with it. Sweep queries
+// it as a collection group.
+const callsCollection = "calls"
 
-const (
-	StatusPending   Status = "pending"
-	StatusResolved  Status = "resolved"
-	StatusExpired   Status = "expired"
-	StatusCancelled Status = "cancelled"
-)
-
-// Call is a paused call as the ledger records it.
-type Call struct {
-	ID         string // the id the answer must carry (for approvals, the confirmation call's id)
-	App        string
-	UserID     string
-	SessionID  string
-	Invocation string
-	ClientID   string // the client that started the turn
-	Tool       string // the tool the model called
-	Args       map[string]any
-	Kind       Kind
-	// Step is the id of the model event whose function calls this call
-	// belongs to; calls of one step are resumed together.
-	Step string
-	// OriginalID is the model's function call id. It equals ID except for
-	// approvals, whose ID is ADK's confirmation call.
-	OriginalID string
-	AnyDevice  bool
-	Hint       string // approvals: ADK's explanation for the person
-	Status     Status
-	Answer     *Answer // the recorded answer, once resolved
-	Created    time.Time
-	Expires    time.Time
-	Resolved   time.Time
-	Resumed    bool // the agent has been resumed with this call's answer
+func (e *engine) callRef(user, sid, callID string) *firestore.DocumentRef {
+	return e.sessions.SessionRef(e.app, user, sid).Collection(callsCollection).Doc(callID)
 }
 
-// Answer is the result of a paused call. Exactly one of Output, Error and
-// Approved is set.
-type Answer struct {
-	Output   map[string]any `json:"output,omitempty"`
-	Error    string         `json:"error,omitempty"`
-	Approved *bool          `json:"approved,omitempty"`
-	Payload  any            `json:"payload,omitempty"` // approvals: the approver's optional payload
+func (e *engine) callsOf(user, sid string) *firestore.CollectionRef {
+	return e.sessions.SessionRef(e.app, user, sid).Collection(callsCollection)
 }
 
-// callDoc is the stored form of a Call.
-type callDoc struct {
-	ID         string    `firestore:"id"`
-	App        string    `firestore:"app"`
-	Scope      string    `firestore:"scope"` // "{root}/{app}/{agent}", Sweep's equality filter
-	Agent      string    `firestore:"agent"` // the root agent whose runner made the call
-	User       string    `firestore:"user"`
-	Session    string    `firestore:"session"`
-	Invocation string    `firestore:"invocation"`
-	Client     string    `firestore:"client"`
-	Tool       string    `firestore:"tool"`
-	Args       []byte    `firestore:"args"` // JSON
-	Kind       string    `firestore:"kind"`
-	Step       string    `firestore:"step"`
-	OriginalID string    `firestore:"originalId"`
-	AnyDevice  bool      `firestore:"anyDevice"`
-	Hint       string    `firestore:"hint"`
-	Status     string    `firestore:"status"`
-	Answer     []byte    `firestore:"answer"` // JSON of Answer
-	ResolvedBy string    `firestore:"resolvedBy"`
-	Created    time.Time `firestore:"created"`
-	Expires    time.Time `firestore:"expires"`
-	Resolved   time.Time `firestore:"resolved"`
-	Resumed    bool      `firestore:"resumed"`
-	// SweepAt is when Sweep must next look at the call: its expiry while
-	// pending, a grace period after an answer until the agent is resumed.
-	// It is removed once the agent has the answer. Sweep's only query is a
-	// range on this field.
-	SweepAt *time.Time `firestore:"sweepAt"`
-	// GCAt is the TTL field: Firestore deletes the record some time after.
-	GCAt time.Time `firestore:"gcAt"`
-}
-
-func (d *callDoc) call() (*Call, error) {
-	c := &Call{
-		ID: d.ID, App: d.App, UserID: d.User, SessionID: d.Session, Invocation: d.Invocation,
-		ClientID: d.Client, Tool: d.Tool, Kind: Kind(d.Kind), Step: d.Step, OriginalID: d.OriginalID,
-		AnyDevice: d.AnyDevice, Hint: d.Hint, Status: Status(d.Status),
-		Created: d.Created, Expires: d.Expires, Resolved: d.Resolved, Resumed: d.Resumed,
+// newCallDoc builds the ledger record of a detected call paused by an
+// invocation that client started.
+func (e *engine) newCallDoc(user, sid string, d detected, client string) (*callDoc, error) {
+	args, err := json.Marshal(d.args)
+	if err != nil {
+		return nil, fmt.Errorf("encode arguments of %q: %w", d.id, err)
 	}
-	if len(d.Args) > 0 {
-		if err := json.Unmarshal(d.Args, &c.Args); err != nil {
-			return nil, err
+	timeout := d.spec.Timeout
+	if timeout <= 0 {
+		timeout = e.opts.CallTimeout
+	}
+	anyDevice := d.spec.AnyDevice || (d.spec.Kind == KindApproval && e.opts.ApprovalsAnyDevice)
+	expires := d.created.Add(timeout)
+	return &callDoc{
+		ID: d.id, App: e.app, Scope: e.scope(), Agent: e.agent, User: user, Session: sid, Invocation: d.invocation, Client: client,
+		Tool: d.tool, Args: args, Kind: string(d.spec.Kind), Step: d.step, OriginalID: d.originalID,
+		AnyDevice: anyDevice, Hint: d.hint, Status: string(StatusPending),
+		Created: d.created, Expires: expires, SweepAt: &expires, GCAt: expires.Add(e.opts.Retention),
+	}, nil
+}
+
+// queryCalls returns the calls matching q, in creation order, with their
+// snapshots.
+func queryCalls(ctx context.Context, q firestore.Query) (_ []*callDoc, _ []*firestore.DocumentSnapshot, err error) {
+	ctx, span := tracer.Start(ctx, "baton.ledger.query")
+	defer func() { endSpan(span, err) }()
+	snaps, err := q.Documents(ctx).GetAll()
+	if err != nil {
+		return nil, nil, fmt.Errorf("query ledger: %w", sessionstore.Translate(err))
+	}
+	type row struct {
+		doc  *callDoc
+		snap *firestore.DocumentSnapshot
+	}
+	rows := make([]row, len(snaps))
+	for i, s := range snaps {
+		rows[i] = row{&callDoc{}, s}
+		if err := s.DataTo(rows[i].doc); err != nil {
+			return nil, nil, fmt.Errorf("decode %s: %w", s.Ref.Path, err)
 		}
 	}
-	if len(d.Answer) > 0 {
-		c.Answer = &Answer{}
-		if err := json.Unmarshal(d.Answer, c.Answer); err != nil {
-			return nil, err
+	slices.SortStableFunc(rows, func(a, b row) int {
+		if c := a.doc.Created.Compare(b.doc.Created); c != 0 {
+			return c
 		}
+		return strings.Compare(a.doc.ID, b.doc.ID)
+	})
+	docs := make([]*callDoc, len(rows))
+	for i, r := range rows {
+		docs[i], snaps[i] = r.doc, r.snap
 	}
-	return c, nil
+	return docs, snaps, nil
+}
+
+// markResumed records that the agent has the answers of calls: Sweep
+// stops looking at them.
+func (e *engine) markResumed(ctx context.Context, docs []*callDoc) (err error) {
+	if len(docs) == 0 {
+		return nil
+	}
+	ctx, span := tracer.Start(ctx, "baton.ledger.mark_resumed", trace.WithAttributes(attribute.Int("baton.ledger.records", len(docs))))
+	defer func() { endSpan(span, err) }()
+	batch := e.client.Batch()
+	for _, d := range docs {
+		batch.Update(e.callRef(d.User, d.Session, d.ID), []firestore.Update{
+			{Path: "resumed", Value: true},
+			{Path: "sweepAt", Value: firestore.Delete},
+		})
+	}
+	_, err = batch.Commit(ctx)
+	return sessionstore.Translate(err)
+}
+
+// readCall reads a ledger record.
+func (e *engine) readCall(ctx context.Context, ref *firestore.DocumentRef) (_ *callDoc, _ *firestore.DocumentSnapshot, err error) {
+	ctx, span := tracer.Start(ctx, "baton.ledger.read", trace.WithAttributes(attribute.String("baton.call.id", ref.ID)))
+	defer func() { endSpan(span, err) }()
+	snap, err := ref.Get(ctx)
+	if status.Code(err) == codes.NotFound {
+		return nil, nil, fmt.Errorf("%w: %q", ErrCallNotFound, ref.ID)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("read call %q: %w", ref.ID, sessionstore.Translate(err))
+	}
+	var doc callDoc
+	if err := snap.DataTo(&doc); err != nil {
+		return nil, nil, fmt.Errorf("decode call %q: %w", ref.ID, err)
+	}
+	return &doc, snap, nil
 }

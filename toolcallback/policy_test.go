@@ -163,19 +163,19 @@ func TestRefusedAnswers(t *testing.T) {
 		wantErr error
 	}{
 		{"wrong client", toolcallback.Result{UserID: "user-1", SessionID: "s1", CallID: "c1", ClientID: "tab-b", Answer: ok}, toolcallback.ErrWrongClient},
-		{"other user", toolcallback.Result{UserID: "user-2", SessionID: "s1", CallID: "c1", ClientID: "tab-a", Answer: ok}, toolcallback.ErrNotFound},
-		{"unknown call", toolcallback.Result{UserID: "user-1", SessionID: "s1", CallID: "c9", ClientID: "tab-a", Answer: ok}, toolcallback.ErrNotFound},
-		{"unknown session", toolcallback.Result{UserID: "user-1", SessionID: "s9", CallID: "c1", ClientID: "tab-a", Answer: ok}, toolcallback.ErrNotFound},
+		{"other user", toolcallback.Result{UserID: "user-2", SessionID: "s1", CallID: "c1", ClientID: "tab-a", Answer: ok}, toolcallback.ErrCallNotFound},
+		{"unknown call", toolcallback.Result{UserID: "user-1", SessionID: "s1", CallID: "c9", ClientID: "tab-a", Answer: ok}, toolcallback.ErrCallNotFound},
+		{"unknown session", toolcallback.Result{UserID: "user-1", SessionID: "s9", CallID: "c1", ClientID: "tab-a", Answer: ok}, toolcallback.ErrCallNotFound},
 		{"invalid call id", toolcallback.Result{UserID: "user-1", SessionID: "s1", CallID: "a/b", ClientID: "tab-a", Answer: ok}, sessionstore.ErrInvalidID},
 		{"oversize", toolcallback.Result{UserID: "user-1", SessionID: "s1", CallID: "c1", ClientID: "tab-a",
-			Answer: toolcallback.Answer{Output: map[string]any{"blob": strings.Repeat("x", 300<<10)}}}, toolcallback.ErrTooLarge},
+			Answer: toolcallback.Answer{Output: map[string]any{"blob": strings.Repeat("x", 300<<10)}}}, toolcallback.ErrAnswerTooLarge},
 		{"approval for a browser call", toolcallback.Result{UserID: "user-1", SessionID: "s1", CallID: "c1", ClientID: "tab-a",
 			Answer: toolcallback.Answer{Approved: ptr(true)}}, toolcallback.ErrInvalidAnswer},
 		{"empty answer", toolcallback.Result{UserID: "user-1", SessionID: "s1", CallID: "c1", ClientID: "tab-a"}, toolcallback.ErrInvalidAnswer},
-		{"forged token", toolcallback.Result{Token: forged, Answer: ok}, toolcallback.ErrInvalidToken},
-		{"token for other arguments", toolcallback.Result{Token: mismatched, Answer: ok}, toolcallback.ErrInvalidToken},
-		{"expired token", toolcallback.Result{Token: expired, Answer: ok}, toolcallback.ErrInvalidToken},
-		{"garbage token", toolcallback.Result{Token: "not-a-token", Answer: ok}, toolcallback.ErrInvalidToken},
+		{"forged token", toolcallback.Result{Token: forged, Answer: ok}, toolcallback.ErrInvalidCallToken},
+		{"token for other arguments", toolcallback.Result{Token: mismatched, Answer: ok}, toolcallback.ErrInvalidCallToken},
+		{"expired token", toolcallback.Result{Token: expired, Answer: ok}, toolcallback.ErrInvalidCallToken},
+		{"garbage token", toolcallback.Result{Token: "not-a-token", Answer: ok}, toolcallback.ErrInvalidCallToken},
 	}
 	for _, tc := range tests {
 		before := f.counter.Snapshot()
@@ -250,7 +250,7 @@ func TestAnyDeviceAndVisibility(t *testing.T) {
 	if _, _, err := resume(f.engine, t.Context(), "s1", "l1", "tab-b", toolcallback.Answer{Output: map[string]any{"city": "Oslo"}}); err != nil {
 		t.Errorf("Resume(l1 from tab-b) error = %v, want accepted", err)
 	}
-	if _, err := f.engine.Pending(t.Context(), "user-2", "s1", "tab-a"); !errors.Is(err, toolcallback.ErrNotFound) {
+	if _, err := f.engine.Pending(t.Context(), "user-2", "s1", "tab-a"); !errors.Is(err, sessionstore.ErrNotFound) {
 		t.Errorf("Pending(other user) error = %v, want ErrNotFound", err)
 	}
 }

@@ -64,10 +64,11 @@ func TestSwitchRecordsWhatRan(t *testing.T) {
 			if _, _, err := f.turn("chat", "", "book a table for 4"); err != nil {
 				t.Fatal(err)
 			}
-			calls, err := f.team.Pending(t.Context(), "user-1", "chat", "tab-a")
-			if err != nil || len(calls) != 1 {
-				t.Fatalf("Pending() = %v, %v; want the approval", calls, err)
+			state, err := f.team.Pending(t.Context(), "user-1", "chat", "tab-a", 0)
+			if err != nil || len(state.Calls) != 1 {
+				t.Fatalf("Pending() = %v, %v; want the approval", state, err)
 			}
+			calls := state.Calls
 			res, err := f.team.Resume(t.Context(), toolcallback.Result{UserID: "user-1", SessionID: "chat", CallID: calls[0].ID, ClientID: "tab-a", Answer: tc.answer})
 			if err != nil || res.Invocation == nil {
 				t.Fatalf("Resume() = %+v, %v", res, err)

@@ -47,7 +47,7 @@ const interruptedCallError = "interrupted: the server stopped before this call f
 // died, under the session's lease. lead are responses the caller delivers
 // in the same content (settled ledger calls); known are the ids of calls
 // the ledger still answers, which must not be closed here.
-func (e *Engine) repairTail(ctx context.Context, sess session.Session, lead []*genai.Part, known map[string]bool) error {
+func (e *engine) repairTail(ctx context.Context, sess session.Session, lead []*genai.Part, known map[string]bool) error {
 	events := sess.Events()
 	if unanswered(events, known) {
 		ev := session.NewEvent(ctx, "baton-interrupted-"+platform.NewUUID(ctx))
@@ -146,27 +146,27 @@ func needsRepair(events session.Events, known map[string]bool) bool {
 	return unanswered(events, known) || len(interruptedCalls(events, known)) > 0
 }
 
-// repairIfIdle repairs the session's tail if its lease is free; a live
-// holder (or a dead one whose lease has not lapsed yet) leaves it to a
-// later access.
-func (e *Engine) repairIfIdle(ctx context.Context, user, sid string) error {
+// repairIfIdle repairs the tail of sess (read with the ledger's unresumed
+// records docs) if its lease is free, and returns the session as it now
+// is; a live holder (or a dead one whose lease has not lapsed yet) leaves
+// it to a later access.
+func (e *engine) repairIfIdle(ctx context.Context, sess session.Session, docs []*callDoc) (session.Session, error) {
+	user, sid := sess.UserID(), sess.ID()
 	h, err := e.acquire(ctx, user, sid, "repair", 0, false)
 	if errors.Is(err, sessionstore.ErrBusy) {
-		return nil
+		return sess, nil
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer e.release(ctx, h)
 	ctx = h.bind(ctx)
 	// Read again under the lease: a turn may have run in between.
-	sess, err := e.loadRecent(ctx, user, sid)
-	if err != nil {
-		return err
+	if sess, err = e.loadRecent(ctx, user, sid); err != nil {
+		return nil, err
 	}
-	docs, _, err := queryCalls(ctx, e.callsOf(user, sid).Where("resumed", "==", false))
-	if err != nil {
-		return err
+	if docs, _, err = queryCalls(ctx, e.callsOf(user, sid).Where("resumed", "==", false)); err != nil {
+		return nil, err
 	}
-	return e.repairTail(ctx, sess, nil, knownCalls(docs))
+	return sess, e.repairTail(ctx, sess, nil, knownCalls(docs))
 }

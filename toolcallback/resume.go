@@ -29,7 +29,7 @@ type Result struct {
 	CallID    string
 	ClientID  string
 	// Token, when set, identifies and authorises the call instead of the
-	// ids above (see Engine.Token). No client check applies.
+	// ids above (see Team.Token). No client check applies.
 	Token  string
 	Answer Answer
 }
@@ -51,43 +51,23 @@ type Resumption struct {
 	Turn string
 }
 
-// Resume records an answer and, when it completes its model step, resumes
-// the agent once with the answers of every call of that step.
+// resume records an answer to the call doc (read as snap) and, when it
+// completes its model step, resumes the agent once with the answers of every
+// call of that step. The caller has checked r's ids or its token.
 //
 // The answer is accepted once: the first writer wins, and a later answer
 // gets an *AlreadyResolvedError carrying the recorded outcome, without
 // running anything again.
-func (e *Engine) Resume(ctx context.Context, r Result) (*Resumption, error) {
-	var tokenArgs string
-	if r.Token != "" {
-		claims, err := e.verifyToken(ctx, r.Token)
-		if err != nil {
-			return nil, err
-		}
-		r.UserID, r.SessionID, r.CallID, tokenArgs = claims.User, claims.Session, claims.Call, claims.ArgsHash
-	}
-	if err := validateIDs(r.UserID, r.SessionID, r.ClientID); err != nil {
-		return nil, err
-	}
-	if err := sessionstore.ValidateID("call id", r.CallID); err != nil {
-		return nil, err
-	}
+func (e *engine) resume(ctx context.Context, r Result, doc *callDoc, snap *firestore.DocumentSnapshot) (*Resumption, error) {
 	answer, err := json.Marshal(r.Answer)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidAnswer, err)
 	}
 	if len(answer) > e.opts.MaxAnswerBytes {
-		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(answer), e.opts.MaxAnswerBytes)
+		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrAnswerTooLarge, len(answer), e.opts.MaxAnswerBytes)
 	}
 
-	ref := e.callRef(r.UserID, r.SessionID, r.CallID)
-	doc, snap, err := e.readCall(ctx, ref)
-	if err != nil {
-		return nil, err
-	}
-	if r.Token != "" && argsHash(doc.Args) != tokenArgs {
-		return nil, fmt.Errorf("%w: arguments differ from the call's", ErrInvalidToken)
-	}
+	ref := snap.Ref
 	if err := checkAnswer(Kind(doc.Kind), r.Answer); err != nil {
 		return nil, err
 	}
@@ -124,7 +104,7 @@ func (e *Engine) Resume(ctx context.Context, r Result) (*Resumption, error) {
 		return nil, fmt.Errorf("record answer to %q: %w", r.CallID, err)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("record answer to %q: %w", r.CallID, translate(err))
+		return nil, fmt.Errorf("record answer to %q: %w", r.CallID, sessionstore.Translate(err))
 	}
 	doc.Status, doc.Answer, doc.ResolvedBy, doc.Resolved, doc.SweepAt = string(StatusResolved), answer, r.ClientID, now, &sweepAt
 
@@ -135,27 +115,9 @@ func (e *Engine) Resume(ctx context.Context, r Result) (*Resumption, error) {
 	return e.resumeStep(ctx, doc, client, e.opts.ResumeWait)
 }
 
-// readCall reads a ledger record.
-func (e *Engine) readCall(ctx context.Context, ref *firestore.DocumentRef) (_ *callDoc, _ *firestore.DocumentSnapshot, err error) {
-	ctx, span := tracer.Start(ctx, "baton.ledger.read", trace.WithAttributes(attribute.String("baton.call.id", ref.ID)))
-	defer func() { endSpan(span, err) }()
-	snap, err := ref.Get(ctx)
-	if status.Code(err) == codes.NotFound {
-		return nil, nil, fmt.Errorf("%w: call %q", ErrNotFound, ref.ID)
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("read call %q: %w", ref.ID, translate(err))
-	}
-	var doc callDoc
-	if err := snap.DataTo(&doc); err != nil {
-		return nil, nil, fmt.Errorf("decode call %q: %w", ref.ID, err)
-	}
-	return &doc, snap, nil
-}
-
 // settledError is the error for an answer to a call that is no longer
 // pending, or nil if it is.
-func (e *Engine) settledError(doc *callDoc, answer []byte) error {
+func (e *engine) settledError(doc *callDoc, answer []byte) error {
 	switch Status(doc.Status) {
 	case StatusPending:
 		return nil
@@ -188,7 +150,7 @@ func checkAnswer(kind Kind, a Answer) error {
 
 // resumeStep resumes the agent with the answers of doc's model step when
 // every call of the step has one and the agent does not have them yet.
-func (e *Engine) resumeStep(ctx context.Context, doc *callDoc, client string, wait time.Duration) (_ *Resumption, err error) {
+func (e *engine) resumeStep(ctx context.Context, doc *callDoc, client string, wait time.Duration) (_ *Resumption, err error) {
 	ctx, span := tracer.Start(ctx, "baton.resume", trace.WithAttributes(
 		attribute.String("baton.session.id", doc.Session), attribute.String("baton.step", doc.Step)))
 	defer func() { endSpan(span, err) }()
@@ -219,7 +181,7 @@ func (e *Engine) resumeStep(ctx context.Context, doc *callDoc, client string, wa
 		res.Deferred = true
 		return res, nil
 	}
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, sessionstore.ErrNotFound) {
 		// The session is gone; nothing will ever take these answers.
 		return res, e.markResumed(ctx, open)
 	}

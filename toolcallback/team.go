@@ -2,9 +2,9 @@ package toolcallback
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
+	"iter"
 	"slices"
 	"time"
 
@@ -13,8 +13,6 @@ import (
 	"google.golang.org/adk/v2/platform"
 	"google.golang.org/adk/v2/session"
 	"google.golang.org/genai"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/baton-run/baton/sessionstore"
 )
@@ -34,12 +32,12 @@ type Member struct {
 // pending calls are cancelled, a new ADK session is built holding the
 // conversation (MigrateHistory), the chat is pointed at it with a
 // compare-and-set, and the old session is deleted. Everything else is
-// delegated to the Engine of the active agent.
+// delegated to the engine of the active agent.
 type Team struct {
 	app      string
 	sessions *sessionstore.Service
 	client   *firestore.Client
-	engines  map[string]*Engine
+	engines  map[string]*engine
 	members  map[string]Member
 	names    []string // in order; the first is the default agent
 	opts     Options
@@ -51,13 +49,13 @@ func NewTeam(client *firestore.Client, sessions *sessionstore.Service, app strin
 	if len(members) == 0 {
 		return nil, errors.New("a team needs at least one agent")
 	}
-	t := &Team{app: app, sessions: sessions, client: client, engines: map[string]*Engine{}, members: map[string]Member{}, opts: opts.withDefaults()}
+	t := &Team{app: app, sessions: sessions, client: client, engines: map[string]*engine{}, members: map[string]Member{}, opts: opts.withDefaults()}
 	for _, m := range members {
 		name := m.Agent.Name()
 		if _, dup := t.engines[name]; dup {
 			return nil, fmt.Errorf("two agents named %q", name)
 		}
-		e, err := New(client, sessions, app, m.Agent, opts)
+		e, err := newEngine(client, sessions, app, m.Agent, opts)
 		if err != nil {
 			return nil, fmt.Errorf("agent %q: %w", name, err)
 		}
@@ -89,7 +87,8 @@ type ChatTurn struct {
 	// Agent names the agent to talk to; empty keeps the chat's current one.
 	Agent   string
 	Content *genai.Content
-	// MessageID is the client's id for the message (see TurnRequest).
+	// MessageID is the client's id for the message: the same id sent
+	// again fails with ErrMessageTaken, and no second turn runs.
 	MessageID string
 }
 
@@ -100,27 +99,13 @@ type SwitchReport struct {
 	To       string `json:"to"`
 }
 
-// maxSwitchSuffix is the longest suffix chatSessionID appends to a chat
-// id: "~" and a switch count of up to 19 digits.
-const maxSwitchSuffix = 20
-
-// chatSessionID names the ADK session of a chat's n-th agent. It is a valid
-// document id for every valid chat id and every n, so a chat id that is
-// accepted once works for the chat's whole life: "chat~n" while that fits
-// whatever n becomes, and for a longer chat id "n~sha256-<hex of the chat
-// id>". The two forms never meet: in the first, the last '~' is followed
-// by digits only; in the second, by "sha256-".
-func chatSessionID(chat string, n int) string {
-	if len(chat)+maxSwitchSuffix <= sessionstore.MaxIDBytes {
-		return fmt.Sprintf("%s~%d", chat, n)
-	}
-	return fmt.Sprintf("%d~sha256-%x", n, sha256.Sum256([]byte(chat)))
-}
-
 // Turn runs a message in a chat, switching agents first if asked.
 func (t *Team) Turn(ctx context.Context, req ChatTurn) (*Invocation, *SwitchReport, error) {
-	if err := validateIDs(req.UserID, req.ChatID, req.ClientID); err != nil {
+	if err := validIDs("user id", req.UserID, "chat id", req.ChatID, "client id", req.ClientID); err != nil {
 		return nil, nil, err
+	}
+	if req.Content == nil || len(req.Content.Parts) == 0 {
+		return nil, nil, fmt.Errorf("%w: empty message", ErrInvalidAnswer)
 	}
 	if req.Agent != "" && t.engines[req.Agent] == nil {
 		return nil, nil, &UnknownAgentError{Name: req.Agent, Known: t.Agents()}
@@ -138,7 +123,7 @@ func (t *Team) Turn(ctx context.Context, req ChatTurn) (*Invocation, *SwitchRepo
 	} else {
 		t.touch(ctx, chat)
 	}
-	inv, err := t.engines[chat.Agent].Turn(ctx, TurnRequest{UserID: req.UserID, SessionID: chat.SessionID, ClientID: req.ClientID, Content: req.Content, MessageID: req.MessageID})
+	inv, err := t.engines[chat.Agent].turn(ctx, turnRequest{UserID: req.UserID, SessionID: chat.SessionID, ClientID: req.ClientID, Content: req.Content, MessageID: req.MessageID})
 	return inv, report, err
 }
 
@@ -174,164 +159,62 @@ func (t *Team) touch(ctx context.Context, chat *sessionstore.Chat) {
 	}
 }
 
-// switchAgent moves chat to agent target, under the old session's lease so
-// that two tabs switching at once cannot fork the conversation. At every
-// step the chat points at a complete ADK session, the old one until the
-// compare-and-set that moves it to the new one; leftovers of a switch that
-// dies are recorded in the chat for cleanup.
-func (t *Team) switchAgent(ctx context.Context, chat *sessionstore.Chat, target, client string) (*sessionstore.Chat, error) {
-	from := t.engines[chat.Agent]
-	if from == nil {
-		from = t.engines[t.names[0]]
-	}
-	oldID := chat.SessionID
-	wait := time.Duration(0)
-	if t.opts.LeasePolicy == LeaseEnqueue {
-		wait = t.opts.MaxWait
-	}
-	h, err := from.acquire(ctx, chat.UserID, oldID, client, wait, false)
-	switch {
-	case errors.Is(err, ErrNotFound):
-		h = nil // the chat's first turn never ran: nothing to migrate or fence
-	case err != nil:
-		return nil, err
-	}
-	if h != nil {
-		defer from.release(ctx, h)
-		ctx = h.bind(ctx)
-	}
-	// Under the lease, the chat must still point at the session we hold.
-	if chat, err = t.sessions.GetChat(ctx, t.app, chat.UserID, chat.ID); err != nil {
-		return nil, err
-	}
-	if chat.SessionID != oldID {
-		return nil, &sessionstore.BusyError{SessionID: chat.ID, RetryAfter: time.Second}
-	}
-	if chat.Agent == target {
-		return chat, nil
-	}
-	now := platform.Now(ctx)
-
-	// 1. Note the session about to be built, so a crash leaves a findable
-	// orphan rather than an invisible one.
-	newID := chatSessionID(chat.ID, chat.Switches+1)
-	cleanup := now.Add(from.opts.InvocationTimeout + from.opts.LeaseTTL)
-	chat.Building, chat.CleanupAt = newID, &cleanup
-	if err := t.sessions.SaveChat(ctx, chat); err != nil {
-		return nil, busyOnConflict(chat.ID, err)
-	}
-
-	// 2. Cancel what the old agent still waits for; late answers get 410.
-	outcomes := map[string]string{}
-	var old session.Session
-	if h != nil {
-		if old, err = from.loadSession(ctx, chat.UserID, oldID); err != nil {
-			return nil, err
-		}
-		closed, err := from.closeOpenCalls(ctx, old)
-		if err != nil {
-			return nil, err
-		}
-		// What a dead invocation left unanswered is closed before the
-		// conversation moves (the cancelled calls get their outcome below).
-		if err := from.repairTail(ctx, old, nil, knownCalls(closed)); err != nil {
-			return nil, err
-		}
-		for _, d := range closed {
-			outcomes[d.OriginalID] = "cancelled when the conversation moved to " + target
-		}
-	}
-
-	// 3. Build the new session with the conversation so far.
-	var history []*session.Event
-	state := map[string]any{}
-	if old != nil {
-		m := sessionstore.Migration{From: chat.Agent, To: target, At: now, Outcome: outcomes,
-			Args: map[string]map[string]any{}, Approved: map[string]bool{}}
-		for id, d := range Decisions(old.Events()) {
-			m.Args[id], m.Approved[id] = d.Args, d.Approved
-		}
-		history = sessionstore.MigrateHistory(ctx, old.Events(), m)
-		if !t.members[target].DropState {
-			state = sessionstore.SessionScopedState(old)
-		}
-	}
-	create := &session.CreateRequest{AppName: t.app, UserID: chat.UserID, SessionID: newID, State: state}
-	if _, err := t.sessions.CreateWithEvents(ctx, create, history); errors.Is(err, sessionstore.ErrAlreadyExists) {
-		// A leftover of a switch that died at this number: replace it.
-		if _, err := t.sessions.PurgeSession(ctx, t.app, chat.UserID, newID); err != nil {
-			return nil, err
-		}
-		if _, err := t.sessions.CreateWithEvents(ctx, create, history); err != nil {
-			return nil, err
-		}
-	} else if err != nil {
-		return nil, err
-	}
-
-	// 4. Point the chat at it: the switch is done once this write lands.
-	from.opts.Logger.Info("agent switch", "chat", chat.ID, "from", chat.Agent, "to", target)
-	chat.Agent, chat.SessionID, chat.Building = target, newID, ""
-	chat.Retired = append(chat.Retired, oldID)
-	if len(chat.Retired) > maxRetired {
-		chat.Retired = chat.Retired[len(chat.Retired)-maxRetired:]
-	}
-	chat.Switches++
-	chat.LastSwitch, chat.LastActivity = now, now
-	chat.CleanupAt = &now // the old session is to be deleted
-	if err := t.sessions.SaveChat(ctx, chat); err != nil {
-		return nil, busyOnConflict(chat.ID, err)
-	}
-
-	// 5. Delete the old session (its ledger stays, so late answers find
-	// their cancelled calls). A failure here is left to cleanup.
-	if err := t.retire(ctx, chat, oldID); err != nil {
-		from.opts.Logger.Warn("delete the old session after a switch; cleanup will retry", "chat", chat.ID, "session", oldID, "error", err)
-		return chat, nil
-	}
-	chat.CleanupAt = nil
-	if err := t.sessions.SaveChat(ctx, chat); err != nil {
-		from.opts.Logger.Warn("clear chat cleanup mark", "chat", chat.ID, "error", err)
-	}
-	return chat, nil
+// PendingState is what a reloaded page needs of a chat.
+type PendingState struct {
+	Agent string  // the chat's active agent
+	Calls []*Call // the pending calls the client may answer, oldest first
+	// History holds the active session's latest events, at most the
+	// number asked for.
+	History session.Events
 }
 
-// maxRetired bounds how many old sessions a chat remembers; the ledger
-// records of older ones are left to their TTL.
-const maxRetired = 20
-
-// retire deletes a replaced session's document and events.
-func (t *Team) retire(ctx context.Context, chat *sessionstore.Chat, sid string) error {
-	return t.sessions.Delete(ctx, &session.DeleteRequest{AppName: t.app, UserID: chat.UserID, SessionID: sid})
-}
-
-func busyOnConflict(chatID string, err error) error {
-	if errors.Is(err, sessionstore.ErrConflict) {
-		return &sessionstore.BusyError{SessionID: chatID, RetryAfter: time.Second}
+// Pending returns the chat's agent, its pending calls that client may
+// answer (an empty client: every client's, each naming its client), and
+// its latest history events (at most history of them).
+func (t *Team) Pending(ctx context.Context, user, chatID, client string, history int) (*PendingState, error) {
+	if err := validIDs("user id", user, "chat id", chatID); err != nil {
+		return nil, err
 	}
-	return err
-}
-
-// Chat returns a chat, for its active session and agent.
-func (t *Team) Chat(ctx context.Context, user, chatID string) (*sessionstore.Chat, error) {
+	if client != "" {
+		if err := validIDs("client id", client); err != nil {
+			return nil, err
+		}
+	}
 	chat, err := t.sessions.GetChat(ctx, t.app, user, chatID)
-	if errors.Is(err, sessionstore.ErrNotFound) {
-		return nil, fmt.Errorf("%w: chat %q", ErrNotFound, chatID)
-	}
-	return chat, err
-}
-
-// Pending lists the chat's pending calls that client may answer; an empty
-// client lists every client's.
-func (t *Team) Pending(ctx context.Context, user, chatID, client string) ([]*Call, error) {
-	if err := validateIDs(user, chatID, client); err != nil {
-		return nil, err
-	}
-	chat, err := t.Chat(ctx, user, chatID)
 	if err != nil {
 		return nil, err
 	}
-	return t.engine(chat.Agent).Pending(ctx, user, chat.SessionID, client)
+	calls, events, err := t.engine(chat.Agent).pending(ctx, user, chat.SessionID, client)
+	if err != nil {
+		return nil, err
+	}
+	if n := len(events); history < n {
+		events = events[n-history:]
+	}
+	return &PendingState{Agent: chat.Agent, Calls: calls, History: sessionEvents(events)}, nil
+}
+
+// Watch follows the chat's active session as it is written to, from any
+// instance (see sessionstore.Service.Watch): first its recent latest
+// events, then each append and each change of its lease. An unknown chat
+// yields sessionstore.ErrNotFound.
+func (t *Team) Watch(ctx context.Context, user, chatID string, recent int) iter.Seq2[*sessionstore.Change, error] {
+	return func(yield func(*sessionstore.Change, error) bool) {
+		if err := validIDs("user id", user, "chat id", chatID); err != nil {
+			yield(nil, err)
+			return
+		}
+		chat, err := t.sessions.GetChat(ctx, t.app, user, chatID)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		for c, err := range t.sessions.Watch(ctx, t.app, user, chat.SessionID, recent) {
+			if !yield(c, err) || err != nil {
+				return
+			}
+		}
+	}
 }
 
 // Resume answers a call of a chat. r.SessionID is the chat id; with a
@@ -339,180 +222,77 @@ func (t *Team) Pending(ctx context.Context, user, chatID, client string) ([]*Cal
 // chat has left finds the call cancelled.
 func (t *Team) Resume(ctx context.Context, r Result) (*Resumption, error) {
 	if r.Token != "" {
-		claims, err := t.engine(t.names[0]).verifyToken(ctx, r.Token)
+		// The token is verified here, once, and the record it names read
+		// once.
+		doc, snap, err := t.engine(t.names[0]).tokenCall(ctx, &r)
 		if err != nil {
 			return nil, err
 		}
-		agentName, err := t.callAgent(ctx, claims.User, claims.Session, claims.Call)
-		if err != nil {
-			return nil, err
-		}
-		return t.engine(agentName).Resume(ctx, r)
+		return t.engine(doc.Agent).resume(ctx, r, doc, snap)
 	}
-	if err := validateIDs(r.UserID, r.SessionID, r.ClientID); err != nil {
+	if err := validIDs("user id", r.UserID, "chat id", r.SessionID, "client id", r.ClientID, "call id", r.CallID); err != nil {
 		return nil, err
 	}
-	if err := sessionstore.ValidateID("call id", r.CallID); err != nil {
-		return nil, err
-	}
-	chat, err := t.Chat(ctx, r.UserID, r.SessionID)
+	chat, err := t.sessions.GetChat(ctx, t.app, r.UserID, r.SessionID)
 	if err != nil {
 		return nil, err
 	}
-	active := r
-	active.SessionID = chat.SessionID
-	res, err := t.engine(chat.Agent).Resume(ctx, active)
-	if !errors.Is(err, ErrNotFound) {
-		return res, err
-	}
+	// The call is the active session's or, answered late, one of a
+	// session the chat retired (where it was cancelled).
+	sids := []string{chat.SessionID}
 	for _, sid := range slices.Backward(chat.Retired) {
-		agentName, aerr := t.callAgent(ctx, r.UserID, sid, r.CallID)
-		if errors.Is(aerr, ErrNotFound) {
+		sids = append(sids, sid)
+	}
+	e := t.engine(t.names[0])
+	for _, sid := range sids {
+		doc, snap, err := e.readCall(ctx, e.callRef(r.UserID, sid, r.CallID))
+		if errors.Is(err, ErrCallNotFound) {
 			continue
 		}
-		if aerr != nil {
-			return nil, aerr
+		if err != nil {
+			return nil, err
 		}
-		retired := r
-		retired.SessionID = sid
-		return t.engine(agentName).Resume(ctx, retired)
+		r.SessionID = sid
+		return t.engine(doc.Agent).resume(ctx, r, doc, snap)
 	}
-	return nil, err
+	return nil, fmt.Errorf("%w: %q", ErrCallNotFound, r.CallID)
 }
 
-// callAgent reads which agent's runner made a call.
-func (t *Team) callAgent(ctx context.Context, user, sid, callID string) (string, error) {
-	if err := validateIDs(user, sid, ""); err != nil {
-		return "", err
-	}
-	if err := sessionstore.ValidateID("call id", callID); err != nil {
-		return "", err
-	}
-	snap, err := t.engine(t.names[0]).callRef(user, sid, callID).Get(ctx)
-	if status.Code(err) == codes.NotFound {
-		return "", fmt.Errorf("%w: call %q", ErrNotFound, callID)
-	}
-	if err != nil {
-		return "", translate(err)
-	}
-	var d callDoc
-	if err := snap.DataTo(&d); err != nil {
-		return "", err
-	}
-	return d.Agent, nil
-}
-
-// Token returns the call token of c (see Engine.Token).
-func (t *Team) Token(c *Call) (string, error) { return t.engine(t.names[0]).Token(c) }
+// Token returns an opaque token that alone authorises answering c, for an
+// external system or an approval link. It expires with the call. The same
+// exactly-once rules apply to answers carrying it. It needs
+// Options.TokenKey.
+func (t *Team) Token(c *Call) (string, error) { return t.engine(t.names[0]).token(c) }
 
 // engine returns the engine of an agent, or the default one for a name the
 // team no longer has (its calls can still be found and refused).
-func (t *Team) engine(name string) *Engine {
+func (t *Team) engine(name string) *engine {
 	if e := t.engines[name]; e != nil {
 		return e
 	}
 	return t.engines[t.names[0]]
 }
 
-// TeamSweepReport says what one Team.Sweep did.
-type TeamSweepReport struct {
-	SweepReport
-	Repaired int `json:"repaired"` // chats whose switch leftovers were removed
-	Idle     int `json:"idle"`     // idle chats deleted with all their documents
-}
-
-// chatBatch bounds the chats one sweep handles per kind of cleanup.
-const chatBatch = 20
-
-// Sweep expires overdue calls for every agent, removes what switches that
-// died left behind, and deletes chats idle beyond Options.IdleRetention.
-func (t *Team) Sweep(ctx context.Context, now time.Time) (TeamSweepReport, error) {
-	var report TeamSweepReport
-	for _, name := range t.names {
-		r, err := t.engines[name].Sweep(ctx, now)
-		report.Expired += r.Expired
-		report.Resumed += r.Resumed
-		report.Skipped += r.Skipped
-		if err != nil {
-			return report, err
-		}
-	}
-	due, err := t.sessions.ChatsToClean(ctx, t.app, now, chatBatch)
-	if err != nil {
-		return report, err
-	}
-	for _, chat := range due {
-		if ctx.Err() != nil {
-			return report, nil
-		}
-		if err := t.repairChat(ctx, chat); err != nil {
-			t.opts.Logger.Warn("chat cleanup", "chat", chat.ID, "error", err)
-			continue
-		}
-		report.Repaired++
-	}
-	idle, err := t.sessions.IdleChats(ctx, t.app, now.Add(-t.opts.IdleRetention), chatBatch)
-	if err != nil {
-		return report, err
-	}
-	for _, chat := range idle {
-		if ctx.Err() != nil {
-			return report, nil
-		}
-		deleted, err := t.deleteChat(ctx, chat)
-		if err != nil {
-			t.opts.Logger.Warn("idle chat cleanup", "chat", chat.ID, "error", err)
-			continue
-		}
-		if deleted {
-			report.Idle++
-		}
-	}
-	return report, nil
-}
-
-// repairChat deletes the session a dead switch was building and the
-// retired sessions still present, then clears the chat's cleanup mark.
-func (t *Team) repairChat(ctx context.Context, chat *sessionstore.Chat) error {
-	if chat.Building != "" && chat.Building != chat.SessionID {
-		if _, err := t.sessions.PurgeSession(ctx, t.app, chat.UserID, chat.Building); err != nil {
+// validIDs checks ids given as kind, value pairs: Team's methods check the
+// ids they are given, once, before any becomes a document path; the engines
+// and the store below take them as checked.
+func validIDs(pairs ...string) error {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if err := sessionstore.ValidateID(pairs[i], pairs[i+1]); err != nil {
 			return err
 		}
 	}
-	for _, sid := range chat.Retired {
-		if sid == chat.SessionID {
-			continue
-		}
-		if err := t.retire(ctx, chat, sid); err != nil {
-			return err
-		}
-	}
-	chat.Building, chat.CleanupAt = "", nil
-	return t.sessions.SaveChat(ctx, chat)
+	return nil
 }
 
-// deleteChat removes an idle chat and every document under it: its active
-// session, the sessions it retired (with their ledgers) and the chat
-// itself. A chat in use (its session leased) is left alone.
-func (t *Team) deleteChat(ctx context.Context, chat *sessionstore.Chat) (bool, error) {
-	e := t.engine(chat.Agent)
-	h, err := e.acquire(ctx, chat.UserID, chat.SessionID, "sweeper", 0, false)
-	switch {
-	case errors.Is(err, sessionstore.ErrBusy):
-		return false, nil
-	case errors.Is(err, ErrNotFound):
-	case err != nil:
-		return false, err
-	default:
-		defer h.stop() // the lease is deleted with the session
+// sessionEvents is a slice of events as session.Events.
+type sessionEvents []*session.Event
+
+func (e sessionEvents) All() iter.Seq[*session.Event] { return slices.Values(e) }
+func (e sessionEvents) Len() int                      { return len(e) }
+func (e sessionEvents) At(i int) *session.Event {
+	if i < 0 || i >= len(e) {
+		return nil
 	}
-	for _, sid := range append(slices.Clone(chat.Retired), chat.Building, chat.SessionID) {
-		if sid == "" {
-			continue
-		}
-		if _, err := t.sessions.PurgeSession(ctx, t.app, chat.UserID, sid); err != nil {
-			return false, err
-		}
-	}
-	return true, t.sessions.DeleteChat(ctx, chat)
+	return e[i]
 }

@@ -209,7 +209,7 @@ func TestLongChatIDs(t *testing.T) {
 			if got := f.sessionIDs(); len(got) != 1 || got[0] != chat.SessionID || len(got[0]) > sessionstore.MaxIDBytes {
 				t.Errorf("sessions = %d ids %v..., want only the chat's session %.20q..., at most %d bytes", len(got), got, chat.SessionID, sessionstore.MaxIDBytes)
 			}
-			if _, err := f.team.Pending(t.Context(), "user-1", chatID, "tab-a"); err != nil {
+			if _, err := f.team.Pending(t.Context(), "user-1", chatID, "tab-a", 0); err != nil {
 				t.Errorf("Pending() error = %v", err)
 			}
 		})
@@ -428,7 +428,7 @@ func TestIdleCleanup(t *testing.T) {
 		t.Errorf("Sweep() = %+v, want one idle chat deleted", report)
 	}
 	after := countDocs(t, ctx, user)
-	if _, err := f.team.Chat(ctx, "user-1", "old"); !errors.Is(err, toolcallback.ErrNotFound) {
+	if _, err := f.team.Chat(ctx, "user-1", "old"); !errors.Is(err, sessionstore.ErrNotFound) {
 		t.Errorf("idle chat still readable: %v", err)
 	}
 	// What remains is exactly the active chat's documents.

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"cloud.google.com/go/firestore"
 	"google.golang.org/adk/v2/platform"
 )
 
@@ -28,10 +29,10 @@ type tokenClaims struct {
 // tokenDomain separates call-token MACs from any other use of the key.
 const tokenDomain = "baton-call-token-v1."
 
-// Token returns an opaque token that alone authorises answering c, for an
+// token returns an opaque token that alone authorises answering c, for an
 // external system or an approval link. It expires with the call. The same
 // exactly-once rules apply to answers carrying it.
-func (e *Engine) Token(c *Call) (string, error) {
+func (e *engine) token(c *Call) (string, error) {
 	if len(e.opts.TokenKey) == 0 {
 		return "", errors.New("call tokens need Options.TokenKey")
 	}
@@ -49,37 +50,37 @@ func (e *Engine) Token(c *Call) (string, error) {
 	return body + "." + base64.RawURLEncoding.EncodeToString(e.mac(body)), nil
 }
 
-func (e *Engine) mac(body string) []byte {
+func (e *engine) mac(body string) []byte {
 	m := hmac.New(sha256.New, e.opts.TokenKey)
 	m.Write([]byte(tokenDomain + body))
 	return m.Sum(nil)
 }
 
-func (e *Engine) verifyToken(ctx context.Context, token string) (*tokenClaims, error) {
+func (e *engine) verifyToken(ctx context.Context, token string) (*tokenClaims, error) {
 	if len(e.opts.TokenKey) == 0 {
-		return nil, fmt.Errorf("%w: this deployment issues no call tokens", ErrInvalidToken)
+		return nil, fmt.Errorf("%w: this deployment issues no call tokens", ErrInvalidCallToken)
 	}
 	if len(token) > 4096 {
-		return nil, fmt.Errorf("%w: too long", ErrInvalidToken)
+		return nil, fmt.Errorf("%w: too long", ErrInvalidCallToken)
 	}
 	body, sig, ok := strings.Cut(token, ".")
 	if !ok {
-		return nil, fmt.Errorf("%w: malformed", ErrInvalidToken)
+		return nil, fmt.Errorf("%w: malformed", ErrInvalidCallToken)
 	}
 	got, err := base64.RawURLEncoding.DecodeString(sig)
 	if err != nil || !hmac.Equal(got, e.mac(body)) {
-		return nil, fmt.Errorf("%w: bad signature", ErrInvalidToken)
+		return nil, fmt.Errorf("%w: bad signature", ErrInvalidCallToken)
 	}
 	payload, err := base64.RawURLEncoding.DecodeString(body)
 	if err != nil {
-		return nil, fmt.Errorf("%w: malformed", ErrInvalidToken)
+		return nil, fmt.Errorf("%w: malformed", ErrInvalidCallToken)
 	}
 	var c tokenClaims
 	if err := json.Unmarshal(payload, &c); err != nil || c.Call == "" || c.Session == "" || c.User == "" {
-		return nil, fmt.Errorf("%w: malformed claims", ErrInvalidToken)
+		return nil, fmt.Errorf("%w: malformed claims", ErrInvalidCallToken)
 	}
 	if !platform.Now(ctx).Before(time.Unix(c.Expires, 0)) {
-		return nil, fmt.Errorf("%w: expired", ErrInvalidToken)
+		return nil, fmt.Errorf("%w: expired", ErrInvalidCallToken)
 	}
 	return &c, nil
 }
@@ -94,4 +95,22 @@ func argsHash(raw []byte) string {
 	canonical, _ := json.Marshal(v)
 	sum := sha256.Sum256(canonical)
 	return hex.EncodeToString(sum[:])
+}
+
+// tokenCall verifies r's token, sets r's ids from its claims and reads the
+// call it names, which must still have the arguments the token binds.
+func (e *engine) tokenCall(ctx context.Context, r *Result) (*callDoc, *firestore.DocumentSnapshot, error) {
+	claims, err := e.verifyToken(ctx, r.Token)
+	if err != nil {
+		return nil, nil, err
+	}
+	r.UserID, r.SessionID, r.CallID = claims.User, claims.Session, claims.Call
+	doc, snap, err := e.readCall(ctx, e.callRef(r.UserID, r.SessionID, r.CallID))
+	if err != nil {
+		return nil, nil, err
+	}
+	if argsHash(doc.Args) != claims.ArgsHash {
+		return nil, nil, fmt.Errorf("%w: arguments differ from the call's", ErrInvalidCallToken)
+	}
+	return doc, snap, nil
 }

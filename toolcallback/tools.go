@@ -65,7 +65,7 @@ type ExternalConfig struct {
 }
 
 // External declares a tool answered by another system, authorised by a
-// call token bound to the single call (see Engine.Token). It pauses the
+// call token bound to the single call (see Team.Token). It pauses the
 // invocation like a browser tool.
 func External[Args any](cfg ExternalConfig) (tool.Tool, error) {
 	return pausingTool[Args](cfg.Name, cfg.Description, pauseSpec{Kind: KindExternal, Timeout: cfg.Timeout, AnyDevice: true})

@@ -1,4 +1,4 @@
-package functions
+package uistream
 
 import (
 	"encoding/json"
@@ -15,184 +15,9 @@ import (
 	"google.golang.org/adk/v2/session"
 	"google.golang.org/adk/v2/tool/toolconfirmation"
 	"google.golang.org/genai"
+
+	"github.com/baton-run/baton/uistream/uistreamtest"
 )
-
-// parseSSE parses a Server-Sent Events body the way a browser does: events
-// are separated by blank lines, the data: lines of one event are joined with
-// "\n", comment lines (starting with ":") are ignored. Every event's data must
-// be a JSON object with a string "type", or the literal [DONE], returned as
-// {"type": "[DONE]"}.
-func parseSSE(t *testing.T, body string) []map[string]any {
-	t.Helper()
-	body = strings.ReplaceAll(body, "\r\n", "\n")
-	if body != "" && !strings.HasSuffix(body, "\n\n") {
-		t.Errorf("SSE body does not end with a blank line: the last event would be dropped: %q", body)
-	}
-	var chunks []map[string]any
-	for _, block := range strings.Split(body, "\n\n") {
-		var data []string
-		for _, line := range strings.Split(block, "\n") {
-			switch {
-			case line == "", strings.HasPrefix(line, ":"):
-			case strings.HasPrefix(line, "data:"):
-				data = append(data, strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " "))
-			default:
-				t.Errorf("unexpected SSE line %q", line)
-			}
-		}
-		if data == nil {
-			continue
-		}
-		payload := strings.Join(data, "\n")
-		if payload == "[DONE]" {
-			chunks = append(chunks, map[string]any{"type": "[DONE]"})
-			continue
-		}
-		var chunk map[string]any
-		if err := json.Unmarshal([]byte(payload), &chunk); err != nil {
-			t.Fatalf("SSE data %q is not a JSON object: %v", payload, err)
-		}
-		if _, ok := chunk["type"].(string); !ok {
-			t.Fatalf("SSE chunk %q has no string type", payload)
-		}
-		chunks = append(chunks, chunk)
-	}
-	return chunks
-}
-
-// streamChunkFields lists, per chunk type, the required and optional fields
-// of uiMessageChunkSchema (AI SDK 6), whose objects are strict.
-var streamChunkFields = map[string]struct{ required, optional []string }{
-	"start":                 {optional: []string{"messageId", "messageMetadata"}},
-	"finish":                {optional: []string{"finishReason", "messageMetadata"}},
-	"start-step":            {},
-	"finish-step":           {},
-	"text-start":            {required: []string{"id"}, optional: []string{"providerMetadata"}},
-	"text-delta":            {required: []string{"id", "delta"}, optional: []string{"providerMetadata"}},
-	"text-end":              {required: []string{"id"}, optional: []string{"providerMetadata"}},
-	"tool-input-available":  {required: []string{"toolCallId", "toolName", "input"}, optional: []string{"providerExecuted", "providerMetadata", "dynamic", "title"}},
-	"tool-approval-request": {required: []string{"approvalId", "toolCallId"}},
-	"tool-output-available": {required: []string{"toolCallId", "output"}, optional: []string{"providerExecuted", "dynamic", "preliminary"}},
-	"tool-output-error":     {required: []string{"toolCallId", "errorText"}, optional: []string{"providerExecuted", "dynamic"}},
-	"error":                 {required: []string{"errorText"}},
-	"data-":                 {required: []string{"data"}, optional: []string{"id", "transient"}},
-	"[DONE]":                {},
-}
-
-// checkUIStream checks chunks against the chunk schema and the rules the
-// AI SDK client (processUIMessageStream) enforces, plus this encoder's own
-// promises: start first, finish then [DONE] last, steps and text parts
-// properly nested and closed, one tool-input-available per call, and tool
-// results only for known calls. knownCalls are tool calls already in the
-// client's message (a resumed turn).
-func checkUIStream(t *testing.T, chunks []map[string]any, knownCalls ...string) {
-	t.Helper()
-	if len(chunks) < 3 {
-		t.Fatalf("stream has %d chunks, want at least start, finish, [DONE]", len(chunks))
-	}
-	if typ := chunks[0]["type"]; typ != "start" {
-		t.Errorf("first chunk type = %v, want start", typ)
-	}
-	if a, b := chunks[len(chunks)-2]["type"], chunks[len(chunks)-1]["type"]; a != "finish" || b != "[DONE]" {
-		t.Errorf("last chunks = %v, %v, want finish, [DONE]", a, b)
-	}
-	tools := make(map[string]bool)
-	for _, id := range knownCalls {
-		tools[id] = true
-	}
-	inputs := make(map[string]bool)
-	openText := make(map[string]bool)
-	inStep := false
-	for i, c := range chunks {
-		typ := c["type"].(string)
-		schemaType := typ
-		if strings.HasPrefix(typ, "data-") && len(typ) > len("data-") {
-			schemaType = "data-"
-		}
-		fields, ok := streamChunkFields[schemaType]
-		if !ok {
-			t.Errorf("chunk %d: unknown type %q", i, typ)
-			continue
-		}
-		allowed := map[string]bool{"type": true}
-		for _, f := range fields.required {
-			allowed[f] = true
-			if _, ok := c[f]; !ok {
-				t.Errorf("chunk %d (%s): missing field %q", i, typ, f)
-			}
-		}
-		for _, f := range fields.optional {
-			allowed[f] = true
-		}
-		for f := range c {
-			if !allowed[f] {
-				t.Errorf("chunk %d (%s): field %q not in the schema", i, typ, f)
-			}
-		}
-		for _, f := range []string{"id", "delta", "toolCallId", "toolName", "approvalId", "errorText", "messageId"} {
-			if v, ok := c[f]; ok {
-				if _, isString := v.(string); !isString {
-					t.Errorf("chunk %d (%s): field %q = %v, want a string", i, typ, f, v)
-				}
-			}
-		}
-		if typ != "start" && i == 0 || typ == "start" && i != 0 {
-			t.Errorf("chunk %d: start must come first and only once", i)
-		}
-
-		id, _ := c["id"].(string)
-		callID, _ := c["toolCallId"].(string)
-		switch typ {
-		case "start-step":
-			if inStep {
-				t.Errorf("chunk %d: start-step inside a step", i)
-			}
-			inStep = true
-		case "finish-step":
-			if !inStep {
-				t.Errorf("chunk %d: finish-step outside a step", i)
-			}
-			if len(openText) > 0 {
-				t.Errorf("chunk %d: finish-step with open text parts %v", i, openText)
-			}
-			inStep = false
-		case "finish":
-			if inStep || len(openText) > 0 {
-				t.Errorf("chunk %d: finish with an open step or text part", i)
-			}
-		case "text-start":
-			if openText[id] {
-				t.Errorf("chunk %d: text-start for open part %q", i, id)
-			}
-			openText[id] = true
-		case "text-delta":
-			if !openText[id] {
-				t.Errorf("chunk %d: text-delta for part %q that is not open", i, id)
-			}
-			if c["delta"] == "" {
-				t.Errorf("chunk %d: empty text-delta", i)
-			}
-		case "text-end":
-			if !openText[id] {
-				t.Errorf("chunk %d: text-end for part %q that is not open", i, id)
-			}
-			delete(openText, id)
-		case "tool-input-available":
-			if inputs[callID] {
-				t.Errorf("chunk %d: second tool-input-available for %q", i, callID)
-			}
-			inputs[callID] = true
-			tools[callID] = true
-		case "tool-approval-request", "tool-output-available", "tool-output-error":
-			if !tools[callID] {
-				t.Errorf("chunk %d: %s for unknown tool call %q", i, typ, callID)
-			}
-		}
-		if (strings.HasPrefix(typ, "text-") || strings.HasPrefix(typ, "tool-")) && !inStep {
-			t.Errorf("chunk %d: %s outside a step", i, typ)
-		}
-	}
-}
 
 func streamChunkTypes(chunks []map[string]any) []string {
 	types := make([]string, len(chunks))
@@ -266,7 +91,7 @@ func streamKinds(kinds map[string]CallKind) func(*genai.FunctionCall) CallKind {
 func streamTurn(t *testing.T, kind func(*genai.FunctionCall) CallKind, events ...*session.Event) []map[string]any {
 	t.Helper()
 	rec := httptest.NewRecorder()
-	s := NewStreamWriter(rec, "msg-1")
+	s := newSSEEncoder(rec, "msg-1")
 	if err := s.Start(); err != nil {
 		t.Fatalf("Start() error = %v", err)
 	}
@@ -278,10 +103,10 @@ func streamTurn(t *testing.T, kind func(*genai.FunctionCall) CallKind, events ..
 	if err := s.Finish(); err != nil {
 		t.Fatalf("Finish() error = %v", err)
 	}
-	return parseSSE(t, rec.Body.String())
+	return uistreamtest.Parse(t, rec.Body.String())
 }
 
-func TestStreamWriterText(t *testing.T) {
+func TestEncoderText(t *testing.T) {
 	thought := streamTextEvent("thinking about it", true)
 	thought.Content.Parts[0].Thought = true
 
@@ -355,7 +180,7 @@ func TestStreamWriterText(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			chunks := streamTurn(t, nil, tt.events...)
-			checkUIStream(t, chunks)
+			uistreamtest.Check(t, chunks)
 			if diff := cmp.Diff(tt.wantTypes, streamChunkTypes(chunks)); diff != "" {
 				t.Errorf("chunk types mismatch (-want +got):\n%s", diff)
 			}
@@ -369,7 +194,7 @@ func TestStreamWriterText(t *testing.T) {
 	}
 }
 
-func TestStreamWriterParallelAgents(t *testing.T) {
+func TestEncoderParallelAgents(t *testing.T) {
 	// Two agents stream at once. B's final arrives after A's response
 	// completed the step and ends B's open part there; A's next response
 	// starts a new step. Nothing streamed is repeated.
@@ -395,7 +220,7 @@ func TestStreamWriterParallelAgents(t *testing.T) {
 		// as a new part.
 		c("C", true), a("A3", true), a("A3", false), a("A4", true), c("Cee", false), a("A4", false),
 	)
-	checkUIStream(t, chunks)
+	uistreamtest.Check(t, chunks)
 	var got []string
 	for _, c := range streamChunksOf(chunks, "text-delta") {
 		got = append(got, c["delta"].(string))
@@ -406,18 +231,18 @@ func TestStreamWriterParallelAgents(t *testing.T) {
 	}
 }
 
-func TestStreamWriterUserTextNotEchoed(t *testing.T) {
+func TestEncoderUserTextNotEchoed(t *testing.T) {
 	user := streamTextEvent("hi", false)
 	user.Author = "user"
 	user.Content.Role = genai.RoleUser
 	chunks := streamTurn(t, nil, user)
-	checkUIStream(t, chunks)
+	uistreamtest.Check(t, chunks)
 	if got := streamText(chunks); got != "" {
 		t.Errorf("streamed text = %q, want none", got)
 	}
 }
 
-func TestStreamWriterBrowserCall(t *testing.T) {
+func TestEncoderBrowserCall(t *testing.T) {
 	call := &genai.FunctionCall{ID: "call-1", Name: "play_music", Args: map[string]any{"song": "Blue"}}
 	callEv := streamCallEvent(call)
 	callEv.LongRunningToolIDs = []string{"call-1"}
@@ -428,7 +253,7 @@ func TestStreamWriterBrowserCall(t *testing.T) {
 
 	for _, kind := range []CallKind{CallBrowser, CallExternal} {
 		chunks := streamTurn(t, streamKinds(map[string]CallKind{"play_music": kind}), partialEv, callEv, placeholder)
-		checkUIStream(t, chunks)
+		uistreamtest.Check(t, chunks)
 		want := []string{"start", "start-step", "tool-input-available", "finish-step", "finish", "[DONE]"}
 		if diff := cmp.Diff(want, streamChunkTypes(chunks)); diff != "" {
 			t.Errorf("kind %d: chunk types mismatch (-want +got):\n%s", kind, diff)
@@ -440,7 +265,7 @@ func TestStreamWriterBrowserCall(t *testing.T) {
 	}
 }
 
-func TestStreamWriterServerCall(t *testing.T) {
+func TestEncoderServerCall(t *testing.T) {
 	tests := []struct {
 		name       string
 		response   map[string]any
@@ -474,7 +299,7 @@ func TestStreamWriterServerCall(t *testing.T) {
 				streamResponseEvent(&genai.FunctionResponse{ID: "call-1", Name: "weather", Response: tt.response}),
 				streamTextEvent("It is mild.", false),
 			)
-			checkUIStream(t, chunks)
+			uistreamtest.Check(t, chunks)
 			want := []string{
 				"start",
 				"start-step", "tool-input-available", tt.wantResult["type"].(string), "finish-step",
@@ -495,7 +320,7 @@ func TestStreamWriterServerCall(t *testing.T) {
 	}
 }
 
-func TestStreamWriterApproval(t *testing.T) {
+func TestEncoderApproval(t *testing.T) {
 	original := &genai.FunctionCall{ID: "call-1", Name: "transfer", Args: map[string]any{"amount": 100.0}}
 	confirmation := &toolconfirmation.ToolConfirmation{Hint: "Send 100?"}
 	// As ADK builds it in memory.
@@ -541,7 +366,7 @@ func TestStreamWriterApproval(t *testing.T) {
 			// The kind function says Server for the gated tool; the
 			// confirmation call is recognized by name whatever it says.
 			chunks := streamTurn(t, func(*genai.FunctionCall) CallKind { return CallServer }, tt.events...)
-			checkUIStream(t, chunks)
+			uistreamtest.Check(t, chunks)
 			want := []string{"start", "start-step", "tool-input-available", "tool-approval-request", "finish-step", "finish", "[DONE]"}
 			if diff := cmp.Diff(want, streamChunkTypes(chunks)); diff != "" {
 				t.Fatalf("chunk types mismatch (-want +got):\n%s", diff)
@@ -556,13 +381,13 @@ func TestStreamWriterApproval(t *testing.T) {
 	}
 }
 
-func TestStreamWriterResumedResult(t *testing.T) {
+func TestEncoderResumedResult(t *testing.T) {
 	// The resumed turn replays the real result of a call sent by an earlier
 	// stream: the client already holds that tool part.
 	result := streamResponseEvent(&genai.FunctionResponse{ID: "call-1", Name: "play_music", Response: map[string]any{"played": true}})
 	result.Author = "user"
 	chunks := streamTurn(t, streamKinds(map[string]CallKind{"play_music": CallBrowser}), result, streamTextEvent("Enjoy!", false))
-	checkUIStream(t, chunks, "call-1")
+	uistreamtest.Check(t, chunks, "call-1")
 	want := []string{
 		"start",
 		"start-step", "tool-output-available", "finish-step",
@@ -574,7 +399,7 @@ func TestStreamWriterResumedResult(t *testing.T) {
 	}
 }
 
-func TestStreamWriterTextWithCalls(t *testing.T) {
+func TestEncoderTextWithCalls(t *testing.T) {
 	ev := streamCallEvent(
 		&genai.FunctionCall{ID: "call-1", Name: "weather", Args: map[string]any{"city": "Oslo"}},
 		&genai.FunctionCall{ID: "call-2", Name: "play_music", Args: map[string]any{"song": "Blue"}},
@@ -588,7 +413,7 @@ func TestStreamWriterTextWithCalls(t *testing.T) {
 			&genai.FunctionResponse{ID: "call-2", Name: "play_music", Response: map[string]any{"status": "pending"}},
 		),
 	)
-	checkUIStream(t, chunks)
+	uistreamtest.Check(t, chunks)
 	want := []string{
 		"start", "start-step",
 		"text-start", "text-delta", "text-delta", "text-end",
@@ -606,9 +431,9 @@ func TestStreamWriterTextWithCalls(t *testing.T) {
 	}
 }
 
-func TestStreamWriterDataAndError(t *testing.T) {
+func TestEncoderDataAndError(t *testing.T) {
 	rec := httptest.NewRecorder()
-	s := NewStreamWriter(rec, "")
+	s := newSSEEncoder(rec, "")
 	if err := s.Data("agent", map[string]any{"from": "a", "to": "b"}); err != nil {
 		t.Fatalf("Data() error = %v", err)
 	}
@@ -618,8 +443,8 @@ func TestStreamWriterDataAndError(t *testing.T) {
 	if err := s.Finish(); err != nil {
 		t.Fatalf("Finish() error = %v", err)
 	}
-	chunks := parseSSE(t, rec.Body.String())
-	checkUIStream(t, chunks)
+	chunks := uistreamtest.Parse(t, rec.Body.String())
+	uistreamtest.Check(t, chunks)
 	want := []map[string]any{
 		{"type": "start"},
 		{"type": "data-agent", "data": map[string]any{"from": "a", "to": "b"}},
@@ -631,17 +456,17 @@ func TestStreamWriterDataAndError(t *testing.T) {
 		t.Errorf("chunks mismatch (-want +got):\n%s", diff)
 	}
 
-	if err := NewStreamWriter(httptest.NewRecorder(), "").Data("", 1); err == nil {
+	if err := newSSEEncoder(httptest.NewRecorder(), "").Data("", 1); err == nil {
 		t.Errorf("Data(\"\") error = nil, want an error")
 	}
-	if err := NewStreamWriter(httptest.NewRecorder(), "").Data("x", math.NaN()); err == nil {
+	if err := newSSEEncoder(httptest.NewRecorder(), "").Data("x", math.NaN()); err == nil {
 		t.Errorf("Data(NaN) error = nil, want an error")
 	}
 }
 
-func TestStreamWriterKeepAlive(t *testing.T) {
+func TestEncoderKeepAlive(t *testing.T) {
 	rec := httptest.NewRecorder()
-	s := NewStreamWriter(rec, "msg-1")
+	s := newSSEEncoder(rec, "msg-1")
 	if err := s.KeepAlive(); err != nil {
 		t.Fatalf("KeepAlive() error = %v", err)
 	}
@@ -664,16 +489,16 @@ func TestStreamWriterKeepAlive(t *testing.T) {
 	if n := strings.Count(body, ": keep-alive\n\n"); n != 2 {
 		t.Errorf("body has %d keep-alive comments, want 2", n)
 	}
-	chunks := parseSSE(t, body)
-	checkUIStream(t, chunks)
+	chunks := uistreamtest.Parse(t, body)
+	uistreamtest.Check(t, chunks)
 	if got := streamText(chunks); got != "Hi" {
 		t.Errorf("streamed text = %q, want Hi", got)
 	}
 }
 
-func TestStreamWriterHeaders(t *testing.T) {
+func TestEncoderHeaders(t *testing.T) {
 	rec := httptest.NewRecorder()
-	s := NewStreamWriter(rec, "msg-1")
+	s := newSSEEncoder(rec, "msg-1")
 	if len(rec.Header()) != 0 || rec.Body.Len() != 0 {
 		t.Fatalf("NewStreamWriter wrote headers %v or body %q before the first chunk", rec.Header(), rec.Body.String())
 	}
@@ -706,16 +531,16 @@ func TestStreamWriterHeaders(t *testing.T) {
 	}
 }
 
-func TestStreamWriterFinish(t *testing.T) {
+func TestEncoderFinish(t *testing.T) {
 	rec := httptest.NewRecorder()
-	s := NewStreamWriter(rec, "msg-1")
+	s := newSSEEncoder(rec, "msg-1")
 	if err := s.Finish(); err != nil {
 		t.Fatalf("Finish() error = %v", err)
 	}
 	if !strings.HasSuffix(rec.Body.String(), "data: {\"type\":\"finish\"}\n\ndata: [DONE]\n\n") {
 		t.Errorf("body = %q, want finish then [DONE] at the end", rec.Body.String())
 	}
-	checkUIStream(t, parseSSE(t, rec.Body.String()))
+	uistreamtest.Check(t, uistreamtest.Parse(t, rec.Body.String()))
 	for name, call := range map[string]func() error{
 		"Start":     s.Start,
 		"Event":     func() error { return s.Event(streamTextEvent("late", false), nil) },
@@ -724,8 +549,8 @@ func TestStreamWriterFinish(t *testing.T) {
 		"KeepAlive": s.KeepAlive,
 		"Finish":    s.Finish,
 	} {
-		if err := call(); !errors.Is(err, ErrStreamFinished) {
-			t.Errorf("%s() after Finish error = %v, want ErrStreamFinished", name, err)
+		if err := call(); !errors.Is(err, ErrFinished) {
+			t.Errorf("%s() after Finish error = %v, want ErrFinished", name, err)
 		}
 	}
 }
@@ -745,9 +570,9 @@ func (w *streamFailingWriter) Write([]byte) (int, error) {
 	return 0, errStreamTestGone
 }
 
-func TestStreamWriterWriteError(t *testing.T) {
+func TestEncoderWriteError(t *testing.T) {
 	w := &streamFailingWriter{header: make(http.Header)}
-	s := NewStreamWriter(w, "msg-1")
+	s := newSSEEncoder(w, "msg-1")
 	if err := s.Event(streamTextEvent("Hi", false), nil); !errors.Is(err, errStreamTestGone) {
 		t.Fatalf("Event() error = %v, want the write error", err)
 	}
@@ -762,9 +587,9 @@ func TestStreamWriterWriteError(t *testing.T) {
 	}
 }
 
-func TestStreamWriterUnencodableInput(t *testing.T) {
+func TestEncoderUnencodableInput(t *testing.T) {
 	rec := httptest.NewRecorder()
-	s := NewStreamWriter(rec, "msg-1")
+	s := newSSEEncoder(rec, "msg-1")
 	err := s.Event(streamCallEvent(&genai.FunctionCall{ID: "call-1", Name: "weather", Args: map[string]any{"x": math.Inf(1)}}), nil)
 	if err == nil {
 		t.Errorf("Event() with an unencodable argument error = nil, want an error")
@@ -775,17 +600,17 @@ func TestStreamWriterUnencodableInput(t *testing.T) {
 	if err := s.Finish(); err != nil {
 		t.Fatalf("Finish() error = %v", err)
 	}
-	chunks := parseSSE(t, rec.Body.String())
-	checkUIStream(t, chunks)
+	chunks := uistreamtest.Parse(t, rec.Body.String())
+	uistreamtest.Check(t, chunks)
 	inputs := streamChunksOf(chunks, "tool-input-available")
 	if len(inputs) != 1 || inputs[0]["input"] != nil {
 		t.Errorf("tool-input-available chunks = %v, want one with input null", inputs)
 	}
 }
 
-func TestStreamWriterConcurrentKeepAlive(t *testing.T) {
+func TestEncoderConcurrentKeepAlive(t *testing.T) {
 	rec := httptest.NewRecorder()
-	s := NewStreamWriter(rec, "msg-1")
+	s := newSSEEncoder(rec, "msg-1")
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -816,9 +641,85 @@ func TestStreamWriterConcurrentKeepAlive(t *testing.T) {
 	if err := s.Finish(); err != nil {
 		t.Fatalf("Finish() error = %v", err)
 	}
-	chunks := parseSSE(t, rec.Body.String())
-	checkUIStream(t, chunks)
+	chunks := uistreamtest.Parse(t, rec.Body.String())
+	uistreamtest.Check(t, chunks)
 	if got := streamText(chunks); got != want.String() {
 		t.Errorf("streamed text = %q, want %q", got, want.String())
+	}
+}
+
+// sseEncoder is an Encoder writing Server-Sent Events, with the SSE sink's
+// KeepAlive at hand.
+type sseEncoder struct {
+	*Encoder
+	sse *SSE
+}
+
+func newSSEEncoder(w http.ResponseWriter, messageID string) sseEncoder {
+	sse := NewSSE(w)
+	return sseEncoder{NewEncoder(sse, messageID), sse}
+}
+
+func (e sseEncoder) KeepAlive() error { return e.sse.KeepAlive() }
+
+// The collected chunks are the streamed ones, [DONE] aside, in order.
+func TestCollectorMatchesSSE(t *testing.T) {
+	call := &genai.FunctionCall{ID: "call-1", Name: "weather", Args: map[string]any{"city": "Oslo"}}
+	events := []*session.Event{
+		streamTextEvent("Check", true),
+		streamTextEvent("Checking.", false),
+		streamCallEvent(call),
+		streamResponseEvent(&genai.FunctionResponse{ID: "call-1", Name: "weather", Response: map[string]any{"temp": 21.5}}),
+		streamTextEvent("Mild.", false),
+	}
+	rec := httptest.NewRecorder()
+	collected := &Collector{}
+	for _, enc := range []*Encoder{newSSEEncoder(rec, "msg-1").Encoder, NewEncoder(collected, "msg-1")} {
+		if err := enc.Data("agent", map[string]any{"to": "dj"}); err != nil {
+			t.Fatalf("Data() error = %v", err)
+		}
+		for _, ev := range events {
+			if err := enc.Event(ev, nil); err != nil {
+				t.Fatalf("Event() error = %v", err)
+			}
+		}
+		if err := enc.Finish(); err != nil {
+			t.Fatalf("Finish() error = %v", err)
+		}
+	}
+	streamed := uistreamtest.Parse(t, rec.Body.String())
+	raw, err := json.Marshal(collected.Chunks)
+	if err != nil {
+		t.Fatalf("marshal collected chunks: %v", err)
+	}
+	var got []map[string]any
+	if err := json.Unmarshal(raw, &got); err != nil {
+		t.Fatalf("unmarshal collected chunks: %v", err)
+	}
+	if diff := cmp.Diff(streamed[:len(streamed)-1], got); diff != "" {
+		t.Errorf("collected chunks differ from the stream's (-want +got):\n%s", diff)
+	}
+}
+
+// TestEncoderSetMessageID: the start chunk carries the id set last
+// before it; once it is written the id cannot change.
+func TestEncoderSetMessageID(t *testing.T) {
+	t.Parallel()
+	rec := httptest.NewRecorder()
+	s := newSSEEncoder(rec, "msg-1")
+	if err := s.SetMessageID("e-turn"); err != nil {
+		t.Fatalf("SetMessageID() before start error = %v", err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetMessageID("e-other"); !errors.Is(err, ErrStarted) {
+		t.Errorf("SetMessageID() after start error = %v, want ErrStarted", err)
+	}
+	if err := s.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	if start := uistreamtest.Parse(t, rec.Body.String())[0]; start["messageId"] != "e-turn" {
+		t.Errorf("start chunk = %v, want messageId e-turn", start)
 	}
 }

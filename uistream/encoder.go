@@ -1,27 +1,9 @@
-package functions
-
-// This file encodes one turn of ADK events as a Vercel AI SDK "UI message
-// stream" (protocol v1, header x-vercel-ai-ui-message-stream: v1), the
-// Server-Sent Events format read by the AI SDK's useChat / DefaultChatTransport.
-//
-// Followed: AI SDK 6, github.com/vercel/ai
-//   - packages/ai/src/ui-message-stream/ui-message-chunks.ts (uiMessageChunkSchema:
-//     every chunk is a strict object, so no field beyond the schema's is sent;
-//     tool-approval-request is {type, approvalId, toolCallId}, new in AI SDK 6)
-//   - packages/ai/src/ui-message-stream/ui-message-stream-headers.ts (headers)
-//   - packages/ai/src/ui/process-ui-message-stream.ts (client rules: text-delta
-//     and text-end need an open text-start with the same id; finish-step forgets
-//     open text parts; tool-approval-request and tool-output-* need a tool part
-//     for the toolCallId already in the message)
-//   - JsonToSseTransformStream: each chunk is "data: <json>\n\n", the stream
-//     ends with "data: [DONE]\n\n".
+package uistream
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"sync"
 
@@ -30,7 +12,7 @@ import (
 	"google.golang.org/genai"
 )
 
-// CallKind tells a [StreamWriter] how a function call is answered.
+// CallKind tells an [Encoder] how a function call is answered.
 type CallKind int
 
 const (
@@ -54,80 +36,16 @@ const (
 	CallExternal
 )
 
-// ErrStreamFinished is returned by [StreamWriter] methods called after
-// [StreamWriter.Finish].
-var ErrStreamFinished = errors.New("ui message stream finished")
+// ErrFinished is returned by [Encoder] methods called after
+// [Encoder.Finish].
+var ErrFinished = errors.New("ui message stream finished")
 
-// ErrStreamStarted is returned by [StreamWriter.SetMessageID] once the start
+// ErrStarted is returned by [Encoder.SetMessageID] once the start
 // chunk is written.
-var ErrStreamStarted = errors.New("ui message stream started")
+var ErrStarted = errors.New("ui message stream started")
 
 // uiUserAuthor is the author of events written by the user.
 const uiUserAuthor = "user"
-
-// uiStreamHeaders are the response headers of a UI message stream.
-var uiStreamHeaders = [...][2]string{
-	{"Content-Type", "text/event-stream"},
-	{"Cache-Control", "no-cache"},
-	{"Connection", "keep-alive"},
-	{"x-vercel-ai-ui-message-stream", "v1"},
-	{"X-Accel-Buffering", "no"}, // no proxy buffering (nginx, Cloud Run's front end)
-}
-
-// Chunk shapes, field for field as in uiMessageChunkSchema. Optional fields
-// are omitted when empty; required ones never are.
-type (
-	uiTypeChunk struct {
-		Type string `json:"type"`
-	}
-	uiStartChunk struct {
-		Type      string `json:"type"`
-		MessageID string `json:"messageId,omitempty"`
-	}
-	uiTextChunk struct {
-		Type string `json:"type"`
-		ID   string `json:"id"`
-	}
-	uiTextDeltaChunk struct {
-		Type  string `json:"type"`
-		ID    string `json:"id"`
-		Delta string `json:"delta"`
-	}
-	uiToolInputChunk struct {
-		Type       string          `json:"type"`
-		ToolCallID string          `json:"toolCallId"`
-		ToolName   string          `json:"toolName"`
-		Input      json.RawMessage `json:"input"`
-		// ProviderExecuted marks calls the page must not run (useChat calls
-		// onToolCall for the others); ProviderMetadata names the device
-		// that may answer a browser call (see StreamWriter.SetDevice).
-		ProviderExecuted bool            `json:"providerExecuted,omitempty"`
-		ProviderMetadata json.RawMessage `json:"providerMetadata,omitempty"`
-	}
-	uiToolApprovalChunk struct {
-		Type       string `json:"type"`
-		ApprovalID string `json:"approvalId"`
-		ToolCallID string `json:"toolCallId"`
-	}
-	uiToolOutputChunk struct {
-		Type       string          `json:"type"`
-		ToolCallID string          `json:"toolCallId"`
-		Output     json.RawMessage `json:"output"`
-	}
-	uiToolErrorChunk struct {
-		Type       string `json:"type"`
-		ToolCallID string `json:"toolCallId"`
-		ErrorText  string `json:"errorText"`
-	}
-	uiDataChunk struct {
-		Type string          `json:"type"`
-		Data json.RawMessage `json:"data"`
-	}
-	uiErrorChunk struct {
-		Type      string `json:"type"`
-		ErrorText string `json:"errorText"`
-	}
-)
 
 // uiText is the text streamed so far for one model response, keyed by
 // author, branch and invocation.
@@ -136,26 +54,21 @@ type uiText struct {
 	sent strings.Builder // all text sent as deltas for this response
 }
 
-// StreamWriter writes one turn as a UI message stream. Headers are written
-// with the first chunk, so the caller may still answer with another status
-// until then. Each method writes its chunks and flushes them before it
-// returns.
+// Encoder turns one turn's ADK events into UI message stream chunks and
+// hands them to a Sink. Each method sends its chunks before it returns.
 //
-// A StreamWriter is meant to be driven by one goroutine, but its methods are
-// serialized by a mutex, so KeepAlive may be called from a ticker goroutine
-// while another calls Event. Once a write fails, every later call returns that
-// error without writing; after Finish, calls return [ErrStreamFinished].
-type StreamWriter struct {
+// Its methods are serialized by a mutex. Once the sink fails, every later
+// call returns that error without sending; after Finish, calls return
+// [ErrFinished].
+type Encoder struct {
 	mu        sync.Mutex
-	w         http.ResponseWriter
-	rc        *http.ResponseController
+	sink      Sink
 	messageID string
-	buf       bytes.Buffer
+	pending   []Chunk // chunks of the current call, not yet sent
 
-	wroteHeader bool
-	started     bool
-	finished    bool
-	err         error // first write or flush error
+	started  bool
+	finished bool
+	err      error // the sink's first error
 
 	inStep   bool
 	stepDone bool // the current step's model response is complete
@@ -172,7 +85,8 @@ type StreamWriter struct {
 	paused map[string]bool // call ids answered outside this stream
 
 	// For useChat pages (SetDevice): every call but a browser call is
-	// marked provider-executed, and browser calls name device, if set.
+	// marked provider-executed, and browser and approval calls name device,
+	// if set.
 	forPage bool
 	device  string
 }
@@ -182,19 +96,18 @@ type StreamWriter struct {
 // providerMetadata {"baton": {"deviceId": device}}, the device that
 // started the turn and alone may answer them; every call but a browser
 // call is marked providerExecuted, so useChat never hands it to onToolCall.
-func (s *StreamWriter) SetDevice(device string) {
+func (s *Encoder) SetDevice(device string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.forPage, s.device = true, device
 }
 
-// NewStreamWriter returns a StreamWriter that writes to w. messageID, when
-// not empty, is sent in the start chunk and becomes the id of the assistant
+// NewEncoder returns an Encoder that sends to sink. messageID, when not
+// empty, is sent in the start chunk and becomes the id of the assistant
 // message on the client (see SetMessageID).
-func NewStreamWriter(w http.ResponseWriter, messageID string) *StreamWriter {
-	return &StreamWriter{
-		w:         w,
-		rc:        http.NewResponseController(w),
+func NewEncoder(sink Sink, messageID string) *Encoder {
+	return &Encoder{
+		sink:      sink,
 		messageID: messageID,
 		texts:     make(map[string]*uiText),
 		inputs:    make(map[string]bool),
@@ -204,22 +117,22 @@ func NewStreamWriter(w http.ResponseWriter, messageID string) *StreamWriter {
 
 // SetMessageID sets the id the start chunk carries, the id of the assistant
 // message on the client; a stream that continues a message carries that
-// message's id. It fails with [ErrStreamStarted] once the start chunk is
+// message's id. It fails with [ErrStarted] once the start chunk is
 // written.
-func (s *StreamWriter) SetMessageID(id string) error {
+func (s *Encoder) SetMessageID(id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.started {
-		return ErrStreamStarted
+		return ErrStarted
 	}
 	s.messageID = id
 	return nil
 }
 
-// Start writes the start chunk. Calling it is optional: every other method
-// except KeepAlive starts the stream first if needed. A second call does
+// Start sends the start chunk. Calling it is optional: every other method
+// starts the stream first if needed. A second call does
 // nothing.
-func (s *StreamWriter) Start() error {
+func (s *Encoder) Start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.usable(); err != nil {
@@ -241,7 +154,7 @@ func (s *StreamWriter) Start() error {
 //
 // A value that cannot be encoded as JSON is sent as null and reported in the
 // returned error; the stream stays valid.
-func (s *StreamWriter) Event(ev *session.Event, kind func(call *genai.FunctionCall) CallKind) error {
+func (s *Encoder) Event(ev *session.Event, kind func(call *genai.FunctionCall) CallKind) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.usable(); err != nil {
@@ -266,7 +179,7 @@ func (s *StreamWriter) Event(ev *session.Event, kind func(call *genai.FunctionCa
 
 // Data writes a data-<name> chunk, which the client adds to the message as
 // a part of type data-<name>.
-func (s *StreamWriter) Data(name string, data any) error {
+func (s *Encoder) Data(name string, data any) error {
 	if name == "" {
 		return errors.New("data chunk: empty name")
 	}
@@ -280,38 +193,26 @@ func (s *StreamWriter) Data(name string, data any) error {
 		return err
 	}
 	s.start()
-	s.chunk(uiDataChunk{Type: "data-" + name, Data: raw})
+	s.chunk(Data{Name: name, Data: raw})
 	return s.flush()
 }
 
 // Error writes an error chunk. text is shown to the user: it must not carry
 // internal details.
-func (s *StreamWriter) Error(text string) error {
+func (s *Encoder) Error(text string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.usable(); err != nil {
 		return err
 	}
 	s.start()
-	s.chunk(uiErrorChunk{Type: "error", ErrorText: text})
+	s.chunk(Error{ErrorText: text})
 	return s.flush()
 }
 
-// KeepAlive writes an SSE comment, which the client ignores, so that idle
-// connections are not closed by proxies.
-func (s *StreamWriter) KeepAlive() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.usable(); err != nil {
-		return err
-	}
-	s.buf.WriteString(": keep-alive\n\n")
-	return s.flush()
-}
-
-// Finish closes open text parts and the current step, then writes the
-// finish chunk and the [DONE] marker.
-func (s *StreamWriter) Finish() error {
+// Finish closes open text parts and the current step, sends the finish
+// chunk and ends the sink (an SSE sink writes the [DONE] marker).
+func (s *Encoder) Finish() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.usable(); err != nil {
@@ -319,65 +220,49 @@ func (s *StreamWriter) Finish() error {
 	}
 	s.start()
 	s.endStep()
-	s.chunk(uiTypeChunk{Type: "finish"})
-	s.buf.WriteString("data: [DONE]\n\n")
+	s.chunk(Finish{})
 	s.finished = true
-	return s.flush()
-}
-
-func (s *StreamWriter) usable() error {
-	if s.err != nil {
-		return s.err
+	if err := s.flush(); err != nil {
+		return err
 	}
-	if s.finished {
-		return ErrStreamFinished
+	if err := s.sink.End(); err != nil {
+		s.err = err
+		return err
 	}
 	return nil
 }
 
-func (s *StreamWriter) start() {
+func (s *Encoder) usable() error {
+	if s.err != nil {
+		return s.err
+	}
+	if s.finished {
+		return ErrFinished
+	}
+	return nil
+}
+
+func (s *Encoder) start() {
 	if s.started {
 		return
 	}
 	s.started = true
-	s.chunk(uiStartChunk{Type: "start", MessageID: s.messageID})
+	s.chunk(Start{MessageID: s.messageID})
 }
 
-// chunk appends one data line. Chunk structs hold only strings and
-// already-encoded JSON, so marshaling them cannot fail.
-func (s *StreamWriter) chunk(v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		b, _ = json.Marshal(uiErrorChunk{Type: "error", ErrorText: "unencodable chunk"})
-	}
-	s.buf.WriteString("data: ")
-	s.buf.Write(b)
-	s.buf.WriteString("\n\n")
-}
+// chunk queues one chunk for the next flush.
+func (s *Encoder) chunk(c Chunk) { s.pending = append(s.pending, c) }
 
-// flush writes the buffered chunks, with the headers first if needed, and
-// flushes them to the client.
-func (s *StreamWriter) flush() error {
-	if s.buf.Len() == 0 {
+// flush sends the queued chunks.
+func (s *Encoder) flush() error {
+	if len(s.pending) == 0 {
 		return nil
 	}
-	if !s.wroteHeader {
-		s.wroteHeader = true
-		h := s.w.Header()
-		for _, kv := range uiStreamHeaders {
-			h.Set(kv[0], kv[1])
-		}
-		s.w.WriteHeader(http.StatusOK)
-	}
-	_, err := s.w.Write(s.buf.Bytes())
-	s.buf.Reset()
-	if err != nil {
-		s.err = fmt.Errorf("write ui message stream: %w", err)
-		return s.err
-	}
-	if err := s.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
-		s.err = fmt.Errorf("flush ui message stream: %w", err)
-		return s.err
+	chunks := s.pending
+	s.pending = nil
+	if err := s.sink.Send(chunks...); err != nil {
+		s.err = err
+		return err
 	}
 	return nil
 }
@@ -387,7 +272,7 @@ func (s *StreamWriter) flush() error {
 // model response first ends the current step when that step's model
 // response is complete. Steps open lazily so that an event that writes
 // nothing (a thought, a suppressed placeholder) opens no empty step.
-func (s *StreamWriter) step() {
+func (s *Encoder) step() {
 	if s.eventEmitted {
 		return
 	}
@@ -398,25 +283,25 @@ func (s *StreamWriter) step() {
 	if !s.inStep {
 		s.inStep = true
 		s.stepDone = false
-		s.chunk(uiTypeChunk{Type: "start-step"})
+		s.chunk(StartStep{})
 	}
 }
 
 // endStep closes open text parts (the client forgets them at finish-step)
 // and the current step.
-func (s *StreamWriter) endStep() {
+func (s *Encoder) endStep() {
 	for _, t := range s.openTexts {
-		s.chunk(uiTextChunk{Type: "text-end", ID: t.id})
+		s.chunk(TextEnd{ID: t.id})
 		t.id = ""
 	}
 	s.openTexts = nil
 	if s.inStep {
 		s.inStep = false
-		s.chunk(uiTypeChunk{Type: "finish-step"})
+		s.chunk(FinishStep{})
 	}
 }
 
-func (s *StreamWriter) partial(ev *session.Event) {
+func (s *Encoder) partial(ev *session.Event) {
 	if ev.Author == uiUserAuthor {
 		return
 	}
@@ -436,11 +321,11 @@ func (s *StreamWriter) partial(ev *session.Event) {
 		t.id = s.openText()
 		s.openTexts = append(s.openTexts, t)
 	}
-	s.chunk(uiTextDeltaChunk{Type: "text-delta", ID: t.id, Delta: text})
+	s.chunk(TextDelta{ID: t.id, Delta: text})
 	t.sent.WriteString(text)
 }
 
-func (s *StreamWriter) final(ev *session.Event, kind func(*genai.FunctionCall) CallKind) error {
+func (s *Encoder) final(ev *session.Event, kind func(*genai.FunctionCall) CallKind) error {
 	modelResponse := ev.Author != uiUserAuthor && ev.Content.Role != genai.RoleUser && !uiConfirmationsOnly(ev.Content)
 	s.eventModel = modelResponse
 	defer func() {
@@ -477,7 +362,7 @@ func (s *StreamWriter) final(ev *session.Event, kind func(*genai.FunctionCall) C
 
 // finalText ends the streamed text of a model response, sending only the
 // text its partial events did not carry.
-func (s *StreamWriter) finalText(key, text string) {
+func (s *Encoder) finalText(key, text string) {
 	t := s.texts[key]
 	delete(s.texts, key)
 	if t == nil {
@@ -494,7 +379,7 @@ func (s *StreamWriter) finalText(key, text string) {
 	switch {
 	case isPrefix && t.id != "":
 		if rest != "" {
-			s.chunk(uiTextDeltaChunk{Type: "text-delta", ID: t.id, Delta: rest})
+			s.chunk(TextDelta{ID: t.id, Delta: rest})
 		}
 		s.closeText(t)
 	case isPrefix:
@@ -511,26 +396,26 @@ func (s *StreamWriter) finalText(key, text string) {
 }
 
 // wholeText sends text as a complete part.
-func (s *StreamWriter) wholeText(text string) {
+func (s *Encoder) wholeText(text string) {
 	if text == "" {
 		return
 	}
 	s.step()
 	id := s.openText()
-	s.chunk(uiTextDeltaChunk{Type: "text-delta", ID: id, Delta: text})
-	s.chunk(uiTextChunk{Type: "text-end", ID: id})
+	s.chunk(TextDelta{ID: id, Delta: text})
+	s.chunk(TextEnd{ID: id})
 }
 
 // openText writes a text-start chunk with a new part id and returns the id.
-func (s *StreamWriter) openText() string {
+func (s *Encoder) openText() string {
 	s.textCount++
 	id := fmt.Sprintf("text-%d", s.textCount)
-	s.chunk(uiTextChunk{Type: "text-start", ID: id})
+	s.chunk(TextStart{ID: id})
 	return id
 }
 
-func (s *StreamWriter) closeText(t *uiText) {
-	s.chunk(uiTextChunk{Type: "text-end", ID: t.id})
+func (s *Encoder) closeText(t *uiText) {
+	s.chunk(TextEnd{ID: t.id})
 	for i, o := range s.openTexts {
 		if o == t {
 			s.openTexts = append(s.openTexts[:i], s.openTexts[i+1:]...)
@@ -540,7 +425,7 @@ func (s *StreamWriter) closeText(t *uiText) {
 	t.id = ""
 }
 
-func (s *StreamWriter) call(call *genai.FunctionCall, kindOf func(*genai.FunctionCall) CallKind) error {
+func (s *Encoder) call(call *genai.FunctionCall, kindOf func(*genai.FunctionCall) CallKind) error {
 	if call.Name == toolconfirmation.FunctionCallName {
 		return s.approval(call)
 	}
@@ -556,7 +441,7 @@ func (s *StreamWriter) call(call *genai.FunctionCall, kindOf func(*genai.Functio
 
 // approval sends ADK's confirmation request as the original call awaiting
 // approval. The browser answers approvalId, the confirmation call's id.
-func (s *StreamWriter) approval(call *genai.FunctionCall) error {
+func (s *Encoder) approval(call *genai.FunctionCall) error {
 	s.step()
 	s.paused[call.ID] = true
 	orig, err := toolconfirmation.OriginalCallFrom(call)
@@ -566,13 +451,13 @@ func (s *StreamWriter) approval(call *genai.FunctionCall) error {
 	}
 	s.paused[orig.ID] = true
 	encErr := s.toolInput(orig, CallApproval)
-	s.chunk(uiToolApprovalChunk{Type: "tool-approval-request", ApprovalID: call.ID, ToolCallID: orig.ID})
+	s.chunk(ToolApprovalRequest{ApprovalID: call.ID, ToolCallID: orig.ID})
 	return encErr
 }
 
 // toolInput sends a tool-input-available chunk once per call id (see
 // SetDevice for the exception).
-func (s *StreamWriter) toolInput(call *genai.FunctionCall, kind CallKind) error {
+func (s *Encoder) toolInput(call *genai.FunctionCall, kind CallKind) error {
 	// A call that turns out to need approval is sent again for a page, to
 	// name the device that may decide.
 	again := kind == CallApproval && s.forPage && s.device != ""
@@ -586,7 +471,7 @@ func (s *StreamWriter) toolInput(call *genai.FunctionCall, kind CallKind) error 
 		args = map[string]any{}
 	}
 	input, err := uiJSON(args)
-	chunk := uiToolInputChunk{Type: "tool-input-available", ToolCallID: call.ID, ToolName: call.Name, Input: input}
+	chunk := ToolInputAvailable{ToolCallID: call.ID, ToolName: call.Name, Input: input}
 	if s.forPage {
 		chunk.ProviderExecuted = kind != CallBrowser
 		if (kind == CallBrowser || kind == CallApproval) && s.device != "" {
@@ -600,13 +485,13 @@ func (s *StreamWriter) toolInput(call *genai.FunctionCall, kind CallKind) error 
 	return nil
 }
 
-func (s *StreamWriter) response(resp *genai.FunctionResponse, confirming bool) error {
+func (s *Encoder) response(resp *genai.FunctionResponse, confirming bool) error {
 	if resp.Name == toolconfirmation.FunctionCallName || confirming || s.paused[resp.ID] {
 		return nil
 	}
 	s.step()
 	if e, ok := resp.Response["error"]; ok && e != nil && e != "" {
-		s.chunk(uiToolErrorChunk{Type: "tool-output-error", ToolCallID: resp.ID, ErrorText: uiErrorText(e)})
+		s.chunk(ToolOutputError{ToolCallID: resp.ID, ErrorText: ErrorText(e)})
 		return nil
 	}
 	var v any = resp.Response
@@ -614,7 +499,7 @@ func (s *StreamWriter) response(resp *genai.FunctionResponse, confirming bool) e
 		v = map[string]any{}
 	}
 	output, err := uiJSON(v)
-	s.chunk(uiToolOutputChunk{Type: "tool-output-available", ToolCallID: resp.ID, Output: output})
+	s.chunk(ToolOutputAvailable{ToolCallID: resp.ID, Output: output})
 	if err != nil {
 		return fmt.Errorf("output of call %q: %w", resp.ID, err)
 	}
@@ -630,7 +515,9 @@ func uiJSON(v any) (json.RawMessage, error) {
 	return b, nil
 }
 
-func uiErrorText(v any) string {
+// ErrorText is the text a stream shows for a tool's error value: the string
+// itself, an error's message, or else its JSON.
+func ErrorText(v any) string {
 	switch e := v.(type) {
 	case string:
 		return e

@@ -1,0 +1,11 @@
+package sessionstore
+
+// TTL is a collection group's time-to-live field: Firestore deletes a
+// document some time (up to a day) after the time it holds. Expiry
+// semantics are in code; a TTL only collects garbage. The packages that
+// keep documents declare theirs with this type, as they declare indexes
+// with Index, and the deployment declares each.
+type TTL struct {
+	CollectionGroup string
+	Field           string
+}

@@ -1,0 +1,108 @@
+package toolcallback
+
+import (
+	"log/slog"
+	"time"
+
+	"google.golang.org/adk/v2/agent"
+)
+
+// LeasePolicy says what a turn does when another invocation holds the
+// session.
+type LeasePolicy string
+
+const (
+	// LeaseReject fails at once with a *sessionstore.BusyError.
+	LeaseReject LeasePolicy = "reject"
+	// LeaseEnqueue waits up to Options.MaxWait for the session.
+	LeaseEnqueue LeasePolicy = "enqueue"
+)
+
+// PendingPolicy says what a new message does to calls still pending.
+type PendingPolicy string
+
+const (
+	// PendingCancel answers each pending call with a cancellation error,
+	// then lets the message proceed.
+	PendingCancel PendingPolicy = "cancel"
+	// PendingReject refuses the message with a *PendingCallsError.
+	PendingReject PendingPolicy = "reject"
+)
+
+// Options tunes a Team. Nil or zero fields take the defaults.
+type Options struct {
+	LeasePolicy   LeasePolicy   // default LeaseReject
+	MaxWait       time.Duration // LeaseEnqueue's bound; default 10s
+	PendingPolicy PendingPolicy // default PendingCancel
+	// ResumeWait bounds how long a resume waits for a busy session (a
+	// resume continues an interaction already under way, so it waits
+	// whatever the lease policy). Default 12s: a little over LeaseTTL's
+	// default, so an answer outwaits the lease of a holder that died.
+	ResumeWait time.Duration
+	// InvocationTimeout bounds one invocation, detached from the caller.
+	// Default 2m.
+	InvocationTimeout time.Duration
+	// LeaseTTL is the term of a session lease. The holder renews it every
+	// third of a term while it works, so a holder that dies frees the
+	// session within one term. Default 10s.
+	LeaseTTL time.Duration
+	// CallTimeout is how long a paused call waits for its answer when its
+	// tool sets no timeout (approvals always use it). Default 10m.
+	CallTimeout time.Duration
+	// AnswerGrace is how long after an answer Sweep leaves a step to the
+	// request that recorded it before resuming it itself. Default 1m.
+	AnswerGrace time.Duration
+	// Retention is how long a finished ledger record is kept (its TTL
+	// field) after it expires. Default 7 days.
+	Retention time.Duration
+	// MaxAnswerBytes limits one answer's JSON. Default 256 KiB.
+	MaxAnswerBytes int
+	// TokenKey signs call tokens; Token fails without one.
+	TokenKey []byte
+	// ApprovalsAnyDevice lets any of the user's clients answer approvals.
+	// By default only the client that started the turn may.
+	ApprovalsAnyDevice bool
+	// StreamingMode of the runner. Default SSE, so text streams as partial
+	// events.
+	StreamingMode agent.StreamingMode
+	// IdleRetention: a Team's Sweep deletes chats idle for longer, with all
+	// their documents. Default 30 days.
+	IdleRetention time.Duration
+	Logger        *slog.Logger
+}
+
+func (o *Options) withDefaults() Options {
+	var out Options
+	if o != nil {
+		out = *o
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	if out.LeasePolicy == "" {
+		out.LeasePolicy = LeaseReject
+	}
+	if out.PendingPolicy == "" {
+		out.PendingPolicy = PendingCancel
+	}
+	def(&out.MaxWait, 10*time.Second)
+	def(&out.ResumeWait, 12*time.Second)
+	def(&out.InvocationTimeout, 2*time.Minute)
+	def(&out.LeaseTTL, 10*time.Second)
+	def(&out.CallTimeout, 10*time.Minute)
+	def(&out.AnswerGrace, time.Minute)
+	def(&out.Retention, 7*24*time.Hour)
+	def(&out.IdleRetention, 30*24*time.Hour)
+	if out.MaxAnswerBytes <= 0 {
+		out.MaxAnswerBytes = 256 << 10
+	}
+	if out.StreamingMode == "" {
+		out.StreamingMode = agent.StreamingModeSSE
+	}
+	if out.Logger == nil {
+		out.Logger = slog.New(slog.DiscardHandler)
+	}
+	return out
+}

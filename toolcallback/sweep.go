@@ -1,0 +1,140 @@
+package toolcallback
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"github.com/baton-run/baton/sessionstore"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// SweepReport says what one Sweep did.
+type SweepReport struct {
+	Expired  int `json:"expired"`  // calls marked expired
+	Resumed  int `json:"resumed"`  // model steps resumed with their answers or expiry errors
+	Skipped  int `json:"skipped"`  // steps left for a later sweep (session busy, siblings pending)
+	Repaired int `json:"repaired"` // chats whose switch leftovers were removed
+	Idle     int `json:"idle"`     // idle chats deleted with all their documents
+}
+
+// sweepBatch bounds the records one Sweep handles, so that it finishes
+// within its deadline; the scheduler runs it again.
+const sweepBatch = 100
+
+// sweep expires overdue calls and resumes the agent for every model step
+// whose calls are all settled but not yet delivered, so the model can tell
+// the user. It is idempotent and safe to run from several instances at
+// once: marking a call expired is first-writer-wins, and a step is resumed
+// under the session lease after checking the session does not have it.
+func (e *engine) sweep(ctx context.Context, now time.Time) (SweepReport, error) {
+	var report SweepReport
+	q := e.client.CollectionGroup(callsCollection).
+		Where("scope", "==", e.scope()).
+		Where("sweepAt", "<=", now).
+		OrderBy("sweepAt", firestore.Asc).
+		Limit(sweepBatch)
+	docs, snaps, err := queryCalls(ctx, q)
+	if err != nil {
+		return report, err
+	}
+	type stepKey struct{ user, session, step string }
+	seen := map[stepKey]bool{}
+	for i, d := range docs {
+		if ctx.Err() != nil {
+			break
+		}
+		if Status(d.Status) == StatusPending && !now.Before(d.Expires) {
+			_, err := snaps[i].Ref.Update(ctx, []firestore.Update{
+				{Path: "status", Value: string(StatusExpired)},
+				{Path: "resolved", Value: now},
+			}, firestore.LastUpdateTime(snaps[i].UpdateTime))
+			if status.Code(err) == codes.FailedPrecondition {
+				continue // answered or expired by someone else meanwhile; next sweep
+			}
+			if err != nil {
+				return report, fmt.Errorf("expire call %q: %w", d.ID, sessionstore.Translate(err))
+			}
+			d.Status = string(StatusExpired)
+			report.Expired++
+		}
+		k := stepKey{d.User, d.Session, d.Step}
+		if seen[k] || Status(d.Status) == StatusPending {
+			continue
+		}
+		seen[k] = true
+		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < e.opts.InvocationTimeout {
+			// A resume started now could outlive the sweep's request.
+			report.Skipped++
+			continue
+		}
+		res, err := e.resumeStep(ctx, d, d.Client, 0)
+		if err != nil {
+			return report, err
+		}
+		if res.Invocation == nil {
+			if res.Deferred || len(res.Waiting) > 0 {
+				report.Skipped++
+			}
+			continue
+		}
+		if err := res.Invocation.Wait(); err != nil {
+			e.opts.Logger.Error("sweep resume", "session", d.Session, "error", err)
+		}
+		report.Resumed++
+	}
+	return report, nil
+}
+
+// scope is the Sweep filter of this engine's calls: its app and agent, so
+// that each agent's engine resumes only the calls its own runner made.
+func (e *engine) scope() string { return e.sessions.Root() + "/" + e.app + "/" + e.agent }
+
+// Sweep expires overdue calls for every agent, removes what switches that
+// died left behind, and deletes chats idle beyond Options.IdleRetention.
+func (t *Team) Sweep(ctx context.Context, now time.Time) (SweepReport, error) {
+	var report SweepReport
+	for _, name := range t.names {
+		r, err := t.engines[name].sweep(ctx, now)
+		report.Expired += r.Expired
+		report.Resumed += r.Resumed
+		report.Skipped += r.Skipped
+		if err != nil {
+			return report, err
+		}
+	}
+	due, err := t.sessions.ChatsToClean(ctx, t.app, now, chatBatch)
+	if err != nil {
+		return report, err
+	}
+	for _, chat := range due {
+		if ctx.Err() != nil {
+			return report, nil
+		}
+		if err := t.repairChat(ctx, chat); err != nil {
+			t.opts.Logger.Warn("chat cleanup", "chat", chat.ID, "error", err)
+			continue
+		}
+		report.Repaired++
+	}
+	idle, err := t.sessions.IdleChats(ctx, t.app, now.Add(-t.opts.IdleRetention), chatBatch)
+	if err != nil {
+		return report, err
+	}
+	for _, chat := range idle {
+		if ctx.Err() != nil {
+			return report, nil
+		}
+		deleted, err := t.deleteChat(ctx, chat)
+		if err != nil {
+			t.opts.Logger.Warn("idle chat cleanup", "chat", chat.ID, "error", err)
+			continue
+		}
+		if deleted {
+			report.Idle++
+		}
+	}
+	return report, nil
+}

@@ -1,0 +1,21 @@
+// Package uistream encodes ADK events as a Vercel AI SDK "UI message
+// stream" (protocol v1, header x-vercel-ai-ui-message-stream: v1), the
+// format the AI SDK's useChat and DefaultChatTransport read.
+//
+// An Encoder turns events into Chunks and hands them to a Sink: SSE writes
+// them as Server-Sent Events, Collector keeps them for a client that wants
+// the turn as one JSON document. The producer is the same for both, so the
+// JSON form never re-reads its own stream. The package stores nothing.
+//
+// Followed: AI SDK 6, github.com/vercel/ai
+//   - packages/ai/src/ui-message-stream/ui-message-chunks.ts (uiMessageChunkSchema:
+//     every chunk is a strict object, so no field beyond the schema's is sent;
+//     tool-approval-request is {type, approvalId, toolCallId}, new in AI SDK 6)
+//   - packages/ai/src/ui-message-stream/ui-message-stream-headers.ts (headers)
+//   - packages/ai/src/ui/process-ui-message-stream.ts (client rules: text-delta
+//     and text-end need an open text-start with the same id; finish-step forgets
+//     open text parts; tool-approval-request and tool-output-* need a tool part
+//     for the toolCallId already in the message)
+//   - JsonToSseTransformStream: each chunk is "data: <json>\n\n", the stream
+//     ends with "data: [DONE]\n\n".
+package uistream
