@@ -241,3 +241,63 @@ func within(t *testing.T, ch <-chan struct{}, what string) {
 		t.Fatalf("timed out waiting for %s", what)
 	}
 }
+
+// TestChatPartialStep: an answer to one of a step's two calls is recorded
+// and answered with an empty continuation of the posted message; sending
+// the same again brings nothing new and is 409 pending_calls; the second
+// answer resumes the agent once, with both.
+func TestChatPartialStep(t *testing.T) {
+	t.Parallel()
+	f := newHTTPFixture(t, nil,
+		modeltest.CallReply(modeltest.Call("c1", "change_bgm", map[string]any{"track": 2}), modeltest.Call("c2", "get_location", nil)),
+		modeltest.EchoReply,
+	)
+	turn := chunksOfType(f.stream(f.chat("ada", chatBody("chat1", "tab-a", userMessage("u1", "music and where")))), "start")[0]["messageId"].(string)
+	loc := map[string]any{"type": "tool-get_location", "toolCallId": "c2", "state": "input-available", "input": map[string]any{}}
+	one := answered(turn, "c1", map[string]any{"playing": 2})
+	one["parts"] = append(one["parts"].([]any), loc)
+	msgs := []map[string]any{userMessage("u1", "music and where"), one}
+	empty := f.stream(f.chat("ada", chatBody("chat1", "tab-a", msgs...)))
+	var types []any
+	for _, c := range empty {
+		types = append(types, c["type"])
+	}
+	if diff := cmp.Diff([]any{"start", "finish", "[DONE]"}, types); diff != "" || empty[0]["messageId"] != turn {
+		t.Errorf("partial answer's stream = %v, want start (the posted message %q) and finish only (-want +got):\n%s", empty, turn, diff)
+	}
+	resp := f.chat("ada", chatBody("chat1", "tab-a", msgs...))
+	if e := errorOf(t, resp); resp.StatusCode != http.StatusConflict || e.Code != "pending_calls" {
+		t.Errorf("nothing new: status %d %+v, want 409 pending_calls", resp.StatusCode, e)
+	}
+	loc["state"], loc["output"] = "output-available", map[string]any{"latitude": 1}
+	both := f.stream(f.chat("ada", chatBody("chat1", "tab-a", msgs...)), "c1", "c2")
+	if got := text(both); !strings.Contains(got, `change_bgm={"playing":2}`) || !strings.Contains(got, `get_location={"latitude":1}`) {
+		t.Errorf("resumed text = %q, want both answers", got)
+	}
+	if n := f.model.Calls(); n != 2 {
+		t.Errorf("model called %d times, want 2", n)
+	}
+}
+
+// TestChatLiveWait: a live tab's wait replays a finished turn it has not
+// shown at once, and answers 204 when it has seen the last turn and none
+// starts.
+func TestChatLiveWait(t *testing.T) {
+	t.Parallel()
+	f := newHTTPFixture(t, nil, modeltest.TextReply("hello"))
+	turn := chunksOfType(f.stream(f.chat("ada", chatBody("chat1", "tab-a", userMessage("u1", "hi")))), "start")[0]["messageId"].(string)
+	wait := func(seen string) *http.Response {
+		return f.do(http.MethodGet, NameChat+"/chat1/stream", f.token("ada"), nil, map[string]string{waitHeader: "1", seenHeader: seen})
+	}
+	missed := f.stream(wait("none"))
+	if id := chunksOfType(missed, "start")[0]["messageId"]; id != turn || text(missed) != "hello" {
+		t.Errorf("missed turn replayed as %v %q, want %q \"hello\"", id, text(missed), turn)
+	}
+	start := time.Now()
+	if resp := wait(turn); resp.StatusCode != http.StatusNoContent {
+		t.Errorf("seen turn: status %d, want 204", resp.StatusCode)
+	}
+	if d := time.Since(start); d < time.Second {
+		t.Errorf("seen turn answered after %v, want a wait of 1 s", d)
+	}
+}

@@ -305,8 +305,9 @@ scenario('approval: approve with an edited payload, then reject', 'approval', as
 scenario('two quick messages from two tabs: one proceeds, the other is told busy and succeeds on retry', 'busy', async (t) => {
   const context = await t.newContext();
   const tabs = [await openTab(context), await openTab(context)];
-  const questions = ['what is 12*7?', "what's the weather in Tokyo?"];
-  const answers = [/12\*7 = 84/, /in Tokyo/];
+  // Slow turns, so that the two overlap whichever goes first.
+  const questions = ['count slowly to 5', 'count slowly to 6'];
+  const answers = [/Counting: 1, 2, 3, 4, 5\. Done/, /Counting: 1, 2, 3, 4, 5, 6\. Done/];
 
   // Both tabs press Send at the same instant of the shared clock.
   for (const [i, tab] of tabs.entries()) await tab.fill(sel('composer-input'), questions[i]);
