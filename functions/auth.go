@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	firebase "firebase.google.com/go/v4"
@@ -120,19 +121,25 @@ func firebaseError(err error) error {
 }
 
 // schedulerIdentity checks the OIDC token Cloud Scheduler sends to Sweep:
-// signed by Google (google.golang.org/api/idtoken checks the signature, the
-// audience and the expiry), issued by accounts.google.com, for the configured
-// service account with a verified email.
+// a Google-signed token (see serviceIdentity) for the configured service
+// account.
 type schedulerIdentity struct {
-	validator *idtoken.Validator
-	audience  string
-	invoker   string
+	service  *serviceIdentity
+	audience string
+	invoker  string
 }
 
-// newSchedulerIdentity returns the check of the scheduler's token. keys
+// serviceIdentity checks Google-signed OIDC tokens of service accounts:
+// google.golang.org/api/idtoken checks the signature, the audience and the
+// expiry; the issuer must be accounts.google.com and the email verified.
+type serviceIdentity struct {
+	validator *idtoken.Validator
+}
+
+// newServiceIdentity returns the check of service accounts' tokens. keys
 // fetches Google's signing keys (nil: a client with a 10 s timeout); its
 // failures to answer are reported as errAuthUnavailable.
-func newSchedulerIdentity(ctx context.Context, keys *http.Client, audience, invoker string) (*schedulerIdentity, error) {
+func newServiceIdentity(ctx context.Context, keys *http.Client) (*serviceIdentity, error) {
 	if keys == nil {
 		keys = &http.Client{Timeout: keyFetchTimeout}
 	}
@@ -146,35 +153,49 @@ func newSchedulerIdentity(ctx context.Context, keys *http.Client, audience, invo
 	if err != nil {
 		return nil, fmt.Errorf("idtoken validator: %w", err)
 	}
-	return &schedulerIdentity{validator: v, audience: audience, invoker: invoker}, nil
+	return &serviceIdentity{validator: v}, nil
+}
+
+// email verifies raw for audience and returns its service account's email
+// when it is one of invokers (errForbidden otherwise).
+func (s *serviceIdentity) email(ctx context.Context, raw, audience string, invokers []string) (string, error) {
+	if audience == "" || len(invokers) == 0 {
+		// idtoken skips the audience check for an empty audience.
+		return "", fmt.Errorf("%w: no audience or service accounts configured", errUnauthenticated)
+	}
+	payload, err := s.validator.Validate(ctx, raw, audience)
+	switch {
+	case errors.Is(err, errAuthUnavailable), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return "", err
+	case err != nil:
+		return "", fmt.Errorf("%w: %w", errInvalidIDToken, err)
+	}
+	if !googleIssuer(payload.Issuer) {
+		return "", fmt.Errorf("%w: issuer %q is not Google's", errInvalidIDToken, payload.Issuer)
+	}
+	email, _ := payload.Claims["email"].(string)
+	verified, _ := payload.Claims["email_verified"].(bool)
+	if !verified || !slices.Contains(invokers, email) {
+		return "", fmt.Errorf("%w: service account %q is not allowed", errForbidden, email)
+	}
+	return email, nil
+}
+
+func googleIssuer(iss string) bool {
+	return iss == "https://accounts.google.com" || iss == "accounts.google.com"
 }
 
 // check returns nil when r carries the scheduler's token.
 func (s *schedulerIdentity) check(ctx context.Context, r *http.Request) error {
 	if s.audience == "" || s.invoker == "" {
-		// idtoken skips the audience check for an empty audience.
 		return fmt.Errorf("%w: BATON_SWEEP_AUDIENCE and BATON_SWEEP_INVOKER are not configured", errUnauthenticated)
 	}
 	raw, ok := bearer(r)
 	if !ok {
 		return fmt.Errorf("%w: no bearer token", errUnauthenticated)
 	}
-	payload, err := s.validator.Validate(ctx, raw, s.audience)
-	switch {
-	case errors.Is(err, errAuthUnavailable), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		return err
-	case err != nil:
-		return fmt.Errorf("%w: %w", errInvalidIDToken, err)
-	}
-	if payload.Issuer != "https://accounts.google.com" && payload.Issuer != "accounts.google.com" {
-		return fmt.Errorf("%w: issuer %q is not Google's", errInvalidIDToken, payload.Issuer)
-	}
-	email, _ := payload.Claims["email"].(string)
-	verified, _ := payload.Claims["email_verified"].(bool)
-	if email != s.invoker || !verified {
-		return fmt.Errorf("%w: %q may not sweep", errForbidden, email)
-	}
-	return nil
+	_, err := s.service.email(ctx, raw, s.audience, []string{s.invoker})
+	return err
 }
 
 // keyServerTransport marks a key server that cannot be reached, or answers

@@ -3,6 +3,7 @@ package functions
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -40,6 +41,16 @@ type Config struct {
 	// account email.
 	SweepAudience string // BATON_SWEEP_AUDIENCE
 	SweepInvoker  string // BATON_SWEEP_INVOKER
+
+	// A2AAudience and A2AInvokers let service callers use A2A: a
+	// Google-signed OIDC token with this audience (the A2A function's
+	// URL) whose verified email is one of these service accounts. Empty:
+	// only Firebase ID tokens are accepted.
+	A2AAudience string   // BATON_A2A_AUDIENCE
+	A2AInvokers []string // BATON_A2A_INVOKERS: comma-separated emails
+	// A2APushAllow lists the URL prefixes A2A push notifications may go
+	// to, each ending in "/". Empty turns push notifications off.
+	A2APushAllow []string // BATON_A2A_PUSH_ALLOW: comma-separated
 
 	// CheckRevoked also asks the Firebase Auth API, on every request, whether
 	// the user's tokens were revoked or the user was disabled or deleted
@@ -90,6 +101,9 @@ var EnvVars = []EnvVar{
 	{Name: "BATON_IDLE_RETENTION", Default: "720h"},
 	{Name: "BATON_SWEEP_AUDIENCE"},
 	{Name: "BATON_SWEEP_INVOKER"},
+	{Name: "BATON_A2A_AUDIENCE"},
+	{Name: "BATON_A2A_INVOKERS"},
+	{Name: "BATON_A2A_PUSH_ALLOW"},
 	{Name: "BATON_CHECK_REVOKED", Default: "false"},
 	{Name: "BATON_DEV_IDENTITY", Default: "false"},
 	{Name: "BATON_TRACE_EXPORT", Default: TraceExportNone},
@@ -135,13 +149,20 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 		IdleRetention:     duration("BATON_IDLE_RETENTION"),
 		SweepAudience:     get("BATON_SWEEP_AUDIENCE"),
 		SweepInvoker:      get("BATON_SWEEP_INVOKER"),
+		A2AAudience:       get("BATON_A2A_AUDIENCE"),
+		A2AInvokers:       list(get("BATON_A2A_INVOKERS")),
+		A2APushAllow:      list(get("BATON_A2A_PUSH_ALLOW")),
 		TraceExport:       get("BATON_TRACE_EXPORT"),
 		AuthEmulator:      get("FIREBASE_AUTH_EMULATOR_HOST"),
 	}
-	for _, o := range strings.Split(get("BATON_ALLOWED_ORIGINS"), ",") {
-		if o = strings.TrimSpace(o); o != "" {
-			c.AllowedOrigins = append(c.AllowedOrigins, o)
+	c.AllowedOrigins = list(get("BATON_ALLOWED_ORIGINS"))
+	for _, p := range c.A2APushAllow {
+		if err := checkPushPrefix(p); err != nil {
+			errs = append(errs, fmt.Errorf("BATON_A2A_PUSH_ALLOW: %w", err))
 		}
+	}
+	if len(c.A2AInvokers) > 0 && c.A2AAudience == "" {
+		errs = append(errs, errors.New("BATON_A2A_INVOKERS needs BATON_A2A_AUDIENCE (without one idtoken checks no audience)"))
 	}
 	var err error
 	if c.MaxBodyBytes, err = strconv.ParseInt(get("BATON_MAX_BODY_BYTES"), 10, 64); err != nil || c.MaxBodyBytes <= 0 {
@@ -180,4 +201,26 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 		}
 	}
 	return c, errors.Join(errs...)
+}
+
+// list splits a comma-separated variable, dropping empty entries.
+func list(v string) []string {
+	var out []string
+	for _, e := range strings.Split(v, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// checkPushPrefix accepts an absolute http(s) URL ending in "/": a prefix
+// such as "https://hooks.example.com" would also let
+// "https://hooks.example.com.evil.example/" through.
+func checkPushPrefix(p string) error {
+	u, err := url.Parse(p)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || !strings.HasSuffix(p, "/") {
+		return fmt.Errorf("%q: want an http(s) URL prefix ending in /", p)
+	}
+	return nil
 }

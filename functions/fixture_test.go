@@ -132,6 +132,7 @@ func newHTTPFixture(t *testing.T, mutate func(*Config), script ...modeltest.Repl
 		mux.Handle("/"+name, f.server.Handler(name))
 		mux.Handle("/"+name+"/", f.server.Handler(name))
 	}
+	mux.Handle("/"+NameA2A+"/", f.server.Handler(NameA2A)) // the agent card below it
 	f.srv = httptest.NewServer(mux)
 	t.Cleanup(f.srv.Close)
 	return f

@@ -151,9 +151,10 @@ func (s *Server) wrap(name string, methods []string, h endpoint) http.Handler {
 
 // timeout is how long a function may work on a request before its stream
 // starts. Sweep waits for the invocations it resumes, so it gets one
-// invocation deadline more; it starts no resume it could not finish.
+// invocation deadline more; it starts no resume it could not finish. A2A
+// streams and blocking sends follow an execution, so they get the same.
 func (s *Server) timeout(name string) time.Duration {
-	if name == NameSweep && s.cfg.RequestTimeout > 0 {
+	if (name == NameSweep || name == NameA2A) && s.cfg.RequestTimeout > 0 {
 		return s.cfg.RequestTimeout + s.cfg.InvocationTimeout
 	}
 	return s.cfg.RequestTimeout

@@ -47,6 +47,9 @@ func TestConfigFromEnv(t *testing.T) {
 		{"short token key", env("GOOGLE_CLOUD_PROJECT", "p", "BATON_TOKEN_KEY", "short"), "BATON_TOKEN_KEY"},
 		{"bad app name", env("GOOGLE_CLOUD_PROJECT", "p", "BATON_APP_NAME", "a/b"), "invalid id"},
 		{"bad trace export", env("GOOGLE_CLOUD_PROJECT", "p", "BATON_TRACE_EXPORT", "jaeger"), "BATON_TRACE_EXPORT"},
+		{"push prefix without a path", env("GOOGLE_CLOUD_PROJECT", "p", "BATON_A2A_PUSH_ALLOW", "https://hooks.example"), "BATON_A2A_PUSH_ALLOW"},
+		{"push prefix not http", env("GOOGLE_CLOUD_PROJECT", "p", "BATON_A2A_PUSH_ALLOW", "ftp://hooks.example/"), "BATON_A2A_PUSH_ALLOW"},
+		{"A2A invokers without an audience", env("GOOGLE_CLOUD_PROJECT", "p", "BATON_A2A_INVOKERS", "a@p.iam.gserviceaccount.com"), "BATON_A2A_AUDIENCE"},
 	}
 	for _, tc := range tests {
 		if _, err := ConfigFromEnv(tc.env); err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -6,12 +6,16 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/signal"
 	"sync"
+	"syscall"
 
 	"cloud.google.com/go/firestore"
 	"github.com/GoogleCloudPlatform/functions-framework-go/functions"
 	"google.golang.org/adk/v2/agent"
 
+	"github.com/baton-run/baton/mcpregistry"
+	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
 )
 
@@ -22,13 +26,14 @@ const (
 	NameToolResult = "ToolResult"
 	NamePending    = "Pending"
 	NameSweep      = "Sweep"
+	NameA2A        = "A2A"
 	// NameChat serves the AI SDK's useChat (DefaultChatTransport): POST
 	// /Chat, GET /Chat/{chatId} and GET /Chat/{chatId}/stream.
 	NameChat = "Chat"
 )
 
 // Names lists every registered function.
-var Names = []string{NameTurn, NameToolResult, NamePending, NameSweep, NameChat}
+var Names = []string{NameTurn, NameToolResult, NamePending, NameSweep, NameA2A, NameChat}
 
 // AgentFunc builds the agent the registered functions serve.
 type AgentFunc func(ctx context.Context) (agent.Agent, error)
@@ -42,7 +47,13 @@ type TeamFunc func(ctx context.Context) ([]toolcallback.Member, error)
 var registered struct {
 	sync.Mutex
 	newTeam TeamFunc
+	mcp     []mcpregistry.Server
+	withMCP MCPTeamFunc
 }
+
+// MCPTeamFunc builds agents that use MCP servers: reg gives them the
+// servers' tools (reg.Toolsets), with connections kept per chat.
+type MCPTeamFunc func(ctx context.Context, reg *mcpregistry.Registry) ([]toolcallback.Member, error)
 
 // UseAgent sets the one agent the registered functions serve. Call it from
 // an init function, before the first request; the instance builds its
@@ -62,15 +73,24 @@ func UseAgent(f AgentFunc) {
 func UseTeam(f TeamFunc) {
 	registered.Lock()
 	defer registered.Unlock()
-	registered.newTeam = f
+	registered.newTeam, registered.mcp, registered.withMCP = f, nil, nil
+}
+
+// UseTeamWithMCP is UseTeam for agents that use the MCP servers given. The
+// instance makes one registry of them on its first request and hands it to
+// f; the functions then end a chat's MCP sessions when the chat is swept or
+// switches to an agent that does not declare a server, and the instance
+// closes its connections when Cloud Run sends SIGTERM (their server-side
+// sessions stay, for the chat's next instance).
+func UseTeamWithMCP(servers []mcpregistry.Server, f MCPTeamFunc) {
+	registered.Lock()
+	defer registered.Unlock()
+	registered.newTeam, registered.mcp, registered.withMCP = nil, servers, f
 }
 
 // instance is this instance's server, built on the first request. The
 // error is kept: a misconfigured instance answers 500 and logs why.
 var instance = sync.OnceValues(func() (*Server, error) {
-	registered.Lock()
-	newTeam := registered.newTeam
-	registered.Unlock()
 	cfg, err := ConfigFromEnv(os.LookupEnv)
 	if err != nil {
 		return nil, err
@@ -80,20 +100,65 @@ var instance = sync.OnceValues(func() (*Server, error) {
 	if _, err := InstallTracing(context.Background(), cfg); err != nil {
 		return nil, err
 	}
-	ctx := context.Background()
-	if newTeam == nil {
-		return nil, errors.New("no agent: call functions.UseAgent or UseTeam from an init function of the deployment")
-	}
-	members, err := newTeam(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("build agents: %w", err)
-	}
-	client, err := firestore.NewClientWithDatabase(ctx, cfg.Project, cfg.Database)
+	client, err := firestore.NewClientWithDatabase(context.Background(), cfg.Project, cfg.Database)
 	if err != nil {
 		return nil, fmt.Errorf("firestore: %w", err)
 	}
-	return NewServer(cfg, client, members, nil)
+	s, reg, err := buildServer(context.Background(), cfg, client)
+	if reg != nil {
+		closeOnTerm(reg)
+	}
+	return s, err
 })
+
+// buildServer builds the registered team on client, and the MCP registry
+// its agents use if they were registered with UseTeamWithMCP.
+func buildServer(ctx context.Context, cfg Config, client *firestore.Client) (*Server, *mcpregistry.Registry, error) {
+	registered.Lock()
+	newTeam, servers, withMCP := registered.newTeam, registered.mcp, registered.withMCP
+	registered.Unlock()
+	if withMCP == nil {
+		if newTeam == nil {
+			return nil, nil, errors.New("no agent: call functions.UseAgent, UseTeam or UseTeamWithMCP from an init function of the deployment")
+		}
+		members, err := newTeam(ctx)
+		if err != nil {
+			return nil, nil, fmt.Errorf("build agents: %w", err)
+		}
+		s, err := NewServer(cfg, client, members, nil)
+		return s, nil, err
+	}
+	log := NewLogger(nil)
+	reg, err := mcpregistry.New(sessionstore.New(client, &sessionstore.Options{Root: cfg.Root}), servers, &mcpregistry.Options{Logger: log})
+	if err != nil {
+		return nil, nil, fmt.Errorf("MCP servers: %w", err)
+	}
+	members, err := withMCP(ctx, reg)
+	if err != nil {
+		reg.Close()
+		return nil, nil, fmt.Errorf("build agents: %w", err)
+	}
+	s, err := NewServer(cfg, client, members, &ServerOptions{Logger: log, MCP: reg})
+	if err != nil {
+		reg.Close()
+		return nil, nil, err
+	}
+	return s, reg, nil
+}
+
+// closeOnTerm closes reg when the process gets SIGTERM (Cloud Run sends it
+// ten seconds before it stops an instance; the registry bounds each close
+// well within that), then lets the signal end the process as it would have.
+func closeOnTerm(reg *mcpregistry.Registry) {
+	c := make(chan os.Signal, 1)
+	signal.Notify(c, syscall.SIGTERM)
+	go func() {
+		<-c
+		reg.Close()
+		signal.Reset(syscall.SIGTERM)
+		syscall.Kill(os.Getpid(), syscall.SIGTERM)
+	}()
+}
 
 func init() {
 	for _, name := range Names {

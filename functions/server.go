@@ -10,6 +10,8 @@ import (
 	"cloud.google.com/go/firestore"
 	"firebase.google.com/go/v4/auth"
 
+	"github.com/baton-run/baton/a2aserver"
+	"github.com/baton-run/baton/mcpregistry"
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
 )
@@ -22,6 +24,7 @@ type Server struct {
 	team       *toolcallback.Team
 	ident      identity
 	sweepCheck func(ctx context.Context, r *http.Request) error
+	a2a        *a2aserver.Server
 	log        *slog.Logger
 }
 
@@ -36,6 +39,14 @@ type ServerOptions struct {
 	// SchedulerKeys fetches Google's OIDC signing keys, against which Sweep
 	// checks the scheduler's token. Default: a client with a 10 s timeout.
 	SchedulerKeys *http.Client
+	// PushClient posts A2A push notifications. Default: a client with a
+	// 10 s timeout.
+	PushClient *http.Client
+	// MCP is the instance's MCP registry, when the agents use MCP servers:
+	// the team then ends a chat's MCP sessions when Sweep deletes the chat,
+	// and those its new agent does not declare when it switches. The
+	// registry's owner closes it when the instance stops.
+	MCP *mcpregistry.Registry
 }
 
 // NewServer builds the session store and the team of members on client,
@@ -49,7 +60,7 @@ func NewServer(cfg Config, client *firestore.Client, members []toolcallback.Memb
 		s.log = NewLogger(nil)
 	}
 	sessions := sessionstore.New(client, &sessionstore.Options{Root: cfg.Root})
-	team, err := toolcallback.NewTeam(client, sessions, cfg.AppName, members, &toolcallback.Options{
+	topts := &toolcallback.Options{
 		LeasePolicy:       cfg.LeasePolicy,
 		MaxWait:           cfg.LeaseMaxWait,
 		PendingPolicy:     cfg.PendingPolicy,
@@ -58,7 +69,20 @@ func NewServer(cfg Config, client *firestore.Client, members []toolcallback.Memb
 		TokenKey:          cfg.TokenKey,
 		IdleRetention:     cfg.IdleRetention,
 		Logger:            s.log,
-	})
+	}
+	if reg := opts.MCP; reg != nil {
+		topts.ChatSwitched = func(ctx context.Context, chat *sessionstore.Chat, from string) {
+			if err := reg.Switched(ctx, chat, from); err != nil {
+				s.log.WarnContext(ctx, "end MCP sessions after an agent switch", "chat", chat.ID, "error", err)
+			}
+		}
+		topts.ChatDeleted = func(ctx context.Context, chat *sessionstore.Chat) {
+			if err := reg.CloseChat(ctx, chat); err != nil {
+				s.log.WarnContext(ctx, "end a deleted chat's MCP sessions", "chat", chat.ID, "error", err)
+			}
+		}
+	}
+	team, err := toolcallback.NewTeam(client, sessions, cfg.AppName, members, topts)
 	if err != nil {
 		return nil, err
 	}
@@ -66,6 +90,7 @@ func NewServer(cfg Config, client *firestore.Client, members []toolcallback.Memb
 	if cfg.DevIdentity {
 		s.ident = devIdentity{}
 		s.sweepCheck = devSchedulerCheck
+		s.a2a = s.newA2A(client, sessions, members, a2aIdentity{users: s.ident}, opts)
 		return s, nil
 	}
 	ctx := context.Background() // the clients keep no context; this one only builds them
@@ -76,11 +101,12 @@ func NewServer(cfg Config, client *firestore.Client, members []toolcallback.Memb
 		}
 	}
 	s.ident = firebaseIdentity{client: auth, checkRevoked: cfg.CheckRevoked}
-	sched, err := newSchedulerIdentity(ctx, opts.SchedulerKeys, cfg.SweepAudience, cfg.SweepInvoker)
+	service, err := newServiceIdentity(ctx, opts.SchedulerKeys)
 	if err != nil {
 		return nil, err
 	}
-	s.sweepCheck = sched.check
+	s.sweepCheck = (&schedulerIdentity{service: service, audience: cfg.SweepAudience, invoker: cfg.SweepInvoker}).check
+	s.a2a = s.newA2A(client, sessions, members, a2aIdentity{users: s.ident, services: service, audience: cfg.A2AAudience, invokers: cfg.A2AInvokers}, opts)
 	return s, nil
 }
 
@@ -95,6 +121,8 @@ func (s *Server) Handler(name string) http.Handler {
 		return s.wrap(name, []string{http.MethodGet}, s.pending)
 	case NameSweep:
 		return s.wrap(name, []string{http.MethodPost}, s.sweep)
+	case NameA2A:
+		return s.wrap(name, []string{http.MethodGet, http.MethodHead, http.MethodPost}, s.serveA2A)
 	case NameChat:
 		return s.wrap(name, []string{http.MethodPost, http.MethodGet}, s.chat)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/baton-run/baton/a2aserver"
 	"github.com/baton-run/baton/functions"
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
@@ -24,9 +25,9 @@ type (
 )
 
 var (
-	fieldIndexes  = sessionstore.FieldIndexes
-	ttlFields     = toolcallback.TTLs
-	queriedFields = mergeFields(sessionstore.QueriedFields, toolcallback.QueriedFields)
+	fieldIndexes  = slices.Concat(sessionstore.FieldIndexes, a2aserver.FieldIndexes)
+	ttlFields     = slices.Concat(toolcallback.TTLs, a2aserver.TTLs)
+	queriedFields = mergeFields(sessionstore.QueriedFields, toolcallback.QueriedFields, a2aserver.QueriedFields)
 )
 
 func mergeFields(lists ...map[string][]string) map[string][]string {
@@ -226,7 +227,7 @@ func TestTerraformTimeouts(t *testing.T) {
 			}
 			var least time.Duration
 			switch f.entryPoint {
-			case functions.NameTurn, functions.NameToolResult, functions.NameSweep:
+			case functions.NameTurn, functions.NameToolResult, functions.NameSweep, functions.NameA2A:
 				// Sweep's own deadline is request + invocation (it waits
 				// for the invocations it resumes).
 				least = request + invocation
@@ -448,15 +449,13 @@ func TestTerraformCompositeIndexes(t *testing.T) {
 		gotKeys = append(gotKeys, key(ix))
 	}
 	if diff := cmp.Diff(sorted(wantKeys), sorted(gotKeys)); diff != "" {
-		t.Errorf("composite indexes: code (sessionstore.Indexes, toolcallback.Indexes) vs google_firestore_index (-want +got):\n%s", diff)
+		t.Errorf("composite indexes: code (sessionstore, toolcallback and a2aserver Indexes) vs google_firestore_index (-want +got):\n%s", diff)
 	}
 }
 
 // codeIndexes lists the composite indexes every package's queries need.
 func codeIndexes() []sessionstore.Index {
-	out := slices.Clone(toolcallback.Indexes)
-	out = append(out, sessionstore.Indexes...)
-	return out
+	return slices.Concat(toolcallback.Indexes, sessionstore.Indexes, a2aserver.Indexes)
 }
 
 // TestTerraformFieldIndexes: every single-field index setting a query needs

@@ -116,6 +116,35 @@ func TestServesPageAndFunctions(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(string(body), "12*7 = 84") {
 		t.Errorf("Turn = %d %s, want the calculator's answer", resp.StatusCode, body)
 	}
+
+	// A2A: the agent card below /A2A, and a message through JSON-RPC.
+	resp, err = http.Get(url + "/A2A/.well-known/agent-card.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var card struct {
+		URL             string                     `json:"url"`
+		Skills          []map[string]any           `json:"skills"`
+		SecuritySchemes map[string]json.RawMessage `json:"securitySchemes"`
+	}
+	json.NewDecoder(resp.Body).Decode(&card)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || card.URL != url+"/A2A" || len(card.Skills) == 0 || card.SecuritySchemes["bearer"] == nil {
+		t.Errorf("agent card = %d %+v, want skills, a bearer scheme and the URL %s/A2A", resp.StatusCode, card, url)
+	}
+	req, _ = http.NewRequest(http.MethodPost, url+"/A2A", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"message/send",`+
+		`"params":{"message":{"kind":"message","messageId":"m1","role":"user","parts":[{"kind":"text","text":"what is 12*7?"}]}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+authtest.SignUp(t, os.Getenv(authtest.HostEnv)).IDToken)
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"completed"`) || !strings.Contains(string(body), "12*7 = 84") {
+		t.Errorf("A2A message/send = %d %s, want a completed task with the calculator's answer", resp.StatusCode, body)
+	}
 }
 
 // TestDevIdentityByHand: with BATON_DEV_IDENTITY=true (for scripts, and

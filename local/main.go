@@ -45,6 +45,9 @@ import (
 	"github.com/baton-run/baton/functions"
 	"github.com/baton-run/baton/internal/emulator"
 	localagent "github.com/baton-run/baton/local/agent"
+	"github.com/baton-run/baton/local/notes"
+	"github.com/baton-run/baton/mcpregistry"
+	"github.com/baton-run/baton/sessionstore"
 )
 
 // webFiles is the demo page as local/web builds it (npm run build there);
@@ -170,11 +173,27 @@ func run(ctx context.Context, addr string, log *slog.Logger, ready chan<- string
 	if err != nil {
 		return err
 	}
-	team, err := localagent.TeamWithModel(m)
+	// The notes MCP server both agents use, on a port of its own, as an
+	// MCP server elsewhere would be.
+	notesLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
-	server, err := functions.NewServer(cfg, client, team, &functions.ServerOptions{Logger: log})
+	notesSrv := &http.Server{Handler: notes.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	go notesSrv.Serve(notesLn)
+	defer notesSrv.Close()
+	reg, err := mcpregistry.New(sessionstore.New(client, &sessionstore.Options{Root: cfg.Root}),
+		[]mcpregistry.Server{{Name: localagent.NotesServer, URL: "http://" + notesLn.Addr().String() + "/"}},
+		&mcpregistry.Options{Logger: log})
+	if err != nil {
+		return err
+	}
+	defer reg.Close() // the instance stops: its stdio servers end, HTTP sessions stay for other instances
+	team, err := localagent.TeamWithMCP(m, reg)
+	if err != nil {
+		return err
+	}
+	server, err := functions.NewServer(cfg, client, team, &functions.ServerOptions{Logger: log, MCP: reg})
 	if err != nil {
 		return err
 	}
@@ -185,6 +204,8 @@ func run(ctx context.Context, addr string, log *slog.Logger, ready chan<- string
 	}
 	// Chat's resume stream and messages: /Chat/{chatId}/stream, /Chat/{chatId}.
 	mux.Handle("/"+functions.NameChat+"/", server.Handler(functions.NameChat))
+	// A2A's agent card is below its URL: /A2A/.well-known/agent-card.json.
+	mux.Handle("/"+functions.NameA2A+"/", server.Handler(functions.NameA2A))
 	web, err := fs.Sub(webFiles, "web/dist")
 	if err != nil {
 		return err
@@ -214,8 +235,8 @@ func run(ctx context.Context, addr string, log *slog.Logger, ready chan<- string
 		identity = "Firebase Auth emulator at " + signIn.addr + " (anonymous sign-in)"
 	}
 	log.Info("Baton is running", "url", url, "model", m.Name(), "identity", identity, "startup", time.Since(start).Round(time.Millisecond).String())
-	fmt.Fprintf(os.Stderr, "\n  Baton is running at %s\n  Model: %s\n  Users: %s\n  Started in %s. Ctrl-C stops it.\n\n",
-		url, m.Name(), identity, time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(os.Stderr, "\n  Baton is running at %s\n  A2A agent card: %s/A2A/.well-known/agent-card.json\n  Model: %s\n  Users: %s\n  Started in %s. Ctrl-C stops it.\n\n",
+		url, url, m.Name(), identity, time.Since(start).Round(time.Millisecond))
 	if ready != nil {
 		ready <- url
 	}

@@ -32,6 +32,9 @@ type Chat struct {
 	// CleanupAt is when cleanup must look at the chat (a switch that may
 	// have died, retired sessions to delete); nil when there is nothing to do.
 	CleanupAt *time.Time
+	// MCP holds the chat's sessions with Streamable HTTP MCP servers, by
+	// server name, so that any instance continues them (see SetChatMCP).
+	MCP map[string]MCPSession
 
 	version time.Time
 }
@@ -51,10 +54,18 @@ type chatDoc struct {
 	Building     string     `firestore:"building"`
 	Retired      []string   `firestore:"retired"`
 	CleanupAt    *time.Time `firestore:"cleanupAt"`
+	// MCP is written only by SetChatMCP, never by SaveChat.
+	MCP map[string]MCPSession `firestore:"mcp,omitempty"`
 }
 
 func (s *Service) chatRef(app, user, id string) *firestore.DocumentRef {
 	return s.userDoc(app, user).Collection("chats").Doc(id)
+}
+
+// ChatRef is the document of a chat, under which other packages keep what
+// belongs to the chat (the A2A task store): DeleteChat deletes it all.
+func (s *Service) ChatRef(app, user, id string) *firestore.DocumentRef {
+	return s.chatRef(app, user, id)
 }
 
 func (c *Chat) doc(scope string) chatDoc {
@@ -77,7 +88,7 @@ func chatFrom(snap *firestore.DocumentSnapshot) (*Chat, error) {
 	return &Chat{
 		App: d.App, UserID: d.User, ID: d.ID, Agent: d.Agent, SessionID: d.Session,
 		Created: d.Created, LastActivity: d.LastActivity, LastSwitch: d.LastSwitch, Switches: d.Switches,
-		Building: d.Building, Retired: d.Retired, CleanupAt: d.CleanupAt, version: snap.UpdateTime,
+		Building: d.Building, Retired: d.Retired, CleanupAt: d.CleanupAt, MCP: d.MCP, version: snap.UpdateTime,
 	}, nil
 }
 
@@ -175,16 +186,58 @@ func (s *Service) queryChats(ctx context.Context, app, field string, upTo time.T
 	return out, nil
 }
 
-// DeleteChat removes the chat document if it has not changed since read.
+// DeleteChat removes the chat document if it has not changed since read,
+// then everything other packages stored under it (subcollections, to any
+// depth). The document goes first, under its precondition, so a chat in use
+// keeps its documents; a crash before the rest is gone leaves documents no
+// chat points at, which their TTL fields collect.
 func (s *Service) DeleteChat(ctx context.Context, c *Chat) error {
-	_, err := s.chatRef(c.App, c.UserID, c.ID).Delete(ctx, firestore.LastUpdateTime(c.version))
+	ref := s.chatRef(c.App, c.UserID, c.ID)
+	_, err := ref.Delete(ctx, firestore.LastUpdateTime(c.version))
 	switch status.Code(err) {
 	case codes.OK, codes.NotFound:
-		return nil
+		_, err := s.deleteTree(ctx, ref)
+		return err
 	case codes.FailedPrecondition:
 		return fmt.Errorf("%w: chat %q", ErrConflict, c.ID)
 	}
 	return fmt.Errorf("delete chat %q: %w", c.ID, Translate(err))
+}
+
+// deleteTree deletes every subcollection of ref, to any depth (not ref
+// itself), and returns how many documents it deleted.
+func (s *Service) deleteTree(ctx context.Context, ref *firestore.DocumentRef) (int, error) {
+	deleted := 0
+	cols := ref.Collections(ctx)
+	for {
+		col, err := cols.Next()
+		if errors.Is(err, iterator.Done) {
+			return deleted, nil
+		}
+		if err != nil {
+			return deleted, fmt.Errorf("list collections of %s: %w", ref.Path, Translate(err))
+		}
+		docs := col.DocumentRefs(ctx)
+		for {
+			doc, err := docs.Next()
+			if errors.Is(err, iterator.Done) {
+				break
+			}
+			if err != nil {
+				return deleted, fmt.Errorf("list %s: %w", col.Path, Translate(err))
+			}
+			n, err := s.deleteTree(ctx, doc)
+			deleted += n
+			if err != nil {
+				return deleted, err
+			}
+		}
+		n, err := s.deleteCollection(ctx, col)
+		deleted += n
+		if err != nil {
+			return deleted, err
+		}
+	}
 }
 
 // maxDeleteBatch bounds one delete commit (Firestore allows 500 writes).

@@ -1,10 +1,13 @@
 package toolcallback
 
 import (
+	"context"
 	"log/slog"
 	"time"
 
 	"google.golang.org/adk/v2/agent"
+
+	"github.com/baton-run/baton/sessionstore"
 )
 
 // LeasePolicy says what a turn does when another invocation holds the
@@ -68,7 +71,14 @@ type Options struct {
 	// IdleRetention: a Team's Sweep deletes chats idle for longer, with all
 	// their documents. Default 30 days.
 	IdleRetention time.Duration
-	Logger        *slog.Logger
+	// ChatSwitched, when set, is called after a Team's turn moved a chat to
+	// another agent (chat.Agent; from is the previous one). ChatDeleted is
+	// called after Sweep deleted an idle chat, with the chat as it was
+	// stored. They let parts that keep resources per chat, such as MCP
+	// connections, follow the chat's life without this package knowing them.
+	ChatSwitched func(ctx context.Context, chat *sessionstore.Chat, from string)
+	ChatDeleted  func(ctx context.Context, chat *sessionstore.Chat)
+	Logger       *slog.Logger
 }
 
 func (o *Options) withDefaults() Options {

@@ -134,6 +134,9 @@ func (t *Team) Sweep(ctx context.Context, now time.Time) (SweepReport, error) {
 		}
 		if deleted {
 			report.Idle++
+			if t.opts.ChatDeleted != nil {
+				t.opts.ChatDeleted(ctx, chat)
+			}
 		}
 	}
 	return report, nil

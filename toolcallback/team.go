@@ -120,6 +120,9 @@ func (t *Team) Turn(ctx context.Context, req ChatTurn) (*Invocation, *SwitchRepo
 			return nil, nil, err
 		}
 		report = &SwitchReport{Switched: true, From: report.To, To: chat.Agent}
+		if t.opts.ChatSwitched != nil {
+			t.opts.ChatSwitched(ctx, chat, report.From)
+		}
 	} else {
 		t.touch(ctx, chat)
 	}

@@ -1,6 +1,7 @@
 # The Firestore database, its TTL policy, its index exemptions and every index
 # a query in the code needs. The lists in code are the source of truth
-# (toolcallback.Indexes, toolcallback.TTLField, sessionstore's List query);
+# (toolcallback.Indexes, toolcallback.TTLs, a2aserver's Indexes, FieldIndexes
+# and TTLs, sessionstore's List query);
 # infra/terraform_test.go holds this file to them.
 
 resource "google_firestore_database" "baton" {
@@ -30,6 +31,64 @@ resource "google_firestore_field" "calls_ttl" {
 
   # Empty: no single-field indexes on this field.
   index_config {}
+}
+
+# A2A tasks (a2aserver.TTLs: {chat}/a2aTasks/{task}, its a2aEvents and
+# a2aPush) are garbage-collected some time after gcAt, like the ledger.
+resource "google_firestore_field" "a2a_ttl" {
+  for_each = toset(["a2aTasks", "a2aEvents", "a2aPush"])
+
+  project    = var.project
+  database   = google_firestore_database.baton.name
+  collection = each.key
+  field      = "gcAt"
+
+  ttl_config {}
+
+  index_config {}
+}
+
+# A2A: finding a task by id is a collection-group query on a2aTasks.key
+# (a2aserver.FieldIndexes); automatic indexes cover collection scope only.
+resource "google_firestore_field" "a2a_tasks_key" {
+  project    = var.project
+  database   = google_firestore_database.baton.name
+  collection = "a2aTasks"
+  field      = "key"
+
+  index_config {
+    indexes {
+      order       = "ASCENDING"
+      query_scope = "COLLECTION"
+    }
+    indexes {
+      order       = "DESCENDING"
+      query_scope = "COLLECTION"
+    }
+    indexes {
+      order       = "ASCENDING"
+      query_scope = "COLLECTION_GROUP"
+    }
+  }
+}
+
+# A2A subscribers follow a task's events: collection group "a2aEvents",
+# key == X and version > N, ordered by version (a2aserver.Indexes).
+resource "google_firestore_index" "a2a_events_key_version" {
+  project     = var.project
+  database    = google_firestore_database.baton.name
+  collection  = "a2aEvents"
+  query_scope = "COLLECTION_GROUP"
+
+  fields {
+    field_path = "key"
+    order      = "ASCENDING"
+  }
+
+  fields {
+    field_path = "version"
+    order      = "ASCENDING"
+  }
 }
 
 # Sweep: collection group "calls", scope == X and sweepAt <= now, ordered by
@@ -121,12 +180,15 @@ resource "google_firestore_field" "sessions_scope" {
 # index storage on every append. Keys are "collection group/field".
 locals {
   unindexed_fields = toset([
-    "sessions/tail",   # sessionstore: the session's recent events
-    "sessions/chunks", # sessionstore: index of sealed chunks (read, never queried)
-    "sessions/state",  # sessionstore: session-scoped state, JSON
-    "events/events",   # sessionstore: a sealed chunk of events
-    "calls/args",      # toolcallback: the call's arguments, JSON
-    "calls/answer",    # toolcallback: the recorded answer, JSON
+    "sessions/tail",     # sessionstore: the session's recent events
+    "sessions/chunks",   # sessionstore: index of sealed chunks (read, never queried)
+    "sessions/state",    # sessionstore: session-scoped state, JSON
+    "events/events",     # sessionstore: a sealed chunk of events
+    "calls/args",        # toolcallback: the call's arguments, JSON
+    "calls/answer",      # toolcallback: the recorded answer, JSON
+    "a2aTasks/task",     # a2aserver: the task, JSON
+    "a2aEvents/message", # a2aserver: a stored event, JSON
+    "a2aPush/config",    # a2aserver: a push-notification config, JSON
   ])
 }
 

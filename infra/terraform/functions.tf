@@ -21,6 +21,9 @@ locals {
     Turn       = merge(local.browser, { timeout = local.invocation_request_timeout, browser = true })
     ToolResult = merge(local.browser, { timeout = local.invocation_request_timeout, browser = true })
     Pending    = merge(local.browser, { timeout = 60, browser = true })
+    # A2A callers (users' agents, service accounts) reach it as browsers do;
+    # a blocking send or a stream follows one execution, like a turn.
+    A2A = merge(local.browser, { timeout = local.invocation_request_timeout, browser = true })
     # useChat's endpoint: POST /Chat runs turns and resumes, GET
     # /Chat/{chatId}/stream follows a running turn (or a live tab's wait).
     Chat = merge(local.browser, { timeout = local.invocation_request_timeout, browser = true })
@@ -34,6 +37,10 @@ locals {
   # Sweep's deterministic run.app URL: known before the function exists, so
   # Sweep's own environment can carry it without a dependency cycle.
   sweep_audience = coalesce(var.sweep_audience, "https://${local.sweep_name}-${data.google_project.this.number}.${var.region}.run.app")
+
+  # The audience service callers' OIDC tokens carry for A2A: its
+  # deterministic run.app URL, for the same reason.
+  a2a_audience = coalesce(var.a2a_audience, "https://${var.name_prefix}-a2a-${data.google_project.this.number}.${var.region}.run.app")
 
   # Every variable functions.Config reads, except BATON_DEV_IDENTITY and
   # FIREBASE_AUTH_EMULATOR_HOST (local runner and tests only; unset is the
@@ -56,6 +63,9 @@ locals {
     BATON_IDLE_RETENTION     = var.idle_retention
     BATON_SWEEP_AUDIENCE     = local.sweep_audience
     BATON_SWEEP_INVOKER      = google_service_account.scheduler.email
+    BATON_A2A_AUDIENCE       = local.a2a_audience
+    BATON_A2A_INVOKERS       = join(",", var.a2a_invokers)
+    BATON_A2A_PUSH_ALLOW     = join(",", var.a2a_push_allow)
     BATON_TRACE_EXPORT       = var.trace_export
     BATON_CHECK_REVOKED      = tostring(var.check_revoked)
   }
@@ -148,8 +158,8 @@ resource "google_cloudfunctions2_function" "fn" {
 # Invoker access is granted on the underlying Cloud Run services, not on
 # the function resources.
 
-# Browser-facing functions: var.invokers (allUsers by default; the functions
-# verify the caller's Firebase ID token themselves).
+# Browser-facing functions and A2A: var.invokers (allUsers by default; the
+# functions verify the caller's token themselves).
 resource "google_cloud_run_service_iam_member" "browser_invoker" {
   for_each = {
     for pair in setproduct([for name, f in local.functions : name if f.browser], var.invokers) :

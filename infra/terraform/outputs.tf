@@ -23,6 +23,16 @@ output "pending_url" {
   value       = google_cloudfunctions2_function.fn["Pending"].service_config[0].uri
 }
 
+output "a2a_url" {
+  description = "URL of A2A (JSON-RPC); its agent card is at <url>/.well-known/agent-card.json."
+  value       = google_cloudfunctions2_function.fn["A2A"].service_config[0].uri
+}
+
+output "a2a_audience" {
+  description = "Audience service callers' OIDC tokens must carry for A2A, equal to BATON_A2A_AUDIENCE."
+  value       = local.a2a_audience
+}
+
 output "sweep_audience" {
   description = "Audience of the scheduler's OIDC token, equal to BATON_SWEEP_AUDIENCE."
   value       = local.sweep_audience

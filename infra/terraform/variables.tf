@@ -65,9 +65,32 @@ variable "vertex_location" {
 # ---- who may call --------------------------------------------------------------
 
 variable "invokers" {
-  description = "Principals granted roles/run.invoker on the browser-facing functions (Turn, ToolResult, Pending). The default, allUsers, lets browsers reach them: the functions themselves reject any request without a valid Firebase ID token, but Cloud Run then bills and serves unauthenticated requests up to that check. Restrict it (e.g. to the service account of an API gateway or load balancer in front) if that is not acceptable, or if an organization policy forbids allUsers. Sweep is never included: only the scheduler's service account may call it."
+  description = "Principals granted roles/run.invoker on the browser-facing functions (Turn, ToolResult, Pending) and A2A. The default, allUsers, lets browsers reach them: the functions themselves reject any request without a valid Firebase ID token, but Cloud Run then bills and serves unauthenticated requests up to that check. Restrict it (e.g. to the service account of an API gateway or load balancer in front) if that is not acceptable, or if an organization policy forbids allUsers. Sweep is never included: only the scheduler's service account may call it."
   type        = list(string)
   default     = ["allUsers"]
+}
+
+variable "a2a_invokers" {
+  description = "Emails of the service accounts that may call A2A with a Google-signed OIDC token (BATON_A2A_INVOKERS); each acts as user serviceAccount:<email>. Empty: only Firebase ID tokens are accepted."
+  type        = list(string)
+  default     = []
+}
+
+variable "a2a_audience" {
+  description = "Audience service accounts' OIDC tokens must carry for A2A (BATON_A2A_AUDIENCE). Null means A2A's deterministic Cloud Run URL, https://<prefix>-a2a-<project number>.<region>.run.app."
+  type        = string
+  default     = null
+}
+
+variable "a2a_push_allow" {
+  description = "URL prefixes A2A push notifications may be sent to (BATON_A2A_PUSH_ALLOW), each an http(s) URL ending in /, e.g. [\"https://hooks.example.com/a2a/\"]. Empty turns push notifications off."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for p in var.a2a_push_allow : can(regex("^https?://[^/]+/.*$", p)) && endswith(p, "/")])
+    error_message = "a2a_push_allow: each entry an http(s) URL prefix ending in /."
+  }
 }
 
 variable "allowed_origins" {

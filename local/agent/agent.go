@@ -14,6 +14,7 @@ import (
 	"google.golang.org/adk/v2/model/gemini"
 	"google.golang.org/adk/v2/tool"
 
+	"github.com/baton-run/baton/mcpregistry"
 	"github.com/baton-run/baton/toolcallback"
 )
 
@@ -23,10 +24,12 @@ const GeminiModel = "gemini-2.5-flash"
 const (
 	conciergeInstruction = `You are the concierge of Baton's demo. Use the tools: get_weather, calculate
 and get_current_time run on the server; get_location asks the user's browser where they are;
-book_table books a restaurant table once a person approves. Earlier turns may hold records like
+book_table books a restaurant table once a person approves; notes_add_note and notes_list_notes
+keep notes for the conversation, when the notes server is connected. Earlier turns may hold records like
 "[dj called change_bgm(track=2): ...]" of what another agent did. Answer briefly.`
 	djInstruction = `You are the DJ of Baton's demo. change_bgm switches the music playing in the
-user's page (tracks 1 to 3); get_location tells where the user is, to pick music for the place.
+user's page (tracks 1 to 3); get_location tells where the user is, to pick music for the place;
+notes_add_note and notes_list_notes keep the conversation's notes, shared with the concierge.
 Earlier turns may hold records of what another agent did. Answer briefly.`
 )
 
@@ -68,21 +71,44 @@ func Team(ctx context.Context) ([]toolcallback.Member, error) {
 	return TeamWithModel(m)
 }
 
-// TeamWithModel returns the demo's agents on m.
+// TeamWithModel returns the demo's agents on m, without MCP servers.
 func TeamWithModel(m model.LLM) ([]toolcallback.Member, error) {
-	concierge, err := Concierge(m)
-	if err != nil {
-		return nil, err
-	}
-	dj, err := DJ(m)
-	if err != nil {
-		return nil, err
-	}
-	return []toolcallback.Member{{Agent: concierge}, {Agent: dj}}, nil
+	return TeamWithMCP(m, nil)
 }
 
-// Concierge has the server tools, the location and the table booking.
-func Concierge(m model.LLM) (agent.Agent, error) {
+// NotesServer is the name under which the agents use the local runner's
+// notes MCP server (local/notes); its tools appear as notes_add_note and
+// notes_list_notes.
+const NotesServer = "notes"
+
+// TeamWithMCP returns the demo's agents on m; with reg, both use the
+// NotesServer through it, so a chat keeps one MCP session whichever agent
+// it talks to.
+func TeamWithMCP(m model.LLM, reg *mcpregistry.Registry) ([]toolcallback.Member, error) {
+	var members []toolcallback.Member
+	for _, build := range []struct {
+		name string
+		new  func(model.LLM, ...tool.Toolset) (agent.Agent, error)
+	}{{"concierge", Concierge}, {"dj", DJ}} {
+		var sets []tool.Toolset
+		if reg != nil {
+			var err error
+			if sets, err = reg.Toolsets(build.name, NotesServer); err != nil {
+				return nil, err
+			}
+		}
+		a, err := build.new(m, sets...)
+		if err != nil {
+			return nil, err
+		}
+		members = append(members, toolcallback.Member{Agent: a})
+	}
+	return members, nil
+}
+
+// Concierge has the server tools, the location and the table booking, and
+// the toolsets given.
+func Concierge(m model.LLM, toolsets ...tool.Toolset) (agent.Agent, error) {
 	tools, err := Tools()
 	if err != nil {
 		return nil, err
@@ -93,11 +119,12 @@ func Concierge(m model.LLM) (agent.Agent, error) {
 		Model:       m,
 		Instruction: conciergeInstruction,
 		Tools:       pick(tools, "get_weather", "calculate", "get_current_time", "get_location", "book_table"),
+		Toolsets:    toolsets,
 	})
 }
 
-// DJ plays music in the user's page.
-func DJ(m model.LLM) (agent.Agent, error) {
+// DJ plays music in the user's page, and has the toolsets given.
+func DJ(m model.LLM, toolsets ...tool.Toolset) (agent.Agent, error) {
 	tools, err := Tools()
 	if err != nil {
 		return nil, err
@@ -108,6 +135,7 @@ func DJ(m model.LLM) (agent.Agent, error) {
 		Model:       m,
 		Instruction: djInstruction,
 		Tools:       pick(tools, "change_bgm", "get_location"),
+		Toolsets:    toolsets,
 	})
 }
 

@@ -25,6 +25,10 @@ func TestOfflinePhrasings(t *testing.T) {
 		{"(1+2)*3", "calculate", `{"expression":"(1+2)*3"}`},
 		{"what time is it?", "get_current_time", `{}`},
 		{"what time is it in Tokyo", "get_current_time", `{"timezone":"Asia/Tokyo"}`},
+		{"note: buy milk", "notes_add_note", `{"text":"buy milk"}`},
+		{"remember that the table is at 7", "notes_add_note", `{"text":"the table is at 7"}`},
+		{"show my notes", "notes_list_notes", `{}`},
+		{"what are my notes?", "notes_list_notes", `{}`},
 		{"hello", "", ""},
 	}
 	for _, tc := range tests {
@@ -55,6 +59,8 @@ func TestOfflineWordsResults(t *testing.T) {
 	}{
 		{"change_bgm", map[string]any{"playing": float64(2)}, "now playing track 2"},
 		{"calculate", map[string]any{"expression": "12*7", "result": float64(84)}, "12*7 = 84"},
+		{"notes_add_note", map[string]any{"session": "ab12cd34", "notes": []any{"buy milk"}}, "Noted. Your notes (MCP session ab12cd34): buy milk."},
+		{"notes_list_notes", map[string]any{"session": "ab12cd34", "notes": []any{}}, "No notes yet (MCP session ab12cd34)."},
 		{"book_table", map[string]any{"booked": true, "people": float64(6), "time": "19:00", "name": "Ada"}, "table for 6"},
 		{"book_table", map[string]any{"error": "error tool \"book_table\" tool call rejected"}, "not approved, so I did not book"},
 		{"book_table", map[string]any{"error": "a table is for 1 to 20 people, not 40"}, "I did not book the table: a table is for 1 to 20"},

@@ -90,7 +90,8 @@ func respond(contents []*genai.Content) *genai.Content {
 }
 
 const greeting = "Hello! I'm the offline demo model. Try: \"change the music to track 2\", \"where am I?\", " +
-	"\"what's the weather in Tokyo?\", \"book a table for 4\", \"what is 12*7?\" or \"what time is it?\"."
+	"\"what's the weather in Tokyo?\", \"book a table for 4\", \"what is 12*7?\", \"what time is it?\", " +
+	"\"note: buy milk\" or \"show my notes\"."
 
 var (
 	reTrack    = regexp.MustCompile(`(?i)\b(?:music|track|song|bgm|play)\b.*?\b([1-9])\b`)
@@ -103,6 +104,8 @@ var (
 	reRecap    = regexp.MustCompile(`(?i)\bwhat did\b.*\b(do|did|say|happen)\b|\bwhat happened\b`)
 	reRecord   = regexp.MustCompile(`\[[^\]]*\bcalled\b[^\]]*\]`)
 	reSlow     = regexp.MustCompile(`(?i)\bcount slowly to (\d+)\b`)
+	reNoteList = regexp.MustCompile(`(?i)\b(?:(?:show|list|read)(?: me)? (?:the |my )?notes|what are my notes|my notes\??$)`)
+	reNoteAdd  = regexp.MustCompile(`(?i)^\s*(?:note|remember|take a note|add a note|write down)\b(?:\s+that)?[\s:,-]*(.+)$`)
 	reTZ       = regexp.MustCompile(`(?i)\bin\s+(tokyo|london|paris|new york|sydney|berlin)\b`)
 )
 
@@ -149,6 +152,10 @@ func answer(msg string, history []*genai.Content) *genai.Content {
 		return text("Counting: " + strings.Join(nums, ", ") + ". Done counting.")
 	case reRecap.MatchString(msg):
 		return text(recap(history))
+	case reNoteList.MatchString(msg):
+		return call("notes_list_notes", map[string]any{})
+	case reNoteAdd.MatchString(msg):
+		return call("notes_add_note", map[string]any{"text": strings.TrimSpace(reNoteAdd.FindStringSubmatch(msg)[1])})
 	case reLocation.MatchString(msg):
 		return call("get_location", map[string]any{})
 	case reTable.MatchString(msg):
@@ -229,6 +236,8 @@ func describe(r *genai.FunctionResponse) string {
 		return fmt.Sprintf("It is %v (%v), %v.", resp["time"], resp["timezone"], resp["date"])
 	case "book_table":
 		return fmt.Sprintf("Booked: a table for %v at %v under the name %v.", num(resp["people"]), resp["time"], resp["name"])
+	case "notes_add_note", "notes_list_notes":
+		return describeNotes(r.Name, resp)
 	}
 	b, _ := json.Marshal(resp)
 	return fmt.Sprintf("%s returned %s.", r.Name, b)
@@ -246,4 +255,23 @@ func text(s string) *genai.Content { return genai.NewContentFromText(s, genai.Ro
 
 func call(name string, args map[string]any) *genai.Content {
 	return &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{{FunctionCall: &genai.FunctionCall{Name: name, Args: args}}}}
+}
+
+// describeNotes words a notes tool's result, naming the MCP session that
+// keeps them.
+func describeNotes(name string, resp map[string]any) string {
+	var notes []string
+	if list, ok := resp["notes"].([]any); ok {
+		for _, n := range list {
+			notes = append(notes, fmt.Sprint(n))
+		}
+	}
+	head := "Your notes"
+	if name == "notes_add_note" {
+		head = "Noted. Your notes"
+	}
+	if len(notes) == 0 {
+		return fmt.Sprintf("No notes yet (MCP session %v).", resp["session"])
+	}
+	return fmt.Sprintf("%s (MCP session %v): %s.", head, resp["session"], strings.Join(notes, "; "))
 }

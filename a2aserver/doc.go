@@ -1,0 +1,80 @@
+// Package a2aserver serves a toolcallback.Team over the Agent2Agent
+// protocol (JSON-RPC binding, versions 1.0 and 0.3 on one URL), statelessly:
+// any instance answers any request about any task.
+//
+// # Why its own executor
+//
+// ADK's server/adka2a executor runs an ADK runner on a session service of
+// its own and hands a follow-up's function responses straight to that
+// runner. It knows nothing of Baton's chats, session leases, ledger or
+// crash repair, so an answer could resume the agent twice or bypass a
+// paused call's record. The executor here (executor.go) drives the Team
+// instead: a context id is a chat id, a task is one turn of that chat (its
+// calls belong to the Baton client "a2a~{task id}"), a pause is the task's
+// input-required state listing the ledger's pending calls, and answers go
+// through Team.Resume, exactly once. ADK's conversions (adka2a.ToA2AParts,
+// ToGenAIParts, BuildAgentSkills) are reused so ADK callers read the calls
+// as they read adka2a's.
+//
+// # Why cluster mode
+//
+// a2a-go keeps tasks and event fan-out in memory unless given a task store,
+// an event queue manager and a work queue ("cluster mode"). TaskStore keeps
+// tasks in Firestore with optimistic concurrency on the document's update
+// time; eventQueues stores each processed event and lets any instance
+// follow a task with a Firestore snapshot listener; localQueue runs the
+// work on the instance that took the request, since on serverless the
+// request's instance is the only worker there is.
+//
+// # Where a2a-go v2.4.0 needed help
+//
+// a2a-go appends a follow-up message to its task (a new version) before
+// the execution starts, so a late duplicate answer would make the running
+// execution's next write fail: TaskStore refuses such a message while a
+// live execution holds the task (ErrTaskBusy). Its cluster-mode cancel of
+// an input-required task answers "not cancelable" while the cancellation
+// goes on (cancel.go waits for it), and it saves a new task's push config
+// before the task exists (held, then written with the task).
+//
+// # Storage
+//
+//	{chat}/a2aTasks/{task id}                   task      (taskDoc; TTL gcAt)
+//	{chat}/a2aTasks/{task id}/a2aEvents/{v:020d} event    (eventDoc; TTL gcAt, a day)
+//	{chat}/a2aTasks/{task id}/a2aPush/{id}      push config (pushDoc; TTL gcAt)
+//
+// where {chat} is sessionstore's chat document, so deleting a chat
+// (sessionstore.DeleteChat, Team's idle cleanup) deletes its tasks. A task
+// is found by id with a collection-group query on a2aTasks.key
+// ("{root}/{app}/{user}/{task id}"), so another user's task is not found;
+// events are followed with a collection-group query on a2aEvents (key ==,
+// version >, ordered by version). Indexes and TTLs lists both.
+package a2aserver
+
+import "github.com/baton-run/baton/sessionstore"
+
+// Indexes lists the composite indexes this package's queries need: a
+// subscriber follows a task's events by key ==, version >, ordered by
+// version.
+var Indexes = []sessionstore.Index{
+	{CollectionGroup: eventsCollection, QueryScope: "COLLECTION_GROUP", Fields: []string{"key", "version"}},
+}
+
+// FieldIndexes: finding a task by id is a collection-group equality query.
+var FieldIndexes = []sessionstore.FieldIndex{{CollectionGroup: tasksCollection, Field: "key", QueryScope: "COLLECTION_GROUP"}}
+
+// QueriedFields are the fields this package's queries filter or order on,
+// by collection group: their automatic indexes must not be exempted.
+var QueriedFields = map[string][]string{
+	tasksCollection:  {"key", "updated"},
+	eventsCollection: {"key", "version"},
+}
+
+// TTLField is the time-to-live field of every document this package stores.
+const TTLField = "gcAt"
+
+// TTLs lists the time-to-live fields of this package's documents.
+var TTLs = []sessionstore.TTL{
+	{CollectionGroup: tasksCollection, Field: TTLField},
+	{CollectionGroup: eventsCollection, Field: TTLField},
+	{CollectionGroup: pushCollection, Field: TTLField},
+}

@@ -1,0 +1,292 @@
+package a2aserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv/eventqueue"
+	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
+	"github.com/a2aproject/a2a-go/v2/a2asrv/workqueue"
+	"google.golang.org/adk/v2/platform"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// eventRetention is how long a stored event is kept for subscribers: events
+// only carry a task's progress to live streams; the task document holds the
+// state.
+const eventRetention = 24 * time.Hour
+
+// eventQueues carries a task's processed events from the instance running
+// its execution to subscribers on any instance, through Firestore (a2a-go's
+// eventqueue.Manager). The writer stores each event beside its task, named
+// by the task version it produced; a reader listens, with a Firestore
+// snapshot listener, for the events of versions after the one its task had
+// when the reader was made, so it needs no clock.
+type eventQueues struct {
+	store *TaskStore
+
+	// local holds this instance's open readers by task, so that an
+	// execution that fails before it stores anything can tell the request
+	// waiting for it, and only that one (see localQueue): a duplicate
+	// answer that loses the race must not end the winner's request.
+	mu    sync.Mutex
+	local map[a2a.TaskID]map[*eventReader]bool
+}
+
+var _ eventqueue.Manager = (*eventQueues)(nil)
+
+// eventDoc is a stored event, at {task}/a2aEvents/{version:020d}.
+type eventDoc struct {
+	Key     string    `firestore:"key"`     // the task's key (TaskStore.key)
+	Version int64     `firestore:"version"` // the task version the event produced
+	Message []byte    `firestore:"message"` // JSON of eventqueue.Message
+	GCAt    time.Time `firestore:"gcAt"`    // TTL
+}
+
+func newEventQueues(store *TaskStore) *eventQueues {
+	return &eventQueues{store: store, local: map[a2a.TaskID]map[*eventReader]bool{}}
+}
+
+// CreateWriter returns the writer of a task's events.
+func (q *eventQueues) CreateWriter(ctx context.Context, id a2a.TaskID) (eventqueue.Writer, error) {
+	user, err := userOf(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &eventWriter{q: q, user: user, task: id}, nil
+}
+
+// CreateReader returns a reader of the task's events from now on.
+func (q *eventQueues) CreateReader(ctx context.Context, id a2a.TaskID) (eventqueue.Reader, error) {
+	user, err := userOf(ctx)
+	if err != nil {
+		return nil, err
+	}
+	from := taskstore.TaskVersionMissing
+	stored, err := q.store.Get(ctx, id)
+	switch {
+	case err == nil:
+		from = stored.Version
+	case !errors.Is(err, a2a.ErrTaskNotFound):
+		return nil, err
+	}
+	r := q.listen(ctx, q.store.key(user, id), int64(from))
+	r.request = requestOf(ctx)
+	r.unregister = func() { q.remove(id, r) }
+	q.mu.Lock()
+	if q.local[id] == nil {
+		q.local[id] = map[*eventReader]bool{}
+	}
+	q.local[id][r] = true
+	q.mu.Unlock()
+	return r, nil
+}
+
+// Destroy does nothing: stored events expire by their TTL.
+func (q *eventQueues) Destroy(context.Context, a2a.TaskID) error { return nil }
+
+func (q *eventQueues) remove(id a2a.TaskID, r *eventReader) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	delete(q.local[id], r)
+	if len(q.local[id]) == 0 {
+		delete(q.local, id)
+	}
+}
+
+// fail ends the readers of a task that request opened with err.
+func (q *eventQueues) fail(id a2a.TaskID, request *requestID, err error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for r := range q.local[id] {
+		if r.request != request {
+			continue
+		}
+		select {
+		case r.errs <- err:
+		default:
+		}
+	}
+}
+
+type eventWriter struct {
+	q    *eventQueues
+	user string
+	task a2a.TaskID
+}
+
+// Write stores a processed event beside its task.
+func (w *eventWriter) Write(ctx context.Context, msg *eventqueue.Message) error {
+	ref, err := w.q.store.ref(ctx, w.user, w.task)
+	if err != nil {
+		return err
+	}
+	raw, err := msg.MarshalJSON()
+	if err != nil {
+		return fmt.Errorf("encode event: %w", err)
+	}
+	v := int64(msg.TaskVersion)
+	doc := eventDoc{Key: w.q.store.key(w.user, w.task), Version: v, Message: raw, GCAt: platform.Now(ctx).Add(eventRetention)}
+	for attempt := 1; ; attempt++ {
+		_, err = ref.Collection(eventsCollection).Doc(fmt.Sprintf("%020d", v)).Create(ctx, doc)
+		// The emulator sometimes answers a write among many on one task
+		// with Canceled ("call already cancelled") though the caller's
+		// context is live; the write is idempotent, so it is tried again.
+		if status.Code(err) == codes.Canceled && ctx.Err() == nil && attempt < 3 {
+			continue
+		}
+		break
+	}
+	if err != nil && status.Code(err) != codes.AlreadyExists {
+		return fmt.Errorf("store event of task %s: %w", w.task, err)
+	}
+	return nil
+}
+
+func (w *eventWriter) Close() error { return nil }
+
+// eventReader delivers the events a snapshot listener finds, in version
+// order, each once.
+type eventReader struct {
+	request    *requestID // the request that opened it
+	msgs       chan *eventqueue.Message
+	errs       chan error
+	stop       context.CancelFunc
+	done       chan struct{}
+	unregister func()
+	closeOnce  sync.Once
+}
+
+func (q *eventQueues) listen(ctx context.Context, key string, from int64) *eventReader {
+	lctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	r := &eventReader{msgs: make(chan *eventqueue.Message, 64), errs: make(chan error, 1), stop: stop, done: make(chan struct{})}
+	query := q.store.client.CollectionGroup(eventsCollection).
+		Where("key", "==", key).Where("version", ">", from).OrderBy("version", firestore.Asc)
+	go func() {
+		defer close(r.done)
+		it := query.Snapshots(lctx)
+		defer it.Stop()
+		last := from
+		for {
+			snap, err := it.Next()
+			if err != nil {
+				if lctx.Err() == nil {
+					r.errs <- fmt.Errorf("listen for events: %w", err)
+				}
+				return
+			}
+			var added []eventDoc
+			for _, ch := range snap.Changes {
+				if ch.Kind != firestore.DocumentAdded {
+					continue
+				}
+				var d eventDoc
+				if err := ch.Doc.DataTo(&d); err != nil {
+					r.errs <- fmt.Errorf("decode event: %w", err)
+					return
+				}
+				added = append(added, d)
+			}
+			slices.SortFunc(added, func(a, b eventDoc) int { return int(a.Version - b.Version) })
+			for _, d := range added {
+				if d.Version <= last {
+					continue
+				}
+				var msg eventqueue.Message
+				if err := msg.UnmarshalJSON(d.Message); err != nil {
+					r.errs <- fmt.Errorf("decode event: %w", err)
+					return
+				}
+				select {
+				case r.msgs <- &msg:
+				case <-lctx.Done():
+					return
+				}
+				last = d.Version
+			}
+		}
+	}()
+	return r
+}
+
+// Read returns the next event.
+func (r *eventReader) Read(ctx context.Context) (*eventqueue.Message, error) {
+	select {
+	case msg := <-r.msgs:
+		return msg, nil
+	case err := <-r.errs:
+		return nil, err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-r.done:
+		select {
+		case msg := <-r.msgs:
+			return msg, nil
+		default:
+			return nil, eventqueue.ErrQueueClosed
+		}
+	}
+}
+
+// Close stops the listener.
+func (r *eventReader) Close() error {
+	r.closeOnce.Do(func() {
+		r.stop()
+		<-r.done
+		if r.unregister != nil {
+			r.unregister()
+		}
+	})
+	return nil
+}
+
+// localQueue is the work queue of a serverless instance: the instance that
+// takes a request runs its execution, detached from the request and bounded
+// by timeout. a2a-go's cluster mode hands work to a queue so that any node
+// may run it; here the request's own instance is the node, and Firestore
+// (task store and events) is what the other instances share.
+type localQueue struct {
+	handler workqueue.HandlerFn
+	events  *eventQueues
+	timeout time.Duration
+}
+
+var _ workqueue.Queue = (*localQueue)(nil)
+
+func (q *localQueue) RegisterHandler(_ workqueue.HandlerConfig, fn workqueue.HandlerFn) {
+	q.handler = fn
+}
+
+// Write starts the work at once. An execution that fails before storing
+// anything (an unknown task, a busy chat) fails the readers this instance
+// opened for it, which is how the request that sent it gets the error.
+func (q *localQueue) Write(ctx context.Context, p *workqueue.Payload) (a2a.TaskID, error) {
+	request := requestOf(ctx)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), q.timeout)
+		defer cancel()
+		if _, err := q.handler(ctx, p); err != nil {
+			q.events.fail(p.TaskID, request, err)
+		}
+	}()
+	return p.TaskID, nil
+}
+
+// requestID tells apart the requests an instance serves (ServeHTTP puts a
+// new one on each request's context): the reader a request opens and the
+// work it queues carry the same one.
+type requestID struct{ _ byte }
+
+type requestKey struct{}
+
+func requestOf(ctx context.Context) *requestID {
+	id, _ := ctx.Value(requestKey{}).(*requestID)
+	return id
+}

@@ -1,0 +1,408 @@
+package a2aserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+	"google.golang.org/adk/v2/server/adka2a/v2"
+	"google.golang.org/adk/v2/tool/toolconfirmation"
+	"google.golang.org/genai"
+
+	"github.com/baton-run/baton/sessionstore"
+	"github.com/baton-run/baton/toolcallback"
+)
+
+// executor runs Baton's team for a2a-go's request handler: a task is one
+// turn of a chat (the context), paused calls are its input-required
+// state, and answers go through the team's ledger.
+type executor struct {
+	team  *toolcallback.Team
+	store *TaskStore
+	log   *slog.Logger
+	// stale: a task left working for longer has lost its execution (the
+	// instance died), and the next message on it takes it over.
+	stale time.Duration
+}
+
+var _ a2asrv.AgentExecutor = (*executor)(nil)
+
+// clientOf is the Baton client id of a task: the calls a task's turn
+// pauses on belong to it, so only messages on that task answer them.
+func clientOf(id a2a.TaskID) string { return "a2a~" + string(id) }
+
+// run is one execution: a message on a task, and how its events go out.
+type run struct {
+	x     *executor
+	ec    *a2asrv.ExecutorContext
+	user  string
+	yield func(a2a.Event, error) bool
+}
+
+func (r *run) client() string { return clientOf(r.ec.TaskID) }
+
+// Execute runs a message: a new task starts a turn in the chat; a message
+// on an input-required task answers its calls (or, without answers, starts
+// the chat's next turn on the same task).
+func (x *executor) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		if ec.User == nil || !ec.User.Authenticated {
+			yield(nil, a2a.ErrUnauthenticated)
+			return
+		}
+		r := &run{x: x, ec: ec, user: ec.User.Name, yield: yield}
+		content, answers, err := splitMessage(ec.Message)
+		if err != nil {
+			yield(nil, err) // checked by the request interceptor already
+			return
+		}
+		if ec.StoredTask == nil {
+			r.start(ctx, content)
+			return
+		}
+		r.follow(ctx, content, answers)
+	}
+}
+
+// start runs the first turn of a task. Errors before the turn runs (a busy
+// chat, pending calls under the reject policy) come back to the caller
+// before the task exists, so nothing about it is stored.
+func (r *run) start(ctx context.Context, content *genai.Content) {
+	inv, _, err := r.x.team.Turn(ctx, toolcallback.ChatTurn{UserID: r.user, ChatID: r.ec.ContextID, ClientID: r.client(), Content: content})
+	if err != nil {
+		r.yield(nil, r.x.turnError(ctx, err))
+		return
+	}
+	if !r.yield(a2a.NewSubmittedTask(r.ec, r.ec.Message), nil) {
+		return
+	}
+	if !r.yield(a2a.NewStatusUpdateEvent(r.ec, a2a.TaskStateWorking, nil), nil) {
+		return
+	}
+	r.stream(ctx, inv, nil)
+}
+
+// follow runs a message on an existing task.
+func (r *run) follow(ctx context.Context, content *genai.Content, answers []answer) {
+	if r.ec.StoredTask.Status.State != a2a.TaskStateInputRequired {
+		r.awaitOwner(ctx)
+		return
+	}
+	if !r.claim(ctx) {
+		return
+	}
+	if len(answers) == 0 {
+		inv, _, err := r.x.team.Turn(ctx, toolcallback.ChatTurn{UserID: r.user, ChatID: r.ec.ContextID, ClientID: r.client(), Content: content})
+		if err != nil {
+			r.settle(ctx, []string{problem(err)})
+			return
+		}
+		r.stream(ctx, inv, nil)
+		return
+	}
+	var inv *toolcallback.Invocation
+	var problems []string
+	for _, a := range answers {
+		res, err := r.x.team.Resume(ctx, toolcallback.Result{UserID: r.user, SessionID: r.ec.ContextID, CallID: a.id, ClientID: r.client(), Answer: a.answer})
+		var already *toolcallback.AlreadyResolvedError
+		switch {
+		case errors.As(err, &already) && already.Same:
+			// A retry: the answer is recorded and nothing runs again.
+		case err != nil:
+			problems = append(problems, fmt.Sprintf("call %s: %s", a.id, problem(err)))
+		case res.Invocation != nil:
+			inv = res.Invocation
+		case res.Deferred:
+			problems = append(problems, fmt.Sprintf("call %s: answer recorded; the chat is busy and the agent resumes when it is free", a.id))
+		}
+	}
+	if inv == nil {
+		r.settle(ctx, problems)
+		return
+	}
+	r.stream(ctx, inv, problems)
+}
+
+// claim moves the task from input-required to working and waits until the
+// task store has taken that write. Of executions started on the same
+// version of the task (duplicate answers on several instances), exactly
+// one gets here; the store refuses the others' write, a2a-go ends them,
+// and they answer nothing.
+func (r *run) claim(ctx context.Context) bool {
+	ev := a2a.NewStatusUpdateEvent(r.ec, a2a.TaskStateWorking, nil)
+	done := r.x.store.watchCommit(ev)
+	defer r.x.store.forgetCommit(ev)
+	if !r.yield(ev, nil) {
+		return false
+	}
+	select {
+	case err := <-done:
+		return err == nil
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// awaitOwner handles a message on a task another execution is working on:
+// it waits until that execution has moved the task on, then hands a2a-go a
+// status the store refuses (its version is gone), so a2a-go answers with
+// the task as it now is. A task left working longer than stale has lost
+// its execution; this one takes it over and reports what the ledger holds.
+func (r *run) awaitOwner(ctx context.Context) {
+	for {
+		stored, err := r.x.store.Get(ctx, r.ec.TaskID)
+		if err != nil {
+			r.yield(nil, err)
+			return
+		}
+		st := stored.Task.Status
+		if st.State != a2a.TaskStateWorking && st.State != a2a.TaskStateSubmitted {
+			r.yield(a2a.NewStatusUpdateEvent(r.ec, st.State, st.Message), nil)
+			return
+		}
+		if st.Timestamp != nil && time.Since(*st.Timestamp) > r.x.stale {
+			if r.claim(ctx) {
+				r.settle(ctx, []string{"the server stopped while working on this task"})
+			}
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// stream reports a running invocation: the model's text as artifact
+// updates, then the state the ledger leaves the task in.
+func (r *run) stream(ctx context.Context, inv *toolcallback.Invocation, problems []string) {
+	var artifact a2a.ArtifactID
+	for ev, err := range inv.Events() {
+		if err != nil {
+			r.x.log.ErrorContext(ctx, "a2a invocation", "task", r.ec.TaskID, "error", err)
+			r.yield(a2a.NewStatusUpdateEvent(r.ec, a2a.TaskStateFailed, agentText("internal error")), nil)
+			return
+		}
+		if ev.Partial || ev.Content == nil || ev.Author == "user" {
+			continue
+		}
+		var parts []*a2a.Part
+		for _, p := range ev.Content.Parts {
+			if p.Text != "" && !p.Thought {
+				parts = append(parts, a2a.NewTextPart(p.Text))
+			}
+		}
+		if len(parts) == 0 {
+			continue
+		}
+		var out *a2a.TaskArtifactUpdateEvent
+		if artifact == "" {
+			out = a2a.NewArtifactEvent(r.ec, parts...)
+			artifact = out.Artifact.ID
+		} else {
+			out = a2a.NewArtifactUpdateEvent(r.ec, artifact, parts...)
+		}
+		if !r.yield(out, nil) {
+			return
+		}
+	}
+	r.settle(ctx, problems)
+}
+
+// settle ends the execution in the state the ledger says: input-required
+// with the task's pending calls, else completed (or failed when answers
+// were refused and nothing is left to answer).
+func (r *run) settle(ctx context.Context, problems []string) {
+	calls, err := r.x.pending(ctx, r.user, r.ec.ContextID, r.client())
+	if err != nil {
+		r.x.log.ErrorContext(ctx, "a2a pending calls", "task", r.ec.TaskID, "error", err)
+		r.yield(a2a.NewStatusUpdateEvent(r.ec, a2a.TaskStateFailed, agentText("internal error")), nil)
+		return
+	}
+	if len(calls) == 0 {
+		state, msg := a2a.TaskStateCompleted, (*a2a.Message)(nil)
+		if len(problems) > 0 {
+			state, msg = a2a.TaskStateFailed, agentText(strings.Join(problems, "\n"))
+		}
+		r.yield(a2a.NewStatusUpdateEvent(r.ec, state, msg), nil)
+		return
+	}
+	parts := make([]*a2a.Part, 0, len(calls)+len(problems))
+	for _, c := range calls {
+		p, err := callPart(c)
+		if err != nil {
+			r.yield(nil, err)
+			return
+		}
+		parts = append(parts, p)
+	}
+	for _, p := range problems {
+		t := a2a.NewTextPart(p)
+		t.SetMeta("validation_error", true)
+		parts = append(parts, t)
+	}
+	r.yield(a2a.NewStatusUpdateEvent(r.ec, a2a.TaskStateInputRequired, a2a.NewMessage(a2a.MessageRoleAgent, parts...)), nil)
+}
+
+// Cancel cancels a task. The calls it is waiting for are answered with an
+// error (an approval with a rejection), so the chat's transcript stays
+// valid; the agent then runs once more in the chat, reported to no task. A
+// task being worked on is marked canceled; its execution stops reporting
+// at its next write, and the model step under way finishes in the chat.
+func (x *executor) Cancel(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		if ec.User == nil || !ec.User.Authenticated {
+			yield(nil, a2a.ErrUnauthenticated)
+			return
+		}
+		user, client := ec.User.Name, clientOf(ec.TaskID)
+		if ec.StoredTask != nil && ec.StoredTask.Status.State == a2a.TaskStateInputRequired {
+			calls, err := x.pending(ctx, user, ec.ContextID, client)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			for _, c := range calls {
+				a := toolcallback.Answer{Error: "cancelled: the A2A caller canceled the task"}
+				if c.Kind == toolcallback.KindApproval {
+					no := false
+					a = toolcallback.Answer{Approved: &no}
+				}
+				_, err := x.team.Resume(ctx, toolcallback.Result{UserID: user, SessionID: ec.ContextID, CallID: c.ID, ClientID: client, Answer: a})
+				if err != nil && !errors.Is(err, toolcallback.ErrAlreadyResolved) && !errors.Is(err, toolcallback.ErrExpired) {
+					x.log.WarnContext(ctx, "a2a cancel: answer call", "task", ec.TaskID, "call", c.ID, "error", err)
+				}
+			}
+		}
+		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCanceled, agentText("canceled by the caller")), nil)
+	}
+}
+
+// pending lists the pending calls of a task's turns.
+func (x *executor) pending(ctx context.Context, user, chat, client string) ([]*toolcallback.Call, error) {
+	state, err := x.team.Pending(ctx, user, chat, client, 0)
+	if err != nil {
+		return nil, err
+	}
+	own := state.Calls[:0]
+	for _, c := range state.Calls {
+		if c.ClientID == client {
+			own = append(own, c)
+		}
+	}
+	return own, nil
+}
+
+// turnError maps an error of Team.Turn to what the caller sees.
+func (x *executor) turnError(ctx context.Context, err error) error {
+	var unknown *toolcallback.UnknownAgentError
+	switch {
+	case errors.Is(err, sessionstore.ErrBusy):
+		return fmt.Errorf("%w: the chat is busy with another turn; retry shortly", a2a.ErrServerError)
+	case errors.Is(err, toolcallback.ErrPendingCalls), errors.As(err, &unknown),
+		errors.Is(err, sessionstore.ErrInvalidID), errors.Is(err, toolcallback.ErrInvalidAnswer):
+		return fmt.Errorf("%w: %s", a2a.ErrInvalidParams, err.Error())
+	}
+	x.log.ErrorContext(ctx, "a2a turn", "error", err)
+	return a2a.ErrInternalError
+}
+
+// problem says why an answer or message was not taken, in words for the
+// caller; errors that are the server's are only "internal error".
+func problem(err error) string {
+	for _, known := range []error{toolcallback.ErrCallNotFound, toolcallback.ErrAlreadyResolved, toolcallback.ErrExpired,
+		toolcallback.ErrWrongClient, toolcallback.ErrInvalidAnswer, toolcallback.ErrAnswerTooLarge, toolcallback.ErrPendingCalls,
+		sessionstore.ErrBusy, sessionstore.ErrInvalidID} {
+		if errors.Is(err, known) {
+			return err.Error()
+		}
+	}
+	return "internal error"
+}
+
+func agentText(s string) *a2a.Message {
+	return a2a.NewMessage(a2a.MessageRoleAgent, a2a.NewTextPart(s))
+}
+
+// callPart is a pending call as ADK's A2A executor shows one: a data part
+// holding the function call, marked long-running. An approval shows ADK's
+// confirmation request, whose answer is {"confirmed": bool, "payload": ...}.
+func callPart(c *toolcallback.Call) (*a2a.Part, error) {
+	fc := &genai.FunctionCall{ID: c.ID, Name: c.Tool, Args: c.Args}
+	if c.Kind == toolcallback.KindApproval {
+		fc = &genai.FunctionCall{ID: c.ID, Name: toolconfirmation.FunctionCallName, Args: map[string]any{
+			"originalFunctionCall": map[string]any{"id": c.OriginalID, "name": c.Tool, "args": c.Args},
+			"toolConfirmation":     map[string]any{"hint": c.Hint, "confirmed": false},
+		}}
+	}
+	parts, err := adka2a.ToA2AParts([]*genai.Part{{FunctionCall: fc}}, []string{c.ID})
+	if err != nil {
+		return nil, err
+	}
+	parts[0].SetMeta("baton_kind", string(c.Kind))
+	parts[0].SetMeta("baton_expires", c.Expires.UTC().Format(time.RFC3339))
+	return parts[0], nil
+}
+
+// answer is a function response a message carries.
+type answer struct {
+	id     string
+	answer toolcallback.Answer
+}
+
+// splitMessage converts a message's parts (ADK's A2A conversions) into the
+// content of a turn and the answers to paused calls.
+func splitMessage(msg *a2a.Message) (*genai.Content, []answer, error) {
+	parts, err := adka2a.ToGenAIParts(msg.Parts)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", a2a.ErrInvalidParams, err)
+	}
+	var content []*genai.Part
+	var answers []answer
+	for _, p := range parts {
+		fr := p.FunctionResponse
+		if fr == nil {
+			content = append(content, p)
+			continue
+		}
+		if fr.ID == "" {
+			return nil, nil, fmt.Errorf("%w: a function response needs the id of the call it answers", a2a.ErrInvalidParams)
+		}
+		answers = append(answers, answer{id: fr.ID, answer: answerOf(fr)})
+	}
+	if len(content) > 0 && len(answers) > 0 {
+		return nil, nil, fmt.Errorf("%w: a message either answers calls or says something, not both", a2a.ErrInvalidParams)
+	}
+	if len(content) == 0 && len(answers) == 0 {
+		return nil, nil, fmt.Errorf("%w: the message has no parts the agent can read", a2a.ErrInvalidParams)
+	}
+	if len(content) == 0 {
+		return nil, answers, nil
+	}
+	return &genai.Content{Role: genai.RoleUser, Parts: content}, nil, nil
+}
+
+// answerOf reads a function response as a ledger answer: a confirmation's
+// {"confirmed", "payload"}, a lone {"error": "..."}, or any other object as
+// the tool's output.
+func answerOf(fr *genai.FunctionResponse) toolcallback.Answer {
+	if fr.Name == toolconfirmation.FunctionCallName {
+		confirmed, _ := fr.Response["confirmed"].(bool)
+		return toolcallback.Answer{Approved: &confirmed, Payload: fr.Response["payload"]}
+	}
+	if e, ok := fr.Response["error"].(string); ok && len(fr.Response) == 1 {
+		return toolcallback.Answer{Error: e}
+	}
+	out := fr.Response
+	if out == nil {
+		out = map[string]any{}
+	}
+	return toolcallback.Answer{Output: out}
+}

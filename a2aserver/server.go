@@ -1,0 +1,329 @@
+package a2aserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
+	"google.golang.org/adk/v2/agent"
+	"google.golang.org/adk/v2/server/adka2a/v2"
+
+	"github.com/baton-run/baton/sessionstore"
+	"github.com/baton-run/baton/toolcallback"
+)
+
+// Authenticator returns the verified user id of a request, or an error
+// wrapping ErrUnauthenticated (401) or any other error (503: whatever
+// vouches for tokens could not be reached).
+type Authenticator func(r *http.Request) (string, error)
+
+// ErrUnauthenticated is what an Authenticator wraps when a request carries
+// no acceptable credentials.
+var ErrUnauthenticated = errors.New("unauthenticated")
+
+// Options tunes a Server. Nil or zero fields take the defaults.
+type Options struct {
+	// Name and Description of the agent card. Default: the app name, and
+	// the agents' descriptions.
+	Name, Description string
+	// MaxBodyBytes limits a request body. Default 256 KiB.
+	MaxBodyBytes int64
+	// Retention is how long a task's documents are kept after its last
+	// change (their TTL field). Default 7 days.
+	Retention time.Duration
+	// ExecutionTimeout bounds one execution, detached from its request.
+	// Default 3m; a task still working after twice that is taken to have
+	// lost its execution.
+	ExecutionTimeout time.Duration
+	// PushAllow lists the URL prefixes push notifications may go to. Empty
+	// turns push notifications off.
+	PushAllow []string
+	// PushClient posts push notifications. Default: a client with a 10 s
+	// timeout.
+	PushClient *http.Client
+	// PushAttempts bounds the tries of one notification (default 3), the
+	// first retry after PushBackoff (default 1s), doubling.
+	PushAttempts int
+	PushBackoff  time.Duration
+	// SecuritySchemes the agent card lists, and which of them a caller may
+	// use (any one). Default: an HTTP bearer scheme.
+	SecuritySchemes a2a.NamedSecuritySchemes
+	Logger          *slog.Logger
+}
+
+func (o *Options) withDefaults(app string) Options {
+	var out Options
+	if o != nil {
+		out = *o
+	}
+	if out.Name == "" {
+		out.Name = app
+	}
+	if out.MaxBodyBytes <= 0 {
+		out.MaxBodyBytes = 256 << 10
+	}
+	if out.Retention <= 0 {
+		out.Retention = 7 * 24 * time.Hour
+	}
+	if out.ExecutionTimeout <= 0 {
+		out.ExecutionTimeout = 3 * time.Minute
+	}
+	if out.PushClient == nil {
+		out.PushClient = &http.Client{Timeout: 10 * time.Second}
+	}
+	if out.PushAttempts <= 0 {
+		out.PushAttempts = 3
+	}
+	if out.PushBackoff <= 0 {
+		out.PushBackoff = time.Second
+	}
+	if out.SecuritySchemes == nil {
+		out.SecuritySchemes = a2a.NamedSecuritySchemes{"bearer": a2a.HTTPAuthSecurityScheme{Scheme: "Bearer", BearerFormat: "JWT"}}
+	}
+	if out.Logger == nil {
+		out.Logger = slog.New(slog.DiscardHandler)
+	}
+	return out
+}
+
+// Server serves a team over A2A's JSON-RPC binding, versions 1.0 and 0.3
+// on one URL, and its agent card at /.well-known/agent-card.json below it.
+type Server struct {
+	auth    Authenticator
+	card    *a2a.AgentCard
+	v1, v0  http.Handler
+	opts    Options
+	store   *TaskStore
+	maxBody int64
+}
+
+// New returns a Server for team, whose members are agents (for the card's
+// skills), storing tasks through client beside sessions' chats.
+func New(client *firestore.Client, sessions *sessionstore.Service, team *toolcallback.Team, app string, agents []agent.Agent, auth Authenticator, opts *Options) *Server {
+	o := opts.withDefaults(app)
+	stale := 2 * o.ExecutionTimeout
+	store := newTaskStore(client, sessions, app, o.Retention, stale)
+	events := newEventQueues(store)
+	queue := &localQueue{events: events, timeout: o.ExecutionTimeout}
+	exec := &executor{team: team, store: store, log: o.Logger, stale: stale}
+	handlerOpts := []a2asrv.RequestHandlerOption{
+		a2asrv.WithLogger(o.Logger),
+		a2asrv.WithClusterMode(a2asrv.ClusterConfig{TaskStore: store, QueueManager: events, WorkQueue: queue}),
+		a2asrv.WithCallInterceptors(&interceptor{log: o.Logger}),
+	}
+	if len(o.PushAllow) > 0 {
+		handlerOpts = append(handlerOpts, a2asrv.WithPushNotifications(&pushStore{tasks: store, allow: o.PushAllow},
+			&pushSender{tasks: store, allow: o.PushAllow, client: o.PushClient, attempts: o.PushAttempts, backoff: o.PushBackoff, log: o.Logger}))
+	}
+	handler := cancelHandler{RequestHandler: a2asrv.NewHandler(exec, handlerOpts...), store: store}
+	s := &Server{auth: auth, opts: o, store: store, maxBody: o.MaxBodyBytes,
+		v1: a2asrv.NewJSONRPCHandler(handler), v0: a2av0.NewJSONRPCHandler(handler)}
+	s.card = s.buildCard(agents)
+	return s
+}
+
+func (s *Server) buildCard(agents []agent.Agent) *a2a.AgentCard {
+	card := &a2a.AgentCard{
+		Name: s.opts.Name, Description: s.opts.Description, Version: "1",
+		Capabilities:       a2a.AgentCapabilities{Streaming: true, PushNotifications: len(s.opts.PushAllow) > 0},
+		DefaultInputModes:  []string{"text/plain", "application/json"},
+		DefaultOutputModes: []string{"text/plain", "application/json"},
+		SecuritySchemes:    s.opts.SecuritySchemes,
+		Skills:             []a2a.AgentSkill{},
+	}
+	var descriptions []string
+	for _, a := range agents {
+		card.Skills = append(card.Skills, adka2a.BuildAgentSkills(a)...)
+		if a.Description() != "" {
+			descriptions = append(descriptions, a.Name()+": "+a.Description())
+		}
+	}
+	if card.Description == "" {
+		card.Description = strings.Join(descriptions, "\n")
+	}
+	for name := range s.opts.SecuritySchemes {
+		card.SecurityRequirements = append(card.SecurityRequirements, a2a.SecurityRequirements{name: {}})
+	}
+	return card
+}
+
+// ServeHTTP serves the agent card (GET) and JSON-RPC (POST).
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if strings.HasSuffix(r.URL.Path, a2asrv.WellKnownAgentCardPath) {
+		s.serveCard(w, r)
+		return
+	}
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		rpcError(w, http.StatusMethodNotAllowed, a2a.ErrInvalidRequest, "use POST")
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, s.maxBody+1))
+	if err != nil {
+		rpcError(w, http.StatusBadRequest, a2a.ErrParseError, "unreadable body")
+		return
+	}
+	if int64(len(body)) > s.maxBody {
+		rpcError(w, http.StatusRequestEntityTooLarge, a2a.ErrInvalidRequest, fmt.Sprintf("body over %d bytes", s.maxBody))
+		return
+	}
+	user, err := s.auth(r)
+	if errors.Is(err, ErrUnauthenticated) {
+		w.Header().Set("WWW-Authenticate", "Bearer")
+		rpcError(w, http.StatusUnauthorized, a2a.ErrUnauthenticated, "a verified bearer token is required")
+		return
+	}
+	if err != nil {
+		s.opts.Logger.WarnContext(r.Context(), "a2a authentication unavailable", "error", err)
+		w.Header().Set("Retry-After", "5")
+		rpcError(w, http.StatusServiceUnavailable, a2a.ErrServerError, "token verification unavailable; retry")
+		return
+	}
+	var peek struct {
+		Method string `json:"method"`
+	}
+	if err := json.Unmarshal(body, &peek); err != nil {
+		rpcError(w, http.StatusOK, a2a.ErrParseError, "malformed JSON")
+		return
+	}
+	ctx := context.WithValue(r.Context(), userKey{}, user)
+	r = r.WithContext(context.WithValue(ctx, requestKey{}, &requestID{}))
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if strings.Contains(peek.Method, "/") {
+		s.v0.ServeHTTP(w, r) // 0.3 names its methods "message/send", 1.0 "SendMessage"
+		return
+	}
+	s.v1.ServeHTTP(w, r)
+}
+
+// serveCard answers the agent card, its interfaces at the URL it was asked
+// from, in the JSON both protocol versions read.
+func (s *Server) serveCard(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		w.WriteHeader(http.StatusMethodNotAllowed)
+		return
+	}
+	scheme := "https"
+	if r.TLS == nil && r.Header.Get("X-Forwarded-Proto") != "https" {
+		scheme = "http"
+	}
+	base := scheme + "://" + r.Host + strings.TrimSuffix(r.URL.Path, a2asrv.WellKnownAgentCardPath)
+	card := *s.card
+	card.SupportedInterfaces = []*a2a.AgentInterface{
+		{URL: base, ProtocolBinding: a2a.TransportProtocolJSONRPC, ProtocolVersion: a2a.Version},
+		{URL: base, ProtocolBinding: a2a.TransportProtocolJSONRPC, ProtocolVersion: a2av0.Version},
+	}
+	a2asrv.NewAgentCardHandler(a2av0.NewStaticAgentCardProducer(&card)).ServeHTTP(w, r)
+}
+
+type userKey struct{}
+
+// interceptor puts the verified user into a2a-go's call context, checks
+// that ids can name Firestore documents and that a message is one Baton
+// can run, before anything is stored, and keeps internal error details out
+// of responses.
+type interceptor struct{ log *slog.Logger }
+
+func (i *interceptor) Before(ctx context.Context, cc *a2asrv.CallContext, req *a2asrv.Request) (context.Context, any, error) {
+	user, _ := ctx.Value(userKey{}).(string)
+	if user == "" {
+		return ctx, nil, a2a.ErrUnauthenticated
+	}
+	cc.User = a2asrv.NewAuthenticatedUser(user, nil)
+	var ids []string
+	switch p := req.Payload.(type) {
+	case *a2a.SendMessageRequest:
+		if p.Message == nil {
+			return ctx, nil, fmt.Errorf("%w: message is required", a2a.ErrInvalidParams)
+		}
+		ids = append(ids, string(p.Message.TaskID), p.Message.ContextID)
+		_, answers, err := splitMessage(p.Message)
+		if err != nil {
+			return ctx, nil, err
+		}
+		if len(answers) > 0 && p.Message.TaskID == "" {
+			return ctx, nil, fmt.Errorf("%w: function responses answer the calls of an input-required task: send them with its taskId", a2a.ErrInvalidParams)
+		}
+	case *a2a.GetTaskRequest:
+		ids = append(ids, string(p.ID))
+	case *a2a.CancelTaskRequest:
+		ids = append(ids, string(p.ID))
+	case *a2a.SubscribeToTaskRequest:
+		ids = append(ids, string(p.ID))
+	case *a2a.GetTaskPushConfigRequest:
+		ids = append(ids, string(p.TaskID), p.ID)
+	case *a2a.ListTaskPushConfigRequest:
+		ids = append(ids, string(p.TaskID))
+	case *a2a.DeleteTaskPushConfigRequest:
+		ids = append(ids, string(p.TaskID), p.ID)
+	case *a2a.PushConfig:
+		ids = append(ids, string(p.TaskID), p.ID)
+	}
+	for _, id := range ids {
+		if id == "" {
+			continue
+		}
+		if err := validateID("id", id); err != nil {
+			return ctx, nil, err
+		}
+	}
+	return ctx, nil, nil
+}
+
+// publicErrors are the errors whose text a caller may read.
+var publicErrors = []error{
+	a2a.ErrParseError, a2a.ErrInvalidRequest, a2a.ErrMethodNotFound, a2a.ErrInvalidParams, a2a.ErrTaskNotFound,
+	a2a.ErrTaskNotCancelable, a2a.ErrPushNotificationNotSupported, a2a.ErrUnsupportedOperation,
+	a2a.ErrUnsupportedContentType, a2a.ErrUnauthenticated, a2a.ErrUnauthorized, a2a.ErrServerError,
+	a2a.ErrVersionNotSupported, a2a.ErrExtendedCardNotConfigured,
+}
+
+func (i *interceptor) After(ctx context.Context, cc *a2asrv.CallContext, resp *a2asrv.Response) error {
+	if resp.Err == nil {
+		return nil
+	}
+	if errors.Is(resp.Err, taskstore.ErrConcurrentModification) {
+		// Another message on the task (a duplicate answer) was taken first.
+		resp.Err = fmt.Errorf("%w: the task changed while this message was taken; get the task to see where it is", a2a.ErrServerError)
+		return nil
+	}
+	for _, e := range publicErrors {
+		if errors.Is(resp.Err, e) {
+			return nil
+		}
+	}
+	i.log.ErrorContext(ctx, "a2a", "method", cc.Method(), "error", resp.Err)
+	resp.Err = a2a.ErrInternalError
+	return nil
+}
+
+func validateID(kind, id string) error {
+	if err := sessionstore.ValidateID(kind, id); err != nil {
+		return fmt.Errorf("%w: %w", a2a.ErrInvalidParams, err)
+	}
+	return nil
+}
+
+// rpcError answers a JSON-RPC error before a2a-go has read the request.
+func rpcError(w http.ResponseWriter, code int, kind error, message string) {
+	codes := map[error]int{a2a.ErrParseError: -32700, a2a.ErrInvalidRequest: -32600, a2a.ErrUnauthenticated: -31401, a2a.ErrServerError: -32000}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"jsonrpc": "2.0", "id": nil,
+		"error": map[string]any{"code": codes[kind], "message": kind.Error() + ": " + message},
+	})
+}

@@ -1,0 +1,226 @@
+package mcpregistry
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os/exec"
+	"sync"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/baton-run/baton/sessionstore"
+)
+
+// protocolVersion is the MCP version Baton asks for: the last one with
+// sessions (Mcp-Session-Id), which is what lets a chat keep server-side
+// state. go-sdk v1.8.0 would otherwise try 2026-07-28, which has none.
+const protocolVersion = "2025-11-25"
+
+// conn is one client session and the tool list cached for it.
+type conn struct {
+	server string
+	cs     *mcp.ClientSession
+	http   *sessionTransport // nil for stdio
+	dead   atomic.Bool
+
+	changes atomic.Uint64 // notifications/tools/list_changed received
+	mu      sync.Mutex
+	tools   []*mcp.Tool
+	listed  uint64 // changes when tools was fetched
+}
+
+func (c *conn) broken() bool { return c.dead.Load() }
+func (c *conn) markBroken()  { c.dead.Store(true) }
+
+// endSession makes the next close end the server's session (HTTP DELETE);
+// otherwise a close only drops this instance's connection. A stdio
+// server's session ends with its process either way.
+func (c *conn) endSession() {
+	if c.http != nil {
+		c.http.ending.Store(true)
+	}
+}
+
+// toolList returns the server's tools, listed once per connection and
+// again after the server says the list changed.
+func (c *conn) toolList(ctx context.Context) ([]*mcp.Tool, error) {
+	seen := c.changes.Load()
+	c.mu.Lock()
+	tools, fresh := c.tools, c.tools != nil && c.listed == seen
+	c.mu.Unlock()
+	if fresh {
+		return tools, nil
+	}
+	tools = []*mcp.Tool{}
+	for t, err := range c.cs.Tools(ctx, nil) {
+		if err != nil {
+			return nil, err
+		}
+		tools = append(tools, t)
+	}
+	c.mu.Lock()
+	c.tools, c.listed = tools, seen
+	c.mu.Unlock()
+	return tools, nil
+}
+
+// open connects chat to srv. A Streamable HTTP server's session recorded
+// in the chat is continued; when the server no longer has it, or none is
+// recorded, a new one is started and recorded.
+func (r *Registry) open(ctx context.Context, chat Chat, srv Server) (*conn, error) {
+	if srv.Transport() == "stdio" {
+		cmd := exec.Command(srv.Command[0], srv.Command[1:]...)
+		if len(srv.Env) > 0 {
+			cmd.Env = append(cmd.Environ(), srv.Env...)
+		}
+		return r.handshake(ctx, srv, &mcp.CommandTransport{Command: cmd, TerminateDuration: r.opts.CloseTimeout / 2}, nil)
+	}
+	if chat.Stored {
+		rec, err := r.sessions.GetChat(ctx, chat.App, chat.User, chat.ID)
+		switch {
+		case errors.Is(err, sessionstore.ErrNotFound):
+			chat.Stored = false // nowhere to record a session
+			rec = &sessionstore.Chat{}
+		case err != nil:
+			return nil, err
+		}
+		if stored, ok := rec.MCP[srv.Name]; ok {
+			c, err := r.dial(ctx, srv, &stored, true)
+			if err != nil {
+				return nil, err
+			}
+			// The handshake was answered locally: listing the tools is the
+			// first request the server sees, and says whether it still has
+			// the session.
+			if _, err = c.toolList(ctx); err == nil {
+				return c, nil
+			}
+			r.closeConn(c, false)
+			if !errors.Is(err, mcp.ErrSessionMissing) {
+				return nil, err
+			}
+			r.opts.Logger.Info("MCP session gone from its server; starting a new one", "server", srv.Name, "chat", chat.ID)
+		}
+	}
+	c, err := r.dial(ctx, srv, nil, true)
+	if err != nil || !chat.Stored {
+		return c, err
+	}
+	init, err := json.Marshal(c.cs.InitializeResult())
+	if err == nil {
+		err = r.sessions.SetChatMCP(ctx, chat.App, chat.User, chat.ID, srv.Name, &sessionstore.MCPSession{ID: c.cs.ID(), Init: string(init)})
+	}
+	if err != nil {
+		r.closeConn(c, true)
+		return nil, fmt.Errorf("record MCP session: %w", err)
+	}
+	return c, nil
+}
+
+// dial opens a Streamable HTTP connection: a new session, or, with
+// resume, the recorded one, which needs no request to the server. listen opens the stream on which the server
+// announces changes to its tool list (a server allows one such stream per
+// session, so a second instance may go without).
+func (r *Registry) dial(ctx context.Context, srv Server, resume *sessionstore.MCPSession, listen bool) (*conn, error) {
+	base := r.opts.HTTPClient.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	st := &sessionTransport{base: base, headers: srv.Headers, resume: resume}
+	hc := *r.opts.HTTPClient
+	hc.Transport = st
+	c, err := r.handshake(ctx, srv, &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: &hc, MaxRetries: -1, DisableStandaloneSSE: !listen}, st)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (r *Registry) handshake(ctx context.Context, srv Server, t mcp.Transport, st *sessionTransport) (*conn, error) {
+	c := &conn{server: srv.Name, http: st}
+	client := mcp.NewClient(&mcp.Implementation{Name: "baton", Version: "1"}, &mcp.ClientOptions{
+		Logger:                 r.opts.Logger,
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { c.changes.Add(1) },
+	})
+	cs, err := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: protocolVersion})
+	if err != nil {
+		return nil, fmt.Errorf("connect to MCP server %s: %w", srv.Name, err)
+	}
+	c.cs = cs
+	return c, nil
+}
+
+// sessionTransport carries one connection's HTTP requests. It adds the
+// server's headers; for a resumed session it answers the initialize
+// handshake itself, from the recorded session (a server refuses a second
+// initialize, and the point is not to start a new session); and it sends
+// the session-ending DELETE only once the chat has ended, since go-sdk's
+// Close always sends one and an instance letting go of a connection must
+// not end a session the chat still uses.
+type sessionTransport struct {
+	base      http.RoundTripper
+	headers   map[string]string
+	resume    *sessionstore.MCPSession
+	ending    atomic.Bool
+	handshook atomic.Bool
+}
+
+func (t *sessionTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method == http.MethodDelete && !t.ending.Load() {
+		return reply(req, http.StatusNoContent, nil, nil), nil
+	}
+	if t.resume != nil && !t.handshook.Load() && req.Method == http.MethodPost {
+		if resp, err := t.handshake(req); resp != nil || err != nil {
+			return resp, err
+		}
+	}
+	req = req.Clone(req.Context())
+	for k, v := range t.headers {
+		req.Header.Set(k, v)
+	}
+	return t.base.RoundTrip(req)
+}
+
+// handshake answers the initialize request and the initialized
+// notification of a resumed session; other requests (nil, nil) go on.
+func (t *sessionTransport) handshake(req *http.Request) (*http.Response, error) {
+	body, err := io.ReadAll(req.Body)
+	req.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	msg, err := jsonrpc.DecodeMessage(body)
+	call, ok := msg.(*jsonrpc.Request)
+	if err != nil || !ok {
+		return nil, nil
+	}
+	switch call.Method {
+	case "initialize":
+		out, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: call.ID, Result: json.RawMessage(t.resume.Init)})
+		if err != nil {
+			return nil, err
+		}
+		h := http.Header{"Content-Type": {"application/json"}, "Mcp-Session-Id": {t.resume.ID}}
+		return reply(req, http.StatusOK, h, out), nil
+	case "notifications/initialized":
+		t.handshook.Store(true)
+		return reply(req, http.StatusAccepted, nil, nil), nil
+	}
+	return nil, nil
+}
+
+func reply(req *http.Request, status int, h http.Header, body []byte) *http.Response {
+	if h == nil {
+		h = http.Header{}
+	}
+	return &http.Response{StatusCode: status, Status: http.StatusText(status), Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: h, Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body)), Request: req}
+}

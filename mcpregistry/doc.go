@@ -1,0 +1,49 @@
+// Package mcpregistry keeps an instance's MCP client sessions, one per chat
+// and server, shared by every agent of the chat, and gives agents their
+// servers' tools as ADK toolsets.
+//
+// ADK's mcptoolset holds one session per toolset value and lists the tools
+// on every model request; a chat that moves between agents or instances
+// would lose the server's state (an open browser, a playlist). Here a
+// session belongs to the chat: Registry.Session gets or creates it with one
+// connect per chat and server however many callers race, and the tool list
+// is cached on the connection until the server sends
+// notifications/tools/list_changed.
+//
+// # Across instances
+//
+// The session of a Streamable HTTP server is recorded in the chat
+// (sessionstore.Chat.MCP: the Mcp-Session-Id and the initialize result). An
+// instance with no connection of its own continues that session: its HTTP
+// transport answers the initialize handshake from the record instead of
+// starting a new session, which the server would do for a second
+// initialize. A session the server no longer has is replaced and recorded
+// again. Closing a connection (idle, broken, instance shutdown) leaves the
+// server's session alone; only the chat's end (CloseChat) or an agent
+// switch to an agent that does not declare the server (Switched) ends it,
+// with the DELETE go-sdk sends, from whichever instance sees the end.
+// stdio servers are processes of one instance, at most Options.MaxStdio of
+// them: their sessions do not move, and a chat on another instance starts
+// a new one.
+//
+// # Locks and deadlines
+//
+// The registry's lock guards its map only. Connects run outside it, bounded
+// by ConnectTimeout; closes run outside it and are waited for at most
+// CloseTimeout, then abandoned, so a server that hangs on close delays no
+// other chat. A connection whose session ends (a crashed process, a server
+// that dropped the session) is removed and re-created on next use.
+//
+// # Tool calls
+//
+// A tool appears to the model as "<server>_<tool>". Every failure (server
+// unreachable, connection broken, the tool's own error) is returned as the
+// call's error, which ADK gives the model as an error response. MCP calls do
+// not pause: the client advertises no elicitation, so a server cannot ask a
+// person mid-call, and a long task holds the turn until CallTimeout.
+//
+// # Storage
+//
+// It stores nothing of its own: the chat document's "mcp" map field
+// (sessionstore.SetChatMCP), written once per new session.
+package mcpregistry

@@ -1,0 +1,150 @@
+package mcpregistry_test
+
+import (
+	"context"
+	"iter"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"google.golang.org/adk/v2/agent/llmagent"
+	"google.golang.org/adk/v2/model"
+	"google.golang.org/genai"
+
+	"github.com/baton-run/baton/internal/firestoretest"
+	"github.com/baton-run/baton/internal/modeltest"
+	"github.com/baton-run/baton/mcpregistry"
+	"github.com/baton-run/baton/sessionstore"
+	"github.com/baton-run/baton/toolcallback"
+)
+
+// whoamiModel calls notes_whoami for every user message and then says
+// what it got; it fails the test on a request Gemini would refuse.
+type whoamiModel struct{ t *testing.T }
+
+func (whoamiModel) Name() string { return "whoami" }
+
+func (m whoamiModel) GenerateContent(_ context.Context, req *model.LLMRequest, _ bool) iter.Seq2[*model.LLMResponse, error] {
+	if err := modeltest.CheckPairing(req.Contents); err != nil {
+		m.t.Errorf("model request: %v", err)
+	}
+	last := req.Contents[len(req.Contents)-1]
+	reply := genai.NewContentFromText("done", genai.RoleModel)
+	if last.Parts[0].FunctionResponse == nil && req.Tools["notes_whoami"] != nil {
+		reply = modeltest.CallReply(modeltest.Call("", "notes_whoami", map[string]any{}))(req)
+	}
+	return func(yield func(*model.LLMResponse, error) bool) {
+		yield(&model.LLMResponse{Content: reply, TurnComplete: true}, nil)
+	}
+}
+
+// teamInstance is one instance: a team of a concierge and a DJ that both
+// declare the notes server, and a "quiet" agent that declares none, over
+// its own registry, hooked to the team's chat events as functions wires it.
+type teamInstance struct {
+	t    *testing.T
+	team *toolcallback.Team
+	reg  *mcpregistry.Registry
+}
+
+func newTeamInstance(t *testing.T, client *firestore.Client, servers []mcpregistry.Server) *teamInstance {
+	t.Helper()
+	sessions := sessionstore.New(client, nil)
+	reg := newRegistry(t, sessions, servers, nil)
+	var members []toolcallback.Member
+	for _, name := range []string{"concierge", "dj", "quiet"} {
+		cfg := llmagent.Config{Name: name, Model: whoamiModel{t}}
+		if name != "quiet" {
+			ts, err := reg.Toolsets(name, "notes")
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.Toolsets = ts
+		}
+		a, err := llmagent.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		members = append(members, toolcallback.Member{Agent: a})
+	}
+	team, err := toolcallback.NewTeam(client, sessions, "app", members, &toolcallback.Options{
+		IdleRetention: time.Hour,
+		ChatSwitched: func(ctx context.Context, chat *sessionstore.Chat, from string) {
+			if err := reg.Switched(ctx, chat, from); err != nil {
+				t.Errorf("Switched: %v", err)
+			}
+		},
+		ChatDeleted: func(ctx context.Context, chat *sessionstore.Chat) {
+			if err := reg.CloseChat(ctx, chat); err != nil {
+				t.Errorf("CloseChat: %v", err)
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &teamInstance{t: t, team: team, reg: reg}
+}
+
+// whoami runs a turn of chat with agent (empty: the current one) and
+// returns what notes_whoami answered, or a zero whoami if it was not called.
+func (ti *teamInstance) whoami(chat, agentName string) whoami {
+	ti.t.Helper()
+	inv, _, err := ti.team.Turn(ti.t.Context(), toolcallback.ChatTurn{UserID: "user-1", ChatID: chat, ClientID: "tab", Agent: agentName,
+		Content: genai.NewContentFromText("who am I talking to?", genai.RoleUser)})
+	if err != nil {
+		ti.t.Fatal(err)
+	}
+	var got whoami
+	for ev, err := range inv.Events() {
+		if err != nil {
+			ti.t.Fatal(err)
+		}
+		for _, p := range partsOf(ev.Content) {
+			if r := p.FunctionResponse; r != nil && r.Name == "notes_whoami" {
+				if e, ok := r.Response["error"]; ok {
+					ti.t.Fatalf("notes_whoami failed: %v", e)
+				}
+				got.Session, _ = r.Response["session"].(string)
+			}
+		}
+	}
+	return got
+}
+
+// idleOut lets the team's Sweep delete chat as idle.
+func (ti *teamInstance) idleOut(t *testing.T, chat string) {
+	t.Helper()
+	report, err := ti.team.Sweep(t.Context(), time.Now().Add(2*time.Hour))
+	if err != nil || report.Idle != 1 {
+		t.Fatalf("Sweep = %+v, %v; want chat %s deleted as idle", report, err, chat)
+	}
+}
+
+func partsOf(c *genai.Content) []*genai.Part {
+	if c == nil {
+		return nil
+	}
+	return c.Parts
+}
+
+func TestAgentSwitchKeepsConnection(t *testing.T) {
+	t.Parallel()
+	srv := newHTTPServer(t)
+	ti := newTeamInstance(t, firestoretest.NewClient(t), []mcpregistry.Server{{Name: "notes", URL: srv.URL}})
+
+	first := ti.whoami("chat-1", "")
+	switched := ti.whoami("chat-1", "dj")
+	if first.Session == "" || switched.Session != first.Session {
+		t.Fatalf("MCP session of the concierge %q, of the DJ after the switch %q; want the same", first.Session, switched.Session)
+	}
+	if inits, live := srv.inits.Load(), srv.live(); inits != 1 || live != 1 {
+		t.Errorf("server initialized %d sessions and has %d open; want 1 and 1", inits, live)
+	}
+
+	// An agent that does not declare the server retires the chat's session.
+	if got := ti.whoami("chat-1", "quiet"); got.Session != "" {
+		t.Fatalf("the quiet agent called notes_whoami: %+v", got)
+	}
+	eventually(t, "the server still has the session the quiet agent retired", func() bool { return srv.live() == 0 })
+}
