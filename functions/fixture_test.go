@@ -130,9 +130,9 @@ func newHTTPFixture(t *testing.T, mutate func(*Config), script ...modeltest.Repl
 	mux := http.NewServeMux()
 	for _, name := range Names {
 		mux.Handle("/"+name, f.server.Handler(name))
-		mux.Handle("/"+name+"/", f.server.Handler(name))
 	}
-	mux.Handle("/"+NameA2A+"/", f.server.Handler(NameA2A)) // the agent card below it
+	mux.Handle("/"+NameA2A+"/", f.server.Handler(NameA2A))   // the agent card below it
+	mux.Handle("/"+NameChat+"/", f.server.Handler(NameChat)) // the resume stream and messages
 	f.srv = httptest.NewServer(mux)
 	t.Cleanup(f.srv.Close)
 	return f
