@@ -34,9 +34,9 @@ type Change struct {
 // exist yields ErrNotFound.
 //
 // It listens to the session document, which every append rewrites (the
-// tail lives there), so each write costs one document read and arrives
-// without polling; a tail sealed between two writes is read from its chunk
-// document.
+// tail lives there), so each write arrives without polling (Firestore
+// bills a listener one read per change it delivers); a tail sealed between
+// two writes is read from its chunk document.
 func (s *Service) Watch(ctx context.Context, app, user, id string, recent int) iter.Seq2[*Change, error] {
 	return func(yield func(*Change, error) bool) {
 		if err := validateKey(app, user, id); err != nil {
