@@ -1,5 +1,5 @@
 // Package functions holds Baton's HTTP entry points for functions-framework-go:
-// Turn, ToolResult, Pending and Sweep (see Names), registered in init.
+// Chat, Turn, ToolResult, Pending and Sweep (see Names), registered in init.
 //
 // Each function decodes and validates its request, takes the user's identity
 // from a verified Firebase Auth ID token (never from the body), calls the
@@ -16,6 +16,16 @@
 // The deployed agent comes from UseAgent, called from an init function of
 // the deployment (infra/package generates one): this package does not
 // import any agent, so a team deploys its own with Baton's functions.
+//
+// Chat serves the AI SDK's useChat, whose requests carry the whole
+// conversation: it takes only the newest user message (by its client id,
+// so a resent one starts no second turn) and the answers the last
+// assistant message holds, through the ledger, because the transcript in
+// Firestore is the truth and the ledger is what makes answers exactly-once.
+// Its resume stream is rebuilt from the session and followed with a
+// Firestore listener rather than buffered per instance, so any instance can
+// serve it and nothing but Firestore is needed; the price is text at event
+// granularity.
 //
 // Firestore paths and indexes are those of sessionstore and toolcallback;
 // this package stores nothing of its own.

@@ -51,6 +51,7 @@ type httpFixture struct {
 	client   *firestore.Client
 	counter  *firestoretest.Counter
 	cfg      Config
+	members  []toolcallback.Member
 	booked   atomic.Int32
 	logs     *syncWriter
 
@@ -124,6 +125,7 @@ func newHTTPFixtureWith(t *testing.T, opts func(*ServerOptions), mutate func(*Co
 	if err != nil {
 		t.Fatal(err)
 	}
+	f.members = []toolcallback.Member{{Agent: root}}
 	so := &ServerOptions{
 		Logger:        NewLogger(f.logs),
 		Auth:          f.auth,
@@ -132,7 +134,7 @@ func newHTTPFixtureWith(t *testing.T, opts func(*ServerOptions), mutate func(*Co
 	if opts != nil {
 		opts(so)
 	}
-	f.server, err = NewServer(f.cfg, f.client, []toolcallback.Member{{Agent: root}}, so)
+	f.server, err = NewServer(f.cfg, f.client, f.members, so)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +142,8 @@ func newHTTPFixtureWith(t *testing.T, opts func(*ServerOptions), mutate func(*Co
 	for _, name := range Names {
 		mux.Handle("/"+name, f.server.Handler(name))
 	}
-	mux.Handle("/"+NameA2A+"/", f.server.Handler(NameA2A)) // the agent card below it
+	mux.Handle("/"+NameA2A+"/", f.server.Handler(NameA2A))   // the agent card below it
+	mux.Handle("/"+NameChat+"/", f.server.Handler(NameChat)) // the resume stream and messages
 	f.srv = httptest.NewServer(mux)
 	t.Cleanup(f.srv.Close)
 	return f

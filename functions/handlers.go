@@ -417,23 +417,30 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, log *slog.Logge
 		return
 	}
 	sse := uistream.NewSSE(w)
-	if s.cfg.KeepAlive > 0 {
-		stop := make(chan struct{})
-		defer close(stop)
-		go func() {
-			t := time.NewTicker(s.cfg.KeepAlive)
-			defer t.Stop()
-			for {
-				select {
-				case <-stop:
-					return
-				case <-t.C:
-					_ = sse.KeepAlive()
-				}
-			}
-		}()
-	}
+	defer keepAlive(sse, s.cfg.KeepAlive)()
 	stream(r.Context(), uistream.NewEncoder(sse, ""), log, inv, turn, data)
+}
+
+// keepAlive writes a keep-alive comment to sse every d (none when d is 0)
+// until the returned function is called.
+func keepAlive(sse *uistream.SSE, d time.Duration) (stop func()) {
+	if d <= 0 {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(d)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				_ = sse.KeepAlive()
+			}
+		}
+	}()
+	return func() { close(done) }
 }
 
 type turnJSON struct {

@@ -180,7 +180,7 @@ func (s *Server) cors(w http.ResponseWriter, r *http.Request, methods []string) 
 	}
 	h := w.Header()
 	h.Set("Access-Control-Allow-Methods", strings.Join(append(slices.Clone(methods), http.MethodOptions), ", "))
-	h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Accept, X-Baton-User")
+	h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Accept, X-Baton-User, X-Baton-Device, X-Baton-Wait, X-Baton-Seen")
 	h.Set("Access-Control-Max-Age", "600")
 	w.WriteHeader(http.StatusNoContent)
 	return false

@@ -27,10 +27,13 @@ const (
 	NamePending    = "Pending"
 	NameSweep      = "Sweep"
 	NameA2A        = "A2A"
+	// NameChat serves the AI SDK's useChat (DefaultChatTransport): POST
+	// /Chat, GET /Chat/{chatId} and GET /Chat/{chatId}/stream.
+	NameChat = "Chat"
 )
 
 // Names lists every registered function.
-var Names = []string{NameTurn, NameToolResult, NamePending, NameSweep, NameA2A}
+var Names = []string{NameTurn, NameToolResult, NamePending, NameSweep, NameA2A, NameChat}
 
 // AgentFunc builds the agent the registered functions serve.
 type AgentFunc func(ctx context.Context) (agent.Agent, error)

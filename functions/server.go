@@ -129,6 +129,8 @@ func (s *Server) Handler(name string) http.Handler {
 		return s.wrap(name, []string{http.MethodPost}, s.sweep)
 	case NameA2A:
 		return s.wrap(name, []string{http.MethodGet, http.MethodHead, http.MethodPost}, s.serveA2A)
+	case NameChat:
+		return s.wrap(name, []string{http.MethodPost, http.MethodGet}, s.chat)
 	}
 	return http.NotFoundHandler()
 }

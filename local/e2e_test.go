@@ -21,7 +21,8 @@ const e2eInstallHint = "run ./test, which installs what is missing, or install N
 	"(Debian: apt-get install chromium; or set CHROMIUM to a Chromium binary)"
 
 // TestBrowserScenarios runs local/e2e's scenarios in headless Chromium
-// (playwright-core, node:test) against the whole local system. Without node
+// (playwright-core, node:test) against the whole local system, on the page
+// built with ai 7 and on the one built with ai 6. Without node
 // or Chromium it skips, except under CI=true, where it fails.
 func TestBrowserScenarios(t *testing.T) {
 	if testing.Short() {
@@ -43,18 +44,19 @@ func TestBrowserScenarios(t *testing.T) {
 	dir := "e2e"
 	// Read the scenarios and the lockfile so that a change to them
 	// invalidates go test's cached result.
-	for _, name := range []string{"scenarios.test.mjs", "package-lock.json"} {
+	for _, name := range []string{"scenarios.test.mjs", "uistream.mjs", "package-lock.json"} {
 		if _, err := os.ReadFile(filepath.Join(dir, name)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	// ./test runs npm ci whenever the lockfile changes; this covers a bare
 	// go test ./local on a checkout that never had node_modules.
 	_, errPlaywright := os.Stat(filepath.Join(dir, "node_modules", "playwright-core"))
 	_, errAI := os.Stat(filepath.Join(dir, "node_modules", "ai"))
-	if errPlaywright != nil || errAI != nil {
+	_, errAI6 := os.Stat(filepath.Join(dir, "node_modules", "ai-v6"))
+	if errPlaywright != nil || errAI != nil || errAI6 != nil {
 		npm, err := exec.LookPath("npm")
 		if err != nil {
 			t.Fatalf("npm ci is needed in local/e2e and npm is missing: %v; %s", err, e2eInstallHint)

@@ -50,7 +50,10 @@ import (
 	"github.com/baton-run/baton/sessionstore"
 )
 
-//go:embed web
+// webFiles is the demo page as local/web builds it (npm run build there);
+// the build is committed, so go run ./local needs no npm step.
+//
+//go:embed web/dist
 var webFiles embed.FS
 
 // tracing, set by -trace, prints each request's spans.
@@ -190,7 +193,7 @@ func run(ctx context.Context, addr string, log *slog.Logger, ready chan<- string
 	if err != nil {
 		return err
 	}
-	server, err := functions.NewServer(cfg, client, team, &functions.ServerOptions{Logger: log, MCP: reg})
+	server, err := functions.NewServer(cfg, client, team, &functions.ServerOptions{Logger: log, MCP: reg, SessionStateOnly: true}) // the demo agents keep no app: or user: state
 	if err != nil {
 		return err
 	}
@@ -199,9 +202,11 @@ func run(ctx context.Context, addr string, log *slog.Logger, ready chan<- string
 	for _, name := range functions.Names {
 		mux.Handle("/"+name, server.Handler(name))
 	}
+	// Chat's resume stream and messages: /Chat/{chatId}/stream, /Chat/{chatId}.
+	mux.Handle("/"+functions.NameChat+"/", server.Handler(functions.NameChat))
 	// A2A's agent card is below its URL: /A2A/.well-known/agent-card.json.
 	mux.Handle("/"+functions.NameA2A+"/", server.Handler(functions.NameA2A))
-	web, err := fs.Sub(webFiles, "web")
+	web, err := fs.Sub(webFiles, "web/dist")
 	if err != nil {
 		return err
 	}

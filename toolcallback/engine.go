@@ -51,6 +51,21 @@ type turnRequest struct {
 	SessionID string // created on first use
 	ClientID  string // the device or tab sending the message
 	Content   *genai.Content
+	// MessageID, when set, is the client's id for the message. It is stored
+	// with the message (session state MessageKey), and a turn whose
+	// MessageID is the one the session last took fails with
+	// ErrMessageTaken, checked under the lease: a client that sends the
+	// same message twice gets one turn.
+	MessageID string
+}
+
+// runOptions stores the client's message id with the user message, so a
+// second turn for the same message is refused (ErrMessageTaken).
+func (req turnRequest) runOptions() []runner.RunOption {
+	if req.MessageID == "" {
+		return nil
+	}
+	return []runner.RunOption{runner.WithStateDelta(map[string]any{MessageKey: req.MessageID})}
 }
 
 // turn runs the agent on a user message. It takes the session's lease
@@ -89,6 +104,11 @@ func (e *engine) turn(ctx context.Context, req turnRequest, sess session.Session
 // being as read, so the model is called after two round trips (the read
 // and that commit).
 func (e *engine) fastTurn(ctx context.Context, req turnRequest, sess session.Session) (*Invocation, error) {
+	// Checked on the session as read: the lease-taking commit below fails
+	// if another request took a message since.
+	if req.MessageID != "" && takenMessage(sess) == req.MessageID {
+		return nil, fmt.Errorf("%w: %q", ErrMessageTaken, req.MessageID)
+	}
 	lease, err := e.sessions.TakeLeaseOnAppend(ctx, sess, req.ClientID+"/"+platform.NewUUID(ctx), e.opts.LeaseTTL)
 	if err != nil {
 		return nil, err
@@ -113,7 +133,7 @@ func (e *engine) firstTurn(ctx context.Context, req turnRequest, chat *sessionst
 // session is reported before anything is streamed. after is as for start.
 func (e *engine) startTaking(ctx context.Context, req turnRequest, sess session.Session, lease *sessionstore.Lease, after func(context.Context)) (*Invocation, error) {
 	h := &hold{lease: lease, taken: make(chan error, 1)}
-	inv := e.start(ctx, h, req.UserID, req.SessionID, req.ClientID, req.Content, sess, after)
+	inv := e.start(ctx, h, req.UserID, req.SessionID, req.ClientID, req.Content, sess, after, req.runOptions()...)
 	var err error
 	select {
 	case err = <-h.taken:
@@ -147,12 +167,12 @@ func (e *engine) settledTurn(ctx context.Context, req turnRequest) (*Invocation,
 		return nil, err
 	}
 	ctx = h.bind(ctx)
-	sess, err := e.settleOpenCalls(ctx, req.UserID, req.SessionID)
+	sess, err := e.settleOpenCalls(ctx, req.UserID, req.SessionID, req.MessageID)
 	if err != nil {
 		e.release(ctx, h)
 		return nil, err
 	}
-	return e.start(ctx, h, req.UserID, req.SessionID, req.ClientID, req.Content, sess, nil), nil
+	return e.start(ctx, h, req.UserID, req.SessionID, req.ClientID, req.Content, sess, nil, req.runOptions()...), nil
 }
 
 // start runs the agent on msg in the background, detached from the
@@ -165,7 +185,7 @@ func (e *engine) settledTurn(ctx context.Context, req turnRequest) (*Invocation,
 // Every event is stored before it is pushed to readers, and an event that
 // pauses calls is stored with their ledger records (ledgerSessions): a
 // reader never sees a call that has no record.
-func (e *engine) start(ctx context.Context, h *hold, user, sid, client string, msg *genai.Content, sess session.Session, after func(context.Context)) *Invocation {
+func (e *engine) start(ctx context.Context, h *hold, user, sid, client string, msg *genai.Content, sess session.Session, after func(context.Context), opts ...runner.RunOption) *Invocation {
 	inv := newInvocation()
 	// The run is detached from the request's cancellation, not from its
 	// trace: its span, and ADK's under it, stay in the request's trace.
@@ -195,7 +215,7 @@ func (e *engine) start(ctx context.Context, h *hold, user, sid, client string, m
 				inv.fail(runErr)
 			}
 		}()
-		for ev, err := range e.runner.Run(runCtx, user, sid, msg, agent.RunConfig{StreamingMode: e.opts.StreamingMode}) {
+		for ev, err := range e.runner.Run(runCtx, user, sid, msg, agent.RunConfig{StreamingMode: e.opts.StreamingMode}, opts...) {
 			if err != nil {
 				e.opts.Logger.Error("invocation", "session", sid, "error", err)
 				runErr = err

@@ -15,8 +15,9 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// pending returns the session's pending calls that client may answer,
-// oldest first, so a reloaded tab can pick its tool requests up again, and
+// pending returns the session's pending calls that client may answer (an
+// empty client: every client's), oldest first, so a reloaded tab can pick
+// its tool requests up again, and
 // the session's latest events (up to recentWindow). When a dead invocation
 // left the session needing repair and nobody holds its lease, it repairs it
 // first, so the reloaded tab shows the repaired conversation.
@@ -37,7 +38,7 @@ func (e *engine) pending(ctx context.Context, user, sid, client string) ([]*Call
 	now := platform.Now(ctx)
 	var out []*Call
 	for _, d := range docs {
-		if Status(d.Status) != StatusPending || !now.Before(d.Expires) || (!d.AnyDevice && d.Client != client) {
+		if Status(d.Status) != StatusPending || !now.Before(d.Expires) || (client != "" && !d.AnyDevice && d.Client != client) {
 			continue
 		}
 		c, err := d.call()
@@ -56,11 +57,14 @@ func (e *engine) pending(ctx context.Context, user, sid, client string) ([]*Call
 // a dead invocation left unanswered is closed (repairTail). It returns the
 // session as read under the lease (its whole history: the runner reads
 // it), with the ledger's mark cleared by its next append, since no record
-// is left open.
-func (e *engine) settleOpenCalls(ctx context.Context, user, sid string) (session.Session, error) {
+// is left open. A messageID the session already took is ErrMessageTaken.
+func (e *engine) settleOpenCalls(ctx context.Context, user, sid, messageID string) (session.Session, error) {
 	sess, err := e.getSession(ctx, user, sid, 0, !e.opts.SessionStateOnly)
 	if err != nil {
 		return nil, err
+	}
+	if messageID != "" && takenMessage(sess) == messageID {
+		return nil, fmt.Errorf("%w: %q", ErrMessageTaken, messageID)
 	}
 	if e.opts.PendingPolicy == PendingReject {
 		if err := e.rejectIfPending(ctx, user, sid); err != nil {

@@ -88,6 +88,9 @@ type ChatTurn struct {
 	// Agent names the agent to talk to; empty keeps the chat's current one.
 	Agent   string
 	Content *genai.Content
+	// MessageID is the client's id for the message: the same id sent
+	// again fails with ErrMessageTaken, and no second turn runs.
+	MessageID string
 }
 
 // SwitchReport says whether a turn moved the chat to another agent.
@@ -117,7 +120,7 @@ func (t *Team) Turn(ctx context.Context, req ChatTurn) (*Invocation, *SwitchRepo
 		// first message. If another request created it first, the turn
 		// goes the long way below.
 		chat = t.chatFor(ctx, req.UserID, req.ChatID, req.Agent)
-		inv, ferr := t.engines[chat.Agent].firstTurn(ctx, turnRequest{UserID: req.UserID, SessionID: chat.SessionID, ClientID: req.ClientID, Content: req.Content}, chat)
+		inv, ferr := t.engines[chat.Agent].firstTurn(ctx, turnRequest{UserID: req.UserID, SessionID: chat.SessionID, ClientID: req.ClientID, Content: req.Content, MessageID: req.MessageID}, chat)
 		if ferr == nil {
 			t.active.put(req.UserID, req.ChatID, chat.SessionID)
 			return inv, &SwitchReport{To: chat.Agent}, nil
@@ -144,7 +147,7 @@ func (t *Team) Turn(ctx context.Context, req ChatTurn) (*Invocation, *SwitchRepo
 		t.touch(ctx, chat)
 	}
 	t.active.put(req.UserID, req.ChatID, chat.SessionID)
-	inv, err := t.engines[chat.Agent].turn(ctx, turnRequest{UserID: req.UserID, SessionID: chat.SessionID, ClientID: req.ClientID, Content: req.Content}, sess)
+	inv, err := t.engines[chat.Agent].turn(ctx, turnRequest{UserID: req.UserID, SessionID: chat.SessionID, ClientID: req.ClientID, Content: req.Content, MessageID: req.MessageID}, sess)
 	return inv, report, err
 }
 
@@ -192,10 +195,16 @@ type PendingState struct {
 }
 
 // Pending returns the chat's agent, its pending calls that client may
-// answer, and its latest history events (at most history of them).
+// answer (an empty client: every client's, each naming its client), and
+// its latest history events (at most history of them).
 func (t *Team) Pending(ctx context.Context, user, chatID, client string, history int) (*PendingState, error) {
-	if err := validIDs("user id", user, "chat id", chatID, "client id", client); err != nil {
+	if err := validIDs("user id", user, "chat id", chatID); err != nil {
 		return nil, err
+	}
+	if client != "" {
+		if err := validIDs("client id", client); err != nil {
+			return nil, err
+		}
 	}
 	chat, err := t.sessions.GetChat(ctx, t.app, user, chatID)
 	if err != nil {
@@ -209,6 +218,29 @@ func (t *Team) Pending(ctx context.Context, user, chatID, client string, history
 		events = events[n-history:]
 	}
 	return &PendingState{Agent: chat.Agent, Calls: calls, History: sessionEvents(events)}, nil
+}
+
+// Watch follows the chat's active session as it is written to, from any
+// instance (see sessionstore.Service.Watch): first its recent latest
+// events, then each append and each change of its lease. An unknown chat
+// yields sessionstore.ErrNotFound.
+func (t *Team) Watch(ctx context.Context, user, chatID string, recent int) iter.Seq2[*sessionstore.Change, error] {
+	return func(yield func(*sessionstore.Change, error) bool) {
+		if err := validIDs("user id", user, "chat id", chatID); err != nil {
+			yield(nil, err)
+			return
+		}
+		chat, err := t.sessions.GetChat(ctx, t.app, user, chatID)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		for c, err := range t.sessions.Watch(ctx, t.app, user, chat.SessionID, recent) {
+			if !yield(c, err) || err != nil {
+				return
+			}
+		}
+	}
 }
 
 // Resume answers a call of a chat. r.SessionID is the chat id; with a

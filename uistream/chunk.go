@@ -39,6 +39,11 @@ type (
 		ToolCallID string          `json:"toolCallId"`
 		ToolName   string          `json:"toolName"`
 		Input      json.RawMessage `json:"input"`
+		// ProviderExecuted marks a call the page must not run (useChat
+		// hands the others to onToolCall); ProviderMetadata names the
+		// device that may answer it (see Encoder.SetDevice).
+		ProviderExecuted bool            `json:"providerExecuted,omitempty"`
+		ProviderMetadata json.RawMessage `json:"providerMetadata,omitempty"`
 	}
 	// ToolApprovalRequest asks a person to approve call ToolCallID; the
 	// answer names ApprovalID.

@@ -83,6 +83,23 @@ type Encoder struct {
 
 	inputs map[string]bool // call ids sent as tool-input-available
 	paused map[string]bool // call ids answered outside this stream
+
+	// For useChat pages (SetDevice): every call but a browser call is
+	// marked provider-executed, and browser and approval calls name device,
+	// if set.
+	forPage bool
+	device  string
+}
+
+// SetDevice makes tool-input-available chunks say who runs each call, for
+// useChat pages: browser calls and calls awaiting approval carry
+// providerMetadata {"baton": {"deviceId": device}}, the device that
+// started the turn and alone may answer them; every call but a browser
+// call is marked providerExecuted, so useChat never hands it to onToolCall.
+func (s *Encoder) SetDevice(device string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.forPage, s.device = true, device
 }
 
 // NewEncoder returns an Encoder that sends to sink. messageID, when not
@@ -419,7 +436,7 @@ func (s *Encoder) call(call *genai.FunctionCall, kindOf func(*genai.FunctionCall
 	if kind != CallServer {
 		s.paused[call.ID] = true
 	}
-	return s.toolInput(call)
+	return s.toolInput(call, kind)
 }
 
 // approval sends ADK's confirmation request as the original call awaiting
@@ -433,14 +450,18 @@ func (s *Encoder) approval(call *genai.FunctionCall) error {
 		orig = call
 	}
 	s.paused[orig.ID] = true
-	encErr := s.toolInput(orig)
+	encErr := s.toolInput(orig, CallApproval)
 	s.chunk(ToolApprovalRequest{ApprovalID: call.ID, ToolCallID: orig.ID})
 	return encErr
 }
 
-// toolInput sends a tool-input-available chunk once per call id.
-func (s *Encoder) toolInput(call *genai.FunctionCall) error {
-	if s.inputs[call.ID] {
+// toolInput sends a tool-input-available chunk once per call id (see
+// SetDevice for the exception).
+func (s *Encoder) toolInput(call *genai.FunctionCall, kind CallKind) error {
+	// A call that turns out to need approval is sent again for a page, to
+	// name the device that may decide.
+	again := kind == CallApproval && s.forPage && s.device != ""
+	if s.inputs[call.ID] && !again {
 		return nil
 	}
 	s.step()
@@ -450,7 +471,14 @@ func (s *Encoder) toolInput(call *genai.FunctionCall) error {
 		args = map[string]any{}
 	}
 	input, err := uiJSON(args)
-	s.chunk(ToolInputAvailable{ToolCallID: call.ID, ToolName: call.Name, Input: input})
+	chunk := ToolInputAvailable{ToolCallID: call.ID, ToolName: call.Name, Input: input}
+	if s.forPage {
+		chunk.ProviderExecuted = kind != CallBrowser
+		if (kind == CallBrowser || kind == CallApproval) && s.device != "" {
+			chunk.ProviderMetadata, _ = json.Marshal(map[string]any{"baton": map[string]string{"deviceId": s.device}})
+		}
+	}
+	s.chunk(chunk)
 	if err != nil {
 		return fmt.Errorf("input of call %q: %w", call.ID, err)
 	}

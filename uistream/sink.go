@@ -63,6 +63,13 @@ func (s *SSE) Send(chunks ...Chunk) error {
 	return s.write(buf, false)
 }
 
+// Err returns the first write error: the client left.
+func (s *SSE) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
 // End writes the [DONE] marker.
 func (s *SSE) End() error { return s.write([]byte("data: [DONE]\n\n"), true) }
 

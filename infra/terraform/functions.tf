@@ -24,6 +24,9 @@ locals {
     # A2A callers (users' agents, service accounts) reach it as browsers do;
     # a blocking send or a stream follows one execution, like a turn.
     A2A = merge(local.browser, { timeout = local.invocation_request_timeout, browser = true })
+    # useChat's endpoint: POST /Chat runs turns and resumes, GET
+    # /Chat/{chatId}/stream follows a running turn (or a live tab's wait).
+    Chat = merge(local.browser, { timeout = local.invocation_request_timeout, browser = true })
     # One sweep at a time: a scheduler run that finds Sweep busy is turned
     # away (429) instead of running alongside it.
     Sweep = { memory = "512Mi", cpu = "1", concurrency = 1, min = 0, max = 1, timeout = var.sweep_timeout_seconds, browser = false }

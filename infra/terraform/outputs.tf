@@ -13,6 +13,11 @@ output "tool_result_url" {
   value       = google_cloudfunctions2_function.fn["ToolResult"].service_config[0].uri
 }
 
+output "chat_url" {
+  description = "URL of Chat (the api option of the AI SDK's useChat / DefaultChatTransport)."
+  value       = google_cloudfunctions2_function.fn["Chat"].service_config[0].uri
+}
+
 output "pending_url" {
   description = "URL of Pending (the calls of a session still waiting for an answer)."
   value       = google_cloudfunctions2_function.fn["Pending"].service_config[0].uri

@@ -28,9 +28,9 @@ book_table books a restaurant table once a person approves; notes_add_note and n
 keep notes for the conversation, when the notes server is connected. Earlier turns may hold records like
 "[dj called change_bgm(track=2): ...]" of what another agent did. Answer briefly.`
 	djInstruction = `You are the DJ of Baton's demo. change_bgm switches the music playing in the
-user's page (tracks 1 to 3); notes_add_note and notes_list_notes keep the conversation's notes,
-shared with the concierge. Earlier turns may hold records of what another agent did. Answer
-briefly.`
+user's page (tracks 1 to 3); get_location tells where the user is, to pick music for the place;
+notes_add_note and notes_list_notes keep the conversation's notes, shared with the concierge.
+Earlier turns may hold records of what another agent did. Answer briefly.`
 )
 
 // Model returns Gemini when the standard environment configures it
@@ -134,7 +134,7 @@ func DJ(m model.LLM, toolsets ...tool.Toolset) (agent.Agent, error) {
 		Description: "Plays the background music",
 		Model:       m,
 		Instruction: djInstruction,
-		Tools:       pick(tools, "change_bgm"),
+		Tools:       pick(tools, "change_bgm", "get_location"),
 		Toolsets:    toolsets,
 	})
 }

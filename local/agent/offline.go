@@ -37,13 +37,17 @@ func (Offline) Name() string { return OfflineModelName }
 // few words at a time, then the whole response, as Gemini does.
 func (o Offline) GenerateContent(ctx context.Context, req *model.LLMRequest, stream bool) iter.Seq2[*model.LLMResponse, error] {
 	content := respond(req.Contents)
+	delay := o.PieceDelay
+	if slow(req.Contents) {
+		delay = slowPieceDelay
+	}
 	return func(yield func(*model.LLMResponse, error) bool) {
 		if stream && len(content.Parts) == 1 && content.Parts[0].Text != "" {
 			words := strings.SplitAfter(content.Parts[0].Text, " ")
 			for i := 0; i < len(words); i += 3 {
-				if i > 0 && o.PieceDelay > 0 {
+				if i > 0 && delay > 0 {
 					select {
-					case <-time.After(o.PieceDelay):
+					case <-time.After(delay):
 					case <-ctx.Done():
 						yield(nil, ctx.Err())
 						return
@@ -99,6 +103,7 @@ var (
 	reMathAsk  = regexp.MustCompile(`(?i)(?:what is|what's|calculate|compute)\s+([\d\s+\-*/().×÷]+?)\s*\??$`)
 	reRecap    = regexp.MustCompile(`(?i)\bwhat did\b.*\b(do|did|say|happen)\b|\bwhat happened\b`)
 	reRecord   = regexp.MustCompile(`\[[^\]]*\bcalled\b[^\]]*\]`)
+	reSlow     = regexp.MustCompile(`(?i)\bcount slowly to (\d+)\b`)
 	reNoteList = regexp.MustCompile(`(?i)\b(?:(?:show|list|read)(?: me)? (?:the |my )?notes|what are my notes|my notes\??$)`)
 	reNoteAdd  = regexp.MustCompile(`(?i)^\s*(?:note|remember|take a note|add a note|write down)\b(?:\s+that)?[\s:,-]*(.+)$`)
 	reTZ       = regexp.MustCompile(`(?i)\bin\s+(tokyo|london|paris|new york|sydney|berlin)\b`)
@@ -109,10 +114,42 @@ var zones = map[string]string{
 	"new york": "America/New_York", "sydney": "Australia/Sydney", "berlin": "Europe/Berlin",
 }
 
-// answer maps a user message to a tool call or a text.
+// slowPieceDelay paces "count slowly to N", a turn long enough to reload
+// the page in the middle of it.
+const slowPieceDelay = 700 * time.Millisecond
+
+// slow reports whether the last user message asks to count slowly.
+func slow(contents []*genai.Content) bool {
+	if len(contents) == 0 {
+		return false
+	}
+	for _, p := range contents[len(contents)-1].Parts {
+		if reSlow.MatchString(p.Text) {
+			return true
+		}
+	}
+	return false
+}
+
+// answer maps a user message to tool calls or a text. A message that asks
+// for two things ("change the music to track 3 and tell me where I am")
+// gets both calls in one model step, as Gemini makes parallel calls.
 func answer(msg string, history []*genai.Content) *genai.Content {
 	msg = strings.TrimSpace(msg)
+	if first, second, ok := strings.Cut(msg, " and "); ok {
+		a, b := answer(first, history), answer(second, history)
+		if a.Parts[0].FunctionCall != nil && b.Parts[0].FunctionCall != nil {
+			return &genai.Content{Role: genai.RoleModel, Parts: append(a.Parts, b.Parts...)}
+		}
+	}
 	switch {
+	case reSlow.MatchString(msg):
+		n, _ := strconv.Atoi(reSlow.FindStringSubmatch(msg)[1])
+		nums := make([]string, 0, min(n, 50))
+		for i := 1; i <= min(n, 50); i++ {
+			nums = append(nums, strconv.Itoa(i))
+		}
+		return text("Counting: " + strings.Join(nums, ", ") + ". Done counting.")
 	case reRecap.MatchString(msg):
 		return text(recap(history))
 	case reNoteList.MatchString(msg):

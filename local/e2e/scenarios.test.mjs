@@ -1,21 +1,32 @@
-// Browser scenarios for the demo page, in headless Chromium driven by
-// playwright-core, against a running `go run ./local` (BATON_URL).
+// Browser scenarios for the demo page, a useChat app, in headless Chromium
+// driven by playwright-core, against a running `go run ./local` (BATON_URL).
 //
 //   cd local/e2e && npm ci && BATON_URL=http://127.0.0.1:8080 node --test scenarios.test.mjs
 //
-// Each scenario uses a fresh browser context (a new user, signed in
-// anonymously to the Firebase Auth emulator, and a new session), refuses any
+// Every scenario runs twice: on the page built with ai 7 and @ai-sdk/react 4
+// (served at /) and on the same page built with ai 6 and @ai-sdk/react 3
+// (served at /ai6/). Each uses a fresh browser context (a new user, signed
+// in anonymously to the Firebase Auth emulator, and a new chat), refuses any
 // request that would leave the machine, and saves a screenshot in
-// test-output/. Every turn and resume stream a scenario's pages receive is
-// also read with the AI SDK's own parser (uistream.mjs): a resume must
-// continue the message of its turn.
+// test-output/. Every stream a scenario's pages receive from Chat is also
+// read with the installed `ai` package the page was built with
+// (uistream.mjs): an answer's stream must continue the message it answers.
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
+import * as ai7 from 'ai';
+import * as ai6 from 'ai-v6';
 import { watchStreams } from './uistream.mjs';
+
+// The page builds, the SDK each was built with, and the major version the
+// page must report.
+const SDKS = [
+  { label: 'ai 7', path: '/', sdk: ai7, major: '7' },
+  { label: 'ai 6', path: '/ai6/', sdk: ai6, major: '6' },
+];
 
 const BASE = (process.env.BATON_URL || 'http://127.0.0.1:8080').replace(/\/$/, '');
 const OUT = join(import.meta.dirname ?? new URL('.', import.meta.url).pathname, 'test-output');
@@ -41,47 +52,53 @@ after(async () => {
 const sel = (id, attrs = '') => `[data-testid="${id}"]${attrs}`;
 
 /**
- * Declares a scenario. When it fails, every page it opened is saved as
- * test-output/FAILED-<slug>-<n>.png before its contexts close.
+ * Declares a scenario, once per page build (SDKS). When it fails, every
+ * page it opened is saved as test-output/FAILED-<sdk>-<slug>-<n>.png before
+ * its contexts close.
  */
 function scenario(title, slug, fn) {
-  test(title, async (t) => {
-    const contexts = [];
-    const watchers = [];
-    const offsite = []; // requests that would leave the machine, refused
-    t.newContext = async () => {
-      const context = await browser.newContext({ viewport: { width: 820, height: 760 } });
-      await context.route((url) => !['127.0.0.1', 'localhost'].includes(url.hostname), (route) => {
-        offsite.push(route.request().url());
-        return route.abort();
-      });
-      contexts.push(context);
-      watchers.push(await watchStreams(context));
-      return context;
-    };
-    // Waits for the streams seen so far to be read by the AI SDK, fails on
-    // the first it refused, and returns how many turns and resumes it read.
-    t.streamsRead = async () => {
-      for (const w of watchers) await w.check();
-      return watchers.reduce((sum, w) => ({ turns: sum.turns + w.counts.turns, resumes: sum.resumes + w.counts.resumes }),
-        { turns: 0, resumes: 0 });
-    };
-    try {
-      await fn(t);
-      const read = await t.streamsRead();
-      assert.ok(read.turns > 0, 'no turn stream was read with the AI SDK');
-      t.diagnostic(`AI SDK read ${read.turns} turn and ${read.resumes} resume streams`);
-      assert.deepEqual(offsite, [], 'the page asked for something beyond this machine');
-    } catch (err) {
-      const pages = contexts.flatMap((c) => c.pages());
-      for (const [i, page] of pages.entries()) {
-        await page.screenshot({ path: join(OUT, `FAILED-${slug}-${i + 1}.png`) }).catch(() => {});
+  for (const { label, path, sdk, major } of SDKS) {
+    const prefix = major === '7' ? '' : `ai${major}-`;
+    test(`${label}: ${title}`, async (t) => {
+      const contexts = [];
+      const watchers = [];
+      const offsite = []; // requests that would leave the machine, refused
+      t.newContext = async () => {
+        const context = await browser.newContext({ viewport: { width: 820, height: 760 } });
+        await context.route((url) => !['127.0.0.1', 'localhost'].includes(url.hostname), (route) => {
+          offsite.push(route.request().url());
+          return route.abort();
+        });
+        Object.assign(context, { base: BASE + path, major, prefix });
+        contexts.push(context);
+        watchers.push(await watchStreams(context, sdk));
+        return context;
+      };
+      // Waits for the streams seen so far to be read by the AI SDK, fails
+      // on the first it refused, and returns how many it read of each kind.
+      t.streamsRead = async () => {
+        for (const w of watchers) await w.check();
+        return watchers.reduce((sum, w) => ({
+          turns: sum.turns + w.counts.turns, resumes: sum.resumes + w.counts.resumes, replays: sum.replays + w.counts.replays,
+        }), { turns: 0, resumes: 0, replays: 0 });
+      };
+      try {
+        await fn(t);
+        const read = await t.streamsRead();
+        assert.ok(read.turns + read.resumes + read.replays > 0, 'no stream was read with the AI SDK');
+        t.diagnostic(`AI SDK ${major} read ${read.turns} turn, ${read.resumes} answer and ${read.replays} replay streams`);
+        assert.deepEqual(offsite, [], 'the page asked for something beyond this machine');
+      } catch (err) {
+        const pages = contexts.flatMap((c) => c.pages());
+        for (const [i, page] of pages.entries()) {
+          await page.screenshot({ path: join(OUT, `FAILED-${prefix}${slug}-${i + 1}.png`) }).catch(() => {});
+        }
+        throw err;
+      } finally {
+        for (const context of contexts) await context.close();
       }
-      throw err;
-    } finally {
-      for (const context of contexts) await context.close();
-    }
-  });
+    });
+  }
 }
 
 /** Opens the page in a new tab and waits until it has restored the session. */
@@ -90,8 +107,9 @@ async function openTab(context) {
   const errors = [];
   page.on('pageerror', (err) => errors.push(err.message));
   page.errors = errors;
-  await page.goto(BASE + '/');
+  await page.goto(context.base);
   await ready(page);
+  assert.equal((await page.getAttribute(sel('app'), 'data-ai-sdk')).split('.')[0], context.major, 'the page runs the AI SDK under test');
   return page;
 }
 
@@ -151,7 +169,7 @@ function noPageErrors(...pages) {
 }
 
 async function screenshot(page, name) {
-  await page.screenshot({ path: join(OUT, `${name}.png`) });
+  await page.screenshot({ path: join(OUT, `${page.context().prefix}${name}.png`) });
 }
 
 // --- scenarios ------------------------------------------------------------------
@@ -175,7 +193,7 @@ scenario('change the music to track 2: the tab runs change_bgm and the agent ans
   noPageErrors(page);
 });
 
-scenario('two tabs of one user: the tool request reaches only the tab that asked', 'two-tabs', async (t) => {
+scenario('two tabs of one user: the tool request reaches only the tab that asked, the other shows it live', 'two-tabs', async (t) => {
   const context = await t.newContext();
   const asker = await openTab(context);
   const other = await openTab(context);
@@ -199,7 +217,9 @@ scenario('two tabs of one user: the tool request reaches only the tab that asked
   await send(asker, 'book a table for 4');
   await asker.waitForSelector(sel('approve'), { timeout: WAIT });
 
-  assert.equal(await count(other, sel('tool-call')), 0, 'the other tab saw a tool call');
+  // The other tab follows the turn live: it shows the call waiting, and no buttons.
+  await other.waitForSelector(sel('tool-call', '[data-tool-name="book_table"][data-status="waiting"]'), { timeout: WAIT });
+  assert.equal(await count(other, sel('approve')), 0, 'the other tab shows approval buttons');
   await other.reload();
   await ready(other);
   // The other tab shows the conversation but runs nothing and offers no approval.
@@ -285,8 +305,9 @@ scenario('approval: approve with an edited payload, then reject', 'approval', as
 scenario('two quick messages from two tabs: one proceeds, the other is told busy and succeeds on retry', 'busy', async (t) => {
   const context = await t.newContext();
   const tabs = [await openTab(context), await openTab(context)];
-  const questions = ['what is 12*7?', "what's the weather in Tokyo?"];
-  const answers = [/12\*7 = 84/, /in Tokyo/];
+  // Slow turns, so that the two overlap whichever goes first.
+  const questions = ['count slowly to 5', 'count slowly to 6'];
+  const answers = [/Counting: 1, 2, 3, 4, 5\. Done/, /Counting: 1, 2, 3, 4, 5, 6\. Done/];
 
   // Both tabs press Send at the same instant of the shared clock.
   for (const [i, tab] of tabs.entries()) await tab.fill(sel('composer-input'), questions[i]);
@@ -350,6 +371,57 @@ scenario('agent switch: the concierge answers from what the DJ did, and a reload
   assert.ok((await t.streamsRead()).resumes >= 2, 'the approval and the browser tool resumes, read as their turns\' messages');
   await screenshot(page, 'switch');
   noPageErrors(page);
+});
+
+scenario('parallel calls: two browser tools of one step run, and their answers resume the agent once', 'parallel', async (t) => {
+  const context = await t.newContext();
+  await context.grantPermissions(['geolocation'], { origin: BASE });
+  await context.setGeolocation({ latitude: 35.68, longitude: 139.69, accuracy: 30 });
+  const page = await openTab(context);
+
+  await chooseAgent(page, 'dj');
+  await send(page, 'change the music to track 3 and tell me where I am');
+  await page.waitForSelector(sel('tool-call', '[data-tool-name="change_bgm"][data-status="done"]'), { timeout: WAIT });
+  await page.waitForSelector(sel('tool-call', '[data-tool-name="get_location"][data-status="done"]'), { timeout: WAIT });
+  await page.waitForSelector(sel('bgm', '[data-track="3"]'), { timeout: WAIT });
+  const answer = await assistantSays(page, /track 3[\s\S]*latitude 35\.68/i);
+  assert.match(answer, /longitude 139\.69/);
+  assert.equal((await t.streamsRead()).resumes, 1, 'both answers went out in one request, which resumed the agent');
+  assert.equal(await count(page, sel('message', '[data-role="assistant"]')), 1, 'the resume continues the turn\'s message');
+  await screenshot(page, 'parallel');
+  noPageErrors(page);
+});
+
+scenario('reload in the middle of a turn: the page shows the rest of it', 'reload-mid-turn', async (t) => {
+  const context = await t.newContext();
+  const page = await openTab(context);
+
+  await send(page, 'count slowly to 20');
+  await assistantSays(page, /Counting: 1, 2/); // the first words have streamed
+  await page.reload();
+  await ready(page);
+  await assistantSays(page, /Counting: 1, 2, 3[\s\S]*20\. Done counting\./);
+  assert.equal(await count(page, sel('message', '[data-role="user"]')), 1, 'the user message, after the reload');
+  assert.equal(await count(page, sel('message', '[data-role="assistant"]')), 1, 'the rest of the turn lands in its message');
+  assert.ok((await t.streamsRead()).replays >= 1, 'the turn was resumed from the server');
+  await page.waitForSelector(sel('send', ':enabled'), { timeout: WAIT });
+  await screenshot(page, 'reload-mid-turn');
+  noPageErrors(page);
+});
+
+scenario('a second tab shows a turn made in the first, without a reload', 'live-tab', async (t) => {
+  const context = await t.newContext();
+  const first = await openTab(context);
+  const second = await openTab(context);
+  await second.waitForTimeout(500); // its live wait is open
+
+  await send(first, 'what is 12*7?');
+  await assistantSays(first, /12\*7 = 84/);
+  await assistantSays(second, /12\*7 = 84/);
+  await second.waitForSelector(sel('message', '[data-role="user"]:has-text("what is 12*7?")'), { timeout: WAIT });
+  assert.equal(await count(second, sel('message')), 2, 'the second tab shows the user message and the answer once');
+  await screenshot(second, 'live-tab');
+  noPageErrors(first, second);
 });
 
 /** What the page shows of the conversation, block by block. */

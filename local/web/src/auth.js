@@ -16,8 +16,8 @@ export async function signIn(auth) {
   if (auth?.mode !== 'firebase') return devIdentity();
   // The SDK's browser builds, served by the local runner from its pinned npm
   // install (see the import map in index.html).
-  const { initializeApp } = await import(`${auth.sdk}firebase-app.js`);
-  const { getAuth, connectAuthEmulator, signInAnonymously } = await import(`${auth.sdk}firebase-auth.js`);
+  const { initializeApp } = await import(/* @vite-ignore */ `${auth.sdk}firebase-app.js`);
+  const { getAuth, connectAuthEmulator, signInAnonymously } = await import(/* @vite-ignore */ `${auth.sdk}firebase-auth.js`);
   const app = initializeApp({ apiKey: auth.apiKey, projectId: auth.projectId, authDomain: `${auth.projectId}.firebaseapp.com` });
   const firebaseAuth = getAuth(app);
   connectAuthEmulator(firebaseAuth, auth.emulator, { disableWarnings: true });

@@ -1,0 +1,342 @@
+package functions
+
+// Chat: the AI SDK's useChat talks to Baton through DefaultChatTransport
+// with nothing but its api URL (…/Chat), headers and body set.
+//
+//	POST /Chat                   {id, messages, trigger, messageId?, deviceId?, agent?}
+//	GET  /Chat/{chatId}/stream   resume: the running turn, replayed from Firestore; 204 when none
+//	GET  /Chat/{chatId}          the conversation as UI messages, for a page that loads
+//
+// Of messages, only what is new is taken: the last message when it is a
+// user message the chat has not taken yet, or the answers (tool outputs,
+// approval responses) its last assistant message carries for calls that
+// are pending in the ledger. Everything else is ignored: the server's
+// transcript is the truth.
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"google.golang.org/genai"
+
+	"github.com/baton-run/baton/sessionstore"
+	"github.com/baton-run/baton/toolcallback"
+	"github.com/baton-run/baton/uistream"
+)
+
+// deviceHeader names the device (tab) sending a Chat request, as an
+// alternative to the body's deviceId; a GET has no body.
+const deviceHeader = "X-Baton-Device"
+
+// errRegenerate refuses trigger regenerate-message: ADK v2 cannot rewind a
+// session (there is no rewind in its session or runner packages), and the
+// transcript is the truth, so an answer cannot be taken back.
+var errRegenerate = fmt.Errorf("%w: regenerate-message is not supported: the conversation cannot be rewound", errBadRequest)
+
+// chatRequest is the body DefaultChatTransport POSTs: its own fields, plus
+// deviceId and agent from the transport's body option.
+type chatRequest struct {
+	ID        string            `json:"id"`
+	Messages  []json.RawMessage `json:"messages"`
+	Trigger   string            `json:"trigger"`
+	MessageID string            `json:"messageId,omitempty"`
+	DeviceID  string            `json:"deviceId,omitempty"`
+	Agent     string            `json:"agent,omitempty"`
+}
+
+// uiMessage is the part of an AI SDK UIMessage Chat reads. Parts differ
+// between SDK versions, so unknown fields are ignored here (the body as a
+// whole is still checked by decodeJSON).
+type uiMessage struct {
+	ID    string   `json:"id"`
+	Role  string   `json:"role"`
+	Parts []uiPart `json:"parts"`
+}
+
+type uiPart struct {
+	Type             string          `json:"type"`
+	Text             string          `json:"text,omitempty"`
+	MediaType        string          `json:"mediaType,omitempty"`
+	URL              string          `json:"url,omitempty"`
+	ToolCallID       string          `json:"toolCallId,omitempty"`
+	State            string          `json:"state,omitempty"`
+	Input            json.RawMessage `json:"input,omitempty"`
+	Output           json.RawMessage `json:"output,omitempty"`
+	ErrorText        string          `json:"errorText,omitempty"`
+	ProviderExecuted bool            `json:"providerExecuted,omitempty"`
+	Approval         *uiApproval     `json:"approval,omitempty"`
+}
+
+type uiApproval struct {
+	ID       string `json:"id"`
+	Approved *bool  `json:"approved,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+}
+
+func (s *Server) chat(w http.ResponseWriter, r *http.Request, log *slog.Logger) error {
+	chatID, rest, err := chatPath(r.URL)
+	if err != nil {
+		return err
+	}
+	switch {
+	case r.Method == http.MethodPost && chatID == "":
+		return s.chatPost(w, r, log)
+	case r.Method == http.MethodGet && chatID != "" && rest == "stream":
+		return s.chatResume(w, r, log, chatID)
+	case r.Method == http.MethodGet && chatID != "" && rest == "":
+		return s.chatMessages(w, r, chatID)
+	}
+	return fmt.Errorf("%w: POST /Chat, GET /Chat/{chatId} or GET /Chat/{chatId}/stream", errBadRequest)
+}
+
+// chatPath splits what follows the function's name in the path: "" for
+// POST /Chat, or a chat id and what follows it. The id is one path
+// segment, URL-decoded, as DefaultChatTransport encodes it.
+func chatPath(u *url.URL) (chatID, rest string, err error) {
+	p := u.EscapedPath()
+	if i := strings.Index(p, "/"+NameChat); i >= 0 {
+		p = p[i+len(NameChat)+1:]
+	}
+	p = strings.Trim(p, "/")
+	if p == "" {
+		return "", "", nil
+	}
+	seg, rest, _ := strings.Cut(p, "/")
+	id, err := url.PathUnescape(seg)
+	if err != nil {
+		return "", "", fmt.Errorf("%w: chat id: %v", errBadRequest, err)
+	}
+	return id, rest, nil // Team checks it
+}
+
+// chatDevice is the device (tab) a request comes from: the body's
+// deviceId or the X-Baton-Device header; both, when given, must agree.
+func chatDevice(r *http.Request, fromBody string) (string, error) {
+	h := r.Header.Get(deviceHeader)
+	if fromBody != "" && h != "" && fromBody != h {
+		return "", fmt.Errorf("%w: deviceId and %s differ", errBadRequest, deviceHeader)
+	}
+	d := fromBody
+	if d == "" {
+		d = h
+	}
+	if d == "" {
+		return "", fmt.Errorf("%w: send the device id as deviceId in the body or in %s", errBadRequest, deviceHeader)
+	}
+	return d, nil // Team checks it
+}
+
+func (s *Server) chatPost(w http.ResponseWriter, r *http.Request, log *slog.Logger) error {
+	user, err := s.ident.userID(r.Context(), r)
+	if err != nil {
+		return err
+	}
+	var req chatRequest
+	if err := s.decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	device, err := chatDevice(r, req.DeviceID)
+	if err != nil {
+		return err
+	}
+	switch req.Trigger {
+	case "submit-message":
+	case "regenerate-message":
+		return errRegenerate
+	default:
+		return fmt.Errorf("%w: trigger must be submit-message", errBadRequest)
+	}
+	if len(req.Messages) == 0 {
+		return fmt.Errorf("%w: messages is empty", errBadRequest)
+	}
+	var last uiMessage
+	if err := json.Unmarshal(req.Messages[len(req.Messages)-1], &last); err != nil {
+		return fmt.Errorf("%w: the last message: %v", errBadRequest, err)
+	}
+	switch last.Role {
+	case "user":
+		return s.chatMessage(w, r, log, user, device, req.ID, req.Agent, &last)
+	case "assistant":
+		return s.chatAnswers(w, r, log, user, device, req.ID, &last)
+	}
+	return fmt.Errorf("%w: the last message must be a user message or the assistant message holding answers", errBadRequest)
+}
+
+// chatMessage runs a turn on the user's new message. A message the chat
+// took already (the same message id, sent again) is answered with the
+// stream of the turn it started.
+func (s *Server) chatMessage(w http.ResponseWriter, r *http.Request, log *slog.Logger, user, device, chatID, agentName string, m *uiMessage) error {
+	// The message id is stored, not used as a path; it is bounded like one.
+	if err := sessionstore.ValidateID("message id", m.ID); err != nil {
+		return err
+	}
+	content, err := m.content()
+	if err != nil {
+		return err
+	}
+	inv, report, err := s.team.Turn(r.Context(), toolcallback.ChatTurn{
+		UserID: user, ChatID: chatID, ClientID: device, Agent: agentName, Content: content, MessageID: m.ID,
+	})
+	if errors.Is(err, toolcallback.ErrMessageTaken) {
+		return s.chatReplay(w, r, log, user, chatID, replayAlways)
+	}
+	if err != nil {
+		return err
+	}
+	s.respondChat(w, r, log, inv, "", device, map[string]any{"agent": report})
+	return nil
+}
+
+// content is the user message as ADK takes it: text parts, and file parts
+// given as data URLs.
+func (m *uiMessage) content() (*genai.Content, error) {
+	c := &genai.Content{Role: genai.RoleUser}
+	for i, p := range m.Parts {
+		switch p.Type {
+		case "text":
+			if p.Text != "" {
+				c.Parts = append(c.Parts, genai.NewPartFromText(p.Text))
+			}
+		case "file":
+			meta, data, ok := strings.Cut(strings.TrimPrefix(p.URL, "data:"), ",")
+			mediaType, isBase64 := strings.CutSuffix(meta, ";base64")
+			if !strings.HasPrefix(p.URL, "data:") || !ok || !isBase64 {
+				return nil, fmt.Errorf("%w: parts[%d]: a file must be a base64 data URL", errBadRequest, i)
+			}
+			b, err := base64.StdEncoding.DecodeString(data)
+			if err != nil {
+				return nil, fmt.Errorf("%w: parts[%d]: %v", errBadRequest, i, err)
+			}
+			if p.MediaType != "" {
+				mediaType = p.MediaType
+			}
+			c.Parts = append(c.Parts, genai.NewPartFromBytes(b, mediaType))
+		}
+	}
+	if len(c.Parts) == 0 {
+		return nil, fmt.Errorf("%w: the user message has no text or file part", errBadRequest)
+	}
+	return c, nil
+}
+
+// chatAnswers records the answers the last assistant message carries:
+// outputs of browser calls (tool parts in state output-available or
+// output-error that the page ran) and approval responses. Each goes
+// through the ledger, so one that is recorded already runs nothing again;
+// the answer that completes its model step resumes the agent, whose
+// stream is the response. When nothing resumes (a re-POST, or other calls
+// of the step still open), the response is the turn as the transcript has
+// it.
+//
+// When an answer is recorded but other calls of its step are still open
+// (or the session is busy and the answer waits for delivery), the response
+// continues the posted message with nothing: the page keeps what it shows.
+// A POST that brings nothing new while calls are open is 409
+// pending_calls, so a page that sends automatically stops there.
+func (s *Server) chatAnswers(w http.ResponseWriter, r *http.Request, log *slog.Logger, user, device, chatID string, m *uiMessage) error {
+	var resumed *toolcallback.Resumption
+	answers, recorded := 0, false
+	for _, p := range m.Parts {
+		res, err := s.chatAnswer(r, user, device, chatID, p)
+		if errors.Is(err, errNoAnswer) {
+			continue
+		}
+		answers++
+		var resolved *toolcallback.AlreadyResolvedError
+		if errors.As(err, &resolved) && resolved.Same {
+			continue // recorded before: nothing runs again
+		}
+		if err != nil {
+			if resumed != nil {
+				log.WarnContext(r.Context(), "answer after a resume", "error", err.Error())
+				continue
+			}
+			return err
+		}
+		if res.Invocation != nil {
+			resumed = res
+		} else {
+			recorded = true
+		}
+	}
+	if answers == 0 {
+		return fmt.Errorf("%w: the last message is an assistant message with no tool output or approval response", errBadRequest)
+	}
+	if resumed == nil && recorded {
+		_ = uistream.NewEncoder(uistream.NewSSE(w), m.ID).Finish()
+		return nil
+	}
+	if resumed == nil {
+		open, err := s.team.Pending(r.Context(), user, chatID, "", 0)
+		if err != nil {
+			return err
+		}
+		if len(open.Calls) > 0 {
+			return &toolcallback.PendingCallsError{Calls: open.Calls}
+		}
+		return s.chatReplay(w, r, log, user, chatID, replayAlways)
+	}
+	s.respondChat(w, r, log, resumed.Invocation, resumed.Turn, device, nil)
+	return nil
+}
+
+// errNoAnswer: a part that answers nothing.
+var errNoAnswer = errors.New("no answer")
+
+// chatAnswer records the answer one part carries, if any.
+func (s *Server) chatAnswer(r *http.Request, user, device, chatID string, p uiPart) (*toolcallback.Resumption, error) {
+	if !strings.HasPrefix(p.Type, "tool-") && p.Type != "dynamic-tool" {
+		return nil, errNoAnswer
+	}
+	result := toolcallback.Result{UserID: user, SessionID: chatID, ClientID: device}
+	switch {
+	case p.State == "approval-responded" && p.Approval != nil && p.Approval.Approved != nil:
+		result.CallID = p.Approval.ID
+		result.Answer.Approved = p.Approval.Approved
+		if *p.Approval.Approved && len(p.Input) > 0 {
+			// The approver's edit: the tool part's input as the page
+			// changed it, merged into the model's arguments.
+			var payload any
+			if err := json.Unmarshal(p.Input, &payload); err != nil {
+				return nil, fmt.Errorf("%w: input of %q: %v", errBadRequest, p.ToolCallID, err)
+			}
+			result.Answer.Payload = payload
+		}
+	case p.ProviderExecuted:
+		return nil, errNoAnswer
+	case p.State == "output-available":
+		var output map[string]any
+		if err := json.Unmarshal(p.Output, &output); err != nil || output == nil {
+			return nil, fmt.Errorf("%w: the output of %q must be a JSON object", errBadRequest, p.ToolCallID)
+		}
+		result.CallID, result.Answer.Output = p.ToolCallID, output
+	case p.State == "output-error":
+		errText := p.ErrorText
+		if errText == "" {
+			errText = "the tool failed"
+		}
+		result.CallID, result.Answer.Error = p.ToolCallID, errText
+	default:
+		return nil, errNoAnswer
+	}
+	if result.CallID == "" {
+		return nil, fmt.Errorf("%w: a tool part without its call id", errBadRequest)
+	}
+	return s.team.Resume(r.Context(), result)
+}
+
+// respondChat streams an invocation to a useChat page: browser calls name
+// the device that may answer them, other calls are provider-executed.
+func (s *Server) respondChat(w http.ResponseWriter, r *http.Request, log *slog.Logger, inv *toolcallback.Invocation, turn, device string, data map[string]any) {
+	sse := uistream.NewSSE(w)
+	defer keepAlive(sse, s.cfg.KeepAlive)()
+	enc := uistream.NewEncoder(sse, "")
+	enc.SetDevice(device)
+	stream(r.Context(), enc, log, inv, turn, data)
+}

@@ -1,0 +1,172 @@
+// One message of the conversation, as useChat holds it: text parts, tool
+// calls (with an approval form when this tab must decide), and agent
+// switches (data-agent parts), shown as a line before the message.
+
+import { Fragment, useState } from 'react';
+import { isBrowserTool } from './tools.js';
+
+function switchedText({ from, to }) {
+  return `Switched to ${to}${from ? ` from ${from}` : ''}.`;
+}
+
+export function Message({ message, device, running, onDecide }) {
+  const switches = message.parts.filter((p) => p.type === 'data-agent' && p.data?.switched);
+  const shown = message.parts.filter((p) => (p.type === 'text' && p.text) || isTool(p));
+  if (message.role === 'assistant' && shown.length === 0 && switches.length > 0 && message.parts.every((p) => p.type.startsWith('data-'))) {
+    return switches.map((p, i) => <SwitchLine key={i} data={p.data} />);
+  }
+  return (
+    <>
+      {switches.map((p, i) => <SwitchLine key={i} data={p.data} />)}
+      <div className="msg" data-role={message.role} data-testid="message" data-message-id={message.id}>
+        {shown.map((p, i) => (
+          <Fragment key={p.toolCallId ?? `t${i}`}>
+            {p.type === 'text'
+              ? <span className="text" data-testid="message-text">{p.text}</span>
+              : <ToolCard part={p} device={device} running={running.get(p.toolCallId)} onDecide={onDecide} />}
+          </Fragment>
+        ))}
+      </div>
+    </>
+  );
+}
+
+function SwitchLine({ data }) {
+  return (
+    <div className="system" data-testid="system-message" data-kind="agent" role="status">
+      <span className="text">{switchedText(data)}</span>
+    </div>
+  );
+}
+
+function isTool(p) {
+  return p.type === 'dynamic-tool' || p.type.startsWith('tool-');
+}
+
+/** Short JSON of a value, keys sorted, so the same value always reads the same. */
+export function compact(value) {
+  const sorted = (v) => (v && typeof v === 'object' && !Array.isArray(v)
+    ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, sorted(v[k])]))
+    : Array.isArray(v) ? v.map(sorted) : v);
+  const s = JSON.stringify(sorted(value ?? {}));
+  return s.length > 160 ? `${s.slice(0, 157)}…` : s;
+}
+
+/** How a tool part shows: its status, the label for it and its output. */
+function view(part, name, mine, running) {
+  const approval = part.approval;
+  switch (part.state) {
+    case 'input-streaming':
+    case 'input-available':
+      if (isBrowserTool(name) && !part.providerExecuted) {
+        return mine ? { status: 'running', label: running ?? 'runs in this tab' } : { status: 'waiting', label: 'waiting for an answer' };
+      }
+      return { status: 'running', label: 'running…' };
+    case 'approval-requested':
+      return mine ? { status: 'approval', label: 'needs your approval', ask: true } : { status: 'waiting', label: 'waiting for an answer' };
+    case 'approval-responded':
+      return approval?.approved
+        ? { status: 'approved', label: 'approved', output: `approved with ${compact(part.input)}` }
+        : { status: 'rejected', label: 'rejected', output: 'rejected' };
+    case 'output-available':
+      return approval?.approved
+        ? { status: 'approved', label: 'approved · done', output: compact(part.output) }
+        : { status: 'done', label: 'done', output: compact(part.output) };
+    case 'output-error':
+      return approval?.approved === false
+        ? { status: 'rejected', label: 'rejected', output: part.errorText }
+        : { status: 'error', label: 'failed', output: part.errorText };
+    case 'output-denied':
+      return { status: 'rejected', label: 'rejected', output: approval?.reason ?? '' };
+    default:
+      return { status: part.state, label: part.state };
+  }
+}
+
+function ToolCard({ part, device, running, onDecide }) {
+  const name = toolName(part);
+  const owner = (part.callProviderMetadata ?? part.providerMetadata)?.baton?.deviceId;
+  const v = view(part, name, owner === device, running);
+  return (
+    <div className="tool" data-testid="tool-call" data-tool-name={name} data-call-id={part.toolCallId} data-status={v.status}>
+      <div className="tool-head">
+        <span className="tool-name">{name}</span>
+        <code className="tool-input">{compact(part.input)}</code>
+        <span className="tool-status" data-testid="tool-status">{v.label}</span>
+      </div>
+      <code className="tool-output" data-testid="tool-output">{v.output ?? ''}</code>
+      {v.ask && <ApprovalForm part={part} onDecide={onDecide} />}
+    </div>
+  );
+}
+
+/** The approver's form: one field per argument, or the JSON to edit. */
+function ApprovalForm({ part, onDecide }) {
+  const args = part.input && typeof part.input === 'object' ? part.input : {};
+  const entries = Object.entries(args);
+  const flat = entries.every(([, v]) => v === null || ['string', 'number', 'boolean'].includes(typeof v));
+  const [values, setValues] = useState(() => Object.fromEntries(entries.map(([k, v]) => [k, typeof v === 'boolean' ? v : String(v ?? '')])));
+  const [json, setJson] = useState(() => JSON.stringify(args, null, 2));
+  const [problem, setProblem] = useState('');
+  const [sent, setSent] = useState(false);
+
+  const read = () => {
+    if (!flat) return JSON.parse(json);
+    return Object.fromEntries(entries.map(([key, value]) => {
+      const field = values[key];
+      if (typeof value === 'boolean') return [key, field];
+      if (typeof value !== 'number') return [key, field];
+      const n = Number(field);
+      if (String(field).trim() === '' || !Number.isFinite(n)) throw new Error(`${key} must be a number`);
+      return [key, n];
+    }));
+  };
+  const decide = (approved) => {
+    let payload;
+    if (approved) {
+      try {
+        payload = read();
+      } catch (err) {
+        setProblem(err.message);
+        return;
+      }
+    }
+    setSent(true);
+    onDecide(part, approved, payload);
+  };
+  if (sent) return null;
+  const id = (key) => `f-${part.approval.id}-${key}`;
+  return (
+    <form className="approval" data-testid="approval" onSubmit={(e) => {
+      e.preventDefault();
+      decide(true);
+    }}>
+      {flat ? (
+        <div className="fields">
+          {entries.map(([key, value]) => (
+            <Fragment key={key}>
+              <label htmlFor={id(key)}>{key}</label>
+              {typeof value === 'boolean'
+                ? <input id={id(key)} data-testid={`approval-field-${key}`} type="checkbox" checked={values[key]}
+                  onChange={(e) => setValues({ ...values, [key]: e.target.checked })} />
+                : <input id={id(key)} data-testid={`approval-field-${key}`} type={typeof value === 'number' ? 'number' : 'text'}
+                  value={values[key]} onChange={(e) => setValues({ ...values, [key]: e.target.value })} />}
+            </Fragment>
+          ))}
+        </div>
+      ) : (
+        <textarea data-testid="approval-payload" rows={Math.min(10, json.split('\n').length)} value={json}
+          aria-label={`Arguments of ${toolName(part)}`} onChange={(e) => setJson(e.target.value)} />
+      )}
+      <div className="actions">
+        <button type="submit" className="primary" data-testid="approve">Approve</button>
+        <button type="button" data-testid="reject" onClick={() => decide(false)}>Reject</button>
+        <span className="problem" role="alert">{problem}</span>
+      </div>
+    </form>
+  );
+}
+
+function toolName(part) {
+  return part.type === 'dynamic-tool' ? part.toolName : part.type.slice('tool-'.length);
+}

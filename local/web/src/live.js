@@ -1,0 +1,81 @@
+// Live tabs: while this tab is idle it waits on the resume endpoint
+// (GET /Chat/{chatId}/stream with X-Baton-Wait), which answers as soon as
+// a turn starts anywhere, on any instance, with that turn's stream read
+// from Firestore, or at once with a finished turn this tab has not shown
+// (X-Baton-Seen). The stream is read with the AI SDK's own parser and
+// message reader; when it ends, the page reloads the conversation (for the
+// user message that started the turn). A tab never runs tools from these
+// streams: they are other tabs' turns.
+
+import { useEffect, useRef } from 'react';
+import { readUIMessageStream } from 'ai';
+import { loadChat } from './chatapi.js';
+
+const WAIT_SECONDS = 25;
+const sleep = (ms, signal) => new Promise((resolve) => {
+  const t = setTimeout(resolve, ms);
+  signal.addEventListener('abort', () => {
+    clearTimeout(t);
+    resolve();
+  }, { once: true });
+});
+
+/**
+ * Follows turns made elsewhere while idle is true. Returns a function that
+ * stops the current wait at once (before this tab sends or answers).
+ */
+export function useLiveTurns({ chatId, identity, transport, messages, setMessages, idle }) {
+  // The last assistant message this tab shows: a turn it missed between
+  // two waits is replayed at once.
+  const seen = useRef('none');
+  seen.current = messages.findLast((m) => m.role === 'assistant')?.id ?? 'none';
+  const stop = useRef(() => {});
+  useEffect(() => {
+    if (!idle) return undefined;
+    const ctrl = new AbortController();
+    stop.current = () => ctrl.abort();
+    const { signal } = ctrl;
+    (async () => {
+      // Give an automatic request (a tool's answer) the chance to start.
+      await sleep(300, signal);
+      while (!signal.aborted) {
+        let res;
+        try {
+          res = await fetch(`/Chat/${encodeURIComponent(chatId)}/stream`, {
+            headers: { ...(await identity.headers()), 'X-Baton-Wait': String(WAIT_SECONDS), 'X-Baton-Seen': seen.current },
+            signal,
+          });
+        } catch {
+          await sleep(2000, signal);
+          continue;
+        }
+        if (res.status === 204) continue;
+        if (!res.ok) {
+          await sleep(2000, signal);
+          continue;
+        }
+        try {
+          const stream = transport.processResponseStream(res.body);
+          for await (const message of readUIMessageStream({ stream })) {
+            if (signal.aborted) return;
+            setMessages((ms) => upsert(ms, message));
+          }
+          const fresh = await loadChat(chatId, identity);
+          if (!signal.aborted) setMessages(fresh.messages);
+        } catch {
+          await sleep(1000, signal);
+        }
+      }
+    })();
+    return () => ctrl.abort();
+  }, [chatId, identity, transport, setMessages, idle]);
+  return () => stop.current();
+}
+
+function upsert(messages, message) {
+  const i = messages.findIndex((m) => m.id === message.id);
+  if (i < 0) return [...messages, message];
+  const next = [...messages];
+  next[i] = message;
+  return next;
+}

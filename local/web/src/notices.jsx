@@ -1,0 +1,106 @@
+// Lines the page shows between messages that are not part of any message:
+// a busy session (retried by itself, then by the Retry button) and errors.
+
+import { useCallback, useMemo, useRef, useState } from 'react';
+
+const AUTO_RETRIES = 3; // automatic retries of a busy session before asking
+const MAX_RETRY_DELAY = 2; // seconds; the session is usually free long before its lease expires
+
+let nextKey = 0;
+
+/** What an error of the Chat function means for the person, as a notice. */
+export function errorNotice(err) {
+  let body = null;
+  try {
+    body = JSON.parse(err?.message ?? '');
+  } catch {
+    // not one of Baton's JSON errors: a broken connection, say
+  }
+  const e = body?.error;
+  switch (e?.code) {
+    case 'expired':
+      return { kind: 'expired', text: 'This request expired or was cancelled; the agent no longer waits for it.' };
+    case 'already_resolved':
+      return { kind: 'info', text: 'This call was already answered.' };
+    case 'wrong_client':
+      return { kind: 'error', text: 'Another tab started this request; only that tab can answer it.' };
+    case 'pending_calls': {
+      const names = (e.calls ?? []).map((c) => c.toolName).join(', ') || 'a tool call';
+      return { kind: 'pending_calls', text: `The agent is still waiting for ${names}. Answer it first (reload the tab that asked).` };
+    }
+    case 'unavailable':
+      return { kind: 'error', text: 'The service is unavailable; try again shortly.' };
+    case undefined:
+      return { kind: 'error', text: `The connection broke while the agent answered: ${err?.message ?? err}. Reload to see where things stand.` };
+    default:
+      return { kind: 'error', text: `Error (${e.code}): ${e.message}` };
+  }
+}
+
+/**
+ * The page's notices. Each is shown where the conversation was when it
+ * came (before the message that followed). busyRetryingFetch is the
+ * transport's fetch: a 409 busy is shown and retried, a few times by
+ * itself and then when Retry is pressed.
+ */
+export function useNotices() {
+  const [list, setList] = useState([]);
+  const count = useRef(0); // messages shown, kept current by the page
+
+  const add = useCallback((notice) => {
+    const key = ++nextKey;
+    setList((l) => [...l, { key, at: count.current, ...notice }]);
+    return key;
+  }, []);
+  const update = useCallback((key, change) => {
+    setList((l) => l.map((n) => (n.key === key ? { ...n, ...change } : n)));
+  }, []);
+
+  const busyRetryingFetch = useCallback(async (input, init) => {
+    let key = null;
+    for (let attempt = 1; ; attempt++) {
+      const res = await fetch(input, init);
+      const problem = res.status === 409 ? await res.clone().json().catch(() => null) : null;
+      if (problem?.error?.code !== 'busy') {
+        if (key) update(key, { state: 'resolved', text: 'The session was busy with another tab — retried.', retry: null });
+        return res;
+      }
+      const seconds = problem.error.retryAfterSeconds || Number(res.headers.get('Retry-After')) || 1;
+      key ??= add({ kind: 'busy', text: '' });
+      await busyWait(key, seconds, attempt, update);
+    }
+  }, [add, update]);
+
+  const render = (at, rest = false) => list
+    .filter((n) => (rest ? n.at >= at : n.at === at))
+    .map((n) => (
+      <div key={n.key} className="system" data-testid="system-message" data-kind={n.kind} data-state={n.state}
+        role={n.kind === 'info' || n.kind === 'agent' ? 'status' : 'alert'}>
+        <span className="text">{n.text}</span>
+        {n.retry && <button type="button" data-testid="retry" onClick={n.retry}>Retry</button>}
+      </div>
+    ));
+
+  return useMemo(() => ({ list, count, add, busyRetryingFetch, render }), [list, add, busyRetryingFetch]); // eslint-disable-line react-hooks/exhaustive-deps
+}
+
+// Shows the busy line and resolves when it is time to retry: after a short
+// delay for the first attempts, and always when Retry is pressed.
+function busyWait(key, seconds, attempt, update) {
+  return new Promise((resolve) => {
+    let timer = null;
+    const go = () => {
+      clearInterval(timer);
+      update(key, { text: 'The session is busy with another tab — retrying…', retry: null });
+      resolve();
+    };
+    if (attempt > AUTO_RETRIES) {
+      update(key, { text: 'The session is still busy with another tab. Retry when it is done.', retry: go });
+      return;
+    }
+    let left = Math.min(Math.max(Math.ceil(seconds), 1), MAX_RETRY_DELAY);
+    const show = () => update(key, { text: `The session is busy with another tab — retrying in ${left} s…`, retry: go });
+    show();
+    timer = setInterval(() => (--left <= 0 ? go() : show()), 1000);
+  });
+}
