@@ -25,7 +25,8 @@ func TestPushNotifications(t *testing.T) {
 		modeltest.CallReply(modeltest.Call("c1", "change_bgm", map[string]any{"track": 2})),
 		modeltest.TextReply("now playing track 2"),
 		modeltest.CallReply(modeltest.Call("c2", "change_bgm", map[string]any{"track": 3})),
-		modeltest.TextReply("the music was not changed"))
+		modeltest.TextReply("the music was not changed"),
+		modeltest.FailReply)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	c := f.client(0, "ada")
@@ -51,6 +52,12 @@ func TestPushNotifications(t *testing.T) {
 	if !waitFor(func() bool { return slices.Contains(allowed.states(), "canceled") }) {
 		t.Fatalf("webhook heard %v, want canceled", allowed.states())
 	}
+	// A turn whose model fails ends the task failed, which a caller waits
+	// for too.
+	send(ctx, t, c, withPush(textMessage("play track 5"), allowedSrv.URL+"/hooks/ada"))
+	if !waitFor(func() bool { return slices.Contains(allowed.states(), "failed") }) {
+		t.Fatalf("webhook heard %v, want failed", allowed.states())
+	}
 	allowed.mu.Lock()
 	for i, tok := range allowed.token {
 		if tok != "secret-1" {
@@ -58,7 +65,7 @@ func TestPushNotifications(t *testing.T) {
 		}
 	}
 	for _, s := range allowed.got {
-		if s != "input-required" && s != "completed" && s != "canceled" {
+		if s != "input-required" && s != "completed" && s != "canceled" && s != "failed" {
 			t.Errorf("webhook heard state %q, want only states a caller waits for", s)
 		}
 	}

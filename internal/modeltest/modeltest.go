@@ -68,7 +68,12 @@ func (m *Strict) GenerateContent(ctx context.Context, req *model.LLMRequest, _ b
 				return
 			}
 		}
-		yield(&model.LLMResponse{Content: next(req), TurnComplete: true}, nil)
+		content := next(req)
+		if content == failure {
+			yield(nil, ErrScripted)
+			return
+		}
+		yield(&model.LLMResponse{Content: content, TurnComplete: true}, nil)
 	}
 }
 
@@ -187,6 +192,16 @@ func EchoReply(req *model.LLMRequest) *genai.Content {
 	}
 	return genai.NewContentFromText("saw "+strings.Join(parts, "; "), genai.RoleModel)
 }
+
+// ErrScripted is the error a FailReply step answers with.
+var ErrScripted = errors.New("scripted model failure")
+
+// failure marks FailReply's step; only its address matters.
+var failure = &genai.Content{}
+
+// FailReply makes the model answer its request with ErrScripted, as a model
+// that is down or refuses the request would.
+func FailReply(*model.LLMRequest) *genai.Content { return failure }
 
 func TextReply(s string) Reply {
 	return func(*model.LLMRequest) *genai.Content { return genai.NewContentFromText(s, genai.RoleModel) }
