@@ -128,6 +128,7 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request, log *slog.Logger
 	}
 	events := first.change.Events
 	busy := running(ctx, first.change)
+	leaseExpires := first.change.LeaseExpires // as last seen
 	var calls []*toolcallback.Call
 	if !busy && mode != replayNext {
 		open, err := s.team.Pending(r.Context(), user, chatID, "", 0)
@@ -153,7 +154,7 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request, log *slog.Logger
 					return nil
 				}
 				events = append(events, c.change.Events...)
-				busy = running(ctx, c.change)
+				busy, leaseExpires = running(ctx, c.change), c.change.LeaseExpires
 			case <-timeout.C:
 				w.WriteHeader(http.StatusNoContent)
 				return nil
@@ -181,12 +182,10 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request, log *slog.Logger
 		rp.write(sw, log, ev)
 	}
 	// Follow the running turn until its invocation lets the session go.
-	var expires <-chan time.Time
+	// The lease is the one that made the turn busy: a live tab's wait saw
+	// it taken after its first change.
+	expires := time.After(time.Until(leaseExpires) + time.Second)
 	for busy {
-		if first.change != nil {
-			expires = time.After(time.Until(first.change.LeaseExpires) + time.Second)
-			first.change = nil
-		}
 		select {
 		case c, ok := <-changes:
 			if !ok || c.err != nil {
