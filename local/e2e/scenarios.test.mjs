@@ -420,6 +420,23 @@ scenario('a second tab shows a turn made in the first, without a reload', 'live-
   await assistantSays(second, /12\*7 = 84/);
   await second.waitForSelector(sel('message', '[data-role="user"]:has-text("what is 12*7?")'), { timeout: WAIT });
   assert.equal(await count(second, sel('message')), 2, 'the second tab shows the user message and the answer once');
+
+  // A long turn: the second tab shows the first tab's message as soon as
+  // the turn starts, while the answer is still on its way.
+  await send(first, 'count slowly to 10');
+  await second.waitForFunction(() => {
+    const texts = (role) => [...document.querySelectorAll(`[data-testid="message"][data-role="${role}"]`)].map((m) => m.innerText);
+    return texts('user').some((t) => t.includes('count slowly to 10')) && !texts('assistant').some((t) => /Done counting/.test(t));
+  }, null, { timeout: WAIT }).catch((err) => {
+    throw new Error(`the second tab did not show the user message while the turn ran: ${err.message}`);
+  });
+  await screenshot(second, 'live-tab-running');
+  await assistantSays(first, /Counting: 1, 2, 3[\s\S]*10\. Done counting\./);
+  await assistantSays(second, /Counting: 1, 2, 3[\s\S]*10\. Done counting\./);
+  await second.waitForFunction(() => document.querySelectorAll('[data-testid="message"]').length === 4, null, { timeout: WAIT })
+    .catch((err) => {
+      throw new Error(`the second tab does not show two user messages and two answers once: ${err.message}`);
+    });
   await screenshot(second, 'live-tab');
   noPageErrors(first, second);
 });

@@ -2,10 +2,13 @@
 // (GET /Chat/{chatId}/stream with X-Baton-Wait), which answers as soon as
 // a turn starts anywhere, on any instance, with that turn's stream read
 // from Firestore, or at once with a finished turn this tab has not shown
-// (X-Baton-Seen). The stream is read with the AI SDK's own parser and
-// message reader; when it ends, the page reloads the conversation (for the
-// user message that started the turn). A tab never runs tools from these
-// streams: they are other tabs' turns.
+// (X-Baton-Seen). When a stream begins, the page first loads the
+// conversation: the user message that started the turn is stored before
+// the turn's first chunk (the commit that takes the lease holds it), and a
+// turn's stream carries only the assistant message. The stream is then read
+// with the AI SDK's own parser and message reader over it; when it ends,
+// the conversation is loaded again (the turn as stored). A tab never runs
+// tools from these streams: they are other tabs' turns.
 
 import { useEffect, useRef } from 'react';
 import { readUIMessageStream } from 'ai';
@@ -35,6 +38,10 @@ export function useLiveTurns({ chatId, identity, transport, messages, setMessage
     const ctrl = new AbortController();
     stop.current = () => ctrl.abort();
     const { signal } = ctrl;
+    const showConversation = async () => {
+      const fresh = await loadChat(chatId, identity);
+      if (!signal.aborted) setMessages(fresh.messages);
+    };
     (async () => {
       // Give an automatic request (a tool's answer) the chance to start.
       await sleep(300, signal);
@@ -55,13 +62,16 @@ export function useLiveTurns({ chatId, identity, transport, messages, setMessage
           continue;
         }
         try {
+          // The body waits, buffered, while the conversation loads. A
+          // failed load still shows the stream; the load at its end retries.
+          await showConversation().catch(() => {});
+          if (signal.aborted) return;
           const stream = transport.processResponseStream(res.body);
           for await (const message of readUIMessageStream({ stream })) {
             if (signal.aborted) return;
             setMessages((ms) => upsert(ms, message));
           }
-          const fresh = await loadChat(chatId, identity);
-          if (!signal.aborted) setMessages(fresh.messages);
+          await showConversation();
         } catch {
           await sleep(1000, signal);
         }
