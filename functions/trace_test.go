@@ -2,6 +2,7 @@ package functions
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -121,11 +122,10 @@ func TestSpanTree(t *testing.T) {
 		modeltest.CallReply(modeltest.Call("c1", "change_bgm", map[string]any{"track": 2})),
 		modeltest.EchoReply,
 	)
-	const (
-		turnTrace   = "4bf92f3577b34da6a3ce929d0e0e4736"
-		turnParent  = "00f067aa0ba902b7"
-		resumeTrace = "0af7651916cd43dd8448eb211c80319c"
-	)
+	// Trace ids of this run only: the recorder is the binary's, so a fixed
+	// id would also collect an earlier run's spans (go test -count=2).
+	const turnParent = "00f067aa0ba902b7"
+	turnTrace, resumeTrace := newTraceID(t), newTraceID(t)
 	f.stream(f.do(http.MethodPost, NameTurn, f.token("ada"),
 		map[string]any{"sessionId": "s1", "clientId": "tab-a", "text": "change the music to track 2"},
 		map[string]string{"traceparent": "00-" + turnTrace + "-" + turnParent + "-01"}))
@@ -214,4 +214,14 @@ func TestSpanTree(t *testing.T) {
 			t.Errorf("no request log line with trace %s:\n%s", tr, f.logs.String())
 		}
 	}
+}
+
+// newTraceID returns a random W3C trace id, in hex.
+func newTraceID(t *testing.T) string {
+	t.Helper()
+	var id trace.TraceID
+	if _, err := rand.Read(id[:]); err != nil {
+		t.Fatal(err)
+	}
+	return id.String()
 }
