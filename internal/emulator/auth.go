@@ -142,28 +142,11 @@ func StartAuth(project string, timeout time.Duration, progress func(msg string))
 		return nil, err
 	}
 	addr := net.JoinHostPort("127.0.0.1", port)
-	logFile, err := os.CreateTemp("", "auth-emulator-*.log")
-	if err != nil {
-		return nil, err
-	}
-	defer logFile.Close()
 	cmd := exec.Command(node, "auth-emulator.cjs", "127.0.0.1", port, project)
 	cmd.Dir = dir
-	cmd.Stdout = logFile
-	cmd.Stderr = logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	e := &Emulator{Addr: addr, pid: cmd.Process.Pid, cmd: cmd, exited: make(chan struct{}), log: logFile.Name()}
-	go func() {
-		cmd.Wait()
-		close(e.exited)
-	}()
-	if err := waitReady(addr, e.exited, timeout, authReady); err != nil {
-		out := logTail(e.log)
-		e.Stop()
-		return nil, fmt.Errorf("%s: %w; its output ends:\n%s", strings.Join(cmd.Args, " "), err, out)
+	e, tail, err := start(cmd, addr, "auth-emulator", timeout, authReady)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w; its output ends:\n%s", strings.Join(cmd.Args, " "), err, tail)
 	}
 	return e, nil
 }

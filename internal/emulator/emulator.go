@@ -73,32 +73,44 @@ func Start(addr string, timeout time.Duration) (*Emulator, error) {
 		}
 		addr = net.JoinHostPort("127.0.0.1", port)
 	}
-	logFile, err := os.CreateTemp("", "firestore-emulator-*.log")
-	if err != nil {
-		return nil, err
-	}
-	defer logFile.Close()
 	cmd := exec.Command("gcloud", "emulators", "firestore", "start", "--host-port="+addr)
-	cmd.Stdout = logFile
-	cmd.Stderr = logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	e := &Emulator{Addr: addr, pid: cmd.Process.Pid, cmd: cmd, exited: make(chan struct{}), log: logFile.Name()}
-	go func() {
-		cmd.Wait()
-		close(e.exited)
-	}()
-	if err := waitReady(addr, e.exited, timeout, firestoreReady); err != nil {
-		tail := logTail(e.log)
-		e.Stop()
+	e, tail, err := start(cmd, addr, "firestore-emulator", timeout, firestoreReady)
+	if err != nil {
 		if strings.Contains(tail, "component") || strings.Contains(tail, "not installed") || strings.Contains(tail, "java") {
 			err = fmt.Errorf("%w: %w", ErrMissing, err)
 		}
 		return nil, fmt.Errorf("%s: %w; its output ends:\n%s", strings.Join(cmd.Args, " "), err, tail)
 	}
 	return e, nil
+}
+
+// start runs cmd in a process group of its own, its output in a temporary
+// log file named after name, and waits until the emulator at addr answers
+// as ready says, at most timeout. On failure the emulator is stopped and
+// the end of its log returned with the error.
+func start(cmd *exec.Cmd, addr, name string, timeout time.Duration, ready func([]byte) bool) (*Emulator, string, error) {
+	logFile, err := os.CreateTemp("", name+"-*.log")
+	if err != nil {
+		return nil, "", err
+	}
+	defer logFile.Close()
+	cmd.Stdout = logFile
+	cmd.Stderr = logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, "", err
+	}
+	e := &Emulator{Addr: addr, pid: cmd.Process.Pid, cmd: cmd, exited: make(chan struct{}), log: logFile.Name()}
+	go func() {
+		cmd.Wait()
+		close(e.exited)
+	}()
+	if err := waitReady(addr, e.exited, timeout, ready); err != nil {
+		tail := logTail(e.log)
+		e.Stop()
+		return nil, tail, err
+	}
+	return e, "", nil
 }
 
 // Pid is the process group id of the emulator (gcloud's pid).
