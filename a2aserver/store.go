@@ -140,6 +140,13 @@ func (s *TaskStore) remember(key string, ref *firestore.DocumentRef) {
 	s.paths[key] = ref
 }
 
+// remembered returns the document path remember kept for key, or nil.
+func (s *TaskStore) remembered(key string) *firestore.DocumentRef {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.paths[key]
+}
+
 // Create stores a new task under its chat, with the push configs its
 // first message set, in one commit.
 func (s *TaskStore) Create(ctx context.Context, task *a2a.Task) (taskstore.TaskVersion, error) {
@@ -250,10 +257,7 @@ func (s *TaskStore) Get(ctx context.Context, id a2a.TaskID) (*taskstore.StoredTa
 // key with a collection-group query.
 func (s *TaskStore) find(ctx context.Context, user string, id a2a.TaskID) (*firestore.DocumentSnapshot, error) {
 	key := s.key(user, id)
-	s.mu.Lock()
-	ref := s.paths[key]
-	s.mu.Unlock()
-	if ref != nil {
+	if ref := s.remembered(key); ref != nil {
 		snap, err := ref.Get(ctx)
 		if status.Code(err) == codes.NotFound {
 			return nil, a2a.ErrTaskNotFound
@@ -277,10 +281,7 @@ func (s *TaskStore) find(ctx context.Context, user string, id a2a.TaskID) (*fire
 // ref returns the document of a task of user, or ErrTaskNotFound.
 func (s *TaskStore) ref(ctx context.Context, user string, id a2a.TaskID) (*firestore.DocumentRef, error) {
 	key := s.key(user, id)
-	s.mu.Lock()
-	ref := s.paths[key]
-	s.mu.Unlock()
-	if ref != nil {
+	if ref := s.remembered(key); ref != nil {
 		return ref, nil
 	}
 	snap, err := s.find(ctx, user, id)
