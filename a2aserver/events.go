@@ -14,8 +14,8 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
 	"github.com/a2aproject/a2a-go/v2/a2asrv/workqueue"
 	"google.golang.org/adk/v2/platform"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
+
+	"github.com/baton-run/baton/sessionstore"
 )
 
 // eventRetention is how long a stored event is kept for subscribers: events
@@ -136,15 +136,16 @@ func (w *eventWriter) Write(ctx context.Context, msg *eventqueue.Message) error 
 	doc := eventDoc{Key: w.q.store.key(w.user, w.task), Version: v, Message: raw, GCAt: platform.Now(ctx).Add(eventRetention)}
 	for attempt := 1; ; attempt++ {
 		_, err = ref.Collection(eventsCollection).Doc(fmt.Sprintf("%020d", v)).Create(ctx, doc)
+		err = sessionstore.FirestoreError(err)
 		// The emulator sometimes answers a write among many on one task
 		// with Canceled ("call already cancelled") though the caller's
 		// context is live; the write is idempotent, so it is tried again.
-		if status.Code(err) == codes.Canceled && ctx.Err() == nil && attempt < 3 {
+		if errors.Is(err, context.Canceled) && ctx.Err() == nil && attempt < 3 {
 			continue
 		}
 		break
 	}
-	if err != nil && status.Code(err) != codes.AlreadyExists {
+	if err != nil && !errors.Is(err, sessionstore.ErrAlreadyExists) {
 		return fmt.Errorf("store event of task %s: %w", w.task, err)
 	}
 	return nil

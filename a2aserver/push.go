@@ -17,8 +17,8 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2asrv/push"
 	"google.golang.org/adk/v2/platform"
 	"google.golang.org/api/iterator"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
+
+	"github.com/baton-run/baton/sessionstore"
 )
 
 // pushStore keeps a task's push-notification configs beside it, at
@@ -111,10 +111,10 @@ func (s *pushStore) Get(ctx context.Context, id a2a.TaskID, configID string) (*a
 		return nil, err
 	}
 	snap, err := col.Doc(configID).Get(ctx)
-	if status.Code(err) == codes.NotFound {
+	switch err = sessionstore.FirestoreError(err); {
+	case errors.Is(err, sessionstore.ErrNotFound):
 		return nil, push.ErrPushConfigNotFound
-	}
-	if err != nil {
+	case err != nil:
 		return nil, fmt.Errorf("read push config: %w", err)
 	}
 	return decodePush(snap.Data()["config"])

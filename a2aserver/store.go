@@ -3,6 +3,7 @@ package a2aserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -12,8 +13,6 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
 	"google.golang.org/adk/v2/platform"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/baton-run/baton/sessionstore"
 )
@@ -166,10 +165,10 @@ func (s *TaskStore) Create(ctx context.Context, task *a2a.Task) (taskstore.TaskV
 		batch.Set(ref.Collection(pushCollection).Doc(id), doc)
 	}
 	res, err := batch.Commit(ctx)
-	if status.Code(err) == codes.AlreadyExists {
+	switch err = sessionstore.FirestoreError(err); {
+	case errors.Is(err, sessionstore.ErrAlreadyExists):
 		return 0, taskstore.ErrTaskAlreadyExists
-	}
-	if err != nil {
+	case err != nil:
 		return 0, fmt.Errorf("create task %s: %w", task.ID, err)
 	}
 	s.remember(key, ref)
@@ -203,12 +202,12 @@ func (s *TaskStore) Update(ctx context.Context, req *taskstore.UpdateRequest) (_
 		pre = append(pre, firestore.Exists)
 	}
 	res, err := ref.Update(ctx, updates, pre...)
-	switch status.Code(err) {
-	case codes.OK:
+	switch err = sessionstore.FirestoreError(err); {
+	case err == nil:
 		return taskstore.TaskVersion(res.UpdateTime.UnixNano()), nil
-	case codes.FailedPrecondition:
+	case errors.Is(err, sessionstore.ErrConflict):
 		return 0, taskstore.ErrConcurrentModification
-	case codes.NotFound:
+	case errors.Is(err, sessionstore.ErrNotFound):
 		return 0, a2a.ErrTaskNotFound
 	}
 	return 0, fmt.Errorf("update task %s: %w", req.Task.ID, err)
@@ -259,10 +258,10 @@ func (s *TaskStore) find(ctx context.Context, user string, id a2a.TaskID) (*fire
 	key := s.key(user, id)
 	if ref := s.remembered(key); ref != nil {
 		snap, err := ref.Get(ctx)
-		if status.Code(err) == codes.NotFound {
+		switch err = sessionstore.FirestoreError(err); {
+		case errors.Is(err, sessionstore.ErrNotFound):
 			return nil, a2a.ErrTaskNotFound
-		}
-		if err != nil {
+		case err != nil:
 			return nil, fmt.Errorf("read task %s: %w", id, err)
 		}
 		return snap, nil

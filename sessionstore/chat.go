@@ -8,8 +8,6 @@ import (
 
 	"cloud.google.com/go/firestore"
 	"google.golang.org/api/iterator"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // Chat is a chat session: the id a client holds, pointing at the one ADK
@@ -99,11 +97,11 @@ func (s *Service) GetChat(ctx context.Context, app, user, id string) (*Chat, err
 		return nil, err
 	}
 	snap, err := s.chatRef(app, user, id).Get(ctx)
-	if status.Code(err) == codes.NotFound {
+	switch err = FirestoreError(err); {
+	case errors.Is(err, ErrNotFound):
 		return nil, fmt.Errorf("%w: chat %q", ErrNotFound, id)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read chat %q: %w", id, Translate(err))
+	case err != nil:
+		return nil, fmt.Errorf("read chat %q: %w", id, err)
 	}
 	return chatFrom(snap)
 }
@@ -115,11 +113,11 @@ func (s *Service) CreateChat(ctx context.Context, c *Chat) error {
 		return err
 	}
 	res, err := s.chatRef(c.App, c.UserID, c.ID).Create(ctx, c.doc(s.scope(c.App)))
-	if status.Code(err) == codes.AlreadyExists {
+	switch err = FirestoreError(err); {
+	case errors.Is(err, ErrAlreadyExists):
 		return fmt.Errorf("%w: chat %q", ErrAlreadyExists, c.ID)
-	}
-	if err != nil {
-		return fmt.Errorf("create chat %q: %w", c.ID, Translate(err))
+	case err != nil:
+		return fmt.Errorf("create chat %q: %w", c.ID, err)
 	}
 	c.version = res.UpdateTime
 	return nil
@@ -140,14 +138,14 @@ func (s *Service) SaveChat(ctx context.Context, c *Chat) error {
 		{Path: "retired", Value: d.Retired},
 		{Path: "cleanupAt", Value: d.CleanupAt},
 	}, firestore.LastUpdateTime(c.version))
-	switch status.Code(err) {
-	case codes.OK:
+	switch err = FirestoreError(err); {
+	case err == nil:
 		c.version = res.UpdateTime
 		return nil
-	case codes.FailedPrecondition, codes.NotFound:
+	case errors.Is(err, ErrConflict), errors.Is(err, ErrNotFound):
 		return fmt.Errorf("%w: chat %q", ErrConflict, c.ID)
 	}
-	return fmt.Errorf("save chat %q: %w", c.ID, Translate(err))
+	return fmt.Errorf("save chat %q: %w", c.ID, err)
 }
 
 // ChatsToClean returns chats of app whose cleanup is due at now, oldest
@@ -173,7 +171,7 @@ func (s *Service) queryChats(ctx context.Context, app, field string, upTo time.T
 		Limit(limit).
 		Documents(ctx).GetAll()
 	if err != nil {
-		return nil, fmt.Errorf("query chats by %s: %w", field, Translate(err))
+		return nil, fmt.Errorf("query chats by %s: %w", field, FirestoreError(err))
 	}
 	out := make([]*Chat, 0, len(snaps))
 	for _, snap := range snaps {
@@ -194,14 +192,14 @@ func (s *Service) queryChats(ctx context.Context, app, field string, upTo time.T
 func (s *Service) DeleteChat(ctx context.Context, c *Chat) error {
 	ref := s.chatRef(c.App, c.UserID, c.ID)
 	_, err := ref.Delete(ctx, firestore.LastUpdateTime(c.version))
-	switch status.Code(err) {
-	case codes.OK, codes.NotFound:
+	switch err = FirestoreError(err); {
+	case err == nil, errors.Is(err, ErrNotFound):
 		_, err := s.deleteTree(ctx, ref)
 		return err
-	case codes.FailedPrecondition:
+	case errors.Is(err, ErrConflict):
 		return fmt.Errorf("%w: chat %q", ErrConflict, c.ID)
 	}
-	return fmt.Errorf("delete chat %q: %w", c.ID, Translate(err))
+	return fmt.Errorf("delete chat %q: %w", c.ID, err)
 }
 
 // deleteTree deletes every subcollection of ref, to any depth (not ref
@@ -215,7 +213,7 @@ func (s *Service) deleteTree(ctx context.Context, ref *firestore.DocumentRef) (i
 			return deleted, nil
 		}
 		if err != nil {
-			return deleted, fmt.Errorf("list collections of %s: %w", ref.Path, Translate(err))
+			return deleted, fmt.Errorf("list collections of %s: %w", ref.Path, FirestoreError(err))
 		}
 		docs := col.DocumentRefs(ctx)
 		for {
@@ -224,7 +222,7 @@ func (s *Service) deleteTree(ctx context.Context, ref *firestore.DocumentRef) (i
 				break
 			}
 			if err != nil {
-				return deleted, fmt.Errorf("list %s: %w", col.Path, Translate(err))
+				return deleted, fmt.Errorf("list %s: %w", col.Path, FirestoreError(err))
 			}
 			n, err := s.deleteTree(ctx, doc)
 			deleted += n
@@ -261,7 +259,7 @@ func (s *Service) PurgeSession(ctx context.Context, app, user, id string) (int, 
 			break
 		}
 		if err != nil {
-			return deleted, fmt.Errorf("list collections of %q: %w", id, Translate(err))
+			return deleted, fmt.Errorf("list collections of %q: %w", id, FirestoreError(err))
 		}
 		n, err := s.deleteCollection(ctx, col)
 		deleted += n
@@ -269,8 +267,8 @@ func (s *Service) PurgeSession(ctx context.Context, app, user, id string) (int, 
 			return deleted, err
 		}
 	}
-	if _, err := ref.Delete(ctx); err != nil && status.Code(err) != codes.NotFound {
-		return deleted, fmt.Errorf("delete session %q: %w", id, Translate(err))
+	if _, err := ref.Delete(ctx); err != nil && !errors.Is(FirestoreError(err), ErrNotFound) {
+		return deleted, fmt.Errorf("delete session %q: %w", id, FirestoreError(err))
 	}
 	return deleted + 1, nil
 }
@@ -280,7 +278,7 @@ func (s *Service) deleteCollection(ctx context.Context, col *firestore.Collectio
 	for {
 		refs, err := col.Limit(maxDeleteBatch).Select().Documents(ctx).GetAll()
 		if err != nil {
-			return deleted, fmt.Errorf("list %s: %w", col.Path, Translate(err))
+			return deleted, fmt.Errorf("list %s: %w", col.Path, FirestoreError(err))
 		}
 		if len(refs) == 0 {
 			return deleted, nil
@@ -290,7 +288,7 @@ func (s *Service) deleteCollection(ctx context.Context, col *firestore.Collectio
 			batch.Delete(r.Ref)
 		}
 		if _, err := batch.Commit(ctx); err != nil {
-			return deleted, fmt.Errorf("delete from %s: %w", col.Path, Translate(err))
+			return deleted, fmt.Errorf("delete from %s: %w", col.Path, FirestoreError(err))
 		}
 		deleted += len(refs)
 	}

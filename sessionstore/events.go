@@ -12,8 +12,6 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"google.golang.org/adk/v2/platform"
 	"google.golang.org/adk/v2/session"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // Chunked event storage: how a session's events are read back from its tail
@@ -47,7 +45,7 @@ func (s *Service) readEvents(ctx context.Context, ref *firestore.DocumentRef, do
 		}
 		snaps, err := s.client.GetAll(ctx, refs)
 		if err != nil {
-			return nil, fmt.Errorf("read events of %q: %w", doc.ID, Translate(err))
+			return nil, fmt.Errorf("read events of %q: %w", doc.ID, FirestoreError(err))
 		}
 		for i, snap := range snaps {
 			if !snap.Exists() {
@@ -257,7 +255,8 @@ func (s *Service) AppendEventWith(ctx context.Context, sess session.Session, eve
 		}
 	}
 	results, err := batch.Commit(ctx)
-	if take != nil && (status.Code(err) == codes.FailedPrecondition || status.Code(err) == codes.AlreadyExists) {
+	err = FirestoreError(err)
+	if take != nil && (errors.Is(err, ErrConflict) || errors.Is(err, ErrAlreadyExists)) {
 		// Someone wrote the session since it was read: as good as busy.
 		return &BusyError{SessionID: ss.id, RetryAfter: time.Second}
 	}
@@ -308,16 +307,15 @@ func sealChunk(n int64, tail []chunkElement) chunkMeta {
 
 // appendError tells a conflict from a deleted session and from a failure.
 func (s *Service) appendError(ctx context.Context, ref *firestore.DocumentRef, id string, lease *Lease, err error) error {
-	switch status.Code(err) {
-	case codes.FailedPrecondition, codes.NotFound, codes.AlreadyExists:
-		if _, getErr := ref.Get(ctx); status.Code(getErr) == codes.NotFound {
-			return fmt.Errorf("%w: %q", ErrNotFound, id)
-		}
-		if lease != nil && status.Code(err) == codes.FailedPrecondition {
-			lease.markLost()
-			return fmt.Errorf("session %q: %w", id, ErrLeaseLost)
-		}
-		return fmt.Errorf("%w: session %q: %w", ErrConflict, id, err)
+	if !errors.Is(err, ErrConflict) && !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrAlreadyExists) {
+		return fmt.Errorf("append event to %q: %w", id, err)
 	}
-	return fmt.Errorf("append event to %q: %w", id, Translate(err))
+	if _, getErr := ref.Get(ctx); errors.Is(FirestoreError(getErr), ErrNotFound) {
+		return fmt.Errorf("%w: %q", ErrNotFound, id)
+	}
+	if lease != nil && errors.Is(err, ErrConflict) {
+		lease.markLost()
+		return fmt.Errorf("session %q: %w", id, ErrLeaseLost)
+	}
+	return fmt.Errorf("%w: session %q: %v", ErrConflict, id, err)
 }

@@ -9,8 +9,6 @@ import (
 
 	"cloud.google.com/go/firestore"
 	"google.golang.org/adk/v2/platform"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // ErrBusy is returned by AcquireLease while another holder's lease on the
@@ -142,15 +140,15 @@ func (s *Service) RenewLease(ctx context.Context, l *Lease, ttl time.Duration) (
 	expires := platform.Now(ctx).Add(ttl)
 	res, uerr := s.sessionDoc(l.App, l.User, l.SessionID).Update(ctx,
 		[]firestore.Update{{Path: "lease.expires", Value: expires}}, firestore.LastUpdateTime(l.version))
-	switch status.Code(uerr) {
-	case codes.OK:
+	switch uerr = FirestoreError(uerr); {
+	case uerr == nil:
 		l.version, l.expires = res.UpdateTime, expires
 		return nil
-	case codes.FailedPrecondition, codes.NotFound:
+	case errors.Is(uerr, ErrConflict), errors.Is(uerr, ErrNotFound):
 		l.markLost()
 		return fmt.Errorf("renew lease on %q: %w", l.SessionID, ErrLeaseLost)
 	}
-	return fmt.Errorf("renew lease on %q: %w", l.SessionID, Translate(uerr))
+	return fmt.Errorf("renew lease on %q: %w", l.SessionID, uerr)
 }
 
 // KeepLease renews l every ttl/3 in the background until stop is called.
@@ -197,11 +195,11 @@ func (s *Service) ReleaseLease(ctx context.Context, l *Lease) (err error) {
 	l.mu.Lock()
 	_, err = ref.Update(ctx, free, firestore.LastUpdateTime(l.version))
 	l.mu.Unlock()
-	if status.Code(err) != codes.FailedPrecondition {
-		if err != nil && status.Code(err) != codes.NotFound {
-			return fmt.Errorf("release lease on %q: %w", l.SessionID, Translate(err))
-		}
+	switch err = FirestoreError(err); {
+	case err == nil, errors.Is(err, ErrNotFound):
 		return nil
+	case !errors.Is(err, ErrConflict):
+		return fmt.Errorf("release lease on %q: %w", l.SessionID, err)
 	}
 	// Someone else wrote the session since our last write: release only if
 	// the lease is still ours.

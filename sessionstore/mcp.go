@@ -2,11 +2,10 @@ package sessionstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"cloud.google.com/go/firestore"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // MCPSession is a chat's session with a Streamable HTTP MCP server: the
@@ -32,11 +31,11 @@ func (s *Service) SetChatMCP(ctx context.Context, app, user, chat, server string
 		v = *m
 	}
 	_, err := s.chatRef(app, user, chat).Update(ctx, []firestore.Update{{FieldPath: firestore.FieldPath{"mcp", server}, Value: v}})
-	if status.Code(err) == codes.NotFound {
+	switch err = FirestoreError(err); {
+	case errors.Is(err, ErrNotFound):
 		return fmt.Errorf("%w: chat %q", ErrNotFound, chat)
-	}
-	if err != nil {
-		return fmt.Errorf("record MCP session of chat %q: %w", chat, Translate(err))
+	case err != nil:
+		return fmt.Errorf("record MCP session of chat %q: %w", chat, err)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package sessionstore
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -13,8 +14,6 @@ import (
 	"google.golang.org/adk/v2/session"
 	"google.golang.org/adk/v2/tool/toolconfirmation"
 	"google.golang.org/genai"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // Migration says how MigrateHistory moves a conversation to another agent.
@@ -291,11 +290,12 @@ func (s *Service) CreateWithEvents(ctx context.Context, req *session.CreateReque
 	if err := s.addStateMerges(batch, req.AppName, req.UserID, appDelta, userDelta); err != nil {
 		return nil, err
 	}
-	if _, err := batch.Commit(ctx); err != nil {
-		if status.Code(err) == codes.AlreadyExists {
-			return nil, fmt.Errorf("%w: %q", ErrAlreadyExists, id)
-		}
-		return nil, fmt.Errorf("create session %q: %w", id, Translate(err))
+	_, err = batch.Commit(ctx)
+	switch err = FirestoreError(err); {
+	case errors.Is(err, ErrAlreadyExists):
+		return nil, fmt.Errorf("%w: %q", ErrAlreadyExists, id)
+	case err != nil:
+		return nil, fmt.Errorf("create session %q: %w", id, err)
 	}
 	got, err := s.Get(ctx, &session.GetRequest{AppName: req.AppName, UserID: req.UserID, SessionID: id})
 	if err != nil {

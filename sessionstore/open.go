@@ -63,7 +63,7 @@ func (s *Service) GetChatSession(ctx context.Context, app, user, chatID, sid str
 	n := len(refs)
 	snaps, err := s.client.GetAll(ctx, append(refs, also...))
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("read chat %q: %w", chatID, Translate(err))
+		return nil, nil, nil, fmt.Errorf("read chat %q: %w", chatID, FirestoreError(err))
 	}
 	if !snaps[0].Exists() {
 		return nil, nil, nil, fmt.Errorf("%w: chat %q", ErrNotFound, chatID)

@@ -10,8 +10,6 @@ import (
 	"cloud.google.com/go/firestore"
 	"google.golang.org/adk/v2/platform"
 	"google.golang.org/adk/v2/session"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // Sentinel errors. Callers test for them with errors.Is.
@@ -126,11 +124,11 @@ func (s *Service) Create(ctx context.Context, req *session.CreateRequest) (_ *se
 		return nil, err
 	}
 	results, err := batch.Commit(ctx)
-	if err != nil {
-		if status.Code(err) == codes.AlreadyExists {
-			return nil, fmt.Errorf("%w: %q", ErrAlreadyExists, id)
-		}
-		return nil, fmt.Errorf("create session %q: %w", id, Translate(err))
+	switch err = FirestoreError(err); {
+	case errors.Is(err, ErrAlreadyExists):
+		return nil, fmt.Errorf("%w: %q", ErrAlreadyExists, id)
+	case err != nil:
+		return nil, fmt.Errorf("create session %q: %w", id, err)
 	}
 	app, user, err := s.readScopedState(ctx, req.AppName, req.UserID)
 	if err != nil {
@@ -200,7 +198,7 @@ func (s *Service) addStateMerges(batch *firestore.WriteBatch, app, user string, 
 func (s *Service) readScopedState(ctx context.Context, app, user string) (appState, userState map[string]any, err error) {
 	snaps, err := s.client.GetAll(ctx, []*firestore.DocumentRef{s.appDoc(app), s.userDoc(app, user)})
 	if err != nil {
-		return nil, nil, fmt.Errorf("read app and user state: %w", Translate(err))
+		return nil, nil, fmt.Errorf("read app and user state: %w", FirestoreError(err))
 	}
 	if appState, err = decodeStateSnapshot(snaps[0]); err != nil {
 		return nil, nil, err
@@ -261,7 +259,7 @@ func (s *Service) get(ctx context.Context, req *session.GetRequest, shared bool)
 	}
 	snaps, err := s.client.GetAll(ctx, refs)
 	if err != nil {
-		return nil, fmt.Errorf("get session %q: %w", req.SessionID, Translate(err))
+		return nil, fmt.Errorf("get session %q: %w", req.SessionID, FirestoreError(err))
 	}
 	lease := leaseFor(ctx, req.AppName, req.UserID, req.SessionID)
 	sess, err := s.sessionFrom(ctx, req, snaps, lease)
@@ -341,7 +339,7 @@ func (s *Service) List(ctx context.Context, req *session.ListRequest) (*session.
 	q = q.Select("app", "user", "id", "scope", "state", "created", "updated", "revision", "chunks")
 	snaps, err := q.Documents(ctx).GetAll()
 	if err != nil {
-		return nil, fmt.Errorf("list sessions: %w", Translate(err))
+		return nil, fmt.Errorf("list sessions: %w", FirestoreError(err))
 	}
 	docs := make([]sessionDoc, len(snaps))
 	refs := []*firestore.DocumentRef{s.appDoc(req.AppName)}
@@ -357,7 +355,7 @@ func (s *Service) List(ctx context.Context, req *session.ListRequest) (*session.
 	}
 	stateSnaps, err := s.client.GetAll(ctx, refs)
 	if err != nil {
-		return nil, fmt.Errorf("list sessions: read state: %w", Translate(err))
+		return nil, fmt.Errorf("list sessions: read state: %w", FirestoreError(err))
 	}
 	states := make([]map[string]any, len(stateSnaps))
 	for i, snap := range stateSnaps {
@@ -421,11 +419,11 @@ var errNoWrite = errors.New("nothing to write")
 func (s *Service) readModifyWrite(ctx context.Context, ref *firestore.DocumentRef, change func(doc *sessionDoc, batch *firestore.WriteBatch, pre firestore.Precondition) error, committed func([]*firestore.WriteResult)) error {
 	for attempt := 0; attempt < 5; attempt++ {
 		snap, err := ref.Get(ctx)
-		if status.Code(err) == codes.NotFound {
+		switch err = FirestoreError(err); {
+		case errors.Is(err, ErrNotFound):
 			return fmt.Errorf("%w: %q", ErrNotFound, ref.ID)
-		}
-		if err != nil {
-			return Translate(err)
+		case err != nil:
+			return err
 		}
 		var doc sessionDoc
 		if err := snap.DataTo(&doc); err != nil {
@@ -441,8 +439,8 @@ func (s *Service) readModifyWrite(ctx context.Context, ref *firestore.DocumentRe
 		if err == nil && committed != nil {
 			committed(results)
 		}
-		if status.Code(err) != codes.FailedPrecondition {
-			return Translate(err)
+		if err = FirestoreError(err); !errors.Is(err, ErrConflict) {
+			return err
 		}
 	}
 	return fmt.Errorf("%w: session %q kept changing", ErrConflict, ref.ID)
@@ -458,21 +456,4 @@ func sessionScoped(state map[string]any) map[string]any {
 		out[k] = v
 	}
 	return out
-}
-
-// Translate maps the gRPC codes callers act on to this package's
-// sentinels: ErrUnavailable for Firestore out of reach, ErrTooLarge for a
-// document over Firestore's limit. It is the one translation of Firestore
-// errors; packages that keep documents beside the sessions (the pending-call
-// ledger) use it too.
-func Translate(err error) error {
-	switch status.Code(err) {
-	case codes.Unavailable, codes.DeadlineExceeded, codes.ResourceExhausted:
-		return fmt.Errorf("%w: %w", ErrUnavailable, err)
-	case codes.InvalidArgument:
-		if strings.Contains(status.Convert(err).Message(), "exceeds the maximum allowed size") {
-			return fmt.Errorf("%w: %w", ErrTooLarge, err)
-		}
-	}
-	return err
 }

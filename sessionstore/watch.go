@@ -10,8 +10,6 @@ import (
 	"cloud.google.com/go/firestore"
 	"google.golang.org/adk/v2/platform"
 	"google.golang.org/adk/v2/session"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // Change is what one write to a session brought, as Watch reports it.
@@ -54,10 +52,11 @@ func (s *Service) Watch(ctx context.Context, app, user, id string, recent int) i
 		for {
 			snap, err := it.Next()
 			if err != nil {
-				if ctx.Err() != nil || status.Code(err) == codes.Canceled {
+				err = FirestoreError(err)
+				if ctx.Err() != nil || errors.Is(err, context.Canceled) {
 					return
 				}
-				yield(nil, fmt.Errorf("watch session %q: %w", id, Translate(err)))
+				yield(nil, fmt.Errorf("watch session %q: %w", id, err))
 				return
 			}
 			if !snap.Exists() {
@@ -121,7 +120,7 @@ func (s *Service) sealedSince(ctx context.Context, ref *firestore.DocumentRef, d
 	}
 	snaps, err := s.client.GetAll(ctx, refs)
 	if err != nil {
-		return nil, fmt.Errorf("read events of %q: %w", doc.ID, Translate(err))
+		return nil, fmt.Errorf("read events of %q: %w", doc.ID, FirestoreError(err))
 	}
 	var out []chunkElement
 	for _, snap := range snaps {

@@ -3,6 +3,7 @@ package toolcallback
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,8 +11,6 @@ import (
 	"cloud.google.com/go/firestore"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/baton-run/baton/sessionstore"
 )
@@ -57,7 +56,7 @@ func queryCalls(ctx context.Context, q firestore.Query) (_ []*callDoc, _ []*fire
 	defer func() { endSpan(span, err) }()
 	snaps, err := q.Documents(ctx).GetAll()
 	if err != nil {
-		return nil, nil, fmt.Errorf("query ledger: %w", sessionstore.Translate(err))
+		return nil, nil, fmt.Errorf("query ledger: %w", sessionstore.FirestoreError(err))
 	}
 	type row struct {
 		doc  *callDoc
@@ -99,7 +98,7 @@ func (e *engine) markResumed(ctx context.Context, docs []*callDoc) (err error) {
 		})
 	}
 	_, err = batch.Commit(ctx)
-	return sessionstore.Translate(err)
+	return sessionstore.FirestoreError(err)
 }
 
 // readCall reads a ledger record.
@@ -107,11 +106,11 @@ func (e *engine) readCall(ctx context.Context, ref *firestore.DocumentRef) (_ *c
 	ctx, span := tracer.Start(ctx, "baton.ledger.read", trace.WithAttributes(attribute.String("baton.call.id", ref.ID)))
 	defer func() { endSpan(span, err) }()
 	snap, err := ref.Get(ctx)
-	if status.Code(err) == codes.NotFound {
+	switch err = sessionstore.FirestoreError(err); {
+	case errors.Is(err, sessionstore.ErrNotFound):
 		return nil, nil, fmt.Errorf("%w: %q", ErrCallNotFound, ref.ID)
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("read call %q: %w", ref.ID, sessionstore.Translate(err))
+	case err != nil:
+		return nil, nil, fmt.Errorf("read call %q: %w", ref.ID, err)
 	}
 	return decodeCall(snap)
 }

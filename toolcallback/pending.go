@@ -2,6 +2,7 @@ package toolcallback
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -11,8 +12,6 @@ import (
 	"google.golang.org/adk/v2/platform"
 	"google.golang.org/adk/v2/session"
 	"google.golang.org/genai"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // pending returns the session's pending calls that client may answer (an
@@ -112,7 +111,8 @@ func (e *engine) closeOpenCalls(ctx context.Context, sess session.Session) ([]*c
 			{Path: "status", Value: string(next)},
 			{Path: "resolved", Value: now},
 		}, firestore.LastUpdateTime(snaps[i].UpdateTime))
-		if status.Code(err) == codes.FailedPrecondition {
+		err = sessionstore.FirestoreError(err)
+		if errors.Is(err, sessionstore.ErrConflict) {
 			fresh, _, rerr := e.readCall(ctx, snaps[i].Ref)
 			if rerr != nil {
 				return nil, rerr
@@ -121,7 +121,7 @@ func (e *engine) closeOpenCalls(ctx context.Context, sess session.Session) ([]*c
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("cancel call %q: %w", d.ID, sessionstore.Translate(err))
+			return nil, fmt.Errorf("cancel call %q: %w", d.ID, err)
 		}
 		d.Status = string(next)
 	}

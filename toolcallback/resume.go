@@ -15,8 +15,6 @@ import (
 	"google.golang.org/adk/v2/session"
 	"google.golang.org/adk/v2/tool/toolconfirmation"
 	"google.golang.org/genai"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/baton-run/baton/sessionstore"
 )
@@ -69,7 +67,8 @@ func (e *engine) resume(ctx context.Context, r Result, doc *callDoc, snap *fires
 	actx, span := tracer.Start(ctx, "baton.ledger.answer", trace.WithAttributes(attribute.String("baton.call.id", r.CallID)))
 	_, err = ref.Update(actx, answerUpdates(r, answer, now, sweepAt), firestore.LastUpdateTime(snap.UpdateTime))
 	endSpan(span, err)
-	if status.Code(err) == codes.FailedPrecondition {
+	err = sessionstore.FirestoreError(err)
+	if errors.Is(err, sessionstore.ErrConflict) {
 		// Another answer (or the sweeper) got there first.
 		doc, _, rerr := e.readCall(ctx, ref)
 		if rerr != nil {
@@ -81,7 +80,7 @@ func (e *engine) resume(ctx context.Context, r Result, doc *callDoc, snap *fires
 		return nil, fmt.Errorf("record answer to %q: %w", r.CallID, err)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("record answer to %q: %w", r.CallID, sessionstore.Translate(err))
+		return nil, fmt.Errorf("record answer to %q: %w", r.CallID, err)
 	}
 	doc.Status, doc.Answer, doc.ResolvedBy, doc.Resolved, doc.SweepAt = string(StatusResolved), answer, r.ClientID, now, &sweepAt
 

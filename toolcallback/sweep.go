@@ -2,13 +2,12 @@ package toolcallback
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"cloud.google.com/go/firestore"
 	"github.com/baton-run/baton/sessionstore"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // SweepReport says what one Sweep did.
@@ -51,11 +50,12 @@ func (e *engine) sweep(ctx context.Context, now time.Time) (SweepReport, error) 
 				{Path: "status", Value: string(StatusExpired)},
 				{Path: "resolved", Value: now},
 			}, firestore.LastUpdateTime(snaps[i].UpdateTime))
-			if status.Code(err) == codes.FailedPrecondition {
+			err = sessionstore.FirestoreError(err)
+			if errors.Is(err, sessionstore.ErrConflict) {
 				continue // answered or expired by someone else meanwhile; next sweep
 			}
 			if err != nil {
-				return report, fmt.Errorf("expire call %q: %w", d.ID, sessionstore.Translate(err))
+				return report, fmt.Errorf("expire call %q: %w", d.ID, err)
 			}
 			d.Status = string(StatusExpired)
 			report.Expired++
