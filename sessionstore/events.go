@@ -92,204 +92,315 @@ func (s *Service) readEvents(ctx context.Context, ref *firestore.DocumentRef, do
 // changes them. That is at most 3 writes, except for an event that changes
 // both app: and user: state at the moment the tail is sealed: 4.
 func (s *Service) AppendEvent(ctx context.Context, sess session.Session, event *session.Event) error {
-	return s.AppendEventWith(ctx, sess, event, nil)
+	return s.AppendEventWith(ctx, sess, event, AppendOptions{})
 }
 
-// SideDoc is a document AppendEventWith creates in the commit that stores
-// an event.
-type SideDoc struct {
+// AppendOptions is what the commit that stores an event does besides.
+type AppendOptions struct {
+	// Create are documents created in the same commit (the pending-call
+	// ledger's records of the calls the event pauses): the event and every
+	// document are stored, or none of them. A document that already exists
+	// fails the append with ErrConflict.
+	Create []DocCreate
+	// DocsClosed records, when Create is empty, that none of the documents
+	// earlier appends created beside the session is open any more (see
+	// MayHaveOpenDocs). Set it under the session's lease, once that is so.
+	DocsClosed bool
+	// Claim takes the session's lease in the same commit (see ClaimLease
+	// and ClaimNewSession). The append then fails with a *BusyError,
+	// writing nothing, when the session changed since it was read.
+	Claim *LeaseClaim
+}
+
+// DocCreate is a document an append creates in the commit that stores
+// its event.
+type DocCreate struct {
 	Ref  *firestore.DocumentRef
 	Data any
 }
 
-// AppendEventWith is AppendEvent that also creates docs in the same commit:
-// the event and every document are stored, or none of them. A document that
-// already exists fails the append with ErrConflict.
+// AppendEventWith is AppendEvent that does what opts asks in the same
+// commit. It plans the commit from the handle (planAppend), makes it
+// (commitAppend) and applies the outcome to the handle (applyAppend): a
+// failed commit leaves the handle as it was.
 //
 // Under a lease (a handle read with WithLease), the append is fenced by the
 // lease rather than by the handle: it fails with ErrConflict if another
 // handle of the same holder appended since this one was read, and with
 // ErrLeaseLost once the session was taken over.
-func (s *Service) AppendEventWith(ctx context.Context, sess session.Session, event *session.Event, docs []SideDoc) (err error) {
-	if sess == nil {
-		return errors.New("append event: session is nil")
+func (s *Service) AppendEventWith(ctx context.Context, sess session.Session, event *session.Event, opts AppendOptions) (err error) {
+	ss, err := appendable(sess, event)
+	if ss == nil || err != nil {
+		return err
 	}
-	if event == nil {
-		return errors.New("append event: event is nil")
-	}
-	if event.Partial {
-		return nil
-	}
-	ss, ok := sess.(*storedSession)
-	if !ok {
-		return fmt.Errorf("append event: session %q of type %T was not read from this service", sess.ID(), sess)
-	}
-	if !ss.tailKnown {
-		return fmt.Errorf("append event: session %q came from List; read it with Get first", ss.id)
-	}
-	// The documents created with the event are, on the engine's path, the
-	// ledger records of the calls it pauses.
 	ctx, span := startSpan(ctx, "baton.session.append", ss.id,
-		attribute.String("baton.event.author", event.Author), attribute.Int("baton.ledger.records", len(docs)))
+		attribute.String("baton.event.author", event.Author), attribute.Int("baton.ledger.records", len(opts.Create)))
 	defer func() { endSpan(span, err) }()
+	if c := opts.Claim; c != nil {
+		span.SetAttributes(attribute.Bool("baton.lease.take", true), attribute.Bool("baton.session.create", c.create != nil))
+	}
 	ss.appendMu.Lock()
 	defer ss.appendMu.Unlock()
 	if l := ss.lease; l != nil {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 	}
-
-	stored := withoutTempDelta(event)
-	encoded, err := encodeEvent(stored)
+	plan, err := s.planAppend(ctx, ss, event, opts)
 	if err != nil {
 		return err
 	}
-	appDelta, userDelta, sessDelta := splitState(event.Actions.StateDelta)
+	results, err := s.commitAppend(ctx, ss, plan)
+	if err != nil {
+		return err
+	}
+	ss.applyAppend(plan, results)
+	return nil
+}
 
+// appendable returns the handle an append goes through, or nil when there
+// is nothing to store (a partial event).
+func appendable(sess session.Session, event *session.Event) (*storedSession, error) {
+	switch {
+	case sess == nil:
+		return nil, errors.New("append event: session is nil")
+	case event == nil:
+		return nil, errors.New("append event: event is nil")
+	case event.Partial:
+		return nil, nil
+	}
+	ss, ok := sess.(*storedSession)
+	if !ok {
+		return nil, fmt.Errorf("append event: session %q of type %T was not read from this service", sess.ID(), sess)
+	}
+	if !ss.tailKnown {
+		return nil, fmt.Errorf("append event: session %q came from List; read it with Get first", ss.id)
+	}
+	return ss, nil
+}
+
+// appendPlan is one append's commit and what the handle becomes once it
+// lands.
+type appendPlan struct {
+	batch *firestore.WriteBatch
+	// sessionWrite and chatWrite index the session's and a created chat's
+	// writes in the batch (chatWrite is -1 when no chat is created).
+	sessionWrite, chatWrite int
+
+	event     *session.Event // as stored: no temp: keys in its state delta
+	delta     map[string]any // the event's whole state delta, for the handle
+	revision  int64
+	chunks    []chunkMeta
+	tail      []chunkElement
+	stateSize int
+	docsOpen  bool
+	claim     *LeaseClaim
+	leaseDoc  leaseDoc // the lease the claim stores
+}
+
+// appendBase is what an append reads of the handle.
+type appendBase struct {
+	revision  int64
+	version   time.Time // the update time the commit is conditioned on
+	chunks    []chunkMeta
+	tail      []chunkElement
+	stateSize int
+	state     []byte // the new session-scoped state, nil when unchanged
+	docsOpen  bool
+}
+
+// base reads, under the handle's lock, what an append of an event with
+// session-scoped state changes sessDelta starts from, and checks the
+// lease's fence when there is one and no claim.
+func (ss *storedSession) base(sessDelta map[string]any, claim *LeaseClaim) (appendBase, error) {
 	ss.mu.RLock()
-	revision := ss.revision + 1
-	version := ss.version
-	chunks := slices.Clone(ss.chunks)
-	tail := slices.Clone(ss.tail)
-	stateSize := ss.stateSize
-	hadSideDocs, clearSideDocs := ss.sideDocs, ss.clearSideDocs
-	var newState []byte
+	b := appendBase{
+		revision: ss.revision + 1, version: ss.version, chunks: slices.Clone(ss.chunks), tail: slices.Clone(ss.tail),
+		stateSize: ss.stateSize, docsOpen: ss.docsOpen,
+	}
+	var err error
 	if len(sessDelta) > 0 {
 		state := sessionScoped(ss.state)
 		maps.Copy(state, sessDelta)
-		newState, err = encodeState(state)
+		b.state, err = encodeState(state)
+		b.stateSize = len(b.state)
 	}
 	ss.mu.RUnlock()
 	if err != nil {
-		return err
+		return b, err
 	}
-	take := ss.take
-	if take != nil {
-		span.SetAttributes(attribute.Bool("baton.lease.take", true), attribute.Bool("baton.session.create", take.create != nil))
-	}
-	if l := ss.lease; l != nil && take == nil {
-		if l.revision != revision-1 {
-			return fmt.Errorf("%w: session %q: handle read before the lease holder's last append", ErrConflict, ss.id)
+	if claim != nil {
+		if l := claim.lease; l.App != ss.app || l.User != ss.user || l.SessionID != ss.id || ss.lease != nil {
+			return b, fmt.Errorf("append event: the lease claim is not for session %q as read", ss.id)
 		}
-		version = l.version
+		return b, nil
 	}
-	if newState != nil {
-		stateSize = len(newState)
+	if l := ss.lease; l != nil {
+		if l.revision != b.revision-1 {
+			return b, fmt.Errorf("%w: session %q: handle read before the lease holder's last append", ErrConflict, ss.id)
+		}
+		b.version = l.version
 	}
+	return b, nil
+}
 
+// planAppend builds the commit that stores event on ss with what opts
+// asks, without writing anything.
+func (s *Service) planAppend(ctx context.Context, ss *storedSession, event *session.Event, opts AppendOptions) (*appendPlan, error) {
+	stored := withoutTempDelta(event)
+	encoded, err := encodeEvent(stored)
+	if err != nil {
+		return nil, err
+	}
+	appDelta, userDelta, sessDelta := splitState(event.Actions.StateDelta)
+	b, err := ss.base(sessDelta, opts.Claim)
+	if err != nil {
+		return nil, err
+	}
+	p := &appendPlan{
+		batch: s.client.Batch(), chatWrite: -1, event: stored, delta: event.Actions.StateDelta, revision: b.revision,
+		chunks: b.chunks, tail: b.tail, stateSize: b.stateSize, docsOpen: b.docsOpen, claim: opts.Claim,
+	}
+	switch {
+	case len(opts.Create) > 0:
+		p.docsOpen = true
+	case opts.DocsClosed:
+		p.docsOpen = false
+	}
 	ref := s.sessionDoc(ss.app, ss.user, ss.id)
-	element := chunkElement{Revision: revision, Time: event.Timestamp, Event: encoded}
+	element := chunkElement{Revision: b.revision, Time: event.Timestamp, Event: encoded}
+	sealed, err := s.placeEvent(p, ref, ss, element)
+	if err != nil {
+		return nil, err
+	}
+	if c := opts.Claim; c != nil {
+		p.leaseDoc = leaseDoc{Holder: c.lease.Holder, Fence: c.lease.Fence, Expires: platform.Now(ctx).Add(c.ttl)}
+	}
+	if c := opts.Claim; c != nil && c.create != nil {
+		s.planCreate(p, ref, ss, b.state, event.Timestamp)
+	} else {
+		p.batch.Update(ref, p.sessionUpdates(b, element, sealed, event.Timestamp), firestore.LastUpdateTime(b.version))
+	}
+	if err := s.addStateMerges(p.batch, ss.app, ss.user, appDelta, userDelta); err != nil {
+		return nil, err
+	}
+	for _, d := range opts.Create {
+		p.batch.Create(d.Ref, d.Data)
+	}
+	if c := opts.Claim; c != nil {
+		for _, u := range c.updates {
+			p.batch.Update(u.Ref, u.Updates, u.Pre)
+		}
+	}
+	return p, nil
+}
+
+// placeEvent adds element to the plan's tail, first sealing the tail into
+// a chunk document (the batch's first write) when the session document
+// would outgrow its budget. It reports whether it sealed.
+func (s *Service) placeEvent(p *appendPlan, ref *firestore.DocumentRef, ss *storedSession, element chunkElement) (bool, error) {
 	fixed := len(ss.app) + len(ss.user) + 2*len(ss.id) + len(s.root) + 256
 	docSize := func() int {
-		return fixed + stateSize + len(chunks)*chunkMetaBytes + elementsSize(tail) + element.size()
+		return fixed + p.stateSize + len(p.chunks)*chunkMetaBytes + elementsSize(p.tail) + element.size()
 	}
-	batch := s.client.Batch()
 	sealed := false
-	if docSize() > docBudget && len(tail) > 0 {
+	if docSize() > docBudget && len(p.tail) > 0 {
 		n := int64(0)
-		if len(chunks) > 0 {
-			n = chunks[len(chunks)-1].N + 1
+		if len(p.chunks) > 0 {
+			n = p.chunks[len(p.chunks)-1].N + 1
 		}
-		batch.Create(chunkDocRef(ref, n), chunkDoc{Events: tail})
-		chunks = append(chunks, sealChunk(n, tail))
-		tail = nil
+		p.batch.Create(chunkDocRef(ref, n), chunkDoc{Events: p.tail})
+		p.chunks = append(p.chunks, sealChunk(n, p.tail))
+		p.tail = nil
+		p.sessionWrite = 1
 		sealed = true
 	}
 	if size := docSize(); size > docBudget {
-		return fmt.Errorf("%w: event %q needs %d bytes in the session document, limit %d", ErrTooLarge, event.ID, size, docBudget)
+		return false, fmt.Errorf("%w: event %q needs %d bytes in the session document, limit %d", ErrTooLarge, p.event.ID, size, docBudget)
 	}
+	p.tail = append(p.tail, element)
+	return sealed, nil
+}
+
+// sessionUpdates are the updates of an existing session document that
+// store element.
+func (p *appendPlan) sessionUpdates(b appendBase, element chunkElement, sealed bool, updated time.Time) []firestore.Update {
 	updates := []firestore.Update{
-		{Path: "revision", Value: revision},
-		{Path: "updated", Value: event.Timestamp},
+		{Path: "revision", Value: p.revision},
+		{Path: "updated", Value: updated},
 	}
 	if sealed {
-		tail = []chunkElement{element}
-		updates = append(updates, firestore.Update{Path: "chunks", Value: chunks}, firestore.Update{Path: "tail", Value: tail})
+		updates = append(updates, firestore.Update{Path: "chunks", Value: p.chunks}, firestore.Update{Path: "tail", Value: p.tail})
 	} else {
-		tail = append(tail, element)
 		updates = append(updates, firestore.Update{Path: "tail", Value: firestore.ArrayUnion(element)})
 	}
-	if newState != nil {
-		updates = append(updates, firestore.Update{Path: "state", Value: newState})
+	if b.state != nil {
+		updates = append(updates, firestore.Update{Path: "state", Value: b.state})
 	}
-	sideDocs := hadSideDocs
-	switch {
-	case len(docs) > 0:
-		sideDocs = true
-	case clearSideDocs:
-		sideDocs = false
+	if p.docsOpen != b.docsOpen {
+		updates = append(updates, firestore.Update{Path: "sideDocsClosed", Value: !p.docsOpen})
 	}
-	if sideDocs != hadSideDocs {
-		updates = append(updates, firestore.Update{Path: "sideDocsClosed", Value: !sideDocs})
+	if p.claim != nil {
+		updates = append(updates, firestore.Update{Path: "lease", Value: p.leaseDoc})
 	}
-	if take != nil {
-		take.doc.Expires = platform.Now(ctx).Add(take.ttl)
-		updates = append(updates, firestore.Update{Path: "lease", Value: take.doc})
-	}
-	if take != nil && take.create != nil {
-		// The session is stored by this append (see CreateOnAppend).
-		state := newState
-		if state == nil {
-			state = take.create.state
-		}
-		batch.Create(ref, sessionDoc{
-			App: ss.app, User: ss.user, ID: ss.id, Scope: s.scope(ss.app), State: state,
-			Created: take.create.created, Updated: event.Timestamp, Revision: revision,
-			Chunks: []chunkMeta{}, Tail: tail, Lease: take.doc, SideDocsClosed: !sideDocs,
-		})
-		if c := take.create.chat; c != nil {
-			batch.Create(s.chatRef(c.App, c.UserID, c.ID), c.doc(s.scope(c.App)))
-		}
-	} else {
-		batch.Update(ref, updates, firestore.LastUpdateTime(version))
-	}
-	if err := s.addStateMerges(batch, ss.app, ss.user, appDelta, userDelta); err != nil {
-		return err
-	}
-	for _, d := range docs {
-		batch.Create(d.Ref, d.Data)
-	}
-	if take != nil {
-		for _, u := range take.updates {
-			batch.Update(u.Ref, u.Updates, u.Pre)
-		}
-	}
-	results, err := batch.Commit(ctx)
-	err = FirestoreError(err)
-	if take != nil && (errors.Is(err, ErrConflict) || errors.Is(err, ErrAlreadyExists)) {
-		// Someone wrote the session since it was read: as good as busy.
-		return &BusyError{SessionID: ss.id, RetryAfter: time.Second}
-	}
-	if err != nil {
-		return s.appendError(ctx, ref, ss.id, ss.lease, err)
-	}
-	sessionResult := results[0]
-	if sealed {
-		sessionResult = results[1]
-	}
+	return updates
+}
 
+// planCreate adds to the plan the creation of the session (and its chat)
+// that the claim's first append stores (see ClaimNewSession).
+func (s *Service) planCreate(p *appendPlan, ref *firestore.DocumentRef, ss *storedSession, state []byte, updated time.Time) {
+	c := p.claim.create
+	if state == nil {
+		state = c.state
+	}
+	p.batch.Create(ref, sessionDoc{
+		App: ss.app, User: ss.user, ID: ss.id, Scope: s.scope(ss.app), State: state,
+		Created: c.created, Updated: updated, Revision: p.revision,
+		Chunks: []chunkMeta{}, Tail: p.tail, Lease: p.leaseDoc, SideDocsClosed: !p.docsOpen,
+	})
+	if chat := c.chat; chat != nil {
+		p.batch.Create(s.chatRef(chat.App, chat.UserID, chat.ID), chat.doc(s.scope(chat.App)))
+		p.chatWrite = p.sessionWrite + 1
+	}
+}
+
+// commitAppend makes the plan's commit and says why it failed: a claim
+// that lost a race reads as busy, anything else as appendError tells.
+func (s *Service) commitAppend(ctx context.Context, ss *storedSession, p *appendPlan) ([]*firestore.WriteResult, error) {
+	results, err := p.batch.Commit(ctx)
+	if err == nil {
+		return results, nil
+	}
+	err = FirestoreError(err)
+	if p.claim != nil && (errors.Is(err, ErrConflict) || errors.Is(err, ErrAlreadyExists)) {
+		// Someone wrote the session since it was read: as good as busy.
+		return nil, &BusyError{SessionID: ss.id, RetryAfter: time.Second}
+	}
+	return nil, s.appendError(ctx, s.sessionDoc(ss.app, ss.user, ss.id), ss.id, ss.lease, err)
+}
+
+// applyAppend makes the handle what the plan's commit, now made, stored.
+func (ss *storedSession) applyAppend(p *appendPlan, results []*firestore.WriteResult) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	maps.Copy(ss.state, event.Actions.StateDelta) // temp: keys live on for the invocation
-	ss.events = append(ss.events, stored)
-	ss.updated = event.Timestamp
-	ss.revision = revision
-	ss.version = sessionResult.UpdateTime
-	ss.chunks = chunks
-	ss.tail = tail
-	ss.stateSize = stateSize
-	ss.sideDocs, ss.clearSideDocs = sideDocs, false
-	if take != nil && take.create != nil && take.create.chat != nil {
-		take.create.chat.version = results[1].UpdateTime
-	}
-	if take != nil {
-		ss.take, ss.lease = nil, take.lease
-		take.lease.expires = take.doc.Expires
+	maps.Copy(ss.state, p.delta) // temp: keys live on for the invocation
+	ss.events = append(ss.events, p.event)
+	ss.updated = p.event.Timestamp
+	ss.revision = p.revision
+	ss.version = results[p.sessionWrite].UpdateTime
+	ss.chunks = p.chunks
+	ss.tail = p.tail
+	ss.stateSize = p.stateSize
+	ss.docsOpen = p.docsOpen
+	if c := p.claim; c != nil {
+		if p.chatWrite >= 0 {
+			c.create.chat.version = results[p.chatWrite].UpdateTime
+		}
+		c.lease.expires = p.leaseDoc.Expires
+		ss.lease = c.lease
 	}
 	if l := ss.lease; l != nil {
-		l.version, l.revision = ss.version, revision
+		l.version, l.revision = ss.version, ss.revision
 	}
-	return nil
 }
 
 func sealChunk(n int64, tail []chunkElement) chunkMeta {

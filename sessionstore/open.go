@@ -13,32 +13,38 @@ import (
 // A request that runs an agent reads what it needs once and takes the
 // session's lease with its first write: the read and the lease are then
 // one round trip each, and the handle read is the one the runner uses.
-// The lease-taking append is conditional on the session document's update
+// The claiming append is conditional on the session document's update
 // time as read, so its success proves that nothing changed in between and
 // that the handle's history is current; its failure writes nothing and
 // reads as busy.
 
-// pendingLease is a lease that a handle's next append takes.
-type pendingLease struct {
+// LeaseClaim is a session's lease that the commit storing an event takes
+// (AppendOptions.Claim): made by ClaimLease for a session read with Get, or
+// by ClaimNewSession for a session (and chat) not stored yet, which that
+// commit creates. Until that commit, the lease is not held.
+type LeaseClaim struct {
 	lease *Lease
-	doc   leaseDoc
 	ttl   time.Duration
-	// create, for a session not stored yet, is what the append creates.
-	create *pendingCreate
+	// create, for a session not stored yet, is what the commit creates.
+	create *newSessionDoc
 	// updates are made in the same commit.
-	updates []SideUpdate
+	updates []DocUpdate
 }
 
-// SideUpdate is an update of a document beside a session that the
-// lease-taking append makes in its commit (see TakeLeaseOnAppend).
-type SideUpdate struct {
+// Lease is the lease the claim takes; it is held once the claiming append
+// succeeded.
+func (c *LeaseClaim) Lease() *Lease { return c.lease }
+
+// DocUpdate is an update of a document beside a session that a claiming
+// append makes in its commit (see ClaimLease).
+type DocUpdate struct {
 	Ref     *firestore.DocumentRef
 	Updates []firestore.Update
 	Pre     firestore.Precondition
 }
 
-// pendingCreate is a session (and its chat) that the first append stores.
-type pendingCreate struct {
+// newSessionDoc is a session (and its chat) that a claiming append stores.
+type newSessionDoc struct {
 	state   []byte
 	created time.Time
 	chat    *Chat
@@ -82,23 +88,21 @@ func (s *Service) GetChatSession(ctx context.Context, app, user, chatID, sid str
 	return chat, sess, snaps[n:], nil
 }
 
-// TakeLeaseOnAppend makes the next append through sess (read with Get or
-// GetChatSession, not under a lease) take the session's lease for holder,
-// in the same commit, and fence every later append. It fails with a
-// *BusyError when the session, as read, had a live lease. The append fails
-// with a *BusyError, writing nothing, when the session changed since it was
-// read. Until that append, the lease is not held and not renewed. The
-// append also makes updates, in the same commit; a precondition of one
-// that fails makes it fail the same way.
-func (s *Service) TakeLeaseOnAppend(ctx context.Context, sess session.Session, holder string, ttl time.Duration, updates ...SideUpdate) (*Lease, error) {
+// ClaimLease returns a claim on the lease of sess (read with Get or
+// GetChatSession, not under a lease) for holder, which the next append
+// through sess with AppendOptions.Claim takes in its commit, fencing every
+// later append. It fails with a *BusyError when the session, as read, had
+// a live lease; that append fails with a *BusyError, writing nothing, when
+// the session changed since it was read. The append also makes updates, in
+// the same commit; a precondition of one that fails makes it fail the same
+// way.
+func (s *Service) ClaimLease(ctx context.Context, sess session.Session, holder string, ttl time.Duration, updates ...DocUpdate) (*LeaseClaim, error) {
 	ss, ok := sess.(*storedSession)
 	if !ok || !ss.tailKnown || ss.lease != nil {
-		return nil, fmt.Errorf("take lease on %q: the session must be read with Get and not under a lease", sess.ID())
+		return nil, fmt.Errorf("claim lease on %q: the session must be read with Get and not under a lease", sess.ID())
 	}
-	ss.appendMu.Lock()
-	defer ss.appendMu.Unlock()
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
+	ss.mu.RLock()
+	defer ss.mu.RUnlock()
 	now := platform.Now(ctx)
 	if cur := ss.stored; cur.Holder != "" && cur.Expires.After(now) {
 		return nil, &BusyError{SessionID: ss.id, RetryAfter: cur.Expires.Sub(now)}
@@ -107,49 +111,36 @@ func (s *Service) TakeLeaseOnAppend(ctx context.Context, sess session.Session, h
 		App: ss.app, User: ss.user, SessionID: ss.id, Holder: holder, Fence: ss.stored.Fence + 1,
 		version: ss.version, revision: ss.revision, lost: make(chan struct{}),
 	}
-	ss.take = &pendingLease{lease: l, doc: leaseDoc{Holder: holder, Fence: l.Fence}, ttl: ttl, updates: updates}
-	return l, nil
+	return &LeaseClaim{lease: l, ttl: ttl, updates: updates}, nil
 }
 
-// MayHaveSideDocs reports whether an append through sess's session created
-// documents beside it (AppendEventWith) that their owner has not since
-// declared closed (ClearSideDocsOnAppend). It errs only toward true.
-func MayHaveSideDocs(sess session.Session) bool {
+// MayHaveOpenDocs reports whether an append through sess's session created
+// documents beside it (AppendOptions.Create) that their owner has not since
+// declared closed (AppendOptions.DocsClosed). It errs only toward true.
+func MayHaveOpenDocs(sess session.Session) bool {
 	ss, ok := sess.(*storedSession)
 	if !ok {
 		return true
 	}
 	ss.mu.RLock()
 	defer ss.mu.RUnlock()
-	return ss.sideDocs
+	return ss.docsOpen
 }
 
-// ClearSideDocsOnAppend makes the next append through sess, unless it
-// creates documents itself, record that none of the documents created
-// beside the session is open any more. Call it, under the session's lease,
-// only once that is so.
-func ClearSideDocsOnAppend(sess session.Session) {
-	if ss, ok := sess.(*storedSession); ok {
-		ss.mu.Lock()
-		ss.clearSideDocs = true
-		ss.mu.Unlock()
-	}
-}
-
-// CreateOnAppend returns a handle on a new session that the first append
-// through it stores, holding the lease for holder, together with chat (if
-// not nil): one commit makes the chat, the session, its lease and its
-// first event, or nothing. That append fails with a *BusyError, writing
-// nothing, when the session or the chat exists by then. temp: keys of the
-// initial state are dropped, and app: and user: keys are not read; until
-// that append, nothing is stored.
-func (s *Service) CreateOnAppend(ctx context.Context, req *session.CreateRequest, chat *Chat, holder string, ttl time.Duration) (session.Session, *Lease, error) {
+// ClaimNewSession returns a handle on a new session, not stored yet, and a
+// claim on its lease for holder: the first append through the handle with
+// that claim stores, in one commit, chat (if not nil), the session, its
+// lease and its first event, or nothing. That append fails with a
+// *BusyError, writing nothing, when the session or the chat exists by
+// then. temp: keys of the initial state are dropped, and app: and user:
+// keys are not read.
+func (s *Service) ClaimNewSession(ctx context.Context, req *session.CreateRequest, chat *Chat, holder string, ttl time.Duration) (session.Session, *LeaseClaim, error) {
 	n, err := newSession(ctx, req)
 	if err != nil {
 		return nil, nil, err
 	}
 	if len(n.appDelta) > 0 || len(n.userDelta) > 0 {
-		return nil, nil, fmt.Errorf("create session %q on append: app: and user: state need Create", n.id)
+		return nil, nil, fmt.Errorf("claim new session %q: app: and user: state need Create", n.id)
 	}
 	if chat != nil {
 		if err := validateKey(chat.App, chat.UserID, chat.ID); err != nil {
@@ -160,8 +151,7 @@ func (s *Service) CreateOnAppend(ctx context.Context, req *session.CreateRequest
 	ss := &storedSession{
 		app: req.AppName, user: req.UserID, id: n.id,
 		state: n.state, events: []*session.Event{}, stateSize: len(n.stateBytes), tailKnown: true,
-		take: &pendingLease{lease: l, doc: leaseDoc{Holder: holder, Fence: 1}, ttl: ttl,
-			create: &pendingCreate{state: n.stateBytes, created: platform.Now(ctx), chat: chat}},
 	}
-	return ss, l, nil
+	claim := &LeaseClaim{lease: l, ttl: ttl, create: &newSessionDoc{state: n.stateBytes, created: platform.Now(ctx), chat: chat}}
+	return ss, claim, nil
 }

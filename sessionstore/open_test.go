@@ -19,12 +19,12 @@ func textEvent(id, author, text string) *session.Event {
 	return ev
 }
 
-// TestTakeLeaseOnAppend: a lease taken by an append holds only if the
+// TestClaimLease: a lease taken by an append holds only if the
 // session is as the handle read it. A handle whose history went stale (an
 // append, or a lease taken, after the read) writes nothing and reads as
 // busy; once taken, the lease fences like AcquireLease's: a holder that
 // stalls past its term and is taken over cannot append again.
-func TestTakeLeaseOnAppend(t *testing.T) {
+func TestClaimLease(t *testing.T) {
 	t.Parallel()
 	svc := newService(t)
 	base := time.Now().Truncate(time.Second)
@@ -62,12 +62,13 @@ func TestTakeLeaseOnAppend(t *testing.T) {
 	}
 	for _, tt := range tests {
 		stale := get()
-		if _, err := svc.TakeLeaseOnAppend(ctx0, stale, "late", 10*time.Second); err != nil {
-			t.Fatalf("%s: TakeLeaseOnAppend error = %v", tt.name, err)
+		claim, err := svc.ClaimLease(ctx0, stale, "late", 10*time.Second)
+		if err != nil {
+			t.Fatalf("%s: ClaimLease error = %v", tt.name, err)
 		}
 		tt.stale(t)
 		before := get().Events().Len()
-		err := svc.AppendEvent(ctx0, stale, textEvent("stale-"+tt.name, "user", "from a stale read"))
+		err = svc.AppendEventWith(ctx0, stale, textEvent("stale-"+tt.name, "user", "from a stale read"), sessionstore.AppendOptions{Claim: claim})
 		if !errors.Is(err, sessionstore.ErrBusy) {
 			t.Errorf("%s: append taking the lease error = %v, want ErrBusy", tt.name, err)
 		}
@@ -78,15 +79,16 @@ func TestTakeLeaseOnAppend(t *testing.T) {
 
 	// A fresh read takes the lease with its append; a live lease is busy.
 	a := get()
-	lease, err := svc.TakeLeaseOnAppend(ctx0, a, "holder-a", 10*time.Second)
+	claim, err := svc.ClaimLease(ctx0, a, "holder-a", 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := svc.AppendEvent(ctx0, a, textEvent("msg", "user", "hello")); err != nil {
+	lease := claim.Lease()
+	if err := svc.AppendEventWith(ctx0, a, textEvent("msg", "user", "hello"), sessionstore.AppendOptions{Claim: claim}); err != nil {
 		t.Fatalf("append taking the lease error = %v", err)
 	}
-	if _, err := svc.TakeLeaseOnAppend(platform.WithTimeProvider(t.Context(), at(5*time.Second)), get(), "holder-b", 10*time.Second); !errors.Is(err, sessionstore.ErrBusy) {
-		t.Errorf("TakeLeaseOnAppend while held error = %v, want ErrBusy", err)
+	if _, err := svc.ClaimLease(platform.WithTimeProvider(t.Context(), at(5*time.Second)), get(), "holder-b", 10*time.Second); !errors.Is(err, sessionstore.ErrBusy) {
+		t.Errorf("ClaimLease while held error = %v, want ErrBusy", err)
 	}
 	// Holder a stalls past its term; b takes the session over.
 	ctx11 := platform.WithTimeProvider(t.Context(), at(11*time.Second))
@@ -108,22 +110,23 @@ func TestTakeLeaseOnAppend(t *testing.T) {
 	}
 }
 
-// TestCreateOnAppend: the first append through a handle from
-// CreateOnAppend stores the chat, the session, its lease and the event in
+// TestClaimNewSession: the first append through a handle from
+// ClaimNewSession stores the chat, the session, its lease and the event in
 // one commit; if the session exists by then, it writes nothing.
-func TestCreateOnAppend(t *testing.T) {
+func TestClaimNewSession(t *testing.T) {
 	t.Parallel()
 	svc := newService(t)
 	ctx := t.Context()
 	chat := &sessionstore.Chat{App: "app", UserID: "u", ID: "c", Agent: "a", SessionID: "c~0"}
-	sess, lease, err := svc.CreateOnAppend(ctx, &session.CreateRequest{AppName: "app", UserID: "u", SessionID: "c~0"}, chat, "holder", 10*time.Second)
+	sess, claim, err := svc.ClaimNewSession(ctx, &session.CreateRequest{AppName: "app", UserID: "u", SessionID: "c~0"}, chat, "holder", 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := svc.GetChat(ctx, "app", "u", "c"); !errors.Is(err, sessionstore.ErrNotFound) {
 		t.Errorf("GetChat before the append error = %v, want ErrNotFound: nothing is stored yet", err)
 	}
-	if err := svc.AppendEvent(ctx, sess, textEvent("m1", "user", "hello")); err != nil {
+	lease := claim.Lease()
+	if err := svc.AppendEventWith(ctx, sess, textEvent("m1", "user", "hello"), sessionstore.AppendOptions{Claim: claim}); err != nil {
 		t.Fatalf("first append error = %v", err)
 	}
 	got, stored, _, err := svc.GetChatSession(ctx, "app", "u", "c", "c~0", false)
@@ -140,11 +143,11 @@ func TestCreateOnAppend(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	again, _, err := svc.CreateOnAppend(ctx, &session.CreateRequest{AppName: "app", UserID: "u", SessionID: "c~0"}, chat, "late", 10*time.Second)
+	again, againClaim, err := svc.ClaimNewSession(ctx, &session.CreateRequest{AppName: "app", UserID: "u", SessionID: "c~0"}, chat, "late", 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := svc.AppendEvent(ctx, again, textEvent("m3", "user", "again")); !errors.Is(err, sessionstore.ErrBusy) {
+	if err := svc.AppendEventWith(ctx, again, textEvent("m3", "user", "again"), sessionstore.AppendOptions{Claim: againClaim}); !errors.Is(err, sessionstore.ErrBusy) {
 		t.Errorf("creating append of an existing session error = %v, want ErrBusy", err)
 	}
 	if _, stored, _, _ = svc.GetChatSession(ctx, "app", "u", "c", "c~0", false); stored == nil || stored.Events().Len() != 2 {

@@ -316,7 +316,7 @@ func (s *Service) sessionFrom(ctx context.Context, req *session.GetRequest, snap
 		tailKnown: true,
 		lease:     lease,
 		stored:    doc.Lease,
-		sideDocs:  !doc.SideDocsClosed,
+		docsOpen:  !doc.SideDocsClosed,
 	}, nil
 }
 

@@ -39,12 +39,10 @@ type storedSession struct {
 	lease *Lease
 	// stored is the lease as the session document held it when read.
 	stored leaseDoc
-	// take, set by TakeLeaseOnAppend, is a lease the next append takes.
-	take *pendingLease
-	// sideDocs mirrors the document's mark that an append created
-	// documents beside the session (see MayHaveSideDocs); clearSideDocs
-	// asks the next append to clear it.
-	sideDocs, clearSideDocs bool
+	// docsOpen mirrors the document's mark that an append created
+	// documents beside the session that may still be open (see
+	// MayHaveOpenDocs).
+	docsOpen bool
 }
 
 var _ session.Session = (*storedSession)(nil)

@@ -11,42 +11,46 @@ import (
 	"google.golang.org/genai"
 )
 
-// runState is what one running invocation knows beyond ADK's context: the
-// client that started it and the pausing tools its model requests offered.
-// It travels in the invocation's context.
-type runState struct {
-	client string
-
-	mu      sync.Mutex
-	pausing map[string]pauseSpec // by tool name
+// pausingTools are the pausing tools one invocation's model requests
+// offered, by name. The tools declare themselves when a model request is
+// built (pausing.ProcessRequest), so they reach it through the context:
+// the one thing of an invocation that travels there. The invocation's
+// session service holds the same value and recognises their calls in the
+// events it stores.
+type pausingTools struct {
+	mu    sync.Mutex
+	specs map[string]pauseSpec
 }
 
-type runStateKey struct{}
+type pausingToolsKey struct{}
 
-func withRunState(ctx context.Context, client string) context.Context {
-	return context.WithValue(ctx, runStateKey{}, &runState{client: client, pausing: map[string]pauseSpec{}})
+func withPausingTools(ctx context.Context, tools *pausingTools) context.Context {
+	return context.WithValue(ctx, pausingToolsKey{}, tools)
 }
 
-func runStateFrom(ctx context.Context) *runState {
-	st, _ := ctx.Value(runStateKey{}).(*runState)
-	return st
+func pausingToolsFrom(ctx context.Context) *pausingTools {
+	tools, _ := ctx.Value(pausingToolsKey{}).(*pausingTools)
+	return tools
 }
 
-func (st *runState) declare(name string, spec pauseSpec) {
-	st.mu.Lock()
-	st.pausing[name] = spec
-	st.mu.Unlock()
+func (t *pausingTools) declare(name string, spec pauseSpec) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.specs == nil {
+		t.specs = map[string]pauseSpec{}
+	}
+	t.specs[name] = spec
 }
 
-func (st *runState) spec(name string) (pauseSpec, bool) {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	spec, ok := st.pausing[name]
+func (t *pausingTools) spec(name string) (pauseSpec, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	spec, ok := t.specs[name]
 	return spec, ok
 }
 
-// detected is a paused call found in an event about to be stored.
-type detected struct {
+// pausedCall is a call that an event about to be stored pauses.
+type pausedCall struct {
 	id, tool, step, originalID, invocation, hint string
 	args                                         map[string]any
 	spec                                         pauseSpec
@@ -57,11 +61,11 @@ type detected struct {
 // pausing tools (recognised by name, before the tool runs) and ADK's
 // confirmation requests for approval tools. prior is the session's history
 // before ev, where an approval's original call is found.
-func pausedBy(st *runState, prior session.Events, ev *session.Event) []detected {
+func pausedBy(tools *pausingTools, prior session.Events, ev *session.Event) []pausedCall {
 	if ev == nil || ev.Partial || ev.Content == nil {
 		return nil
 	}
-	var out []detected
+	var out []pausedCall
 	for _, p := range ev.Content.Parts {
 		fc := p.FunctionCall
 		if fc == nil {
@@ -73,11 +77,11 @@ func pausedBy(st *runState, prior session.Events, ev *session.Event) []detected 
 			}
 			continue
 		}
-		spec, ok := st.spec(fc.Name)
+		spec, ok := tools.spec(fc.Name)
 		if !ok {
 			continue
 		}
-		out = append(out, detected{
+		out = append(out, pausedCall{
 			id: fc.ID, tool: fc.Name, step: ev.ID, originalID: fc.ID, invocation: ev.InvocationID,
 			args: fc.Args, spec: spec, created: ev.Timestamp,
 		})
@@ -87,10 +91,10 @@ func pausedBy(st *runState, prior session.Events, ev *session.Event) []detected 
 
 // approvalRequest reads ADK's confirmation request fc: the call that needs
 // approval, and the model step it belongs to.
-func approvalRequest(prior session.Events, ev *session.Event, fc *genai.FunctionCall) (detected, bool) {
+func approvalRequest(prior session.Events, ev *session.Event, fc *genai.FunctionCall) (pausedCall, bool) {
 	original, err := toolconfirmation.OriginalCallFrom(fc)
 	if err != nil || original == nil {
-		return detected{}, false
+		return pausedCall{}, false
 	}
 	step := ev.ID
 	for i := prior.Len() - 1; i >= 0; i-- {
@@ -106,7 +110,7 @@ func approvalRequest(prior session.Events, ev *session.Event, fc *genai.Function
 			hint = tc.Hint
 		}
 	}
-	return detected{
+	return pausedCall{
 		id: fc.ID, tool: original.Name, step: step, originalID: original.ID, invocation: ev.InvocationID,
 		args: original.Args, spec: pauseSpec{Kind: KindApproval}, hint: hint, created: ev.Timestamp,
 	}, true

@@ -10,7 +10,6 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/adk/v2/agent"
-	"google.golang.org/adk/v2/platform"
 	"google.golang.org/adk/v2/runner"
 	"google.golang.org/adk/v2/session"
 	"google.golang.org/genai"
@@ -23,10 +22,10 @@ import (
 // value, on any instance, can resume a call another one paused.
 type engine struct {
 	app      string
+	root     agent.Agent
 	agent    string // the root agent's name
 	sessions *sessionstore.Service
 	client   *firestore.Client
-	runner   *runner.Runner
 	opts     Options
 }
 
@@ -36,12 +35,12 @@ func newEngine(client *firestore.Client, sessions *sessionstore.Service, app str
 	if err := sessionstore.ValidateID("app name", app); err != nil {
 		return nil, err
 	}
-	e := &engine{app: app, agent: root.Name(), sessions: sessions, client: client, opts: opts.withDefaults()}
-	r, err := runner.New(runner.Config{AppName: app, Agent: root, SessionService: ledgerSessions{Service: sessions, e: e}})
-	if err != nil {
+	e := &engine{app: app, root: root, agent: root.Name(), sessions: sessions, client: client, opts: opts.withDefaults()}
+	// Each invocation builds its own runner (see start); this one checks
+	// the agent tree once.
+	if _, err := runner.New(runner.Config{AppName: app, Agent: root, SessionService: sessions}); err != nil {
 		return nil, err
 	}
-	e.runner = r
 	return e, nil
 }
 
@@ -74,21 +73,22 @@ func (req turnRequest) runOptions() []runner.RunOption {
 // returned here: a busy session, pending calls under PendingReject.
 //
 // sess is the session as the caller read it (not under a lease), or nil.
-// When it has no ledger records open and nothing to repair, the lease is
-// taken by the append of the user message (see fastTurn); otherwise the
-// lease is taken first and the open calls settled (see settledTurn).
+// This is where the turn's way is decided: when the session has no ledger
+// records open and nothing to repair, the commit that stores the user
+// message claims the lease (fastTurn); otherwise the lease is taken first
+// and the open calls settled (settledTurn).
 func (e *engine) turn(ctx context.Context, req turnRequest, sess session.Session) (*Invocation, error) {
 	var inv *Invocation
 	var err error
 	if sess == nil {
-		sess, err = e.getSession(ctx, req.UserID, req.SessionID, 0, !e.opts.SessionStateOnly)
+		sess, err = e.getSession(ctx, nil, req.UserID, req.SessionID, 0, !e.opts.SessionStateOnly)
 	}
 	switch {
 	case errors.Is(err, sessionstore.ErrNotFound):
 		inv, err = e.firstTurn(ctx, req, nil)
 	case err != nil:
 		return nil, err
-	case !sessionstore.MayHaveSideDocs(sess) && !needsRepair(sess.Events(), nil):
+	case !sessionstore.MayHaveOpenDocs(sess) && !needsRepair(sess.Events(), nil):
 		inv, err = e.fastTurn(ctx, req, sess)
 	default:
 		return e.settledTurn(ctx, req)
@@ -99,52 +99,37 @@ func (e *engine) turn(ctx context.Context, req turnRequest, sess session.Session
 	return e.settledTurn(ctx, req)
 }
 
-// fastTurn runs the turn on sess, read by the request: the lease is taken
-// by the commit that stores the user message, conditional on the session
+// fastTurn runs the turn on sess, read by the request: the commit that
+// stores the user message claims the lease, conditional on the session
 // being as read, so the model is called after two round trips (the read
 // and that commit).
 func (e *engine) fastTurn(ctx context.Context, req turnRequest, sess session.Session) (*Invocation, error) {
-	// Checked on the session as read: the lease-taking commit below fails
-	// if another request took a message since.
+	// Checked on the session as read: the claiming commit fails if another
+	// request took a message since.
 	if req.MessageID != "" && takenMessage(sess) == req.MessageID {
 		return nil, fmt.Errorf("%w: %q", ErrMessageTaken, req.MessageID)
 	}
-	lease, err := e.sessions.TakeLeaseOnAppend(ctx, sess, req.ClientID+"/"+platform.NewUUID(ctx), e.opts.LeaseTTL)
+	claim, err := e.sessions.ClaimLease(ctx, sess, holderID(ctx, req.ClientID), e.opts.LeaseTTL)
 	if err != nil {
 		return nil, err
 	}
-	return e.startTaking(ctx, req, sess, lease, nil)
+	run := req.run(sess)
+	run.claim = claim
+	return e.start(ctx, run)
 }
 
 // firstTurn runs the first turn of a new session: the commit that stores
 // the user message also creates the session, its lease and chat (if not
 // nil).
 func (e *engine) firstTurn(ctx context.Context, req turnRequest, chat *sessionstore.Chat) (*Invocation, error) {
-	sess, lease, err := e.sessions.CreateOnAppend(ctx, &session.CreateRequest{AppName: e.app, UserID: req.UserID, SessionID: req.SessionID},
-		chat, req.ClientID+"/"+platform.NewUUID(ctx), e.opts.LeaseTTL)
+	sess, claim, err := e.sessions.ClaimNewSession(ctx, &session.CreateRequest{AppName: e.app, UserID: req.UserID, SessionID: req.SessionID},
+		chat, holderID(ctx, req.ClientID), e.opts.LeaseTTL)
 	if err != nil {
 		return nil, err
 	}
-	return e.startTaking(ctx, req, sess, lease, nil)
-}
-
-// startTaking starts the turn on sess, whose first append takes lease, and
-// returns once that append is made (or has failed, writing nothing): a busy
-// session is reported before anything is streamed. after is as for start.
-func (e *engine) startTaking(ctx context.Context, req turnRequest, sess session.Session, lease *sessionstore.Lease, after func(context.Context)) (*Invocation, error) {
-	h := &hold{lease: lease, taken: make(chan error, 1)}
-	inv := e.start(ctx, h, req.UserID, req.SessionID, req.ClientID, req.Content, sess, after, req.runOptions()...)
-	var err error
-	select {
-	case err = <-h.taken:
-	case <-ctx.Done():
-		err = ctx.Err()
-	}
-	if err != nil {
-		// Nothing was stored; the invocation ends on its own.
-		return nil, err
-	}
-	return inv, nil
+	run := req.run(sess)
+	run.claim = claim
+	return e.start(ctx, run)
 }
 
 // settledTurn takes the lease, settles what the session left open (pending
@@ -166,36 +151,69 @@ func (e *engine) settledTurn(ctx context.Context, req turnRequest) (*Invocation,
 	if err != nil {
 		return nil, err
 	}
-	ctx = h.bind(ctx)
-	sess, err := e.settleOpenCalls(ctx, req.UserID, req.SessionID, req.MessageID)
+	sess, err := e.settleOpenCalls(ctx, h.lease, req.UserID, req.SessionID, req.MessageID)
 	if err != nil {
 		e.release(ctx, h)
 		return nil, err
 	}
-	return e.start(ctx, h, req.UserID, req.SessionID, req.ClientID, req.Content, sess, nil, req.runOptions()...), nil
+	run := req.run(sess)
+	// No ledger record is left open: the message's commit says so.
+	run.held, run.docsClosed = h, true
+	return e.start(ctx, run)
 }
 
-// start runs the agent on msg in the background, detached from the
-// caller's cancellation and bounded by InvocationTimeout (and by the lease:
-// an invocation whose lease is lost stops), and releases the lease when it
-// ends. after runs once the runner is done, before the lease is released.
-// sess, when not nil, is the session as the caller read it under h: the
-// runner uses it instead of reading the session again.
+// invocationRun is one run of the agent to start.
+type invocationRun struct {
+	user, session, client string
+	msg                   *genai.Content
+	opts                  []runner.RunOption
+	// handle is the session as the request read it, which the runner uses
+	// instead of reading it again; nil: the runner reads it.
+	handle session.Session
+	// Exactly one of held and claim is set: the lease the request holds,
+	// or the claim the commit storing the message takes.
+	held  *heldLease
+	claim *sessionstore.LeaseClaim
+	// docsClosed makes the message's commit record that the ledger holds
+	// no open record of the session.
+	docsClosed bool
+	// after runs once the runner is done, before the lease is released.
+	after func(context.Context)
+}
+
+// run is the invocation that answers req on sess.
+func (req turnRequest) run(sess session.Session) invocationRun {
+	return invocationRun{user: req.UserID, session: req.SessionID, client: req.ClientID, msg: req.Content, opts: req.runOptions(), handle: sess}
+}
+
+// start runs the agent in the background, detached from the caller's
+// cancellation and bounded by InvocationTimeout (and by the lease: an
+// invocation whose lease is lost stops), and releases the lease when it
+// ends. With a claim, it returns once the commit that takes the lease is
+// made, or has failed writing nothing: a busy session is reported before
+// anything is streamed.
 //
 // Every event is stored before it is pushed to readers, and an event that
-// pauses calls is stored with their ledger records (ledgerSessions): a
+// pauses calls is stored with their ledger records (invocationSessions): a
 // reader never sees a call that has no record.
-func (e *engine) start(ctx context.Context, h *hold, user, sid, client string, msg *genai.Content, sess session.Session, after func(context.Context), opts ...runner.RunOption) *Invocation {
+func (e *engine) start(ctx context.Context, run invocationRun) (*Invocation, error) {
+	svc := &invocationSessions{Service: e.sessions, e: e, client: run.client, tools: &pausingTools{}, handle: run.handle,
+		first: sessionstore.AppendOptions{Claim: run.claim, DocsClosed: run.docsClosed}}
+	h := run.held
+	if run.claim != nil {
+		h = &heldLease{lease: run.claim.Lease()}
+		svc.claimed = make(chan error, 1)
+	}
+	svc.held = h
 	inv := newInvocation()
 	// The run is detached from the request's cancellation, not from its
 	// trace: its span, and ADK's under it, stay in the request's trace.
-	ctx, span := tracer.Start(ctx, "baton.invocation", trace.WithAttributes(attribute.String("baton.session.id", sid)))
+	ctx, span := tracer.Start(ctx, "baton.invocation", trace.WithAttributes(attribute.String("baton.session.id", run.session)))
 	runCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.opts.InvocationTimeout)
-	runCtx = withHandoff(withRunState(h.bind(runCtx), client), &handoff{sess: sess, hold: h})
 	go func() {
 		select {
 		case <-h.lease.Lost():
-			e.opts.Logger.Error("lease lost mid-invocation", "session", sid)
+			e.opts.Logger.Error("lease lost mid-invocation", "session", run.session)
 			cancel()
 		case <-runCtx.Done():
 		}
@@ -210,28 +228,59 @@ func (e *engine) start(ctx context.Context, h *hold, user, sid, client string, m
 			// A panicking tool or model must not take the instance down
 			// with every other request on it.
 			if p := recover(); p != nil {
-				e.opts.Logger.Error("invocation panicked", "session", sid, "panic", fmt.Sprint(p))
+				e.opts.Logger.Error("invocation panicked", "session", run.session, "panic", fmt.Sprint(p))
 				runErr = fmt.Errorf("invocation panicked: %v", p)
 				inv.fail(runErr)
 			}
 		}()
-		for ev, err := range e.runner.Run(runCtx, user, sid, msg, agent.RunConfig{StreamingMode: e.opts.StreamingMode}, opts...) {
-			if err != nil {
-				e.opts.Logger.Error("invocation", "session", sid, "error", err)
-				runErr = err
-				inv.fail(err)
-				break
-			}
-			if ev != nil {
-				inv.push(ev)
-			}
+		runErr = e.run(runCtx, svc, run, inv)
+		// Without a claiming append (the run failed first), the claim is
+		// lost; this report counts only then.
+		noClaim := errNoClaimingAppend
+		if runErr != nil {
+			noClaim = fmt.Errorf("%w: %w", errNoClaimingAppend, runErr)
 		}
-		h.took(e, runCtx, fmt.Errorf("invocation ended before storing the message: %w", runErr))
-		if after != nil {
-			after(runCtx)
+		svc.claimDone(runCtx, noClaim)
+		if run.after != nil {
+			run.after(runCtx)
 		}
 	}()
-	return inv
+	if svc.claimed == nil {
+		return inv, nil
+	}
+	var err error
+	select {
+	case err = <-svc.claimed:
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	if err != nil {
+		// Nothing was stored; the invocation ends on its own.
+		return nil, err
+	}
+	return inv, nil
+}
+
+// run runs the agent through a runner built around svc, pushing its events
+// to inv, and returns the run's error.
+func (e *engine) run(ctx context.Context, svc *invocationSessions, run invocationRun, inv *Invocation) error {
+	r, err := runner.New(runner.Config{AppName: e.app, Agent: e.root, SessionService: svc})
+	if err != nil {
+		inv.fail(err)
+		return err
+	}
+	ctx = withPausingTools(ctx, svc.tools)
+	for ev, err := range r.Run(ctx, run.user, run.session, run.msg, agent.RunConfig{StreamingMode: e.opts.StreamingMode}, run.opts...) {
+		if err != nil {
+			e.opts.Logger.Error("invocation", "session", run.session, "error", err)
+			inv.fail(err)
+			return err
+		}
+		if ev != nil {
+			inv.push(ev)
+		}
+	}
+	return nil
 }
 
 // recentWindow is how many of a session's latest events the engine reads to
@@ -241,15 +290,20 @@ func (e *engine) start(ctx context.Context, h *hold, user, sid, client string, m
 // from being read twice per turn (ADK's runner reads it all anyway).
 const recentWindow = 500
 
-// loadRecent reads a session with its latest recentWindow events.
-func (e *engine) loadRecent(ctx context.Context, user, sid string) (session.Session, error) {
-	return e.getSession(ctx, user, sid, recentWindow, false)
+// loadRecent reads a session with its latest recentWindow events, under
+// lease when not nil.
+func (e *engine) loadRecent(ctx context.Context, lease *sessionstore.Lease, user, sid string) (session.Session, error) {
+	return e.getSession(ctx, lease, user, sid, recentWindow, false)
 }
 
 // getSession reads a session with its latest recent events (0: all), with
 // app: and user: state when shared (the runner's needs; the ledger reads
-// events and appends).
-func (e *engine) getSession(ctx context.Context, user, sid string, recent int, shared bool) (session.Session, error) {
+// events and appends). Under lease (when not nil) the read fails once the
+// lease is lost, and the handle's appends are fenced by it.
+func (e *engine) getSession(ctx context.Context, lease *sessionstore.Lease, user, sid string, recent int, shared bool) (session.Session, error) {
+	if lease != nil {
+		ctx = sessionstore.WithLease(ctx, lease)
+	}
 	req := &session.GetRequest{AppName: e.app, UserID: user, SessionID: sid, NumRecentEvents: recent}
 	get := e.sessions.GetSessionScoped
 	if shared {

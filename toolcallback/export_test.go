@@ -41,7 +41,7 @@ func (e *engine) Resume(ctx context.Context, r Result) (*Resumption, error) {
 	}
 	// As Team.Resume: the short path when the session can be read, so
 	// that the crash tests kill at its writes too.
-	if sess, err := e.getSession(ctx, r.UserID, r.SessionID, 0, true); err == nil {
+	if sess, err := e.getSession(ctx, nil, r.UserID, r.SessionID, 0, true); err == nil {
 		if res, err := e.fastResume(ctx, r, doc, snap, sess); res != nil || err != nil {
 			return res, err
 		}

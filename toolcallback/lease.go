@@ -3,7 +3,6 @@ package toolcallback
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/baton-run/baton/sessionstore"
@@ -11,45 +10,34 @@ import (
 	"google.golang.org/adk/v2/session"
 )
 
-// hold is a session lease this instance holds and keeps renewed until it
-// releases it.
-type hold struct {
+// heldLease is a session lease this instance holds (or claimed, until the
+// claiming append lands) and keeps renewed until it releases it.
+type heldLease struct {
 	lease *sessionstore.Lease
-	stop  func() // stops renewing; nil until the lease is taken
-	// taken, for a lease the invocation's first append takes
-	// (sessionstore.TakeLeaseOnAppend), receives that append's outcome.
-	taken     chan error
-	takenOnce sync.Once
+	stop  func() // stops renewing; nil until the lease is held
 }
 
-// took records the outcome of the append that takes a pending lease and,
-// if it succeeded, starts renewing the lease. Only the first call counts.
-func (h *hold) took(e *engine, ctx context.Context, err error) {
-	if h.taken == nil {
-		return
-	}
-	h.takenOnce.Do(func() {
-		if err == nil {
-			h.stop = e.sessions.KeepLease(ctx, h.lease, e.opts.LeaseTTL)
-		}
-		h.taken <- err
-	})
+// keep starts renewing the lease, which is now held.
+func (e *engine) keep(ctx context.Context, h *heldLease) {
+	h.stop = e.sessions.KeepLease(ctx, h.lease, e.opts.LeaseTTL)
 }
 
-// bind returns ctx under which session reads and appends act as the
-// lease's holder (see sessionstore.WithLease).
-func (h *hold) bind(ctx context.Context) context.Context { return sessionstore.WithLease(ctx, h.lease) }
+// holderID names a lease's holder: the client the request came from and a
+// fresh id.
+func holderID(ctx context.Context, client string) string { return client + "/" + platform.NewUUID(ctx) }
 
 // acquire takes the session's lease, waiting up to wait while it is busy,
 // and keeps it renewed.
-func (e *engine) acquire(ctx context.Context, user, sid, client string, wait time.Duration, create bool) (*hold, error) {
-	holder := client + "/" + platform.NewUUID(ctx)
+func (e *engine) acquire(ctx context.Context, user, sid, client string, wait time.Duration, create bool) (*heldLease, error) {
+	holder := holderID(ctx, client)
 	deadline := time.Now().Add(wait)
 	delay := 50 * time.Millisecond
 	for {
 		lease, err := e.sessions.AcquireLease(ctx, e.app, user, sid, holder, e.opts.LeaseTTL)
 		if err == nil {
-			return &hold{lease: lease, stop: e.sessions.KeepLease(ctx, lease, e.opts.LeaseTTL)}, nil
+			h := &heldLease{lease: lease}
+			e.keep(ctx, h)
+			return h, nil
 		}
 		if errors.Is(err, sessionstore.ErrNotFound) && create {
 			_, cerr := e.sessions.Create(ctx, &session.CreateRequest{AppName: e.app, UserID: user, SessionID: sid})
@@ -71,9 +59,9 @@ func (e *engine) acquire(ctx context.Context, user, sid, client string, wait tim
 	}
 }
 
-func (e *engine) release(ctx context.Context, h *hold) {
+func (e *engine) release(ctx context.Context, h *heldLease) {
 	if h.stop == nil {
-		return // never taken: nothing was written
+		return // never held: nothing was written
 	}
 	h.stop()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)

@@ -28,9 +28,9 @@ func (e *engine) callsOf(user, sid string) *firestore.CollectionRef {
 	return e.sessions.SessionRef(e.app, user, sid).Collection(callsCollection)
 }
 
-// newCallDoc builds the ledger record of a detected call paused by an
-// invocation that client started.
-func (e *engine) newCallDoc(user, sid string, d detected, client string) (*callDoc, error) {
+// newCallDoc builds the ledger record of a call paused by an invocation
+// that client started.
+func (e *engine) newCallDoc(user, sid string, d pausedCall, client string) (*callDoc, error) {
 	args, err := json.Marshal(d.args)
 	if err != nil {
 		return nil, fmt.Errorf("encode arguments of %q: %w", d.id, err)
@@ -80,6 +80,17 @@ func queryCalls(ctx context.Context, q firestore.Query) (_ []*callDoc, _ []*fire
 		docs[i], snaps[i] = r.doc, r.snap
 	}
 	return docs, snaps, nil
+}
+
+// markResumedAfter returns what a resume runs once the agent has the
+// answers of docs: markResumed, a failure of which is only logged (Sweep
+// looks at the calls again).
+func (e *engine) markResumedAfter(docs []*callDoc) func(context.Context) {
+	return func(ctx context.Context) {
+		if err := e.markResumed(ctx, docs); err != nil {
+			e.opts.Logger.Warn("mark resumed", "error", err)
+		}
+	}
 }
 
 // markResumed records that the agent has the answers of calls: Sweep

@@ -21,7 +21,7 @@ import (
 // left the session needing repair and nobody holds its lease, it repairs it
 // first, so the reloaded tab shows the repaired conversation.
 func (e *engine) pending(ctx context.Context, user, sid, client string) ([]*Call, []*session.Event, error) {
-	sess, err := e.loadRecent(ctx, user, sid)
+	sess, err := e.loadRecent(ctx, nil, user, sid)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -55,10 +55,10 @@ func (e *engine) pending(ctx context.Context, user, sid, client string) ([]*Call
 // a pending call is cancelled (or reported, under PendingReject), and what
 // a dead invocation left unanswered is closed (repairTail). It returns the
 // session as read under the lease (its whole history: the runner reads
-// it), with the ledger's mark cleared by its next append, since no record
-// is left open. A messageID the session already took is ErrMessageTaken.
-func (e *engine) settleOpenCalls(ctx context.Context, user, sid, messageID string) (session.Session, error) {
-	sess, err := e.getSession(ctx, user, sid, 0, !e.opts.SessionStateOnly)
+// it); no ledger record is left open. A messageID the session already
+// took is ErrMessageTaken.
+func (e *engine) settleOpenCalls(ctx context.Context, lease *sessionstore.Lease, user, sid, messageID string) (session.Session, error) {
+	sess, err := e.getSession(ctx, lease, user, sid, 0, !e.opts.SessionStateOnly)
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +84,6 @@ func (e *engine) settleOpenCalls(ctx context.Context, user, sid, messageID strin
 	if err := e.markResumed(ctx, docs); err != nil {
 		return nil, err
 	}
-	sessionstore.ClearSideDocsOnAppend(sess)
 	return sess, nil
 }
 

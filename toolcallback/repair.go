@@ -160,9 +160,8 @@ func (e *engine) repairIfIdle(ctx context.Context, sess session.Session, docs []
 		return nil, err
 	}
 	defer e.release(ctx, h)
-	ctx = h.bind(ctx)
 	// Read again under the lease: a turn may have run in between.
-	if sess, err = e.loadRecent(ctx, user, sid); err != nil {
+	if sess, err = e.loadRecent(ctx, h.lease, user, sid); err != nil {
 		return nil, err
 	}
 	if docs, _, err = queryCalls(ctx, e.callsOf(user, sid).Where("resumed", "==", false)); err != nil {

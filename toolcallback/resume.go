@@ -201,8 +201,7 @@ func (e *engine) resumeStep(ctx context.Context, doc *callDoc, client string, wa
 	if err != nil {
 		return nil, err
 	}
-	ctx = h.bind(ctx)
-	sess, err := e.loadRecent(ctx, doc.User, doc.Session)
+	sess, err := e.loadRecent(ctx, h.lease, doc.User, doc.Session)
 	if err == nil {
 		err = e.repairTail(ctx, sess, nil, knownCalls(unresumed))
 	}
@@ -235,12 +234,9 @@ func (e *engine) resumeStep(ctx context.Context, doc *callDoc, client string, wa
 	}
 	msg := &genai.Content{Role: genai.RoleUser, Parts: responseParts(todo, true)}
 	res.Turn = turnOf(sess.Events(), doc.Step, doc.Invocation)
-	res.Invocation = e.start(ctx, h, doc.User, doc.Session, client, msg, nil, func(ctx context.Context) {
-		if err := e.markResumed(ctx, open); err != nil {
-			e.opts.Logger.Warn("mark resumed", "session", doc.Session, "error", err)
-		}
-	})
-	return res, nil
+	res.Invocation, err = e.start(ctx, invocationRun{user: doc.User, session: doc.Session, client: client, msg: msg, held: h,
+		after: e.markResumedAfter(open)})
+	return res, err
 }
 
 // undelivered returns the calls that no user event of sess answers yet.

@@ -66,19 +66,15 @@ func (e *engine) fastResume(ctx context.Context, r Result, doc *callDoc, snap *f
 	if client == "" {
 		client = doc.Client
 	}
-	lease, err := e.sessions.TakeLeaseOnAppend(ctx, sess, client+"/"+platform.NewUUID(ctx), e.opts.LeaseTTL, sessionstore.SideUpdate{
+	claim, err := e.sessions.ClaimLease(ctx, sess, holderID(ctx, client), e.opts.LeaseTTL, sessionstore.DocUpdate{
 		Ref: snap.Ref, Updates: answerUpdates(r, answer, now, sweepAt), Pre: firestore.LastUpdateTime(snap.UpdateTime),
 	})
 	if err != nil {
 		return nil, nil //nolint:nilerr // busy as read: the long path waits for the lease
 	}
 	msg := &genai.Content{Role: genai.RoleUser, Parts: responseParts(todo, true)}
-	inv, err := e.startTaking(ctx, turnRequest{UserID: doc.User, SessionID: doc.Session, ClientID: client, Content: msg}, sess, lease,
-		func(ctx context.Context) {
-			if err := e.markResumed(ctx, open); err != nil {
-				e.opts.Logger.Warn("mark resumed", "session", doc.Session, "error", err)
-			}
-		})
+	inv, err := e.start(ctx, invocationRun{user: doc.User, session: doc.Session, client: client, msg: msg, handle: sess, claim: claim,
+		after: e.markResumedAfter(open)})
 	if errors.Is(err, sessionstore.ErrBusy) {
 		return nil, nil
 	}

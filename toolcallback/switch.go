@@ -51,9 +51,10 @@ func (t *Team) switchAgent(ctx context.Context, chat *sessionstore.Chat, target,
 	case err != nil:
 		return nil, err
 	}
+	var lease *sessionstore.Lease
 	if h != nil {
 		defer from.release(ctx, h)
-		ctx = h.bind(ctx)
+		lease = h.lease
 	}
 	// Under the lease, the chat must still point at the session we hold.
 	if chat, err = t.sessions.GetChat(ctx, t.app, chat.UserID, chat.ID); err != nil {
@@ -80,7 +81,7 @@ func (t *Team) switchAgent(ctx context.Context, chat *sessionstore.Chat, target,
 	outcomes := map[string]string{}
 	var old session.Session
 	if h != nil {
-		if old, err = from.getSession(ctx, chat.UserID, oldID, 0, false); err != nil {
+		if old, err = from.getSession(ctx, lease, chat.UserID, oldID, 0, false); err != nil {
 			return nil, err
 		}
 		closed, err := from.closeOpenCalls(ctx, old)

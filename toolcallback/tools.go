@@ -116,8 +116,8 @@ func (p *pausing) ProcessRequest(ctx agent.Context, req *model.LLMRequest) error
 		return err
 	}
 	req.Tools[p.Name()] = p // the flow runs what it finds here
-	if st := runStateFrom(ctx); st != nil {
-		st.declare(p.Name(), p.spec)
+	if tools := pausingToolsFrom(ctx); tools != nil {
+		tools.declare(p.Name(), p.spec)
 	}
 	return nil
 }
