@@ -109,7 +109,7 @@ func (r *run) follow(ctx context.Context, content *genai.Content, answers []answ
 	var inv *toolcallback.Invocation
 	var problems []string
 	for _, a := range answers {
-		res, err := r.x.team.Resume(ctx, toolcallback.Result{UserID: r.user, SessionID: r.ec.ContextID, CallID: a.id, ClientID: r.client(), Answer: a.answer})
+		res, err := r.x.team.Resume(ctx, toolcallback.Result{UserID: r.user, ChatID: r.ec.ContextID, CallID: a.id, ClientID: r.client(), Answer: a.answer})
 		var already *toolcallback.AlreadyResolvedError
 		switch {
 		case errors.As(err, &already) && already.Same:
@@ -275,7 +275,7 @@ func (x *executor) Cancel(ctx context.Context, ec *a2asrv.ExecutorContext) iter.
 					no := false
 					a = toolcallback.Answer{Approved: &no}
 				}
-				_, err := x.team.Resume(ctx, toolcallback.Result{UserID: user, SessionID: ec.ContextID, CallID: c.ID, ClientID: client, Answer: a})
+				_, err := x.team.Resume(ctx, toolcallback.Result{UserID: user, ChatID: ec.ContextID, CallID: c.ID, ClientID: client, Answer: a})
 				if err != nil && !errors.Is(err, toolcallback.ErrAlreadyResolved) && !errors.Is(err, toolcallback.ErrExpired) {
 					x.log.WarnContext(ctx, "a2a cancel: answer call", "task", ec.TaskID, "call", c.ID, "error", err)
 				}

@@ -294,7 +294,7 @@ func (s *Server) chatAnswer(r *http.Request, user, device, chatID string, p uiPa
 	if !strings.HasPrefix(p.Type, "tool-") && p.Type != "dynamic-tool" {
 		return nil, errNoAnswer
 	}
-	result := toolcallback.Result{UserID: user, SessionID: chatID, ClientID: device}
+	result := toolcallback.Result{UserID: user, ChatID: chatID, ClientID: device}
 	switch {
 	case p.State == "approval-responded" && p.Approval != nil && p.Approval.Approved != nil:
 		result.CallID = p.Approval.ID

@@ -126,7 +126,7 @@ func (s *Server) toolResult(w http.ResponseWriter, r *http.Request, log *slog.Lo
 		if err != nil {
 			return err
 		}
-		result.UserID, result.SessionID, result.CallID, result.ClientID = user, req.SessionID, req.ToolCallID, req.ClientID
+		result.UserID, result.ChatID, result.CallID, result.ClientID = user, req.SessionID, req.ToolCallID, req.ClientID
 	}
 	res, err := s.team.Resume(r.Context(), result)
 	var resolved *toolcallback.AlreadyResolvedError
@@ -275,7 +275,7 @@ func history(events session.Events) []historyItem {
 		if toolcallback.StartsTurn(ev) {
 			turn = ev.InvocationID
 		}
-		sw, records, moved := sessionstore.Migrated(ev)
+		sw, records, moved := sessionstore.MovedBy(ev)
 		var ended *sessionstore.Switch
 		if run != nil && (!moved || !sameSwitch(sw, *run)) {
 			ended = run // the switch line goes where its turn showed it: after the user's message
@@ -308,12 +308,12 @@ func switchItem(sw sessionstore.Switch) historyItem {
 
 // eventItems are the items of one event: text parts, and tool calls,
 // whether function calls or the records an agent switch made of them.
-func eventItems(ev *session.Event, turn string, records []sessionstore.Record, results map[string]*genai.FunctionResponse, decisions map[string]toolcallback.Decision) []historyItem {
+func eventItems(ev *session.Event, turn string, records []sessionstore.MovedCall, results map[string]*genai.FunctionResponse, decisions map[string]toolcallback.Decision) []historyItem {
 	role := "assistant"
 	if ev.Author == "user" {
 		role, turn = "user", ""
 	}
-	recordAt := map[int]sessionstore.Record{}
+	recordAt := map[int]sessionstore.MovedCall{}
 	for _, r := range records {
 		recordAt[r.Part] = r
 	}

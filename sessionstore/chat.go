@@ -57,7 +57,7 @@ type chatDoc struct {
 }
 
 func (s *Service) chatRef(app, user, id string) *firestore.DocumentRef {
-	return s.userDoc(app, user).Collection("chats").Doc(id)
+	return s.userRef(app, user).Collection("chats").Doc(id)
 }
 
 // ChatRef is the document of a chat, under which other packages keep what
@@ -250,7 +250,7 @@ func (s *Service) PurgeSession(ctx context.Context, app, user, id string) (int, 
 	if err := validateKey(app, user, id); err != nil {
 		return 0, err
 	}
-	ref := s.sessionDoc(app, user, id)
+	ref := s.sessionRef(app, user, id)
 	deleted := 0
 	cols := ref.Collections(ctx)
 	for {

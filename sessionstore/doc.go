@@ -42,15 +42,30 @@
 // chunk, any app or user state) is one atomic batch: a loser gets
 // ErrConflict and nothing of its event is stored. A request that runs an
 // agent can take the session's lease with its first append instead of
-// before it (TakeLeaseOnAppend; CreateOnAppend for a session and chat not
-// stored yet): that append is conditional on the update time as read, so
-// its success proves the handle it read is current, and a request reads
-// the session once and writes its lease and first event in one commit. The
-// session document's sideDocsClosed field says whether documents an append
-// created beside it (the ledger's records) may still be open; a document
-// without the field reads as "they may". Because the tail lives in
-// the session document and sealed chunks are immutable, a Get always sees a
-// consistent history even while appends land.
+// before it, passing a LeaseClaim (ClaimLease; ClaimNewSession for a
+// session and chat not stored yet) in AppendOptions: that append is
+// conditional on the update time as read, so its success proves the handle
+// it read is current, and a request reads the session once and writes its
+// lease and first event in one commit. The claim is an argument of the
+// append, not a state of the handle, so what a commit writes is decided
+// by its caller and planned in one place. The session document's
+// sideDocsClosed field says whether documents an append created beside it
+// (the ledger's records) may still be open; a document without the field
+// reads as "they may". Because the tail lives in the session document and
+// sealed chunks are immutable, a Get always sees a consistent history even
+// while appends land.
+//
+// An append is three steps (events.go): planAppend builds the batch and
+// what the handle becomes from the handle alone, commitAppend makes the
+// commit and classifies its failure, applyAppend updates the handle. Only
+// the last changes the handle, so a failed commit leaves it as read.
+//
+// # Errors
+//
+// FirestoreError is the one place where gRPC codes of the Firestore client
+// become this package's sentinels (ErrNotFound, ErrAlreadyExists,
+// ErrConflict, ErrUnavailable, ErrTooLarge); the packages that keep
+// documents beside sessions use it too and branch with errors.Is.
 //
 // # Values
 //
@@ -68,7 +83,7 @@
 // on the chat document, so the chat always points at a complete session.
 // Each event MigrateHistory builds carries, in its custom metadata, the
 // switch that first moved it ("baton_switch") and the structured form of
-// the tool-call records its text holds ("baton_records"); Migrated reads
+// the tool-call records its text holds ("baton_records"); MovedBy reads
 // them back, so a page can show a moved conversation as it was shown live.
 // The chat notes the session being built and the sessions it retired, and
 // sets cleanupAt, so that a switch that dies half-way leaves leftovers a

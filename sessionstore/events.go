@@ -266,7 +266,7 @@ func (s *Service) planAppend(ctx context.Context, ss *storedSession, event *sess
 	case opts.DocsClosed:
 		p.docsOpen = false
 	}
-	ref := s.sessionDoc(ss.app, ss.user, ss.id)
+	ref := s.sessionRef(ss.app, ss.user, ss.id)
 	element := chunkElement{Revision: b.revision, Time: event.Timestamp, Event: encoded}
 	sealed, err := s.placeEvent(p, ref, ss, element)
 	if err != nil {
@@ -375,7 +375,7 @@ func (s *Service) commitAppend(ctx context.Context, ss *storedSession, p *append
 		// Someone wrote the session since it was read: as good as busy.
 		return nil, &BusyError{SessionID: ss.id, RetryAfter: time.Second}
 	}
-	return nil, s.appendError(ctx, s.sessionDoc(ss.app, ss.user, ss.id), ss.id, ss.lease, err)
+	return nil, s.appendError(ctx, s.sessionRef(ss.app, ss.user, ss.id), ss.id, ss.lease, err)
 }
 
 // applyAppend makes the handle what the plan's commit, now made, stored.

@@ -105,7 +105,7 @@ func (s *Service) AcquireLease(ctx context.Context, app, user, id, holder string
 	if err := validateKey(app, user, id); err != nil {
 		return nil, err
 	}
-	ref := s.sessionDoc(app, user, id)
+	ref := s.sessionRef(app, user, id)
 	var lease *Lease
 	err = s.readModifyWrite(ctx, ref, func(doc *sessionDoc, batch *firestore.WriteBatch, pre firestore.Precondition) error {
 		now := platform.Now(ctx)
@@ -138,7 +138,7 @@ func (s *Service) RenewLease(ctx context.Context, l *Lease, ttl time.Duration) (
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	expires := platform.Now(ctx).Add(ttl)
-	res, uerr := s.sessionDoc(l.App, l.User, l.SessionID).Update(ctx,
+	res, uerr := s.sessionRef(l.App, l.User, l.SessionID).Update(ctx,
 		[]firestore.Update{{Path: "lease.expires", Value: expires}}, firestore.LastUpdateTime(l.version))
 	switch uerr = FirestoreError(uerr); {
 	case uerr == nil:
@@ -187,7 +187,7 @@ func (s *Service) KeepLease(ctx context.Context, l *Lease, ttl time.Duration) (s
 func (s *Service) ReleaseLease(ctx context.Context, l *Lease) (err error) {
 	ctx, span := startSpan(ctx, "baton.lease.release", l.SessionID)
 	defer func() { endSpan(span, err) }()
-	ref := s.sessionDoc(l.App, l.User, l.SessionID)
+	ref := s.sessionRef(l.App, l.User, l.SessionID)
 	free := []firestore.Update{
 		{Path: "lease.holder", Value: ""},
 		{Path: "lease.expires", Value: time.Time{}},

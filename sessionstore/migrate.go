@@ -31,16 +31,16 @@ type Migration struct {
 	Approved map[string]bool
 }
 
-// Switch names the agent switch that moved an event (see Migrated).
+// Switch names the agent switch that moved an event (see MovedBy).
 type Switch struct {
 	From string    `json:"from"`
 	To   string    `json:"to"`
 	At   time.Time `json:"at"`
 }
 
-// Record is one tool call that MigrateHistory turned into text, in
+// MovedCall is one tool call that MigrateHistory turned into text, in
 // structured form, so that a page can still show it as the call it was.
-type Record struct {
+type MovedCall struct {
 	Part   int            `json:"part"` // index of the record's text part in the event's content
 	Agent  string         `json:"agent"`
 	CallID string         `json:"callId"`
@@ -74,15 +74,30 @@ const (
 //
 // Every event built is marked with the switch that moved it, unless an
 // earlier switch had (events keep the mark of the switch that first moved
-// them), and with the structured form of its records: see Migrated.
+// them), and with the structured form of its records: see MovedBy.
 func MigrateHistory(ctx context.Context, events session.Events, m Migration) []*session.Event {
-	type call struct {
-		author string
-		fc     *genai.FunctionCall
-		result map[string]any
+	calls := callsIn(events)
+	var out []*session.Event
+	for ev := range events.All() {
+		if e := migrateEvent(ctx, ev, calls, m); e != nil {
+			out = append(out, e)
+		}
 	}
-	calls := map[string]*call{}
-	// First pass: collect calls and their final results.
+	return out
+}
+
+// historyCall is a tool call found in the history MigrateHistory moves,
+// with its final result.
+type historyCall struct {
+	author string
+	fc     *genai.FunctionCall
+	result map[string]any
+}
+
+// callsIn collects the tool calls of events, by call id, with their final
+// results (ADK's confirmation bookkeeping left out).
+func callsIn(events session.Events) map[string]*historyCall {
+	calls := map[string]*historyCall{}
 	for ev := range events.All() {
 		if ev.Partial || ev.Content == nil {
 			continue
@@ -90,7 +105,7 @@ func MigrateHistory(ctx context.Context, events session.Events, m Migration) []*
 		for _, p := range ev.Content.Parts {
 			switch {
 			case p.FunctionCall != nil && p.FunctionCall.Name != toolconfirmation.FunctionCallName:
-				calls[p.FunctionCall.ID] = &call{author: ev.Author, fc: p.FunctionCall}
+				calls[p.FunctionCall.ID] = &historyCall{author: ev.Author, fc: p.FunctionCall}
 			case p.FunctionResponse != nil && p.FunctionResponse.Name != toolconfirmation.FunctionCallName:
 				if c, ok := calls[p.FunctionResponse.ID]; ok {
 					// Later responses replace earlier ones: a paused tool's
@@ -100,95 +115,104 @@ func MigrateHistory(ctx context.Context, events session.Events, m Migration) []*
 			}
 		}
 	}
-	record := func(c *call) (string, Record) {
-		r := Record{Agent: c.author, CallID: c.fc.ID, Tool: c.fc.Name, Args: c.fc.Args, Result: c.result}
-		if args, ok := m.Args[c.fc.ID]; ok {
-			r.Args = args
-		}
-		if approved, ok := m.Approved[c.fc.ID]; ok {
-			r.Approved = &approved
-		}
-		outcome := resultText(c.result)
-		if o, ok := m.Outcome[c.fc.ID]; ok {
-			r.Result, outcome, r.Outcome = nil, o, o
-		} else if c.result == nil {
-			outcome, r.Outcome = "no result", "no result"
-		}
-		return fmt.Sprintf("[%s called %s(%s): %s]", c.author, c.fc.Name, argsText(r.Args), outcome), r
-	}
-
-	var out []*session.Event
-	for ev := range events.All() {
-		if ev.Partial || ev.Content == nil {
-			continue
-		}
-		sw, earlier, moved := Migrated(ev)
-		byPart := map[int]Record{}
-		for _, r := range earlier {
-			byPart[r.Part] = r
-		}
-		var texts, recordTexts []string
-		var records, fresh []Record
-		for i, p := range ev.Content.Parts {
-			switch {
-			case p.Thought:
-			case p.Text != "":
-				if r, ok := byPart[i]; ok {
-					r.Part = len(texts)
-					records = append(records, r)
-				}
-				texts = append(texts, p.Text)
-			case p.FunctionCall != nil:
-				if c, ok := calls[p.FunctionCall.ID]; ok {
-					text, r := record(c)
-					recordTexts = append(recordTexts, text)
-					fresh = append(fresh, r)
-				}
-			}
-		}
-		if len(texts) == 0 && len(recordTexts) == 0 {
-			continue
-		}
-		// Records follow the event's text, in call order.
-		for i := range fresh {
-			fresh[i].Part = len(texts) + i
-		}
-		records = append(records, fresh...)
-		user := ev.Author == "user"
-		e := session.NewEvent(ctx, ev.InvocationID)
-		e.Timestamp = ev.Timestamp
-		var parts []*genai.Part
-		for _, t := range append(texts, recordTexts...) {
-			parts = append(parts, genai.NewPartFromText(t))
-		}
-		if user && len(records) == 0 {
-			e.Author = "user"
-			e.Content = &genai.Content{Role: genai.RoleUser, Parts: parts}
-		} else {
-			e.Author = m.To
-			e.Content = &genai.Content{Role: genai.RoleModel, Parts: parts}
-		}
-		if !moved {
-			sw = Switch{From: m.From, To: m.To, At: m.At}
-		}
-		e.CustomMetadata = map[string]any{switchMetadataKey: sw}
-		if len(records) > 0 {
-			e.CustomMetadata[recordsMetadataKey] = records
-		}
-		out = append(out, e)
-	}
-	return out
+	return calls
 }
 
-// Migrated reports whether an agent switch moved ev (MigrateHistory built
-// it), which switch first did, and the records of tool calls its text parts
-// hold.
-func Migrated(ev *session.Event) (Switch, []Record, bool) {
+// moved returns the textual record of c and its structured form, as m
+// settles it.
+func (m Migration) moved(c *historyCall) (string, MovedCall) {
+	r := MovedCall{Agent: c.author, CallID: c.fc.ID, Tool: c.fc.Name, Args: c.fc.Args, Result: c.result}
+	if args, ok := m.Args[c.fc.ID]; ok {
+		r.Args = args
+	}
+	if approved, ok := m.Approved[c.fc.ID]; ok {
+		r.Approved = &approved
+	}
+	outcome := resultText(c.result)
+	if o, ok := m.Outcome[c.fc.ID]; ok {
+		r.Result, outcome, r.Outcome = nil, o, o
+	} else if c.result == nil {
+		outcome, r.Outcome = "no result", "no result"
+	}
+	return fmt.Sprintf("[%s called %s(%s): %s]", c.author, c.fc.Name, argsText(r.Args), outcome), r
+}
+
+// migrateEvent rewrites one event for m's new agent, or returns nil when
+// nothing of it is kept (a partial event, thoughts only, a response).
+func migrateEvent(ctx context.Context, ev *session.Event, calls map[string]*historyCall, m Migration) *session.Event {
+	if ev.Partial || ev.Content == nil {
+		return nil
+	}
+	sw, earlier, moved := MovedBy(ev)
+	byPart := map[int]MovedCall{}
+	for _, r := range earlier {
+		byPart[r.Part] = r
+	}
+	var texts, recordTexts []string
+	var records, fresh []MovedCall
+	for i, p := range ev.Content.Parts {
+		switch {
+		case p.Thought:
+		case p.Text != "":
+			if r, ok := byPart[i]; ok {
+				r.Part = len(texts)
+				records = append(records, r)
+			}
+			texts = append(texts, p.Text)
+		case p.FunctionCall != nil:
+			if c, ok := calls[p.FunctionCall.ID]; ok {
+				text, r := m.moved(c)
+				recordTexts = append(recordTexts, text)
+				fresh = append(fresh, r)
+			}
+		}
+	}
+	if len(texts) == 0 && len(recordTexts) == 0 {
+		return nil
+	}
+	// Records follow the event's text, in call order.
+	for i := range fresh {
+		fresh[i].Part = len(texts) + i
+	}
+	records = append(records, fresh...)
+	if !moved {
+		sw = Switch{From: m.From, To: m.To, At: m.At}
+	}
+	return movedEvent(ctx, ev, append(texts, recordTexts...), records, sw, m.To)
+}
+
+// movedEvent is the event that carries texts for ev: the user's when ev
+// was a user message holding no record, agent's otherwise; marked with the
+// switch sw and the records it holds.
+func movedEvent(ctx context.Context, ev *session.Event, texts []string, records []MovedCall, sw Switch, agent string) *session.Event {
+	e := session.NewEvent(ctx, ev.InvocationID)
+	e.Timestamp = ev.Timestamp
+	var parts []*genai.Part
+	for _, t := range texts {
+		parts = append(parts, genai.NewPartFromText(t))
+	}
+	if ev.Author == "user" && len(records) == 0 {
+		e.Author = "user"
+		e.Content = &genai.Content{Role: genai.RoleUser, Parts: parts}
+	} else {
+		e.Author = agent
+		e.Content = &genai.Content{Role: genai.RoleModel, Parts: parts}
+	}
+	e.CustomMetadata = map[string]any{switchMetadataKey: sw}
+	if len(records) > 0 {
+		e.CustomMetadata[recordsMetadataKey] = records
+	}
+	return e
+}
+
+// MovedBy reports whether an agent switch moved ev (MigrateHistory built
+// it), which switch first did, and the tool calls its text parts hold.
+func MovedBy(ev *session.Event) (Switch, []MovedCall, bool) {
 	var sw Switch
 	if ev == nil || !metadataAs(ev.CustomMetadata[switchMetadataKey], &sw) {
 		return Switch{}, nil, false
 	}
-	var records []Record
+	var records []MovedCall
 	metadataAs(ev.CustomMetadata[recordsMetadataKey], &records)
 	return sw, records, true
 }
@@ -244,7 +268,7 @@ func (s *Service) CreateWithEvents(ctx context.Context, req *session.CreateReque
 		return nil, err
 	}
 	id, appDelta, userDelta, stateBytes := n.id, n.appDelta, n.userDelta, n.stateBytes
-	ref := s.sessionDoc(req.AppName, req.UserID, id)
+	ref := s.sessionRef(req.AppName, req.UserID, id)
 	fixed := len(req.AppName) + len(req.UserID) + 2*len(id) + len(s.root) + 256
 	var chunks []chunkMeta
 	var sealed [][]chunkElement

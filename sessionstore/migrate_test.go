@@ -70,15 +70,15 @@ func TestMigrateHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	approved := true
-	wantRecords := [][]sessionstore.Record{nil, {
+	wantRecords := [][]sessionstore.MovedCall{nil, {
 		{Part: 0, Agent: "dj", CallID: "c1", Tool: "change_bgm", Args: map[string]any{"track": float64(3)}, Result: map[string]any{"playing": float64(2)}, Approved: &approved},
 		{Part: 1, Agent: "dj", CallID: "c2", Tool: "get_location", Args: map[string]any{}, Outcome: "cancelled"},
 	}, nil}
-	checkMigrated := func(events session.Events, want sessionstore.Switch, wantRecords [][]sessionstore.Record) {
+	checkMigrated := func(events session.Events, want sessionstore.Switch, wantRecords [][]sessionstore.MovedCall) {
 		t.Helper()
 		i := 0
 		for ev := range events.All() {
-			sw, records, ok := sessionstore.Migrated(ev)
+			sw, records, ok := sessionstore.MovedBy(ev)
 			if !ok || sw.From != want.From || sw.To != want.To || !sw.At.Equal(want.At) {
 				t.Errorf("event %d: Migrated() = %+v, %v, want %+v", i, sw, ok, want)
 			}

@@ -62,9 +62,9 @@ type newSessionDoc struct {
 func (s *Service) GetChatSession(ctx context.Context, app, user, chatID, sid string, shared bool, also ...*firestore.DocumentRef) (_ *Chat, _ session.Session, _ []*firestore.DocumentSnapshot, err error) {
 	ctx, span := startSpan(ctx, "baton.session.get", sid)
 	defer func() { endSpan(span, err) }()
-	refs := []*firestore.DocumentRef{s.chatRef(app, user, chatID), s.sessionDoc(app, user, sid)}
+	refs := []*firestore.DocumentRef{s.chatRef(app, user, chatID), s.sessionRef(app, user, sid)}
 	if shared {
-		refs = append(refs, s.appDoc(app), s.userDoc(app, user))
+		refs = append(refs, s.appRef(app), s.userRef(app, user))
 	}
 	n := len(refs)
 	snaps, err := s.client.GetAll(ctx, append(refs, also...))

@@ -68,23 +68,23 @@ func New(client *firestore.Client, opts *Options) *Service {
 // Root returns the top-level collection this service stores under.
 func (s *Service) Root() string { return s.root }
 
-func (s *Service) appDoc(app string) *firestore.DocumentRef {
+func (s *Service) appRef(app string) *firestore.DocumentRef {
 	return s.client.Collection(s.root).Doc(app)
 }
 
-func (s *Service) userDoc(app, user string) *firestore.DocumentRef {
-	return s.appDoc(app).Collection("users").Doc(user)
+func (s *Service) userRef(app, user string) *firestore.DocumentRef {
+	return s.appRef(app).Collection("users").Doc(user)
 }
 
-func (s *Service) sessionDoc(app, user, id string) *firestore.DocumentRef {
-	return s.userDoc(app, user).Collection("sessions").Doc(id)
+func (s *Service) sessionRef(app, user, id string) *firestore.DocumentRef {
+	return s.userRef(app, user).Collection("sessions").Doc(id)
 }
 
 // SessionRef returns the document that stores a session. Packages that keep
 // per-session records (the pending-call ledger) nest them under it so that
 // deleting a session's tree finds them.
 func (s *Service) SessionRef(app, user, id string) *firestore.DocumentRef {
-	return s.sessionDoc(app, user, id)
+	return s.sessionRef(app, user, id)
 }
 
 func chunkDocRef(sess *firestore.DocumentRef, n int64) *firestore.DocumentRef {
@@ -114,7 +114,7 @@ func (s *Service) Create(ctx context.Context, req *session.CreateRequest) (_ *se
 	}
 	id, appDelta, userDelta, sessState, stateBytes := n.id, n.appDelta, n.userDelta, n.state, n.stateBytes
 	now := platform.Now(ctx)
-	ref := s.sessionDoc(req.AppName, req.UserID, id)
+	ref := s.sessionRef(req.AppName, req.UserID, id)
 	batch := s.client.Batch()
 	batch.Create(ref, sessionDoc{
 		App: req.AppName, User: req.UserID, ID: id, Scope: s.scope(req.AppName),
@@ -175,7 +175,7 @@ func (s *Service) addStateMerges(batch *firestore.WriteBatch, app, user string, 
 	for _, d := range []struct {
 		ref   *firestore.DocumentRef
 		delta map[string]any
-	}{{s.appDoc(app), appDelta}, {s.userDoc(app, user), userDelta}} {
+	}{{s.appRef(app), appDelta}, {s.userRef(app, user), userDelta}} {
 		if len(d.delta) == 0 {
 			continue
 		}
@@ -196,7 +196,7 @@ func (s *Service) addStateMerges(batch *firestore.WriteBatch, app, user string, 
 
 // readScopedState reads the app and user state in one round trip.
 func (s *Service) readScopedState(ctx context.Context, app, user string) (appState, userState map[string]any, err error) {
-	snaps, err := s.client.GetAll(ctx, []*firestore.DocumentRef{s.appDoc(app), s.userDoc(app, user)})
+	snaps, err := s.client.GetAll(ctx, []*firestore.DocumentRef{s.appRef(app), s.userRef(app, user)})
 	if err != nil {
 		return nil, nil, fmt.Errorf("read app and user state: %w", FirestoreError(err))
 	}
@@ -252,10 +252,10 @@ func (s *Service) get(ctx context.Context, req *session.GetRequest, shared bool)
 	if err := validateKey(req.AppName, req.UserID, req.SessionID); err != nil {
 		return nil, err
 	}
-	ref := s.sessionDoc(req.AppName, req.UserID, req.SessionID)
+	ref := s.sessionRef(req.AppName, req.UserID, req.SessionID)
 	refs := []*firestore.DocumentRef{ref}
 	if shared {
-		refs = append(refs, s.appDoc(req.AppName), s.userDoc(req.AppName, req.UserID))
+		refs = append(refs, s.appRef(req.AppName), s.userRef(req.AppName, req.UserID))
 	}
 	snaps, err := s.client.GetAll(ctx, refs)
 	if err != nil {
@@ -333,7 +333,7 @@ func (s *Service) List(ctx context.Context, req *session.ListRequest) (*session.
 		if err := validateID("user id", req.UserID); err != nil {
 			return nil, err
 		}
-		q = s.userDoc(req.AppName, req.UserID).Collection("sessions").Query
+		q = s.userRef(req.AppName, req.UserID).Collection("sessions").Query
 	}
 	// The tail can be most of a megabyte; a listing does not need it.
 	q = q.Select("app", "user", "id", "scope", "state", "created", "updated", "revision", "chunks")
@@ -342,7 +342,7 @@ func (s *Service) List(ctx context.Context, req *session.ListRequest) (*session.
 		return nil, fmt.Errorf("list sessions: %w", FirestoreError(err))
 	}
 	docs := make([]sessionDoc, len(snaps))
-	refs := []*firestore.DocumentRef{s.appDoc(req.AppName)}
+	refs := []*firestore.DocumentRef{s.appRef(req.AppName)}
 	users := map[string]int{}
 	for i, snap := range snaps {
 		if err := snap.DataTo(&docs[i]); err != nil {
@@ -350,7 +350,7 @@ func (s *Service) List(ctx context.Context, req *session.ListRequest) (*session.
 		}
 		if _, ok := users[docs[i].User]; !ok {
 			users[docs[i].User] = len(refs)
-			refs = append(refs, s.userDoc(req.AppName, docs[i].User))
+			refs = append(refs, s.userRef(req.AppName, docs[i].User))
 		}
 	}
 	stateSnaps, err := s.client.GetAll(ctx, refs)
@@ -389,7 +389,7 @@ func (s *Service) Delete(ctx context.Context, req *session.DeleteRequest) error 
 	if err := validateKey(req.AppName, req.UserID, req.SessionID); err != nil {
 		return err
 	}
-	ref := s.sessionDoc(req.AppName, req.UserID, req.SessionID)
+	ref := s.sessionRef(req.AppName, req.UserID, req.SessionID)
 	// An append between the read and the delete changes the chunk list;
 	// the precondition catches it and the delete starts over.
 	err := s.readModifyWrite(ctx, ref, func(doc *sessionDoc, batch *firestore.WriteBatch, pre firestore.Precondition) error {

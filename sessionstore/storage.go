@@ -50,8 +50,9 @@ type sessionDoc struct {
 	Tail     []chunkElement `firestore:"tail"`
 	Lease    leaseDoc       `firestore:"lease"`
 	// SideDocsClosed is false once an append created documents beside the
-	// session (AppendEventWith), and true again only when their owner says
-	// none is open: true means there is nothing to look up. A document
+	// session (AppendOptions.Create), and true again only when their owner
+	// says none is open (AppendOptions.DocsClosed): true means there is
+	// nothing to look up. A document
 	// stored before the field existed reads as false, "look it up".
 	SideDocsClosed bool `firestore:"sideDocsClosed"`
 }

@@ -43,7 +43,7 @@ func (s *Service) Watch(ctx context.Context, app, user, id string, recent int) i
 		}
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		ref := s.sessionDoc(app, user, id)
+		ref := s.sessionRef(app, user, id)
 		it := ref.Snapshots(ctx)
 		defer it.Stop()
 		first := true

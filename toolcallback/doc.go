@@ -18,7 +18,7 @@
 // (the session document is sessionstore's, so deleting a session's tree
 // finds its records). The record is written in the same Firestore commit as
 // the event that holds the call: the runner appends through a session
-// service (ledgerSessions) that adds the records to the event's batch. A
+// service (invocationSessions) that adds the records to the event's batch. A
 // browser or external call is recognised by its tool's name, which the
 // tool announced to the invocation when the model request was built, so
 // the record exists from the model's event on, before the tool has run;
@@ -55,6 +55,18 @@
 // writes nothing once its lease was taken, and its invocation is cancelled
 // when it notices. Invocations run detached from the caller's
 // cancellation, bounded by InvocationTimeout.
+//
+// # One invocation, one session service
+//
+// Each invocation builds its own runner around its own session service
+// (invocationSessions), which holds what the request prepared: the
+// session handle it read (the runner's Get returns it instead of reading
+// again), the lease it holds or the claim the message's commit takes, and
+// the client that started it. Nothing of Baton's passes through ADK's
+// runner on the context except the pausing tools' declarations, which the
+// tools themselves must reach. The turn's way (new chat, plain turn,
+// settled turn, short or long resume) is decided in Team.Turn, engine.turn
+// and Team.Resume, before anything is started.
 //
 // # Round trips
 //

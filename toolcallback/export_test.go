@@ -32,16 +32,17 @@ func (e *engine) Resume(ctx context.Context, r Result) (*Resumption, error) {
 		}
 		return e.resume(ctx, r, doc, snap)
 	}
-	if err := validIDs("user id", r.UserID, "session id", r.SessionID, "client id", r.ClientID, "call id", r.CallID); err != nil {
+	// The tests name the session in r.ChatID.
+	if err := validIDs("user id", r.UserID, "session id", r.ChatID, "client id", r.ClientID, "call id", r.CallID); err != nil {
 		return nil, err
 	}
-	doc, snap, err := e.readCall(ctx, e.callRef(r.UserID, r.SessionID, r.CallID))
+	doc, snap, err := e.readCall(ctx, e.callRef(r.UserID, r.ChatID, r.CallID))
 	if err != nil {
 		return nil, err
 	}
 	// As Team.Resume: the short path when the session can be read, so
 	// that the crash tests kill at its writes too.
-	if sess, err := e.getSession(ctx, nil, r.UserID, r.SessionID, 0, true); err == nil {
+	if sess, err := e.getSession(ctx, nil, r.UserID, r.ChatID, 0, true); err == nil {
 		if res, err := e.fastResume(ctx, r, doc, snap, sess); res != nil || err != nil {
 			return res, err
 		}

@@ -189,7 +189,7 @@ func (f *fixture) callStatus(sid, callID string) string {
 }
 
 func resume(e *toolcallback.Engine, ctx context.Context, sid, callID, client string, a toolcallback.Answer) (*toolcallback.Resumption, []*session.Event, error) {
-	res, err := e.Resume(ctx, toolcallback.Result{UserID: "user-1", SessionID: sid, CallID: callID, ClientID: client, Answer: a})
+	res, err := e.Resume(ctx, toolcallback.Result{UserID: "user-1", ChatID: sid, CallID: callID, ClientID: client, Answer: a})
 	if err != nil {
 		return res, nil, err
 	}

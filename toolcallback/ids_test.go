@@ -30,7 +30,7 @@ func TestTeamChecksIDs(t *testing.T) {
 			return err
 		}},
 		{"answer, call id", func() error {
-			_, err := f.team.Resume(t.Context(), toolcallback.Result{UserID: "user-1", SessionID: "chat", CallID: "a/b", ClientID: "tab-a", Answer: ok})
+			_, err := f.team.Resume(t.Context(), toolcallback.Result{UserID: "user-1", ChatID: "chat", CallID: "a/b", ClientID: "tab-a", Answer: ok})
 			return err
 		}},
 		{"pending, user id", func() error {

@@ -69,7 +69,7 @@ func TestSwitchRecordsWhatRan(t *testing.T) {
 				t.Fatalf("Pending() = %v, %v; want the approval", state, err)
 			}
 			calls := state.Calls
-			res, err := f.team.Resume(t.Context(), toolcallback.Result{UserID: "user-1", SessionID: "chat", CallID: calls[0].ID, ClientID: "tab-a", Answer: tc.answer})
+			res, err := f.team.Resume(t.Context(), toolcallback.Result{UserID: "user-1", ChatID: "chat", CallID: calls[0].ID, ClientID: "tab-a", Answer: tc.answer})
 			if err != nil || res.Invocation == nil {
 				t.Fatalf("Resume() = %+v, %v", res, err)
 			}
@@ -89,9 +89,9 @@ func TestSwitchRecordsWhatRan(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var records []sessionstore.Record
+			var records []sessionstore.MovedCall
 			for _, ev := range f.historyOf(chat.SessionID) {
-				if _, r, ok := sessionstore.Migrated(ev); ok {
+				if _, r, ok := sessionstore.MovedBy(ev); ok {
 					records = append(records, r...)
 				}
 			}

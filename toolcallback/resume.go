@@ -20,12 +20,12 @@ import (
 )
 
 // Result is an answer to one paused call, identified either by the user,
-// session and call ids (with the answering client) or by a call token.
+// chat and call ids (with the answering client) or by a call token.
 type Result struct {
-	UserID    string
-	SessionID string
-	CallID    string
-	ClientID  string
+	UserID   string
+	ChatID   string
+	CallID   string
+	ClientID string
 	// Token, when set, identifies and authorises the call instead of the
 	// ids above (see Team.Token). No client check applies.
 	Token  string

@@ -35,33 +35,14 @@ func chatSessionID(chat string, n int) string {
 // compare-and-set that moves it to the new one; leftovers of a switch that
 // dies are recorded in the chat for cleanup.
 func (t *Team) switchAgent(ctx context.Context, chat *sessionstore.Chat, target, client string) (*sessionstore.Chat, error) {
-	from := t.engines[chat.Agent]
-	if from == nil {
-		from = t.engines[t.names[0]]
-	}
+	from := t.engine(chat.Agent)
 	oldID := chat.SessionID
-	wait := time.Duration(0)
-	if t.opts.LeasePolicy == LeaseEnqueue {
-		wait = t.opts.MaxWait
-	}
-	h, err := from.acquire(ctx, chat.UserID, oldID, client, wait, false)
-	switch {
-	case errors.Is(err, sessionstore.ErrNotFound):
-		h = nil // the chat's first turn never ran: nothing to migrate or fence
-	case err != nil:
+	h, chat, err := t.lockForSwitch(ctx, from, chat, client)
+	if err != nil {
 		return nil, err
 	}
-	var lease *sessionstore.Lease
 	if h != nil {
 		defer from.release(ctx, h)
-		lease = h.lease
-	}
-	// Under the lease, the chat must still point at the session we hold.
-	if chat, err = t.sessions.GetChat(ctx, t.app, chat.UserID, chat.ID); err != nil {
-		return nil, err
-	}
-	if chat.SessionID != oldID {
-		return nil, &sessionstore.BusyError{SessionID: chat.ID, RetryAfter: time.Second}
 	}
 	if chat.Agent == target {
 		return chat, nil
@@ -78,50 +59,16 @@ func (t *Team) switchAgent(ctx context.Context, chat *sessionstore.Chat, target,
 	}
 
 	// 2. Cancel what the old agent still waits for; late answers get 410.
-	outcomes := map[string]string{}
 	var old session.Session
+	outcomes := map[string]string{}
 	if h != nil {
-		if old, err = from.getSession(ctx, lease, chat.UserID, oldID, 0, false); err != nil {
+		if old, outcomes, err = from.closeForSwitch(ctx, h.lease, chat.UserID, oldID, target); err != nil {
 			return nil, err
-		}
-		closed, err := from.closeOpenCalls(ctx, old)
-		if err != nil {
-			return nil, err
-		}
-		// What a dead invocation left unanswered is closed before the
-		// conversation moves (the cancelled calls get their outcome below).
-		if err := from.repairTail(ctx, old, nil, knownCalls(closed)); err != nil {
-			return nil, err
-		}
-		for _, d := range closed {
-			outcomes[d.OriginalID] = "cancelled when the conversation moved to " + target
 		}
 	}
 
 	// 3. Build the new session with the conversation so far.
-	var history []*session.Event
-	state := map[string]any{}
-	if old != nil {
-		m := sessionstore.Migration{From: chat.Agent, To: target, At: now, Outcome: outcomes,
-			Args: map[string]map[string]any{}, Approved: map[string]bool{}}
-		for id, d := range Decisions(old.Events()) {
-			m.Args[id], m.Approved[id] = d.Args, d.Approved
-		}
-		history = sessionstore.MigrateHistory(ctx, old.Events(), m)
-		if !t.members[target].DropState {
-			state = sessionstore.SessionScopedState(old)
-		}
-	}
-	create := &session.CreateRequest{AppName: t.app, UserID: chat.UserID, SessionID: newID, State: state}
-	if _, err := t.sessions.CreateWithEvents(ctx, create, history); errors.Is(err, sessionstore.ErrAlreadyExists) {
-		// A leftover of a switch that died at this number: replace it.
-		if _, err := t.sessions.PurgeSession(ctx, t.app, chat.UserID, newID); err != nil {
-			return nil, err
-		}
-		if _, err := t.sessions.CreateWithEvents(ctx, create, history); err != nil {
-			return nil, err
-		}
-	} else if err != nil {
+	if err := t.buildSwitched(ctx, chat, old, outcomes, target, newID, now); err != nil {
 		return nil, err
 	}
 
@@ -150,6 +97,89 @@ func (t *Team) switchAgent(ctx context.Context, chat *sessionstore.Chat, target,
 		from.opts.Logger.Warn("clear chat cleanup mark", "chat", chat.ID, "error", err)
 	}
 	return chat, nil
+}
+
+// lockForSwitch takes the lease of the chat's active session and reads the
+// chat again under it: it must still point at that session. The lease is
+// nil when the session was never stored (the chat's first turn never
+// ran): there is nothing to migrate or fence then.
+func (t *Team) lockForSwitch(ctx context.Context, from *engine, chat *sessionstore.Chat, client string) (*heldLease, *sessionstore.Chat, error) {
+	oldID := chat.SessionID
+	wait := time.Duration(0)
+	if t.opts.LeasePolicy == LeaseEnqueue {
+		wait = t.opts.MaxWait
+	}
+	h, err := from.acquire(ctx, chat.UserID, oldID, client, wait, false)
+	switch {
+	case errors.Is(err, sessionstore.ErrNotFound):
+		h = nil
+	case err != nil:
+		return nil, nil, err
+	}
+	fresh, err := t.sessions.GetChat(ctx, t.app, chat.UserID, chat.ID)
+	if err == nil && fresh.SessionID != oldID {
+		err = &sessionstore.BusyError{SessionID: chat.ID, RetryAfter: time.Second}
+	}
+	if err != nil {
+		if h != nil {
+			from.release(ctx, h)
+		}
+		return nil, nil, err
+	}
+	return h, fresh, nil
+}
+
+// closeForSwitch reads the old session under lease, cancels its pending
+// calls and closes what a dead invocation left unanswered, and returns the
+// session with the outcome each cancelled call's record will show.
+func (e *engine) closeForSwitch(ctx context.Context, lease *sessionstore.Lease, user, sid, target string) (session.Session, map[string]string, error) {
+	old, err := e.getSession(ctx, lease, user, sid, 0, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	closed, err := e.closeOpenCalls(ctx, old)
+	if err != nil {
+		return nil, nil, err
+	}
+	// What a dead invocation left unanswered is closed before the
+	// conversation moves (the cancelled calls get their outcome below).
+	if err := e.repairTail(ctx, old, nil, knownCalls(closed)); err != nil {
+		return nil, nil, err
+	}
+	outcomes := map[string]string{}
+	for _, d := range closed {
+		outcomes[d.OriginalID] = "cancelled when the conversation moved to " + target
+	}
+	return old, outcomes, nil
+}
+
+// buildSwitched creates the session newID of agent target holding the
+// conversation of old (if any) as MigrateHistory rewrites it, replacing a
+// leftover of a switch that died at the same number.
+func (t *Team) buildSwitched(ctx context.Context, chat *sessionstore.Chat, old session.Session, outcomes map[string]string, target, newID string, now time.Time) error {
+	var history []*session.Event
+	state := map[string]any{}
+	if old != nil {
+		m := sessionstore.Migration{From: chat.Agent, To: target, At: now, Outcome: outcomes,
+			Args: map[string]map[string]any{}, Approved: map[string]bool{}}
+		for id, d := range Decisions(old.Events()) {
+			m.Args[id], m.Approved[id] = d.Args, d.Approved
+		}
+		history = sessionstore.MigrateHistory(ctx, old.Events(), m)
+		if !t.members[target].DropState {
+			state = sessionstore.SessionScopedState(old)
+		}
+	}
+	create := &session.CreateRequest{AppName: t.app, UserID: chat.UserID, SessionID: newID, State: state}
+	_, err := t.sessions.CreateWithEvents(ctx, create, history)
+	if !errors.Is(err, sessionstore.ErrAlreadyExists) {
+		return err
+	}
+	if _, err := t.sessions.PurgeSession(ctx, t.app, chat.UserID, newID); err != nil {
+		return err
+	}
+	_, err = t.sessions.CreateWithEvents(ctx, create, history)
+	return err
 }
 
 // maxRetired bounds how many old sessions a chat remembers; the ledger

@@ -243,8 +243,8 @@ func (t *Team) Watch(ctx context.Context, user, chatID string, recent int) iter.
 	}
 }
 
-// Resume answers a call of a chat. r.SessionID is the chat id; with a
-// token, the token names the session. An answer to a call of an agent the
+// Resume answers a call of a chat, r.ChatID; with a token, the token
+// names the call's session instead. An answer to a call of an agent the
 // chat has left finds the call cancelled.
 func (t *Team) Resume(ctx context.Context, r Result) (*Resumption, error) {
 	if r.Token != "" {
@@ -256,25 +256,24 @@ func (t *Team) Resume(ctx context.Context, r Result) (*Resumption, error) {
 		}
 		return t.engine(doc.Agent).resume(ctx, r, doc, snap)
 	}
-	if err := validIDs("user id", r.UserID, "chat id", r.SessionID, "client id", r.ClientID, "call id", r.CallID); err != nil {
+	if err := validIDs("user id", r.UserID, "chat id", r.ChatID, "client id", r.ClientID, "call id", r.CallID); err != nil {
 		return nil, err
 	}
 	// One round trip reads the chat, the session it is believed to point
 	// at (see activeSessions) and the call in that session.
 	e := t.engine(t.names[0])
-	guess := t.active.guess(r.UserID, r.SessionID)
-	chat, sess, snaps, err := t.sessions.GetChatSession(ctx, t.app, r.UserID, r.SessionID, guess, !t.opts.SessionStateOnly,
+	guess := t.active.guess(r.UserID, r.ChatID)
+	chat, sess, snaps, err := t.sessions.GetChatSession(ctx, t.app, r.UserID, r.ChatID, guess, !t.opts.SessionStateOnly,
 		e.callRef(r.UserID, guess, r.CallID))
 	if err != nil {
 		return nil, err
 	}
-	t.active.put(r.UserID, r.SessionID, chat.SessionID)
+	t.active.put(r.UserID, r.ChatID, chat.SessionID)
 	if sess != nil && snaps[0].Exists() {
 		doc, snap, err := decodeCall(snaps[0])
 		if err != nil {
 			return nil, err
 		}
-		r.SessionID = chat.SessionID
 		if res, err := t.engine(doc.Agent).fastResume(ctx, r, doc, snap, sess); res != nil || err != nil {
 			return res, err
 		}
@@ -294,7 +293,6 @@ func (t *Team) Resume(ctx context.Context, r Result) (*Resumption, error) {
 		if err != nil {
 			return nil, err
 		}
-		r.SessionID = sid
 		return t.engine(doc.Agent).resume(ctx, r, doc, snap)
 	}
 	return nil, fmt.Errorf("%w: %q", ErrCallNotFound, r.CallID)

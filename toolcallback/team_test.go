@@ -145,7 +145,7 @@ func TestSwitchAndBack(t *testing.T) {
 	if !strings.Contains(djReq, `text("hello")`) || !strings.Contains(djReq, `model: text("Hello, I'm the concierge.")`) {
 		t.Errorf("DJ's first request lacks the migrated conversation:\n%s", djReq)
 	}
-	res, err := f.team.Resume(t.Context(), toolcallback.Result{UserID: "user-1", SessionID: "chat", CallID: "c1", ClientID: "tab-a",
+	res, err := f.team.Resume(t.Context(), toolcallback.Result{UserID: "user-1", ChatID: "chat", CallID: "c1", ClientID: "tab-a",
 		Answer: toolcallback.Answer{Output: map[string]any{"playing": 2}}})
 	if err != nil || res.Invocation == nil {
 		t.Fatalf("answer c1: %+v, %v", res, err)
@@ -234,7 +234,7 @@ func TestSwitchCancelsPendingCall(t *testing.T) {
 		t.Errorf("migrated record does not say the call was cancelled:\n%s", dump)
 	}
 	before := f.counter.Snapshot()
-	_, err := f.team.Resume(t.Context(), toolcallback.Result{UserID: "user-1", SessionID: "chat", CallID: "c1", ClientID: "tab-a",
+	_, err := f.team.Resume(t.Context(), toolcallback.Result{UserID: "user-1", ChatID: "chat", CallID: "c1", ClientID: "tab-a",
 		Answer: toolcallback.Answer{Output: map[string]any{"playing": 3}}})
 	if !errors.Is(err, toolcallback.ErrExpired) {
 		t.Errorf("late answer error = %v, want ErrExpired (410)", err)

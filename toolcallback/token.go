@@ -97,15 +97,16 @@ func argsHash(raw []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// tokenCall verifies r's token, sets r's ids from its claims and reads the
-// call it names, which must still have the arguments the token binds.
+// tokenCall verifies r's token, sets r's user and call ids from its claims
+// and reads the call it names (in the session the claims name), which must
+// still have the arguments the token binds.
 func (e *engine) tokenCall(ctx context.Context, r *Result) (*callDoc, *firestore.DocumentSnapshot, error) {
 	claims, err := e.verifyToken(ctx, r.Token)
 	if err != nil {
 		return nil, nil, err
 	}
-	r.UserID, r.SessionID, r.CallID = claims.User, claims.Session, claims.Call
-	doc, snap, err := e.readCall(ctx, e.callRef(r.UserID, r.SessionID, r.CallID))
+	r.UserID, r.CallID = claims.User, claims.Call
+	doc, snap, err := e.readCall(ctx, e.callRef(r.UserID, claims.Session, r.CallID))
 	if err != nil {
 		return nil, nil, err
 	}
