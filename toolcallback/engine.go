@@ -177,7 +177,8 @@ type invocationRun struct {
 	// docsClosed makes the message's commit record that the ledger holds
 	// no open record of the session.
 	docsClosed bool
-	// after runs once the runner is done, before the lease is released.
+	// after runs once the runner is done, before the lease is released,
+	// if the lease was held (a claim that lost its race delivered nothing).
 	after func(context.Context)
 }
 
@@ -224,6 +225,15 @@ func (e *engine) start(ctx context.Context, run invocationRun) (*Invocation, err
 		defer cancel()
 		defer inv.close()
 		defer e.release(runCtx, h)
+		// A run that ends (or panics) before its claiming append reports
+		// that the claim was not taken; once the append reported, this
+		// report does not count.
+		defer func() {
+			if runErr != nil {
+				svc.claimDone(runCtx, fmt.Errorf("%w: %w", errNoClaimingAppend, runErr))
+			}
+			svc.claimDone(runCtx, errNoClaimingAppend)
+		}()
 		defer func() {
 			// A panicking tool or model must not take the instance down
 			// with every other request on it.
@@ -234,14 +244,9 @@ func (e *engine) start(ctx context.Context, run invocationRun) (*Invocation, err
 			}
 		}()
 		runErr = e.run(runCtx, svc, run, inv)
-		// Without a claiming append (the run failed first), the claim is
-		// lost; this report counts only then.
-		noClaim := errNoClaimingAppend
-		if runErr != nil {
-			noClaim = fmt.Errorf("%w: %w", errNoClaimingAppend, runErr)
-		}
-		svc.claimDone(runCtx, noClaim)
-		if run.after != nil {
+		// A claim that was not taken delivered nothing: there is nothing
+		// to follow up.
+		if run.after != nil && h.stop != nil {
 			run.after(runCtx)
 		}
 	}()
