@@ -355,7 +355,7 @@ func (s *Service) planCreate(p *appendPlan, ref *firestore.DocumentRef, ss *stor
 	p.batch.Create(ref, sessionDoc{
 		App: ss.app, User: ss.user, ID: ss.id, Scope: s.scope(ss.app), State: state,
 		Created: c.created, Updated: updated, Revision: p.revision,
-		Chunks: []chunkMeta{}, Tail: p.tail, Lease: p.leaseDoc, SideDocsClosed: !p.docsOpen,
+		Chunks: []chunkMeta{}, Tail: p.tail, Lease: p.leaseDoc, DocsClosed: !p.docsOpen,
 	})
 	if chat := c.chat; chat != nil {
 		p.batch.Create(s.chatRef(chat.App, chat.UserID, chat.ID), chat.doc(s.scope(chat.App)))

@@ -309,7 +309,7 @@ func (s *Service) CreateWithEvents(ctx context.Context, req *session.CreateReque
 	batch.Create(ref, sessionDoc{
 		App: req.AppName, User: req.UserID, ID: id, Scope: s.scope(req.AppName),
 		State: stateBytes, Created: now, Updated: updated, Revision: int64(len(events)),
-		Chunks: chunks, Tail: tail, SideDocsClosed: true,
+		Chunks: chunks, Tail: tail, DocsClosed: true,
 	})
 	if err := s.addStateMerges(batch, req.AppName, req.UserID, appDelta, userDelta); err != nil {
 		return nil, err

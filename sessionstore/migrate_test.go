@@ -80,7 +80,7 @@ func TestMigrateHistory(t *testing.T) {
 		for ev := range events.All() {
 			sw, records, ok := sessionstore.MovedBy(ev)
 			if !ok || sw.From != want.From || sw.To != want.To || !sw.At.Equal(want.At) {
-				t.Errorf("event %d: Migrated() = %+v, %v, want %+v", i, sw, ok, want)
+				t.Errorf("event %d: MovedBy() = %+v, %v, want %+v", i, sw, ok, want)
 			}
 			if i < len(wantRecords) {
 				if diff := cmp.Diff(wantRecords[i], records); diff != "" {

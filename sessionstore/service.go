@@ -118,7 +118,7 @@ func (s *Service) Create(ctx context.Context, req *session.CreateRequest) (_ *se
 	batch := s.client.Batch()
 	batch.Create(ref, sessionDoc{
 		App: req.AppName, User: req.UserID, ID: id, Scope: s.scope(req.AppName),
-		State: stateBytes, Created: now, Updated: now, Chunks: []chunkMeta{}, Tail: []chunkElement{}, SideDocsClosed: true,
+		State: stateBytes, Created: now, Updated: now, Chunks: []chunkMeta{}, Tail: []chunkElement{}, DocsClosed: true,
 	})
 	if err := s.addStateMerges(batch, req.AppName, req.UserID, appDelta, userDelta); err != nil {
 		return nil, err
@@ -316,7 +316,7 @@ func (s *Service) sessionFrom(ctx context.Context, req *session.GetRequest, snap
 		tailKnown: true,
 		lease:     lease,
 		stored:    doc.Lease,
-		docsOpen:  !doc.SideDocsClosed,
+		docsOpen:  !doc.DocsClosed,
 	}, nil
 }
 

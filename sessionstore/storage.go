@@ -49,12 +49,12 @@ type sessionDoc struct {
 	Chunks   []chunkMeta    `firestore:"chunks"`
 	Tail     []chunkElement `firestore:"tail"`
 	Lease    leaseDoc       `firestore:"lease"`
-	// SideDocsClosed is false once an append created documents beside the
+	// DocsClosed is false once an append created documents beside the
 	// session (AppendOptions.Create), and true again only when their owner
 	// says none is open (AppendOptions.DocsClosed): true means there is
 	// nothing to look up. A document
 	// stored before the field existed reads as false, "look it up".
-	SideDocsClosed bool `firestore:"sideDocsClosed"`
+	DocsClosed bool `firestore:"sideDocsClosed"`
 }
 
 // chunkMeta describes one sealed chunk document so that Get can pick the

@@ -116,19 +116,10 @@ func (t *Team) Turn(ctx context.Context, req ChatTurn) (*Invocation, *SwitchRepo
 	// runner.
 	chat, sess, _, err := t.sessions.GetChatSession(ctx, t.app, req.UserID, req.ChatID, t.active.guess(req.UserID, req.ChatID), !t.opts.SessionStateOnly)
 	if errors.Is(err, sessionstore.ErrNotFound) {
-		// A new chat: one commit creates it with its session, lease and
-		// first message. If another request created it first, the turn
-		// goes the long way below.
-		chat = t.chatFor(ctx, req.UserID, req.ChatID, req.Agent)
-		inv, ferr := t.engines[chat.Agent].firstTurn(ctx, turnRequest{UserID: req.UserID, SessionID: chat.SessionID, ClientID: req.ClientID, Content: req.Content, MessageID: req.MessageID}, chat)
-		if ferr == nil {
-			t.active.put(req.UserID, req.ChatID, chat.SessionID)
+		var inv *Invocation
+		if inv, chat, err = t.newChatTurn(ctx, req); inv != nil {
 			return inv, &SwitchReport{To: chat.Agent}, nil
 		}
-		if !errors.Is(ferr, sessionstore.ErrBusy) {
-			return nil, nil, ferr
-		}
-		chat, err = t.newChat(ctx, req.UserID, req.ChatID, req.Agent)
 	}
 	if err != nil {
 		return nil, nil, err
@@ -147,8 +138,31 @@ func (t *Team) Turn(ctx context.Context, req ChatTurn) (*Invocation, *SwitchRepo
 		t.touch(ctx, chat)
 	}
 	t.active.put(req.UserID, req.ChatID, chat.SessionID)
-	inv, err := t.engines[chat.Agent].turn(ctx, turnRequest{UserID: req.UserID, SessionID: chat.SessionID, ClientID: req.ClientID, Content: req.Content, MessageID: req.MessageID}, sess)
+	inv, err := t.engines[chat.Agent].turn(ctx, req.in(chat.SessionID), sess)
 	return inv, report, err
+}
+
+// newChatTurn runs the first turn of a chat that did not exist when read:
+// one commit creates the chat with its session, lease and first message.
+// If another request created the chat first, it returns that chat and no
+// invocation, and the turn goes the usual way.
+func (t *Team) newChatTurn(ctx context.Context, req ChatTurn) (*Invocation, *sessionstore.Chat, error) {
+	chat := t.chatFor(ctx, req.UserID, req.ChatID, req.Agent)
+	inv, err := t.engines[chat.Agent].firstTurn(ctx, req.in(chat.SessionID), chat)
+	if err == nil {
+		t.active.put(req.UserID, req.ChatID, chat.SessionID)
+		return inv, chat, nil
+	}
+	if !errors.Is(err, sessionstore.ErrBusy) {
+		return nil, nil, err
+	}
+	chat, err = t.newChat(ctx, req.UserID, req.ChatID, req.Agent)
+	return nil, chat, err
+}
+
+// in is the message of req for the chat's ADK session sid.
+func (req ChatTurn) in(sid string) turnRequest {
+	return turnRequest{UserID: req.UserID, SessionID: sid, ClientID: req.ClientID, Content: req.Content, MessageID: req.MessageID}
 }
 
 // newChat creates a chat known not to exist, with agent (or the default);
