@@ -444,7 +444,7 @@ func callRecord(ctx context.Context, t *testing.T, sessions *sessionstore.Servic
 	}
 	for _, sid := range append([]string{chat.SessionID}, chat.Retired...) {
 		snap, err := sessions.SessionRef("app", "user-1", sid).Collection("calls").Doc(id).Get(ctx)
-		if status.Code(err) == codes.NotFound {
+		if snap != nil && !snap.Exists() {
 			continue
 		}
 		if err != nil {

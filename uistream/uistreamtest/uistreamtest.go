@@ -184,3 +184,33 @@ func Check(t testing.TB, chunks []map[string]any, knownCalls ...string) {
 		}
 	}
 }
+
+// Types returns the type of each chunk, in order.
+func Types(chunks []map[string]any) []string {
+	types := make([]string, len(chunks))
+	for i, c := range chunks {
+		types[i], _ = c["type"].(string)
+	}
+	return types
+}
+
+// OfType returns the chunks of type typ, in order.
+func OfType(chunks []map[string]any, typ string) []map[string]any {
+	var out []map[string]any
+	for _, c := range chunks {
+		if c["type"] == typ {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Text joins the deltas of a stream's text-delta chunks.
+func Text(chunks []map[string]any) string {
+	var b strings.Builder
+	for _, c := range OfType(chunks, "text-delta") {
+		delta, _ := c["delta"].(string)
+		b.WriteString(delta)
+	}
+	return b.String()
+}
