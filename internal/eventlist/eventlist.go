@@ -1,7 +1,9 @@
 // Package eventlist holds List, a slice of ADK session events seen as the
-// session.Events a session returns. Tests build histories with it, and
-// code that holds events in a slice hands them to ADK through it, so the
-// adapter is written once.
+// session.Events a session returns, so that the adapter is written once:
+// tests build histories with it, and code that holds events in a slice can
+// hand them to ADK through it. It is not a test package: it has no test
+// dependencies, and its At returns nil out of range, as ADK's in-memory
+// sessions do.
 package eventlist
 
 import (
