@@ -96,36 +96,8 @@ func Check(t testing.TB, chunks []map[string]any, knownCalls ...string) {
 	inStep := false
 	for i, c := range chunks {
 		typ := c["type"].(string)
-		schemaType := typ
-		if strings.HasPrefix(typ, "data-") && len(typ) > len("data-") {
-			schemaType = "data-"
-		}
-		fields, ok := chunkFields[schemaType]
-		if !ok {
-			t.Errorf("chunk %d: unknown type %q", i, typ)
+		if !checkSchema(t, i, c) {
 			continue
-		}
-		allowed := map[string]bool{"type": true}
-		for _, f := range fields.required {
-			allowed[f] = true
-			if _, ok := c[f]; !ok {
-				t.Errorf("chunk %d (%s): missing field %q", i, typ, f)
-			}
-		}
-		for _, f := range fields.optional {
-			allowed[f] = true
-		}
-		for f := range c {
-			if !allowed[f] {
-				t.Errorf("chunk %d (%s): field %q not in the schema", i, typ, f)
-			}
-		}
-		for _, f := range []string{"id", "delta", "toolCallId", "toolName", "approvalId", "errorText", "messageId"} {
-			if v, ok := c[f]; ok {
-				if _, isString := v.(string); !isString {
-					t.Errorf("chunk %d (%s): field %q = %v, want a string", i, typ, f, v)
-				}
-			}
 		}
 		if typ != "start" && i == 0 || typ == "start" && i != 0 {
 			t.Errorf("chunk %d: start must come first and only once", i)
@@ -213,4 +185,44 @@ func Text(chunks []map[string]any) string {
 		b.WriteString(delta)
 	}
 	return b.String()
+}
+
+// checkSchema checks chunk i, c, against the chunk schema: a known type,
+// its required fields, no others, and string fields that are strings. It
+// reports whether the type is known.
+func checkSchema(t testing.TB, i int, c map[string]any) bool {
+	t.Helper()
+	typ := c["type"].(string)
+	schemaType := typ
+	if strings.HasPrefix(typ, "data-") && len(typ) > len("data-") {
+		schemaType = "data-"
+	}
+	fields, ok := chunkFields[schemaType]
+	if !ok {
+		t.Errorf("chunk %d: unknown type %q", i, typ)
+		return false
+	}
+	allowed := map[string]bool{"type": true}
+	for _, f := range fields.required {
+		allowed[f] = true
+		if _, ok := c[f]; !ok {
+			t.Errorf("chunk %d (%s): missing field %q", i, typ, f)
+		}
+	}
+	for _, f := range fields.optional {
+		allowed[f] = true
+	}
+	for f := range c {
+		if !allowed[f] {
+			t.Errorf("chunk %d (%s): field %q not in the schema", i, typ, f)
+		}
+	}
+	for _, f := range []string{"id", "delta", "toolCallId", "toolName", "approvalId", "errorText", "messageId"} {
+		if v, ok := c[f]; ok {
+			if _, isString := v.(string); !isString {
+				t.Errorf("chunk %d (%s): field %q = %v, want a string", i, typ, f, v)
+			}
+		}
+	}
+	return true
 }
