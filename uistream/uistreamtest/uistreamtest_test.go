@@ -2,9 +2,11 @@ package uistreamtest_test
 
 import (
 	"fmt"
+	"io"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -37,6 +39,40 @@ func TestParseAndRead(t *testing.T) {
 	}
 	if got := len(uistreamtest.OfType(chunks, "text-delta")); got != 2 {
 		t.Errorf("OfType(text-delta) = %d chunks, want 2", got)
+	}
+}
+
+// TestReadLive: Read yields each chunk as soon as its event is complete,
+// before the stream has ended; a CRLF stream reads the same, and an event
+// cut off by the end is dropped.
+func TestReadLive(t *testing.T) {
+	t.Parallel()
+	r, w := io.Pipe()
+	first := make(chan struct{})
+	early := make(chan bool, 1)
+	go func() {
+		fmt.Fprint(w, "data: {\"type\":\"start\"}\r\n\r\n")
+		select {
+		case <-first: // the reader has the first chunk; the stream goes on
+			early <- true
+		case <-time.After(10 * time.Second):
+			early <- false
+		}
+		fmt.Fprint(w, "data: {\"type\":\"finish\"}\r\n\r\ndata: [DONE]\r\n\r\ndata: {\"type\":")
+		w.Close()
+	}()
+	var got []string
+	for c := range uistreamtest.Read(t, r) {
+		got = append(got, c["type"].(string))
+		if len(got) == 1 {
+			close(first)
+		}
+	}
+	if !<-early {
+		t.Error("Read did not yield the first chunk before the stream went on")
+	}
+	if diff := cmp.Diff([]string{"start", "finish", "[DONE]"}, got); diff != "" {
+		t.Errorf("Read() types (-want +got):\n%s", diff)
 	}
 }
 
