@@ -265,6 +265,7 @@ type crashWorld struct {
 	tools    []tool.Tool       // the assistant's
 	djTools  []tool.Tool
 	booked   atomic.Int32
+	kept     []string // messages sent before the doomed part
 }
 
 const crashChat, crashClient = "s1", "tab-a"
@@ -318,8 +319,14 @@ func (w *crashWorld) team(client *firestore.Client, m *modeltest.Strict) *toolca
 	return team
 }
 
+// turnErr runs a turn that must not die; its message is one the chat must
+// keep whatever happens later.
 func (w *crashWorld) turnErr(team *toolcallback.Team, agentName, text string) error {
-	return w.turnCtx(w.t.Context(), team, agentName, text, nil)
+	err := w.turnCtx(w.t.Context(), team, agentName, text, nil)
+	if err == nil {
+		w.kept = append(w.kept, text)
+	}
+	return err
 }
 
 // turn runs a turn that may die; it returns what the client was streamed.
@@ -457,7 +464,8 @@ func callRecord(ctx context.Context, t *testing.T, sessions *sessionstore.Servic
 
 // checkEveryMessageAnswered: no user message is left unanswered; between
 // two of them the model (or Baton's note that it was interrupted) said
-// something.
+// something. And the conversation before the doomed part is still the
+// chat's: every message sent then is in its history.
 func (w *crashWorld) checkEveryMessageAnswered(ctx context.Context, sessions *sessionstore.Service) {
 	t := w.t
 	chat, err := sessions.GetChat(ctx, "app", "user-1", crashChat)
@@ -469,6 +477,7 @@ func (w *crashWorld) checkEveryMessageAnswered(ctx context.Context, sessions *se
 		t.Fatal(err)
 	}
 	waiting := ""
+	sent := map[string]bool{}
 	for ev := range got.Session.Events().All() {
 		if ev.Content == nil {
 			continue
@@ -477,6 +486,9 @@ func (w *crashWorld) checkEveryMessageAnswered(ctx context.Context, sessions *se
 		if len(ev.Content.Parts) > 0 {
 			text = ev.Content.Parts[0].Text
 		}
+		if ev.Author == "user" {
+			sent[text] = true
+		}
 		switch {
 		case ev.Author == "user" && text != "" && waiting != "":
 			t.Errorf("user message %q follows %q with no model event between", text, waiting)
@@ -484,6 +496,11 @@ func (w *crashWorld) checkEveryMessageAnswered(ctx context.Context, sessions *se
 			waiting = text
 		case ev.Author != "user":
 			waiting = ""
+		}
+	}
+	for _, text := range w.kept {
+		if !sent[text] {
+			t.Errorf("the message %q, sent before the crash, is no longer in the chat's history", text)
 		}
 	}
 }
