@@ -11,6 +11,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/baton-run/baton/internal/modeltest"
+	"github.com/baton-run/baton/internal/polltest"
 )
 
 // TestPushNotifications: a webhook on the allowed list hears of each state
@@ -37,27 +38,19 @@ func TestPushNotifications(t *testing.T) {
 	}
 	task := send(ctx, t, c, withPush(textMessage("play track 2"), allowedSrv.URL+"/hooks/ada"))
 	pendingIDs(t, task)
-	if !waitFor(func() bool { return slices.Contains(allowed.states(), "input-required") }) {
-		t.Fatalf("webhook heard %v, want input-required", allowed.states())
-	}
+	polltest.Until(t, "the webhook to hear input-required", func() bool { return slices.Contains(allowed.states(), "input-required") })
 	send(ctx, t, c, answerMessage(task, bgmAnswer("c1", 2)))
-	if !waitFor(func() bool { return slices.Contains(allowed.states(), "completed") }) {
-		t.Fatalf("webhook heard %v, want completed after input-required", allowed.states())
-	}
+	polltest.Until(t, "the webhook to hear completed", func() bool { return slices.Contains(allowed.states(), "completed") })
 
 	second := send(ctx, t, c, withPush(textMessage("play track 3"), allowedSrv.URL+"/hooks/ada"))
 	if _, err := c.CancelTask(ctx, &a2a.CancelTaskRequest{ID: second.ID}); err != nil {
 		t.Fatalf("CancelTask: %v", err)
 	}
-	if !waitFor(func() bool { return slices.Contains(allowed.states(), "canceled") }) {
-		t.Fatalf("webhook heard %v, want canceled", allowed.states())
-	}
+	polltest.Until(t, "the webhook to hear canceled", func() bool { return slices.Contains(allowed.states(), "canceled") })
 	// A turn whose model fails ends the task failed, which a caller waits
 	// for too.
 	send(ctx, t, c, withPush(textMessage("play track 5"), allowedSrv.URL+"/hooks/ada"))
-	if !waitFor(func() bool { return slices.Contains(allowed.states(), "failed") }) {
-		t.Fatalf("webhook heard %v, want failed", allowed.states())
-	}
+	polltest.Until(t, "the webhook to hear failed", func() bool { return slices.Contains(allowed.states(), "failed") })
 	allowed.mu.Lock()
 	for i, tok := range allowed.token {
 		if tok != "secret-1" {

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/internal/modeltest"
+	"github.com/baton-run/baton/internal/polltest"
 )
 
 func bgmAnswer(id string, track int) *genai.FunctionResponse {
@@ -126,20 +127,14 @@ func TestCancelMidPause(t *testing.T) {
 
 	next := textMessage("hi")
 	next.Message.ContextID = task.ContextID
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		res, err := c.SendMessage(ctx, next)
-		if err == nil {
-			if got := res.(*a2a.Task); got.Status.State != a2a.TaskStateCompleted || artifactText(got) != "hello again" {
-				t.Fatalf("next message: %s %q, want completed %q", got.Status.State, artifactText(got), "hello again")
-			}
-			break
-		}
-		// The cancel's resume may still hold the chat.
-		if time.Now().After(deadline) {
-			t.Fatalf("next message in the chat: %v", err)
-		}
-		time.Sleep(200 * time.Millisecond)
+	// The cancel's resume may still hold the chat.
+	var res a2a.SendMessageResult
+	polltest.Within(t, 20*time.Second, "the chat to take the next message", func() bool {
+		res, err = c.SendMessage(ctx, next)
+		return err == nil
+	})
+	if got := res.(*a2a.Task); got.Status.State != a2a.TaskStateCompleted || artifactText(got) != "hello again" {
+		t.Fatalf("next message: %s %q, want completed %q", got.Status.State, artifactText(got), "hello again")
 	}
 	req := f.model.LastRequest()
 	var errorResponse bool
@@ -269,15 +264,4 @@ func (h *webhook) states() []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return slices.Clone(h.got)
-}
-
-// waitFor polls cond for up to 10 s.
-func waitFor(cond func() bool) bool {
-	for range 100 {
-		if cond() {
-			return true
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return false
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/baton-run/baton/internal/firestoretest"
 	"github.com/baton-run/baton/internal/modeltest"
+	"github.com/baton-run/baton/uistream/uistreamtest"
 )
 
 // chatBody is what DefaultChatTransport POSTs, with the device in body.
@@ -258,11 +259,8 @@ func TestChatPartialStep(t *testing.T) {
 	one["parts"] = append(one["parts"].([]any), loc)
 	msgs := []map[string]any{userMessage("u1", "music and where"), one}
 	empty := f.stream(f.chat("ada", chatBody("chat1", "tab-a", msgs...)))
-	var types []any
-	for _, c := range empty {
-		types = append(types, c["type"])
-	}
-	if diff := cmp.Diff([]any{"start", "finish", "[DONE]"}, types); diff != "" || empty[0]["messageId"] != turn {
+	types := uistreamtest.Types(empty)
+	if diff := cmp.Diff([]string{"start", "finish", "[DONE]"}, types); diff != "" || empty[0]["messageId"] != turn {
 		t.Errorf("partial answer's stream = %v, want start (the posted message %q) and finish only (-want +got):\n%s", empty, turn, diff)
 	}
 	resp := f.chat("ada", chatBody("chat1", "tab-a", msgs...))

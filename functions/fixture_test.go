@@ -274,22 +274,8 @@ func errorOf(t *testing.T, resp *http.Response) apiErrorBody {
 	return e.Error
 }
 
-// chunksOfType filters chunks by type.
-func chunksOfType(chunks []map[string]any, typ string) []map[string]any {
-	var out []map[string]any
-	for _, c := range chunks {
-		if c["type"] == typ {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
-// text joins the text deltas of a stream.
-func text(chunks []map[string]any) string {
-	var b strings.Builder
-	for _, c := range chunksOfType(chunks, "text-delta") {
-		b.WriteString(c["delta"].(string))
-	}
-	return b.String()
-}
+// Shorthands for the stream helpers of uistreamtest.
+var (
+	chunksOfType = uistreamtest.OfType
+	text         = uistreamtest.Text
+)

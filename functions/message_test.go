@@ -2,9 +2,7 @@ package functions
 
 import (
 	"encoding/json"
-	"iter"
 	"net/http"
-	"slices"
 	"testing"
 	"time"
 
@@ -14,6 +12,7 @@ import (
 	"google.golang.org/adk/v2/session"
 	"google.golang.org/genai"
 
+	"github.com/baton-run/baton/internal/eventlist"
 	"github.com/baton-run/baton/internal/modeltest"
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/uistream/uistreamtest"
@@ -108,7 +107,7 @@ func TestHistoryAcrossSwitches(t *testing.T) {
 	parts := func(role string, ps ...*genai.Part) *genai.Content { return &genai.Content{Role: role, Parts: ps} }
 	text := func(role, s string) *genai.Content { return genai.NewContentFromText(s, genai.Role(role)) }
 	// The DJ's session: a browser call answered by the page.
-	dj := eventList{
+	dj := eventlist.List{
 		ev("1", "inv-1", "user", 1, text("user", "play track 2")),
 		ev("2", "inv-1", "dj", 2, parts("model", &genai.Part{FunctionCall: &genai.FunctionCall{ID: "c1", Name: "change_bgm", Args: map[string]any{"track": float64(2)}}})),
 		ev("3", "inv-2", "user", 3, parts("user", &genai.Part{FunctionResponse: &genai.FunctionResponse{ID: "c1", Name: "change_bgm", Response: map[string]any{"playing": float64(2)}}})),
@@ -116,12 +115,12 @@ func TestHistoryAcrossSwitches(t *testing.T) {
 	}
 	dj[1].LongRunningToolIDs = []string{"c1"}
 	// Moved to the concierge, who answers one message.
-	concierge := eventList(sessionstore.MigrateHistory(t.Context(), dj, sessionstore.Migration{From: "dj", To: "concierge", At: at(5)}))
+	concierge := eventlist.List(sessionstore.MigrateHistory(t.Context(), dj, sessionstore.Migration{From: "dj", To: "concierge", At: at(5)}))
 	concierge = append(concierge,
 		ev("5", "inv-3", "user", 6, text("user", "what did the DJ do?")),
 		ev("6", "inv-3", "concierge", 7, text("model", "It played track 2.")))
 	// Moved back to the DJ, who answers one message.
-	back := eventList(sessionstore.MigrateHistory(t.Context(), concierge, sessionstore.Migration{From: "concierge", To: "dj", At: at(8)}))
+	back := eventlist.List(sessionstore.MigrateHistory(t.Context(), concierge, sessionstore.Migration{From: "concierge", To: "dj", At: at(8)}))
 	back = append(back,
 		ev("7", "inv-4", "user", 9, text("user", "thanks")),
 		ev("8", "inv-4", "dj", 10, text("model", "You're welcome.")))
@@ -139,7 +138,7 @@ func TestHistoryAcrossSwitches(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name   string
-		events eventList
+		events eventlist.List
 		want   []historyItem
 	}{
 		{"before any switch", dj, want[:3]},
@@ -151,10 +150,3 @@ func TestHistoryAcrossSwitches(t *testing.T) {
 		}
 	}
 }
-
-// eventList adapts a slice to session.Events.
-type eventList []*session.Event
-
-func (l eventList) All() iter.Seq[*session.Event] { return slices.Values(l) }
-func (l eventList) Len() int                      { return len(l) }
-func (l eventList) At(i int) *session.Event       { return l[i] }

@@ -7,9 +7,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/baton-run/baton/internal/modeltest"
+	"github.com/baton-run/baton/internal/polltest"
 	"github.com/baton-run/baton/uistream/uistreamtest"
 )
 
@@ -247,9 +247,8 @@ func TestConcurrentTurnsHTTP(t *testing.T) {
 	f.model.Gate = gate
 	first := make(chan *http.Response, 1)
 	go func() { first <- f.turn("ada", "s1", "tab-a", "hello from tab-a") }()
-	for f.model.Calls() < 1 { // the first turn holds the session, inside the model
-		time.Sleep(5 * time.Millisecond)
-	}
+	// The first turn holds the session, inside the model.
+	polltest.Until(t, "the first turn to call the model", func() bool { return f.model.Calls() >= 1 })
 	busy := f.turn("ada", "s1", "tab-b", "hello from tab-b")
 	close(gate)
 	ok := <-first

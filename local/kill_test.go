@@ -18,6 +18,7 @@ import (
 
 	"github.com/baton-run/baton/internal/emulator"
 	"github.com/baton-run/baton/internal/firestoretest"
+	"github.com/baton-run/baton/uistream/uistreamtest"
 )
 
 // recoveryBound is how long after a crash its chat must take a request
@@ -111,14 +112,10 @@ func TestKillAtToolInput(t *testing.T) {
 		t.Fatalf("Turn = %d, want a stream", resp.StatusCode)
 	}
 	callID := ""
-	lines := bufio.NewScanner(resp.Body)
-	for callID == "" && lines.Scan() {
-		var chunk struct {
-			Type       string `json:"type"`
-			ToolCallID string `json:"toolCallId"`
-		}
-		if json.Unmarshal([]byte(strings.TrimPrefix(lines.Text(), "data: ")), &chunk) == nil && chunk.Type == "tool-input-available" {
-			callID = chunk.ToolCallID
+	for chunk := range uistreamtest.Read(t, resp.Body) {
+		if chunk["type"] == "tool-input-available" {
+			callID, _ = chunk["toolCallId"].(string)
+			break
 		}
 	}
 	if callID == "" {

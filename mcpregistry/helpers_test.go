@@ -7,7 +7,6 @@ import (
 	"os"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -117,14 +116,4 @@ func call(t *testing.T, r *mcpregistry.Registry, chat mcpregistry.Chat, server s
 	}
 	m := res.StructuredContent.(map[string]any)
 	return whoami{Session: m["session"].(string), PID: int(m["pid"].(float64))}
-}
-
-// eventually polls cond for up to 5 s.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("after 5s: %s", what)
-		}
-	}
 }

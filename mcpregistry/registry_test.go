@@ -12,6 +12,7 @@ import (
 	"google.golang.org/adk/v2/platform"
 
 	"github.com/baton-run/baton/internal/firestoretest"
+	"github.com/baton-run/baton/internal/polltest"
 	"github.com/baton-run/baton/mcpregistry"
 	"github.com/baton-run/baton/sessionstore"
 )
@@ -86,7 +87,7 @@ func TestTwoInstancesOneSession(t *testing.T) {
 
 	// The chat ends on instance B, which never opened the session itself.
 	b.idleOut(t, "chat-1")
-	eventually(t, "the server still has the chat's session", func() bool { return srv.live() == 0 })
+	polltest.Until(t, "the server to close the chat's session", func() bool { return srv.live() == 0 })
 }
 
 func TestHungServerDelaysNoOneElse(t *testing.T) {
@@ -116,7 +117,7 @@ func TestHungServerDelaysNoOneElse(t *testing.T) {
 	if tookB >= deadline {
 		t.Errorf("chat b's connect and close took %v while chat a's close hung; want under %v", tookB, deadline)
 	}
-	eventually(t, "the good server still has chat b's session", func() bool { return good.live() == 0 })
+	polltest.Until(t, "the good server to close chat b's session", func() bool { return good.live() == 0 })
 	err := <-closedA
 	if took := time.Since(start); !errors.Is(err, mcpregistry.ErrTimeout) || took > deadline+time.Second {
 		t.Errorf("CloseChat(a) on a hung server = %v after %v; want ErrTimeout after about %v", err, took, deadline)
@@ -139,7 +140,7 @@ func TestCrashedStdioServerIsRecreated(t *testing.T) {
 	if _, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "crash"}); err == nil {
 		t.Fatal("crash returned; want an error from the dead process")
 	}
-	eventually(t, "the crashed server's session is still handed out", func() bool {
+	polltest.Until(t, "a new session in place of the crashed server's", func() bool {
 		next, err := reg.Session(t.Context(), chat, "local")
 		return err == nil && next != cs
 	})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/baton-run/baton/internal/firestoretest"
 	"github.com/baton-run/baton/internal/modeltest"
+	"github.com/baton-run/baton/internal/polltest"
 	"github.com/baton-run/baton/mcpregistry"
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
@@ -146,5 +147,5 @@ func TestAgentSwitchKeepsConnection(t *testing.T) {
 	if got := ti.whoami("chat-1", "quiet"); got.Session != "" {
 		t.Fatalf("the quiet agent called notes_whoami: %+v", got)
 	}
-	eventually(t, "the server still has the session the quiet agent retired", func() bool { return srv.live() == 0 })
+	polltest.Until(t, "the server to close the session the quiet agent retired", func() bool { return srv.live() == 0 })
 }

@@ -2,8 +2,6 @@ package sessionstore_test
 
 import (
 	"fmt"
-	"iter"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +11,7 @@ import (
 	"google.golang.org/adk/v2/session"
 	"google.golang.org/genai"
 
+	"github.com/baton-run/baton/internal/eventlist"
 	"github.com/baton-run/baton/sessionstore"
 )
 
@@ -103,8 +102,8 @@ func TestMigrateHistory(t *testing.T) {
 		t.Errorf("history moved twice (-want +got):\n%s", diff)
 	}
 	first := []*session.Event{again[0], again[1], again[2]}
-	checkMigrated(eventList(first), sessionstore.Switch{From: "dj", To: "concierge", At: at}, wantRecords)
-	checkMigrated(eventList(again[3:]), sessionstore.Switch{From: "concierge", To: "dj", At: at.Add(time.Hour)}, nil)
+	checkMigrated(eventlist.List(first), sessionstore.Switch{From: "dj", To: "concierge", At: at}, wantRecords)
+	checkMigrated(eventlist.List(again[3:]), sessionstore.Switch{From: "concierge", To: "dj", At: at.Add(time.Hour)}, nil)
 }
 
 // migratedLines writes events as author/role: text, joining text parts
@@ -120,13 +119,6 @@ func migratedLines(events []*session.Event) []string {
 	}
 	return lines
 }
-
-// eventList adapts a slice to session.Events.
-type eventList []*session.Event
-
-func (l eventList) All() iter.Seq[*session.Event] { return slices.Values(l) }
-func (l eventList) Len() int                      { return len(l) }
-func (l eventList) At(i int) *session.Event       { return l[i] }
 
 // TestCreateWithEvents builds a session whose history spans several sealed
 // chunks in one write, and keeps appending to it.

@@ -27,7 +27,7 @@ func TestApproval(t *testing.T) {
 				callReply(call("b1", "book_table", map[string]any{"people": 4, "name": "Ada"})),
 				echoReply,
 			)
-			if _, err := f.turn(f.engine, "s1", "tab-a", "book a table for 4"); err != nil {
+			if _, err := f.turn(f.team, "s1", "tab-a", "book a table for 4"); err != nil {
 				t.Fatalf("Turn() error = %v", err)
 			}
 			if f.booked.Load() != 0 {
@@ -40,7 +40,7 @@ func TestApproval(t *testing.T) {
 			if pending[0].Args["people"] != float64(4) {
 				t.Errorf("approval args = %v, want the model's arguments", pending[0].Args)
 			}
-			_, events, err := resume(f.engine, t.Context(), "s1", pending[0].ID, "tab-a", tc.answer)
+			_, events, err := resume(f.team, t.Context(), "s1", pending[0].ID, "tab-a", tc.answer)
 			if err != nil {
 				t.Fatalf("Resume() error = %v", err)
 			}
@@ -56,7 +56,7 @@ func TestApproval(t *testing.T) {
 				t.Errorf("model answer = %q, want it to contain %q", got, tc.wantSeen)
 			}
 			// A retried answer runs nothing again.
-			_, _, err = resume(f.engine, t.Context(), "s1", pending[0].ID, "tab-a", tc.answer)
+			_, _, err = resume(f.team, t.Context(), "s1", pending[0].ID, "tab-a", tc.answer)
 			var already *toolcallback.AlreadyResolvedError
 			if !asError(err, &already) || !already.Same {
 				t.Errorf("retried Resume() error = %v, want AlreadyResolvedError with Same", err)

@@ -28,7 +28,7 @@ func BenchmarkPauseResume(b *testing.B) {
 	}
 	ctx := b.Context()
 	pause := func(sid string) {
-		events, err := f.turn(f.engine, sid, "tab-a", "change the music to track 2")
+		events, err := f.turn(f.team, sid, "tab-a", "change the music to track 2")
 		if err != nil || len(events) == 0 {
 			b.Fatalf("Turn() = %d events, %v", len(events), err)
 		}
@@ -57,13 +57,13 @@ func BenchmarkPauseResume(b *testing.B) {
 			b.StopTimer()
 			sid := fmt.Sprintf("resume-%d", i)
 			pause(sid)
-			calls, err := f.engine.Pending(ctx, "user-1", sid, "tab-a")
-			if err != nil || len(calls) != 1 {
-				b.Fatalf("Pending() = %v, %v", calls, err)
+			calls := f.pending(sid, "tab-a")
+			if len(calls) != 1 {
+				b.Fatalf("Pending() = %v; want one call", calls)
 			}
 			b.StartTimer()
 			before := f.counter.Snapshot()
-			_, events, err := resume(f.engine, ctx, sid, calls[0].ID, "tab-a", toolcallback.Answer{Output: map[string]any{"playing": 2}})
+			_, events, err := resume(f.team, ctx, sid, calls[0].ID, "tab-a", toolcallback.Answer{Output: map[string]any{"playing": 2}})
 			if err != nil || finalText(events) != "Now playing." {
 				b.Fatalf("Resume() = %q, %v", finalText(events), err)
 			}

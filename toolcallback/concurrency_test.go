@@ -5,9 +5,11 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/baton-run/baton/internal/polltest"
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
 )
@@ -20,11 +22,11 @@ func TestStepResumedOnceWithAllAnswers(t *testing.T) {
 		callReply(call("c1", "change_bgm", map[string]any{"track": 3}), call("c2", "get_location", nil)),
 		echoReply,
 	)
-	if _, err := f.turn(f.engine, "s1", "tab-a", "play track 3 and tell me where I am"); err != nil {
+	if _, err := f.turn(f.team, "s1", "tab-a", "play track 3 and tell me where I am"); err != nil {
 		t.Fatalf("Turn() error = %v", err)
 	}
-	second, _ := f.newInstance()
-	engines := []*toolcallback.Engine{f.engine, second}
+	second := f.newInstance()
+	teams := []*toolcallback.Team{f.team, second}
 	answers := []struct {
 		id     string
 		answer toolcallback.Answer
@@ -37,7 +39,7 @@ func TestStepResumedOnceWithAllAnswers(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 2 {
 		wg.Go(func() {
-			results[i], _, errs[i] = resume(engines[i], t.Context(), "s1", answers[i].id, "tab-a", answers[i].answer)
+			results[i], _, errs[i] = resume(teams[i], t.Context(), "s1", answers[i].id, "tab-a", answers[i].answer)
 		})
 	}
 	wg.Wait()
@@ -67,7 +69,7 @@ func TestStepResumedOnceWithAllAnswers(t *testing.T) {
 func TestDuplicateAnswers(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, nil, callReply(call("c1", "change_bgm", map[string]any{"track": 1})), echoReply)
-	if _, err := f.turn(f.engine, "s1", "tab-a", "track 1 please"); err != nil {
+	if _, err := f.turn(f.team, "s1", "tab-a", "track 1 please"); err != nil {
 		t.Fatalf("Turn() error = %v", err)
 	}
 	const n = 20
@@ -76,7 +78,7 @@ func TestDuplicateAnswers(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			results[i], _, errs[i] = resume(f.engine, t.Context(), "s1", "c1", "tab-a", toolcallback.Answer{Output: map[string]any{"playing": 1}})
+			results[i], _, errs[i] = resume(f.team, t.Context(), "s1", "c1", "tab-a", toolcallback.Answer{Output: map[string]any{"playing": 1}})
 		})
 	}
 	wg.Wait()
@@ -112,28 +114,36 @@ func TestConcurrentTurns(t *testing.T) {
 	for _, policy := range []toolcallback.LeasePolicy{toolcallback.LeaseReject, toolcallback.LeaseEnqueue} {
 		t.Run(string(policy), func(t *testing.T) {
 			t.Parallel()
-			f := newFixture(t, &toolcallback.Options{LeasePolicy: policy, MaxWait: 20 * time.Second}, textReply("first"), textReply("second"))
-			gate := make(chan struct{})
-			f.model.Gate = gate
-			// The session exists before the race, so both turns contend
-			// for its lease only.
-			if _, err := f.sessions.Create(t.Context(), newSession("s1")); err != nil {
+			f := newFixture(t, &toolcallback.Options{LeasePolicy: policy, MaxWait: 20 * time.Second},
+				textReply("ready"), textReply("first"), textReply("second"))
+			// The chat and its session exist before the race, so both
+			// turns contend for its lease only.
+			if _, err := f.turn(f.team, "s1", "tab-a", "hello"); err != nil {
 				t.Fatal(err)
 			}
-			first, err := f.engine.Turn(t.Context(), textTurn("s1", "tab-a", "one"))
+			gate := make(chan struct{})
+			f.model.Gate = gate
+			first, _, err := f.team.Turn(t.Context(), textTurn("s1", "tab-a", "one"))
 			if err != nil {
 				t.Fatalf("first Turn() error = %v", err)
 			}
-			for f.model.Calls() == 0 { // the first turn is inside the model
-				time.Sleep(5 * time.Millisecond)
-			}
+			polltest.Until(t, "the first turn to call the model", func() bool { return f.model.Calls() == 2 })
+			// The second turn reads the chat with its session, finds it
+			// busy, and (enqueued) reads it again to take the lease.
+			var reads atomic.Int32
+			f.counter.SetHook(func(method string, _ any) error {
+				if strings.HasSuffix(method, "/BatchGetDocuments") {
+					reads.Add(1)
+				}
+				return nil
+			})
 			type outcome struct {
 				inv *toolcallback.Invocation
 				err error
 			}
 			done := make(chan outcome, 1)
 			go func() {
-				inv, err := f.engine.Turn(t.Context(), textTurn("s1", "tab-b", "two"))
+				inv, _, err := f.team.Turn(t.Context(), textTurn("s1", "tab-b", "two"))
 				done <- outcome{inv, err}
 			}()
 			if policy == toolcallback.LeaseReject {
@@ -148,7 +158,7 @@ func TestConcurrentTurns(t *testing.T) {
 				}
 				return
 			}
-			time.Sleep(200 * time.Millisecond) // the second turn is waiting
+			polltest.Until(t, "the second turn to find the session busy and wait", func() bool { return reads.Load() >= 2 })
 			close(gate)
 			if _, err := collect(first); err != nil {
 				t.Fatal(err)
@@ -164,7 +174,7 @@ func TestConcurrentTurns(t *testing.T) {
 			for _, ev := range f.history("s1") {
 				got = append(got, ev.Author+":"+ev.Content.Parts[0].Text)
 			}
-			want := "user:one assistant:first user:two assistant:second"
+			want := "user:hello assistant:ready user:one assistant:first user:two assistant:second"
 			if strings.Join(got, " ") != want {
 				t.Errorf("history = %v, want %s", got, want)
 			}
@@ -180,13 +190,11 @@ func TestCallerCancellation(t *testing.T) {
 	gate := make(chan struct{})
 	f.model.Gate = gate
 	ctx, cancel := context.WithCancel(t.Context())
-	inv, err := f.engine.Turn(ctx, textTurn("s1", "tab-a", "track 5"))
+	inv, _, err := f.team.Turn(ctx, textTurn("s1", "tab-a", "track 5"))
 	if err != nil {
 		t.Fatalf("Turn() error = %v", err)
 	}
-	for f.model.Calls() == 0 {
-		time.Sleep(5 * time.Millisecond)
-	}
+	polltest.Until(t, "the turn to call the model", func() bool { return f.model.Calls() == 1 })
 	cancel() // the client went away
 	close(gate)
 	if err := inv.Wait(); err != nil {
@@ -198,7 +206,7 @@ func TestCallerCancellation(t *testing.T) {
 	f.model.Gate = nil
 	// The session is free again and the transcript is valid for the model
 	// (the strict model checks the resumed request).
-	if _, _, err := resume(f.engine, t.Context(), "s1", "c1", "tab-a", toolcallback.Answer{Output: map[string]any{"playing": 5}}); err != nil {
+	if _, _, err := resume(f.team, t.Context(), "s1", "c1", "tab-a", toolcallback.Answer{Output: map[string]any{"playing": 5}}); err != nil {
 		t.Fatalf("Resume() error = %v", err)
 	}
 	if f.model.Calls() != 2 {

@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"cloud.google.com/go/firestore"
+	"cloud.google.com/go/firestore/apiv1/firestorepb"
 	"google.golang.org/adk/v2/agent"
 	"google.golang.org/adk/v2/agent/llmagent"
 	"google.golang.org/adk/v2/platform"
@@ -17,6 +20,7 @@ import (
 	"google.golang.org/adk/v2/tool"
 	"google.golang.org/adk/v2/tool/functiontool"
 	"google.golang.org/adk/v2/tool/toolconfirmation"
+	"google.golang.org/genai"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -37,105 +41,163 @@ type crashPath struct {
 	name string
 	// setup runs to completion on the same instance before the doomed part.
 	setupScript []reply
-	setup       func(w *crashWorld, e *toolcallback.Engine) error
+	setup       func(w *crashWorld, team *toolcallback.Team) error
 	script      []reply
 	// run is the doomed part; it returns the events a client was streamed.
-	run func(w *crashWorld, e *toolcallback.Engine) []*session.Event
+	run func(w *crashWorld, team *toolcallback.Team) []*session.Event
+	// took checks, on the commits of the doomed part run to its end, that
+	// it took the way through Team that the path is named after.
+	took func(w *crashWorld, commits []*firestorepb.CommitRequest) error
 }
 
 var crashPaths = []crashPath{
 	{
-		name:   "turn-that-pauses-on-a-browser-tool",
+		name:   "turn-in-a-new-chat-that-pauses-on-a-browser-tool",
 		script: []reply{callReply(call("c1", "change_bgm", map[string]any{"track": 7}))},
-		run:    func(w *crashWorld, e *toolcallback.Engine) []*session.Event { return w.turn(e, "track 7") },
+		run:    func(w *crashWorld, team *toolcallback.Team) []*session.Event { return w.turn(team, "", "track 7") },
+		took:   tookNewChat,
 	},
 	{
-		name:        "resume-of-a-browser-call",
+		name:        "short-resume-of-a-browser-call",
 		setupScript: []reply{callReply(call("c1", "change_bgm", map[string]any{"track": 7}))},
-		setup:       func(w *crashWorld, e *toolcallback.Engine) error { return w.turnErr(e, "track 7") },
+		setup:       func(w *crashWorld, team *toolcallback.Team) error { return w.turnErr(team, "", "track 7") },
 		script:      []reply{echoReply},
-		run: func(w *crashWorld, e *toolcallback.Engine) []*session.Event {
-			return w.answer(e, "c1", toolcallback.Answer{Output: map[string]any{"playing": 7}})
+		run: func(w *crashWorld, team *toolcallback.Team) []*session.Event {
+			return w.answer(team, "c1", toolcallback.Answer{Output: map[string]any{"playing": 7}})
 		},
+		took: tookShortResume,
 	},
 	{
-		name:   "plain-turn",
+		name:   "plain-turn-in-a-new-chat",
 		script: []reply{textReply("hello")},
-		run:    func(w *crashWorld, e *toolcallback.Engine) []*session.Event { return w.turn(e, "hi") },
+		run:    func(w *crashWorld, team *toolcallback.Team) []*session.Event { return w.turn(team, "", "hi") },
+		took:   tookNewChat,
 	},
 	{
-		name:        "plain-turn-in-an-existing-session",
+		name:        "plain-turn-in-an-existing-chat",
 		setupScript: []reply{textReply("hello")},
-		setup:       func(w *crashWorld, e *toolcallback.Engine) error { return w.turnErr(e, "hi") },
+		setup:       func(w *crashWorld, team *toolcallback.Team) error { return w.turnErr(team, "", "hi") },
 		script:      []reply{textReply("again")},
-		run:         func(w *crashWorld, e *toolcallback.Engine) []*session.Event { return w.turn(e, "hi again") },
+		run:         func(w *crashWorld, team *toolcallback.Team) []*session.Event { return w.turn(team, "", "hi again") },
+		took:        tookExistingChat,
 	},
 	{
 		name:   "turn-with-a-server-tool",
 		script: []reply{callReply(call("a1", "add", map[string]any{"a": 1, "b": 2})), echoReply},
-		run:    func(w *crashWorld, e *toolcallback.Engine) []*session.Event { return w.turn(e, "1+2") },
+		run:    func(w *crashWorld, team *toolcallback.Team) []*session.Event { return w.turn(team, "", "1+2") },
+		took:   tookNewChat,
 	},
 	{
 		name: "turn-that-pauses-beside-a-server-tool",
 		script: []reply{callReply(
 			call("a1", "add", map[string]any{"a": 1, "b": 2}),
 			call("c1", "change_bgm", map[string]any{"track": 3}))},
-		run: func(w *crashWorld, e *toolcallback.Engine) []*session.Event { return w.turn(e, "add and play") },
+		run:  func(w *crashWorld, team *toolcallback.Team) []*session.Event { return w.turn(team, "", "add and play") },
+		took: tookNewChat,
 	},
 	{
 		name:   "turn-that-pauses-for-approval",
 		script: []reply{callReply(call("b1", "book_table", map[string]any{"people": 4, "name": "Ada"}))},
-		run:    func(w *crashWorld, e *toolcallback.Engine) []*session.Event { return w.turn(e, "book for 4") },
+		run:    func(w *crashWorld, team *toolcallback.Team) []*session.Event { return w.turn(team, "", "book for 4") },
+		took:   tookNewChat,
 	},
 	{
-		name:        "resume-of-an-approval",
+		name:        "short-resume-of-an-approval",
 		setupScript: []reply{callReply(call("b1", "book_table", map[string]any{"people": 4, "name": "Ada"}))},
-		setup:       func(w *crashWorld, e *toolcallback.Engine) error { return w.turnErr(e, "book for 4") },
+		setup:       func(w *crashWorld, team *toolcallback.Team) error { return w.turnErr(team, "", "book for 4") },
 		script:      []reply{echoReply},
-		run: func(w *crashWorld, e *toolcallback.Engine) []*session.Event {
-			return w.answer(e, w.approvalID(e), toolcallback.Answer{Approved: ptr(true)})
+		run: func(w *crashWorld, team *toolcallback.Team) []*session.Event {
+			return w.answer(team, w.approvalID(team), toolcallback.Answer{Approved: ptr(true)})
 		},
+		took: tookShortResume,
 	},
 	{
-		name: "resume-of-a-step-with-a-browser-call-and-an-approval",
+		// The step mixes an answer and an approval, which only the long
+		// path delivers (the answer in an event of its own first).
+		name: "long-resume-of-a-step-with-a-browser-call-and-an-approval",
 		setupScript: []reply{callReply(
 			call("c1", "change_bgm", map[string]any{"track": 3}),
 			call("b1", "book_table", map[string]any{"people": 4, "name": "Ada"}))},
-		setup: func(w *crashWorld, e *toolcallback.Engine) error {
-			if err := w.turnErr(e, "play and book"); err != nil {
+		setup: func(w *crashWorld, team *toolcallback.Team) error {
+			if err := w.turnErr(team, "", "play and book"); err != nil {
 				return err
 			}
-			_, _, err := resume(e, w.t.Context(), crashSession, "c1", crashClient, toolcallback.Answer{Output: map[string]any{"playing": 3}})
+			_, _, err := resume(team, w.t.Context(), crashChat, "c1", crashClient, toolcallback.Answer{Output: map[string]any{"playing": 3}})
 			return err
 		},
 		script: []reply{echoReply},
-		run: func(w *crashWorld, e *toolcallback.Engine) []*session.Event {
-			return w.answer(e, w.approvalID(e), toolcallback.Answer{Approved: ptr(true)})
+		run: func(w *crashWorld, team *toolcallback.Team) []*session.Event {
+			return w.answer(team, w.approvalID(team), toolcallback.Answer{Approved: ptr(true)})
 		},
+		took: tookLongResume,
+	},
+	{
+		// An instance that last saw the chat before its switch (here: one
+		// that never saw it) reads the chat's first session, not the
+		// active one, and so answers the long way.
+		name:        "long-resume-on-an-instance-that-missed-a-switch",
+		setupScript: []reply{textReply("hello"), callReply(call("c1", "change_bgm", map[string]any{"track": 2}))},
+		setup: func(w *crashWorld, team *toolcallback.Team) error {
+			if err := w.turnErr(team, "", "hi"); err != nil {
+				return err
+			}
+			return w.turnErr(team, "dj", "play track 2")
+		},
+		script: []reply{echoReply},
+		run: func(w *crashWorld, _ *toolcallback.Team) []*session.Event {
+			return w.answer(w.team(w.client, w.model), "c1", toolcallback.Answer{Output: map[string]any{"playing": 2}})
+		},
+		took: tookLongResume,
 	},
 	{
 		name:        "turn-that-cancels-a-pending-call",
 		setupScript: []reply{callReply(call("c1", "change_bgm", map[string]any{"track": 7}))},
-		setup:       func(w *crashWorld, e *toolcallback.Engine) error { return w.turnErr(e, "track 7") },
+		setup:       func(w *crashWorld, team *toolcallback.Team) error { return w.turnErr(team, "", "track 7") },
 		script:      []reply{echoReply},
-		run:         func(w *crashWorld, e *toolcallback.Engine) []*session.Event { return w.turn(e, "never mind") },
+		run:         func(w *crashWorld, team *toolcallback.Team) []*session.Event { return w.turn(team, "", "never mind") },
+		took:        tookExistingChat,
+	},
+	{
+		name:        "turn-that-switches-agent",
+		setupScript: []reply{textReply("hello")},
+		setup:       func(w *crashWorld, team *toolcallback.Team) error { return w.turnErr(team, "", "hi") },
+		script:      []reply{textReply("the DJ here")},
+		run:         func(w *crashWorld, team *toolcallback.Team) []*session.Event { return w.turn(team, "dj", "DJ please") },
+		took:        tookSwitch,
+	},
+	{
+		name:        "switch-that-cancels-a-pending-call",
+		setupScript: []reply{callReply(call("c1", "change_bgm", map[string]any{"track": 7}))},
+		setup:       func(w *crashWorld, team *toolcallback.Team) error { return w.turnErr(team, "", "track 7") },
+		script:      []reply{callReply(call("c2", "change_bgm", map[string]any{"track": 8}))},
+		run: func(w *crashWorld, team *toolcallback.Team) []*session.Event {
+			return w.turn(team, "dj", "DJ, track 8")
+		},
+		took: tookSwitch,
 	},
 }
 
 // TestCrashAtEveryWrite kills the process right after each Firestore write
-// of each path (every later call of its client fails, as if it had died),
-// then lets a second instance take over the session. Whatever the write,
-// a call the client was shown has its ledger record; the calls still
-// pending are listed and can be answered; the strict model accepts every
-// later request; and no call is answered, or approved tool run, twice.
+// of each path through Team (every later call of its client fails, as if
+// it had died), then lets a second instance take over the chat. Whatever
+// the write, a call the client was shown has its ledger record; the calls
+// still pending are listed and can be answered; the strict model accepts
+// every later request; and no call is answered, or approved tool run,
+// twice. Each path is first run to its end, which checks that it goes the
+// way it is named after (new or existing chat, short or long resume,
+// switch) and counts its writes.
 func TestCrashAtEveryWrite(t *testing.T) {
 	t.Parallel()
 	for _, p := range crashPaths {
 		t.Run(p.name, func(t *testing.T) {
 			t.Parallel()
-			writes := runCrashPath(t, p, -1)
+			w, commits := runCrashPath(t, p, -1)
+			writes := len(commits)
 			if writes < 3 {
 				t.Fatalf("path made %d writes; the test is not exercising it", writes)
+			}
+			if err := p.took(w, commits); err != nil {
+				t.Fatalf("the path went another way: %v\ncommits:\n%s", err, describeCommits(commits))
 			}
 			for k := range writes {
 				t.Run(fmt.Sprintf("dies-after-write-%d-of-%d", k, writes), func(t *testing.T) {
@@ -149,54 +211,69 @@ func TestCrashAtEveryWrite(t *testing.T) {
 
 // runCrashPath runs p, killing the process after its first `survive`
 // writes (never, when survive < 0), recovers on a second instance and
-// checks the outcome. It returns how many writes the doomed part made.
-func runCrashPath(t *testing.T, p crashPath, survive int) int {
+// checks the outcome. It returns the world it ran in and the commits the
+// doomed part made.
+func runCrashPath(t *testing.T, p crashPath, survive int) (*crashWorld, []*firestorepb.CommitRequest) {
 	w := newCrashWorld(t)
-	doomed := &modeltest.Strict{T: t, Script: append(append([]reply{}, p.setupScript...), p.script...)}
-	e := w.engine(w.client, doomed)
+	w.model = &modeltest.Strict{T: t, Script: append(append([]reply{}, p.setupScript...), p.script...)}
+	team := w.team(w.client, w.model)
 	if p.setup != nil {
-		if err := p.setup(w, e); err != nil {
+		if err := p.setup(w, team); err != nil {
 			t.Fatalf("setup: %v", err)
 		}
 	}
 	var armed, dead atomic.Bool
-	var writes atomic.Int32
-	w.counter.SetHook(func(method string, _ any) error {
+	var mu sync.Mutex
+	var commits []*firestorepb.CommitRequest
+	w.counter.SetHook(func(method string, req any) error {
 		if dead.Load() {
 			return status.Error(codes.Canceled, "process killed")
 		}
-		if armed.Load() && strings.HasSuffix(method, "/Commit") {
-			if n := writes.Add(1); survive >= 0 && int(n) > survive {
-				dead.Store(true)
-				return status.Error(codes.Canceled, "process killed")
-			}
+		if !armed.Load() || !strings.HasSuffix(method, "/Commit") {
+			return nil
 		}
+		mu.Lock()
+		defer mu.Unlock()
+		if survive >= 0 && len(commits) >= survive {
+			dead.Store(true)
+			return status.Error(codes.Canceled, "process killed")
+		}
+		commits = append(commits, req.(*firestorepb.CommitRequest))
 		return nil
 	})
 	armed.Store(true)
-	seen := p.run(w, e)
+	seen := p.run(w, team)
+	mu.Lock()
+	done := slices.Clone(commits)
+	mu.Unlock()
 	if survive < 0 {
-		return int(writes.Load())
+		return w, done
 	}
 	dead.Store(true)
 	w.recover(seen)
-	return int(writes.Load())
+	return w, done
 }
 
-// crashWorld is one session on a fresh project, and the tools of the app.
+// crashWorld is one chat on a fresh project, the tools of the app and its
+// two agents: the assistant (the default) and a DJ.
 type crashWorld struct {
-	t       *testing.T
-	client  *firestore.Client
-	counter *firestoretest.Counter
-	tools   []tool.Tool
-	booked  atomic.Int32
+	t        *testing.T
+	client   *firestore.Client
+	counter  *firestoretest.Counter
+	sessions *sessionstore.Service
+	model    *modeltest.Strict // the doomed instance's
+	tools    []tool.Tool       // the assistant's
+	djTools  []tool.Tool
+	booked   atomic.Int32
+	kept     []string // messages sent before the doomed part
 }
 
-const crashSession, crashClient = "s1", "tab-a"
+const crashChat, crashClient = "s1", "tab-a"
 
 func newCrashWorld(t *testing.T) *crashWorld {
 	w := &crashWorld{t: t}
 	w.client, w.counter = firestoretest.NewCountingClient(t)
+	w.sessions = sessionstore.New(w.client, nil)
 	bgm, err := toolcallback.Browser[bgmArgs](toolcallback.BrowserConfig{Name: "change_bgm", Description: "switch the music"})
 	if err != nil {
 		t.Fatal(err)
@@ -217,36 +294,51 @@ func newCrashWorld(t *testing.T) *crashWorld {
 		t.Fatal(err)
 	}
 	w.tools = []tool.Tool{bgm, book, add}
+	w.djTools = []tool.Tool{bgm}
 	return w
 }
 
-func (w *crashWorld) engine(client *firestore.Client, m *modeltest.Strict) *toolcallback.Engine {
-	a, err := llmagent.New(llmagent.Config{Name: "assistant", Model: m, Tools: w.tools})
+// team is an instance of the app over client, both agents answering
+// with m.
+func (w *crashWorld) team(client *firestore.Client, m *modeltest.Strict) *toolcallback.Team {
+	assistant, err := llmagent.New(llmagent.Config{Name: "assistant", Model: m, Tools: w.tools})
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	e, err := toolcallback.New(client, sessionstore.New(client, nil), "app", a, &toolcallback.Options{
-		LeaseTTL: crashLeaseTTL, TokenKey: []byte("test-key-0123456789abcdef0123456789"),
-	})
+	dj, err := llmagent.New(llmagent.Config{Name: "dj", Model: m, Tools: w.djTools})
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	return e
+	team, err := toolcallback.NewTeam(client, sessionstore.New(client, nil), "app",
+		[]toolcallback.Member{{Agent: assistant}, {Agent: dj}}, &toolcallback.Options{
+			LeaseTTL: crashLeaseTTL, TokenKey: []byte("test-key-0123456789abcdef0123456789"),
+		})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return team
 }
 
-func (w *crashWorld) turnErr(e *toolcallback.Engine, text string) error {
-	return w.turnCtx(w.t.Context(), e, text, nil)
+// turnErr runs a turn that must not die; its message is one the chat must
+// keep whatever happens later.
+func (w *crashWorld) turnErr(team *toolcallback.Team, agentName, text string) error {
+	err := w.turnCtx(w.t.Context(), team, agentName, text, nil)
+	if err == nil {
+		w.kept = append(w.kept, text)
+	}
+	return err
 }
 
 // turn runs a turn that may die; it returns what the client was streamed.
-func (w *crashWorld) turn(e *toolcallback.Engine, text string) []*session.Event {
+func (w *crashWorld) turn(team *toolcallback.Team, agentName, text string) []*session.Event {
 	var seen []*session.Event
-	_ = w.turnCtx(w.t.Context(), e, text, &seen)
+	_ = w.turnCtx(w.t.Context(), team, agentName, text, &seen)
 	return seen
 }
 
-func (w *crashWorld) turnCtx(ctx context.Context, e *toolcallback.Engine, text string, seen *[]*session.Event) error {
-	inv, err := e.Turn(ctx, textTurn(crashSession, crashClient, text))
+func (w *crashWorld) turnCtx(ctx context.Context, team *toolcallback.Team, agentName, text string, seen *[]*session.Event) error {
+	inv, _, err := team.Turn(ctx, toolcallback.ChatTurn{UserID: "user-1", ChatID: crashChat, ClientID: crashClient, Agent: agentName,
+		Content: genai.NewContentFromText(text, genai.RoleUser)})
 	if err != nil {
 		return err
 	}
@@ -257,17 +349,17 @@ func (w *crashWorld) turnCtx(ctx context.Context, e *toolcallback.Engine, text s
 	return err
 }
 
-func (w *crashWorld) answer(e *toolcallback.Engine, callID string, a toolcallback.Answer) []*session.Event {
-	_, events, _ := resume(e, w.t.Context(), crashSession, callID, crashClient, a)
+func (w *crashWorld) answer(team *toolcallback.Team, callID string, a toolcallback.Answer) []*session.Event {
+	_, events, _ := resume(team, w.t.Context(), crashChat, callID, crashClient, a)
 	return events
 }
 
-func (w *crashWorld) approvalID(e *toolcallback.Engine) string {
-	calls, err := e.Pending(w.t.Context(), "user-1", crashSession, crashClient)
-	if err != nil || len(calls) != 1 {
-		w.t.Fatalf("Pending() = %v, %v; want the approval", calls, err)
+func (w *crashWorld) approvalID(team *toolcallback.Team) string {
+	state, err := team.Pending(w.t.Context(), "user-1", crashChat, crashClient, 0)
+	if err != nil || len(state.Calls) != 1 {
+		w.t.Fatalf("Pending() = %v, %v; want the approval", state, err)
 	}
-	return calls[0].ID
+	return state.Calls[0].ID
 }
 
 // recover plays the next instance: later than the dead holder's lease, it
@@ -275,12 +367,17 @@ func (w *crashWorld) approvalID(e *toolcallback.Engine) string {
 func (w *crashWorld) recover(seen []*session.Event) {
 	t := w.t
 	client, _ := firestoretest.Reopen(t, w.client)
+	sessions := sessionstore.New(client, nil)
 	m := &modeltest.Strict{T: t, Repeat: echoReply}
-	e := w.engine(client, m)
+	team := w.team(client, m)
 	ctx := platform.WithTimeProvider(t.Context(), func() time.Time { return time.Now().Add(crashLeaseTTL + time.Second) })
 
-	calls, err := e.Pending(ctx, "user-1", crashSession, crashClient)
-	if err != nil && !errors.Is(err, sessionstore.ErrNotFound) {
+	var calls []*toolcallback.Call
+	state, err := team.Pending(ctx, "user-1", crashChat, crashClient, 0)
+	switch {
+	case err == nil:
+		calls = state.Calls
+	case !errors.Is(err, sessionstore.ErrNotFound):
 		t.Fatalf("Pending() after the crash error = %v", err)
 	}
 	listed := map[string]bool{}
@@ -289,17 +386,23 @@ func (w *crashWorld) recover(seen []*session.Event) {
 	}
 	// A reloaded tab asks Pending first: the conversation it then shows is
 	// already repaired (no message left without an answer).
-	if stored, err := sessionstore.New(client, nil).Get(ctx, &session.GetRequest{AppName: "app", UserID: "user-1", SessionID: crashSession}); err == nil {
-		if events := stored.Session.Events(); events.Len() > 0 {
-			last := events.At(events.Len() - 1)
-			if last.Author == "user" && last.Content != nil && len(last.Content.Parts) > 0 && last.Content.Parts[0].Text != "" {
-				t.Errorf("after Pending the conversation still ends on the unanswered message %q", last.Content.Parts[0].Text)
+	chat, err := sessions.GetChat(ctx, "app", "user-1", crashChat)
+	if err != nil && !errors.Is(err, sessionstore.ErrNotFound) {
+		t.Fatalf("GetChat() after the crash error = %v", err)
+	}
+	if chat != nil {
+		if stored, err := sessions.Get(ctx, &session.GetRequest{AppName: "app", UserID: "user-1", SessionID: chat.SessionID}); err == nil {
+			if events := stored.Session.Events(); events.Len() > 0 {
+				last := events.At(events.Len() - 1)
+				if last.Author == "user" && last.Content != nil && len(last.Content.Parts) > 0 && last.Content.Parts[0].Text != "" {
+					t.Errorf("after Pending the conversation still ends on the unanswered message %q", last.Content.Parts[0].Text)
+				}
 			}
 		}
 	}
-	// Every paused call a client was shown has its record, and if that is
-	// still pending the call is listed.
-	ledger := sessionstore.New(client, nil).SessionRef("app", "user-1", crashSession).Collection("calls")
+	// Every paused call a client was shown has its record (in the chat's
+	// active session, or one it retired), and if that is still pending
+	// the call is listed.
 	for _, ev := range seen {
 		if ev.Partial || ev.Content == nil {
 			continue
@@ -309,9 +412,9 @@ func (w *crashWorld) recover(seen []*session.Event) {
 			if fc == nil || (fc.Name != "change_bgm" && fc.Name != toolconfirmation.FunctionCallName) {
 				continue
 			}
-			snap, err := ledger.Doc(fc.ID).Get(ctx)
-			if err != nil {
-				t.Fatalf("call %s (%s) was streamed but its ledger record cannot be read: %v", fc.ID, fc.Name, err)
+			snap := callRecord(ctx, t, sessions, chat, fc.ID)
+			if snap == nil {
+				t.Fatalf("call %s (%s) was streamed but has no ledger record", fc.ID, fc.Name)
 			}
 			if st, _ := snap.DataAt("status"); st == "pending" && !listed[fc.ID] {
 				t.Errorf("call %s is pending but Pending() does not list it", fc.ID)
@@ -323,11 +426,11 @@ func (w *crashWorld) recover(seen []*session.Event) {
 		if c.Kind == toolcallback.KindApproval {
 			a = toolcallback.Answer{Approved: ptr(true)}
 		}
-		if _, _, err := resume(e, ctx, crashSession, c.ID, crashClient, a); err != nil {
+		if _, _, err := resume(team, ctx, crashChat, c.ID, crashClient, a); err != nil {
 			t.Errorf("answer %s after the crash: %v", c.ID, err)
 		}
 	}
-	if err := w.turnCtx(ctx, e, "are you there?", nil); err != nil {
+	if err := w.turnCtx(ctx, team, "", "are you there?", nil); err != nil {
 		t.Fatalf("turn after the crash error = %v", err)
 	}
 	if m.Calls() == 0 {
@@ -336,13 +439,45 @@ func (w *crashWorld) recover(seen []*session.Event) {
 	if n := w.booked.Load(); n > 1 {
 		t.Errorf("approved tool ran %d times, want at most once", n)
 	}
-	// No user message is left unanswered: between two of them the model
-	// (or Baton's note that it was interrupted) said something.
-	got, err := sessionstore.New(client, nil).Get(ctx, &session.GetRequest{AppName: "app", UserID: "user-1", SessionID: crashSession})
+	w.checkEveryMessageAnswered(ctx, sessions)
+}
+
+// callRecord reads the ledger record of a call of chat from its active
+// session or a retired one; nil when there is none.
+func callRecord(ctx context.Context, t *testing.T, sessions *sessionstore.Service, chat *sessionstore.Chat, id string) *firestore.DocumentSnapshot {
+	t.Helper()
+	if chat == nil {
+		return nil
+	}
+	for _, sid := range append([]string{chat.SessionID}, chat.Retired...) {
+		snap, err := sessions.SessionRef("app", "user-1", sid).Collection("calls").Doc(id).Get(ctx)
+		if snap != nil && !snap.Exists() {
+			continue
+		}
+		if err != nil {
+			t.Fatalf("read call %s in %s: %v", id, sid, err)
+		}
+		return snap
+	}
+	return nil
+}
+
+// checkEveryMessageAnswered: no user message is left unanswered; between
+// two of them the model (or Baton's note that it was interrupted) said
+// something. And the conversation before the doomed part is still the
+// chat's: every message sent then is in its history.
+func (w *crashWorld) checkEveryMessageAnswered(ctx context.Context, sessions *sessionstore.Service) {
+	t := w.t
+	chat, err := sessions.GetChat(ctx, "app", "user-1", crashChat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := sessions.Get(ctx, &session.GetRequest{AppName: "app", UserID: "user-1", SessionID: chat.SessionID})
 	if err != nil {
 		t.Fatal(err)
 	}
 	waiting := ""
+	sent := map[string]bool{}
 	for ev := range got.Session.Events().All() {
 		if ev.Content == nil {
 			continue
@@ -350,6 +485,9 @@ func (w *crashWorld) recover(seen []*session.Event) {
 		text := ""
 		if len(ev.Content.Parts) > 0 {
 			text = ev.Content.Parts[0].Text
+		}
+		if ev.Author == "user" {
+			sent[text] = true
 		}
 		switch {
 		case ev.Author == "user" && text != "" && waiting != "":
@@ -360,4 +498,134 @@ func (w *crashWorld) recover(seen []*session.Event) {
 			waiting = ""
 		}
 	}
+	for _, text := range w.kept {
+		if !sent[text] {
+			t.Errorf("the message %q, sent before the crash, is no longer in the chat's history", text)
+		}
+	}
+}
+
+// The checks of which way a path went, on the commits it made.
+
+// written returns the document a write writes or deletes.
+func written(w *firestorepb.Write) string {
+	if d := w.GetDelete(); d != "" {
+		return d
+	}
+	return w.GetUpdate().GetName()
+}
+
+func (w *crashWorld) chatDoc() string { return w.sessions.ChatRef("app", "user-1", crashChat).Path }
+
+func (w *crashWorld) sessionDoc(n int) string {
+	return w.sessions.SessionRef("app", "user-1", fmt.Sprintf("%s~%d", crashChat, n)).Path
+}
+
+// writesDoc reports whether c writes (or deletes) the document doc.
+func writesDoc(c *firestorepb.CommitRequest, doc string) bool {
+	return slices.ContainsFunc(c.Writes, func(w *firestorepb.Write) bool { return written(w) == doc })
+}
+
+// tookNewChat: the first commit creates the chat together with its first
+// session (the create-on-append commit, which also stores the message).
+func tookNewChat(w *crashWorld, commits []*firestorepb.CommitRequest) error {
+	first := commits[0]
+	if !writesDoc(first, w.chatDoc()) || !writesDoc(first, w.sessionDoc(0)) {
+		return errors.New("the first commit does not create the chat together with its session")
+	}
+	return nil
+}
+
+// tookExistingChat: no commit writes the chat record.
+func tookExistingChat(w *crashWorld, commits []*firestorepb.CommitRequest) error {
+	for i, c := range commits {
+		if writesDoc(c, w.chatDoc()) {
+			return fmt.Errorf("commit %d writes the chat record of an existing chat", i)
+		}
+	}
+	return nil
+}
+
+// tookSwitch: the chat moves to a second session, and the first is
+// deleted.
+func tookSwitch(w *crashWorld, commits []*firestorepb.CommitRequest) error {
+	var built, moved, deleted bool
+	for _, c := range commits {
+		for _, wr := range c.Writes {
+			switch {
+			case written(wr) == w.sessionDoc(1) && wr.GetUpdate() != nil:
+				built = true
+			case written(wr) == w.chatDoc() && wr.GetUpdate().GetFields()["session"].GetStringValue() == crashChat+"~1":
+				moved = true
+			case wr.GetDelete() == w.sessionDoc(0):
+				deleted = true
+			}
+		}
+	}
+	if !built || !moved || !deleted {
+		return fmt.Errorf("new session built %v, chat moved to it %v, old session deleted %v; want all", built, moved, deleted)
+	}
+	return nil
+}
+
+// answerCommit returns the commit that records an answer in a ledger
+// record, or nil.
+func answerCommit(commits []*firestorepb.CommitRequest) *firestorepb.CommitRequest {
+	for _, c := range commits {
+		for _, wr := range c.Writes {
+			if strings.Contains(written(wr), "/calls/") && slices.Contains(wr.GetUpdateMask().GetFieldPaths(), "answer") {
+				return c
+			}
+		}
+	}
+	return nil
+}
+
+// tookShortResume: the answer is recorded by the commit that takes the
+// session's lease and stores the answer for the agent.
+func tookShortResume(w *crashWorld, commits []*firestorepb.CommitRequest) error {
+	c := answerCommit(commits)
+	if c == nil {
+		return errors.New("no commit records the answer")
+	}
+	if !writesDoc(c, w.sessionDoc(0)) {
+		return errors.New("the answer is recorded without the session: the long path")
+	}
+	return nil
+}
+
+// tookLongResume: the answer is recorded first, by itself; the session is
+// written by later commits.
+func tookLongResume(w *crashWorld, commits []*firestorepb.CommitRequest) error {
+	c := answerCommit(commits)
+	if c == nil {
+		return errors.New("no commit records the answer")
+	}
+	for _, wr := range c.Writes {
+		if !strings.Contains(written(wr), "/calls/") {
+			return fmt.Errorf("the answer is recorded with %s: the short path", written(wr))
+		}
+	}
+	return nil
+}
+
+// describeCommits lists each commit's writes, for a failure message.
+func describeCommits(commits []*firestorepb.CommitRequest) string {
+	var b strings.Builder
+	for i, c := range commits {
+		fmt.Fprintf(&b, "%d:", i)
+		for _, wr := range c.Writes {
+			doc := written(wr)
+			if j := strings.Index(doc, "/users/"); j >= 0 {
+				doc = doc[j:]
+			}
+			kind := "update"
+			if wr.GetDelete() != "" {
+				kind = "delete"
+			}
+			fmt.Fprintf(&b, " %s %s %v;", kind, doc, wr.GetUpdateMask().GetFieldPaths())
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
 }

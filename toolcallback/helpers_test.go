@@ -43,8 +43,10 @@ type tableArgs struct {
 	Name   string `json:"name"`
 }
 
-// fixture is one app with a browser tool, an any-device browser tool, an
-// external tool and an approval-gated tool, on a fresh Firestore project.
+// fixture is a one-agent team (the agent "assistant") with a browser tool,
+// an any-device browser tool, an external tool and an approval-gated tool,
+// on a fresh Firestore project. Tests talk to it through Team only, with
+// chat ids; what they read back from storage they read through the chat.
 type fixture struct {
 	t        testing.TB
 	client   *firestore.Client
@@ -52,7 +54,7 @@ type fixture struct {
 	model    *modeltest.Strict
 	tools    []tool.Tool
 	opts     *toolcallback.Options
-	engine   *toolcallback.Engine
+	team     *toolcallback.Team
 	sessions *sessionstore.Service
 	booked   atomic.Int32 // runs of the approval-gated tool
 	bookArgs atomic.Value // its last arguments
@@ -93,31 +95,39 @@ func newFixture(t testing.TB, opts *toolcallback.Options, script ...reply) *fixt
 		t.Fatal(err)
 	}
 	f.tools = []tool.Tool{bgm, loc, ext, book}
-	f.engine, f.sessions = f.newInstance()
+	f.sessions = sessionstore.New(f.client, nil)
+	f.team = f.newInstance()
 	return f
 }
 
-// newInstance builds another Engine, runner and session service over the
-// same database and model: a second serverless instance.
-func (f *fixture) newInstance() (*toolcallback.Engine, *sessionstore.Service) {
+// newInstance builds another Team, with its own runner and session
+// service, over the same database and model: a second serverless instance.
+func (f *fixture) newInstance() *toolcallback.Team { return f.instanceOn(f.client) }
+
+// instanceOn is newInstance over client, such as a reopened one whose
+// calls a test's fault hook does not see.
+func (f *fixture) instanceOn(client *firestore.Client) *toolcallback.Team {
 	f.t.Helper()
 	a, err := llmagent.New(llmagent.Config{Name: "assistant", Model: f.model, Tools: f.tools})
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	sessions := sessionstore.New(f.client, nil)
-	e, err := toolcallback.New(f.client, sessions, "app", a, f.opts)
+	team, err := toolcallback.NewTeam(client, sessionstore.New(client, nil), "app", []toolcallback.Member{{Agent: a}}, f.opts)
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	return e, sessions
+	return team
 }
 
-// turn sends a message and returns the invocation's events.
-func (f *fixture) turn(e *toolcallback.Engine, sid, client, text string) ([]*session.Event, error) {
+// turn sends user-1's message to chat from client and returns the
+// invocation's events.
+func (f *fixture) turn(team *toolcallback.Team, chat, client, text string) ([]*session.Event, error) {
 	f.t.Helper()
-	inv, err := e.Turn(f.t.Context(), toolcallback.TurnRequest{UserID: "user-1", SessionID: sid, ClientID: client,
-		Content: genai.NewContentFromText(text, genai.RoleUser)})
+	return runTurn(f.t.Context(), team, textTurn(chat, client, text))
+}
+
+func runTurn(ctx context.Context, team *toolcallback.Team, req toolcallback.ChatTurn) ([]*session.Event, error) {
+	inv, _, err := team.Turn(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -151,17 +161,32 @@ func finalText(events []*session.Event) string {
 	return text
 }
 
-func (f *fixture) pending(sid, client string) []*toolcallback.Call {
+// pending lists the calls of chat that client may answer.
+func (f *fixture) pending(chat, client string) []*toolcallback.Call {
 	f.t.Helper()
-	calls, err := f.engine.Pending(f.t.Context(), "user-1", sid, client)
+	state, err := f.team.Pending(f.t.Context(), "user-1", chat, client, 0)
 	if err != nil {
 		f.t.Fatalf("Pending() error = %v", err)
 	}
-	return calls
+	return state.Calls
 }
 
-// history returns the stored session's events.
-func (f *fixture) history(sid string) []*session.Event { return storedEvents(f.t, f.sessions, sid) }
+// sessionOf returns the ADK session user-1's chat points at.
+func (f *fixture) sessionOf(chat string) string { return activeSession(f.t, f.sessions, chat) }
+
+func activeSession(t testing.TB, sessions *sessionstore.Service, chat string) string {
+	t.Helper()
+	c, err := sessions.GetChat(t.Context(), "app", "user-1", chat)
+	if err != nil {
+		t.Fatalf("GetChat(%q) error = %v", chat, err)
+	}
+	return c.SessionID
+}
+
+// history returns the stored events of the chat's active session.
+func (f *fixture) history(chat string) []*session.Event {
+	return storedEvents(f.t, f.sessions, f.sessionOf(chat))
+}
 
 // storedEvents returns user-1's stored session sid's events.
 func storedEvents(t testing.TB, sessions *sessionstore.Service, sid string) []*session.Event {
@@ -177,19 +202,26 @@ func storedEvents(t testing.TB, sessions *sessionstore.Service, sid string) []*s
 	return out
 }
 
-// callStatus reads a ledger record's status straight from Firestore.
-func (f *fixture) callStatus(sid, callID string) string {
+// callField reads a field of a ledger record of the chat straight from
+// Firestore.
+func (f *fixture) callField(chat, callID, field string) any {
 	f.t.Helper()
-	snap, err := f.sessions.SessionRef("app", "user-1", sid).Collection("calls").Doc(callID).Get(f.t.Context())
+	snap, err := f.sessions.SessionRef("app", "user-1", f.sessionOf(chat)).Collection("calls").Doc(callID).Get(f.t.Context())
 	if err != nil {
 		f.t.Fatalf("read call %q: %v", callID, err)
 	}
-	s, _ := snap.DataAt("status")
-	return fmt.Sprint(s)
+	v, _ := snap.DataAt(field)
+	return v
 }
 
-func resume(e *toolcallback.Engine, ctx context.Context, sid, callID, client string, a toolcallback.Answer) (*toolcallback.Resumption, []*session.Event, error) {
-	res, err := e.Resume(ctx, toolcallback.Result{UserID: "user-1", ChatID: sid, CallID: callID, ClientID: client, Answer: a})
+// callStatus reads a ledger record's status straight from Firestore.
+func (f *fixture) callStatus(chat, callID string) string {
+	return fmt.Sprint(f.callField(chat, callID, "status"))
+}
+
+// resume answers user-1's call in chat and returns the resumed events.
+func resume(team *toolcallback.Team, ctx context.Context, chat, callID, client string, a toolcallback.Answer) (*toolcallback.Resumption, []*session.Event, error) {
+	res, err := team.Resume(ctx, toolcallback.Result{UserID: "user-1", ChatID: chat, CallID: callID, ClientID: client, Answer: a})
 	if err != nil {
 		return res, nil, err
 	}
@@ -204,10 +236,6 @@ func ptr[T any](v T) *T { return &v }
 
 func asError[T error](err error, target *T) bool { return errors.As(err, target) }
 
-func newSession(sid string) *session.CreateRequest {
-	return &session.CreateRequest{AppName: "app", UserID: "user-1", SessionID: sid}
-}
-
-func textTurn(sid, client, text string) toolcallback.TurnRequest {
-	return toolcallback.TurnRequest{UserID: "user-1", SessionID: sid, ClientID: client, Content: genai.NewContentFromText(text, genai.RoleUser)}
+func textTurn(chat, client, text string) toolcallback.ChatTurn {
+	return toolcallback.ChatTurn{UserID: "user-1", ChatID: chat, ClientID: client, Content: genai.NewContentFromText(text, genai.RoleUser)}
 }

@@ -8,12 +8,10 @@ import (
 	"testing"
 
 	"cloud.google.com/go/firestore/apiv1/firestorepb"
-	"google.golang.org/adk/v2/agent/llmagent"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/baton-run/baton/internal/firestoretest"
-	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
 )
 
@@ -27,7 +25,7 @@ func TestTurnAfterLostResumeRecord(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, nil, callReply(call("c1", "change_bgm", map[string]any{"track": 2})), textReply("playing"),
 		textReply("next"), textReply("and next"))
-	if _, err := f.turn(f.engine, "s1", "tab-a", "play track 2"); err != nil {
+	if _, err := f.turn(f.team, "s1", "tab-a", "play track 2"); err != nil {
 		t.Fatal(err)
 	}
 	lost := errors.New("injected: lost the resumed record")
@@ -41,7 +39,7 @@ func TestTurnAfterLostResumeRecord(t *testing.T) {
 		}
 		return nil
 	})
-	if _, events, err := resume(f.engine, t.Context(), "s1", "c1", "tab-a", toolcallback.Answer{Output: map[string]any{"playing": 2}}); err != nil || finalText(events) != "playing" {
+	if _, events, err := resume(f.team, t.Context(), "s1", "c1", "tab-a", toolcallback.Answer{Output: map[string]any{"playing": 2}}); err != nil || finalText(events) != "playing" {
 		t.Fatalf("Resume() = %q, %v; want the model's reply", finalText(events), err)
 	}
 	f.counter.SetHook(nil)
@@ -56,30 +54,19 @@ func TestTurnAfterLostResumeRecord(t *testing.T) {
 		}
 		return nil
 	})
-	if _, err := f.turn(f.engine, "s1", "tab-a", "next"); err != nil {
+	if _, err := f.turn(f.team, "s1", "tab-a", "next"); err != nil {
 		t.Fatal(err)
 	}
 	if resumed := f.callField("s1", "c1", "resumed"); resumed != true {
 		t.Errorf("resumed after the next turn = %v, want true: the turn must look the ledger up", resumed)
 	}
 	queries.Store(0)
-	if _, err := f.turn(f.engine, "s1", "tab-a", "and next"); err != nil {
+	if _, err := f.turn(f.team, "s1", "tab-a", "and next"); err != nil {
 		t.Fatal(err)
 	}
 	if n := queries.Load(); n != 0 {
 		t.Errorf("the turn after that queried the ledger %d times, want 0: the settled turn clears the mark", n)
 	}
-}
-
-// callField reads a field of a ledger record.
-func (f *fixture) callField(sid, callID, field string) any {
-	f.t.Helper()
-	snap, err := f.sessions.SessionRef("app", "user-1", sid).Collection("calls").Doc(callID).Get(f.t.Context())
-	if err != nil {
-		f.t.Fatalf("read call %q: %v", callID, err)
-	}
-	v, _ := snap.DataAt(field)
-	return v
 }
 
 // TestShortResumeLosesRace: a second answer to the same call lands between
@@ -89,18 +76,12 @@ func (f *fixture) callField(sid, callID, field string) any {
 func TestShortResumeLosesRace(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, nil, callReply(call("c1", "change_bgm", map[string]any{"track": 2})), textReply("the other answer won"))
-	if _, err := f.turn(f.engine, "s1", "tab-a", "play track 2"); err != nil {
+	if _, err := f.turn(f.team, "s1", "tab-a", "play track 2"); err != nil {
 		t.Fatal(err)
 	}
+	// Another instance, on a client the fault hook does not see.
 	client2, _ := firestoretest.Reopen(t, f.client)
-	a, err := llmagent.New(llmagent.Config{Name: "assistant", Model: f.model, Tools: f.tools})
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err := toolcallback.New(client2, sessionstore.New(client2, nil), "app", a, f.opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	other := f.instanceOn(client2)
 	var raced atomic.Bool
 	f.counter.SetHook(func(method string, req any) error {
 		c, ok := req.(*firestorepb.CommitRequest)
@@ -117,7 +98,7 @@ func TestShortResumeLosesRace(t *testing.T) {
 		}
 		return nil
 	})
-	_, _, err = resume(f.engine, t.Context(), "s1", "c1", "tab-a", toolcallback.Answer{Output: map[string]any{"playing": 2}})
+	_, _, err := resume(f.team, t.Context(), "s1", "c1", "tab-a", toolcallback.Answer{Output: map[string]any{"playing": 2}})
 	f.counter.SetHook(nil)
 	if !raced.Load() {
 		t.Fatal("the resume made no commit recording its answer: the race was not run")

@@ -51,7 +51,7 @@ func TestMixedSteps(t *testing.T) {
 			t.Run(step.name+"/"+strings.Join(ids, ","), func(t *testing.T) {
 				t.Parallel()
 				f := newFixture(t, nil, callReply(step.calls...), echoReply)
-				if _, err := f.turn(f.engine, "s1", "tab-a", "do all of it"); err != nil {
+				if _, err := f.turn(f.team, "s1", "tab-a", "do all of it"); err != nil {
 					t.Fatalf("Turn() error = %v", err)
 				}
 				answerID := map[string]string{} // model call id -> id the answer carries
@@ -59,7 +59,7 @@ func TestMixedSteps(t *testing.T) {
 					answerID[c.OriginalID] = c.ID
 				}
 				for n, id := range ids {
-					res, _, err := resume(f.engine, t.Context(), "s1", answerID[id], "tab-a", answers[id])
+					res, _, err := resume(f.team, t.Context(), "s1", answerID[id], "tab-a", answers[id])
 					if err != nil {
 						t.Fatalf("Resume(%s) error = %v", id, err)
 					}

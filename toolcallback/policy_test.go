@@ -19,7 +19,7 @@ import (
 func pausedFixture(t *testing.T, opts *toolcallback.Options, script ...reply) *fixture {
 	t.Helper()
 	f := newFixture(t, opts, append([]reply{callReply(call("c1", "change_bgm", map[string]any{"track": 2}))}, script...)...)
-	if _, err := f.turn(f.engine, "s1", "tab-a", "change the music to track 2"); err != nil {
+	if _, err := f.turn(f.team, "s1", "tab-a", "change the music to track 2"); err != nil {
 		t.Fatalf("Turn() error = %v", err)
 	}
 	return f
@@ -28,7 +28,7 @@ func pausedFixture(t *testing.T, opts *toolcallback.Options, script ...reply) *f
 func TestCancelPolicy(t *testing.T) {
 	t.Parallel()
 	f := pausedFixture(t, nil, echoReply)
-	events, err := f.turn(f.engine, "s1", "tab-a", "never mind, what time is it?")
+	events, err := f.turn(f.team, "s1", "tab-a", "never mind, what time is it?")
 	if err != nil {
 		t.Fatalf("Turn() error = %v", err)
 	}
@@ -46,7 +46,7 @@ func TestCancelPolicy(t *testing.T) {
 	}
 	// A late answer is refused and changes nothing.
 	before := f.counter.Snapshot()
-	_, _, err = resume(f.engine, t.Context(), "s1", "c1", "tab-a", toolcallback.Answer{Output: map[string]any{"playing": 2}})
+	_, _, err = resume(f.team, t.Context(), "s1", "c1", "tab-a", toolcallback.Answer{Output: map[string]any{"playing": 2}})
 	if !errors.Is(err, toolcallback.ErrExpired) {
 		t.Errorf("late Resume() error = %v, want ErrExpired", err)
 	}
@@ -60,7 +60,7 @@ func TestRejectPolicy(t *testing.T) {
 	f := pausedFixture(t, &toolcallback.Options{PendingPolicy: toolcallback.PendingReject})
 	before := f.counter.Snapshot()
 	history := len(f.history("s1"))
-	_, err := f.turn(f.engine, "s1", "tab-a", "something else")
+	_, err := f.turn(f.team, "s1", "tab-a", "something else")
 	var pending *toolcallback.PendingCallsError
 	if !errors.As(err, &pending) || len(pending.Calls) != 1 || pending.Calls[0].ID != "c1" {
 		t.Fatalf("Turn() error = %v, want PendingCallsError listing c1", err)
@@ -80,13 +80,13 @@ func TestRejectPolicy(t *testing.T) {
 func TestSweepExpiry(t *testing.T) {
 	t.Parallel()
 	f := pausedFixture(t, nil, echoReply)
-	second, _ := f.newInstance()
+	second := f.newInstance()
 	later := time.Now().Add(11 * time.Minute)
 	reports := make([]toolcallback.SweepReport, 2)
 	errs := make([]error, 2)
 	var wg sync.WaitGroup
-	for i, e := range []*toolcallback.Engine{f.engine, second} {
-		wg.Go(func() { reports[i], errs[i] = e.Sweep(t.Context(), later) })
+	for i, team := range []*toolcallback.Team{f.team, second} {
+		wg.Go(func() { reports[i], errs[i] = team.Sweep(t.Context(), later) })
 	}
 	wg.Wait()
 	for _, err := range errs {
@@ -107,12 +107,12 @@ func TestSweepExpiry(t *testing.T) {
 		t.Errorf("model was not told the call expired:\n%s", req)
 	}
 	// Sweeping again does nothing.
-	again, err := f.engine.Sweep(t.Context(), later)
+	again, err := f.team.Sweep(t.Context(), later)
 	if err != nil || again != (toolcallback.SweepReport{}) {
 		t.Errorf("second Sweep() = %+v, %v; want nothing done", again, err)
 	}
 	// A late answer gets the expired error.
-	if _, _, err := resume(f.engine, t.Context(), "s1", "c1", "tab-a", toolcallback.Answer{Output: map[string]any{}}); !errors.Is(err, toolcallback.ErrExpired) {
+	if _, _, err := resume(f.team, t.Context(), "s1", "c1", "tab-a", toolcallback.Answer{Output: map[string]any{}}); !errors.Is(err, toolcallback.ErrExpired) {
 		t.Errorf("late Resume() error = %v, want ErrExpired", err)
 	}
 }
@@ -122,7 +122,7 @@ func TestAnswerAfterDeadlineBeforeSweep(t *testing.T) {
 	f := pausedFixture(t, nil)
 	ctx := platform.WithTimeProvider(t.Context(), func() time.Time { return time.Now().Add(11 * time.Minute) })
 	before := f.counter.Snapshot()
-	if _, _, err := resume(f.engine, ctx, "s1", "c1", "tab-a", toolcallback.Answer{Output: map[string]any{}}); !errors.Is(err, toolcallback.ErrExpired) {
+	if _, _, err := resume(f.team, ctx, "s1", "c1", "tab-a", toolcallback.Answer{Output: map[string]any{}}); !errors.Is(err, toolcallback.ErrExpired) {
 		t.Errorf("Resume() after the deadline error = %v, want ErrExpired", err)
 	}
 	if w := f.counter.Snapshot().Sub(before).Writes; w != 0 {
@@ -140,20 +140,20 @@ func TestRefusedAnswers(t *testing.T) {
 	if len(pending) != 1 {
 		t.Fatalf("Pending() = %d calls, want 1", len(pending))
 	}
-	token, err := f.engine.Token(pending[0])
+	token, err := f.team.Token(pending[0])
 	if err != nil {
 		t.Fatal(err)
 	}
 	forged := token[:len(token)-2] + "xx"
 	otherArgs := *pending[0]
 	otherArgs.Args = map[string]any{"track": 9}
-	mismatched, err := f.engine.Token(&otherArgs)
+	mismatched, err := f.team.Token(&otherArgs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	expiredCall := *pending[0]
 	expiredCall.Expires = time.Now().Add(-time.Minute)
-	expired, err := f.engine.Token(&expiredCall)
+	expired, err := f.team.Token(&expiredCall)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,9 +163,10 @@ func TestRefusedAnswers(t *testing.T) {
 		wantErr error
 	}{
 		{"wrong client", toolcallback.Result{UserID: "user-1", ChatID: "s1", CallID: "c1", ClientID: "tab-b", Answer: ok}, toolcallback.ErrWrongClient},
-		{"other user", toolcallback.Result{UserID: "user-2", ChatID: "s1", CallID: "c1", ClientID: "tab-a", Answer: ok}, toolcallback.ErrCallNotFound},
+		// Another user's chat is not found, as a chat that does not exist.
+		{"other user", toolcallback.Result{UserID: "user-2", ChatID: "s1", CallID: "c1", ClientID: "tab-a", Answer: ok}, sessionstore.ErrNotFound},
 		{"unknown call", toolcallback.Result{UserID: "user-1", ChatID: "s1", CallID: "c9", ClientID: "tab-a", Answer: ok}, toolcallback.ErrCallNotFound},
-		{"unknown session", toolcallback.Result{UserID: "user-1", ChatID: "s9", CallID: "c1", ClientID: "tab-a", Answer: ok}, toolcallback.ErrCallNotFound},
+		{"unknown chat", toolcallback.Result{UserID: "user-1", ChatID: "s9", CallID: "c1", ClientID: "tab-a", Answer: ok}, sessionstore.ErrNotFound},
 		{"invalid call id", toolcallback.Result{UserID: "user-1", ChatID: "s1", CallID: "a/b", ClientID: "tab-a", Answer: ok}, sessionstore.ErrInvalidID},
 		{"oversize", toolcallback.Result{UserID: "user-1", ChatID: "s1", CallID: "c1", ClientID: "tab-a",
 			Answer: toolcallback.Answer{Output: map[string]any{"blob": strings.Repeat("x", 300<<10)}}}, toolcallback.ErrAnswerTooLarge},
@@ -179,7 +180,7 @@ func TestRefusedAnswers(t *testing.T) {
 	}
 	for _, tc := range tests {
 		before := f.counter.Snapshot()
-		_, err := f.engine.Resume(t.Context(), tc.result)
+		_, err := f.team.Resume(t.Context(), tc.result)
 		if !errors.Is(err, tc.wantErr) {
 			t.Errorf("%s: Resume() error = %v, want %v", tc.name, err, tc.wantErr)
 		}
@@ -198,19 +199,19 @@ func TestRefusedAnswers(t *testing.T) {
 func TestTokenAnswers(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, nil, callReply(call("x1", "ask_crm", map[string]any{"query": "vip?"})), echoReply)
-	if _, err := f.turn(f.engine, "s1", "tab-a", "is Ada a VIP?"); err != nil {
+	if _, err := f.turn(f.team, "s1", "tab-a", "is Ada a VIP?"); err != nil {
 		t.Fatal(err)
 	}
 	calls := f.pending("s1", "tab-a")
 	if len(calls) != 1 || calls[0].Kind != toolcallback.KindExternal {
 		t.Fatalf("Pending() = %+v, want one external call", calls)
 	}
-	token, err := f.engine.Token(calls[0])
+	token, err := f.team.Token(calls[0])
 	if err != nil {
 		t.Fatal(err)
 	}
 	answer := toolcallback.Answer{Output: map[string]any{"vip": true}}
-	res, err := f.engine.Resume(t.Context(), toolcallback.Result{Token: token, Answer: answer})
+	res, err := f.team.Resume(t.Context(), toolcallback.Result{Token: token, Answer: answer})
 	if err != nil {
 		t.Fatalf("Resume(token) error = %v", err)
 	}
@@ -221,7 +222,7 @@ func TestTokenAnswers(t *testing.T) {
 	if got := finalText(events); !strings.Contains(got, `ask_crm={"vip":true}`) {
 		t.Errorf("model answer = %q, want the external result", got)
 	}
-	_, err = f.engine.Resume(t.Context(), toolcallback.Result{Token: token, Answer: answer})
+	_, err = f.team.Resume(t.Context(), toolcallback.Result{Token: token, Answer: answer})
 	var already *toolcallback.AlreadyResolvedError
 	if !errors.As(err, &already) || !already.Same {
 		t.Errorf("retried token answer error = %v, want AlreadyResolvedError with Same", err)
@@ -231,7 +232,7 @@ func TestTokenAnswers(t *testing.T) {
 func TestAnyDeviceAndVisibility(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, nil, callReply(call("c1", "change_bgm", map[string]any{"track": 1}), call("l1", "get_location", nil)), echoReply)
-	if _, err := f.turn(f.engine, "s1", "tab-a", "music and location"); err != nil {
+	if _, err := f.turn(f.team, "s1", "tab-a", "music and location"); err != nil {
 		t.Fatal(err)
 	}
 	ids := func(calls []*toolcallback.Call) string {
@@ -247,10 +248,10 @@ func TestAnyDeviceAndVisibility(t *testing.T) {
 	if got := ids(f.pending("s1", "tab-b")); got != "l1" {
 		t.Errorf("Pending(tab-b) = %s, want only the any-device call l1", got)
 	}
-	if _, _, err := resume(f.engine, t.Context(), "s1", "l1", "tab-b", toolcallback.Answer{Output: map[string]any{"city": "Oslo"}}); err != nil {
+	if _, _, err := resume(f.team, t.Context(), "s1", "l1", "tab-b", toolcallback.Answer{Output: map[string]any{"city": "Oslo"}}); err != nil {
 		t.Errorf("Resume(l1 from tab-b) error = %v, want accepted", err)
 	}
-	if _, err := f.engine.Pending(t.Context(), "user-2", "s1", "tab-a"); !errors.Is(err, sessionstore.ErrNotFound) {
+	if _, err := f.team.Pending(t.Context(), "user-2", "s1", "tab-a", 0); !errors.Is(err, sessionstore.ErrNotFound) {
 		t.Errorf("Pending(other user) error = %v, want ErrNotFound", err)
 	}
 }
@@ -264,14 +265,14 @@ func TestSweepStartsNoResumeItCannotFinish(t *testing.T) {
 	later := time.Now().Add(11 * time.Minute)
 	short, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
-	report, err := f.engine.Sweep(short, later)
+	report, err := f.team.Sweep(short, later)
 	if err != nil || report.Expired != 1 || report.Resumed != 0 || report.Skipped != 1 {
 		t.Fatalf("short Sweep() = %+v, %v; want the call expired and its resume skipped", report, err)
 	}
 	if f.model.Calls() != 1 {
 		t.Errorf("model called %d times, want 1", f.model.Calls())
 	}
-	report, err = f.engine.Sweep(t.Context(), later)
+	report, err = f.team.Sweep(t.Context(), later)
 	if err != nil || report.Resumed != 1 {
 		t.Errorf("next Sweep() = %+v, %v; want the step resumed", report, err)
 	}

@@ -85,7 +85,7 @@ func TestSwitchRecordsWhatRan(t *testing.T) {
 			}
 
 			// The record's structured form says the same, for a reloaded page.
-			chat, err := f.team.Chat(t.Context(), "user-1", "chat")
+			chat, err := f.sessions.GetChat(t.Context(), "app", "user-1", "chat")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -170,7 +170,7 @@ func TestSwitchAndBack(t *testing.T) {
 	if strings.Contains(dump, "call(") || strings.Contains(dump, "response(") {
 		t.Errorf("concierge's request carries the DJ's function calls:\n%s", dump)
 	}
-	chat, err := f.team.Chat(t.Context(), "user-1", "chat")
+	chat, err := f.sessions.GetChat(t.Context(), "app", "user-1", "chat")
 	if err != nil || chat.Switches != 2 || chat.Agent != "concierge" || chat.SessionID != "chat~2" || chat.CleanupAt != nil {
 		t.Errorf("chat record = %+v, %v", chat, err)
 	}
@@ -202,7 +202,7 @@ func TestLongChatIDs(t *testing.T) {
 					t.Fatalf("switch %d to %s: %+v, %v", i, target, report, err)
 				}
 			}
-			chat, err := f.team.Chat(t.Context(), "user-1", chatID)
+			chat, err := f.sessions.GetChat(t.Context(), "app", "user-1", chatID)
 			if err != nil || chat.Switches != switches || chat.Agent != "concierge" {
 				t.Fatalf("chat after %d switches = %+v, %v", switches, chat, err)
 			}
@@ -323,7 +323,7 @@ func TestSwitchFailures(t *testing.T) {
 			if _, err := f.team.Sweep(t.Context(), time.Now().Add(5*time.Minute)); err != nil {
 				t.Fatalf("Sweep() error = %v", err)
 			}
-			chat, err := f.team.Chat(t.Context(), "user-1", "chat")
+			chat, err := f.sessions.GetChat(t.Context(), "app", "user-1", "chat")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -428,14 +428,14 @@ func TestIdleCleanup(t *testing.T) {
 		t.Errorf("Sweep() = %+v, want one idle chat deleted", report)
 	}
 	after := countDocs(t, ctx, user)
-	if _, err := f.team.Chat(ctx, "user-1", "old"); !errors.Is(err, sessionstore.ErrNotFound) {
+	if _, err := f.sessions.GetChat(ctx, "app", "user-1", "old"); !errors.Is(err, sessionstore.ErrNotFound) {
 		t.Errorf("idle chat still readable: %v", err)
 	}
 	// What remains is exactly the active chat's documents.
 	if want := withNew - before; after != want {
 		t.Errorf("documents after cleanup = %d, want %d (the active chat's only; %d before)", after, want, withNew)
 	}
-	if _, err := f.team.Chat(ctx, "user-1", "new"); err != nil {
+	if _, err := f.sessions.GetChat(ctx, "app", "user-1", "new"); err != nil {
 		t.Errorf("active chat was deleted: %v", err)
 	}
 }

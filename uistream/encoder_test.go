@@ -19,34 +19,6 @@ import (
 	"github.com/baton-run/baton/uistream/uistreamtest"
 )
 
-func streamChunkTypes(chunks []map[string]any) []string {
-	types := make([]string, len(chunks))
-	for i, c := range chunks {
-		types[i] = c["type"].(string)
-	}
-	return types
-}
-
-// streamChunksOf returns the chunks of one type.
-func streamChunksOf(chunks []map[string]any, typ string) []map[string]any {
-	var out []map[string]any
-	for _, c := range chunks {
-		if c["type"] == typ {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
-// streamText joins the text deltas of a stream.
-func streamText(chunks []map[string]any) string {
-	var b strings.Builder
-	for _, c := range streamChunksOf(chunks, "text-delta") {
-		b.WriteString(c["delta"].(string))
-	}
-	return b.String()
-}
-
 func streamTextEvent(text string, partial bool) *session.Event {
 	return &session.Event{
 		InvocationID: "inv-1",
@@ -181,10 +153,10 @@ func TestEncoderText(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			chunks := streamTurn(t, nil, tt.events...)
 			uistreamtest.Check(t, chunks)
-			if diff := cmp.Diff(tt.wantTypes, streamChunkTypes(chunks)); diff != "" {
+			if diff := cmp.Diff(tt.wantTypes, uistreamtest.Types(chunks)); diff != "" {
 				t.Errorf("chunk types mismatch (-want +got):\n%s", diff)
 			}
-			if got := streamText(chunks); got != tt.wantText {
+			if got := uistreamtest.Text(chunks); got != tt.wantText {
 				t.Errorf("streamed text = %q, want %q", got, tt.wantText)
 			}
 			if start := chunks[0]; start["messageId"] != "msg-1" {
@@ -222,7 +194,7 @@ func TestEncoderParallelAgents(t *testing.T) {
 	)
 	uistreamtest.Check(t, chunks)
 	var got []string
-	for _, c := range streamChunksOf(chunks, "text-delta") {
+	for _, c := range uistreamtest.OfType(chunks, "text-delta") {
 		got = append(got, c["delta"].(string))
 	}
 	want := []string{"A1", "B", "ee", "A2", "C", "A3", "A4", "ee"}
@@ -237,7 +209,7 @@ func TestEncoderUserTextNotEchoed(t *testing.T) {
 	user.Content.Role = genai.RoleUser
 	chunks := streamTurn(t, nil, user)
 	uistreamtest.Check(t, chunks)
-	if got := streamText(chunks); got != "" {
+	if got := uistreamtest.Text(chunks); got != "" {
 		t.Errorf("streamed text = %q, want none", got)
 	}
 }
@@ -255,7 +227,7 @@ func TestEncoderBrowserCall(t *testing.T) {
 		chunks := streamTurn(t, streamKinds(map[string]CallKind{"play_music": kind}), partialEv, callEv, placeholder)
 		uistreamtest.Check(t, chunks)
 		want := []string{"start", "start-step", "tool-input-available", "finish-step", "finish", "[DONE]"}
-		if diff := cmp.Diff(want, streamChunkTypes(chunks)); diff != "" {
+		if diff := cmp.Diff(want, uistreamtest.Types(chunks)); diff != "" {
 			t.Errorf("kind %d: chunk types mismatch (-want +got):\n%s", kind, diff)
 		}
 		wantInput := map[string]any{"type": "tool-input-available", "toolCallId": "call-1", "toolName": "play_music", "input": map[string]any{"song": "Blue"}}
@@ -306,7 +278,7 @@ func TestEncoderServerCall(t *testing.T) {
 				"start-step", "text-start", "text-delta", "text-end", "finish-step",
 				"finish", "[DONE]",
 			}
-			if diff := cmp.Diff(want, streamChunkTypes(chunks)); diff != "" {
+			if diff := cmp.Diff(want, uistreamtest.Types(chunks)); diff != "" {
 				t.Fatalf("chunk types mismatch (-want +got):\n%s", diff)
 			}
 			wantInput := map[string]any{"type": "tool-input-available", "toolCallId": "call-1", "toolName": "weather", "input": map[string]any{"city": "Oslo"}}
@@ -368,7 +340,7 @@ func TestEncoderApproval(t *testing.T) {
 			chunks := streamTurn(t, func(*genai.FunctionCall) CallKind { return CallServer }, tt.events...)
 			uistreamtest.Check(t, chunks)
 			want := []string{"start", "start-step", "tool-input-available", "tool-approval-request", "finish-step", "finish", "[DONE]"}
-			if diff := cmp.Diff(want, streamChunkTypes(chunks)); diff != "" {
+			if diff := cmp.Diff(want, uistreamtest.Types(chunks)); diff != "" {
 				t.Fatalf("chunk types mismatch (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff(wantInput, chunks[2]); diff != "" {
@@ -394,7 +366,7 @@ func TestEncoderResumedResult(t *testing.T) {
 		"start-step", "text-start", "text-delta", "text-end", "finish-step",
 		"finish", "[DONE]",
 	}
-	if diff := cmp.Diff(want, streamChunkTypes(chunks)); diff != "" {
+	if diff := cmp.Diff(want, uistreamtest.Types(chunks)); diff != "" {
 		t.Errorf("chunk types mismatch (-want +got):\n%s", diff)
 	}
 }
@@ -420,13 +392,13 @@ func TestEncoderTextWithCalls(t *testing.T) {
 		"tool-input-available", "tool-input-available", "tool-output-available",
 		"finish-step", "finish", "[DONE]",
 	}
-	if diff := cmp.Diff(want, streamChunkTypes(chunks)); diff != "" {
+	if diff := cmp.Diff(want, uistreamtest.Types(chunks)); diff != "" {
 		t.Errorf("chunk types mismatch (-want +got):\n%s", diff)
 	}
-	if got := streamText(chunks); got != "Checking." {
+	if got := uistreamtest.Text(chunks); got != "Checking." {
 		t.Errorf("streamed text = %q, want %q", got, "Checking.")
 	}
-	if got := streamChunksOf(chunks, "tool-output-available")[0]["toolCallId"]; got != "call-1" {
+	if got := uistreamtest.OfType(chunks, "tool-output-available")[0]["toolCallId"]; got != "call-1" {
 		t.Errorf("tool-output-available toolCallId = %v, want call-1", got)
 	}
 }
@@ -491,7 +463,7 @@ func TestEncoderKeepAlive(t *testing.T) {
 	}
 	chunks := uistreamtest.Parse(t, body)
 	uistreamtest.Check(t, chunks)
-	if got := streamText(chunks); got != "Hi" {
+	if got := uistreamtest.Text(chunks); got != "Hi" {
 		t.Errorf("streamed text = %q, want Hi", got)
 	}
 }
@@ -602,7 +574,7 @@ func TestEncoderUnencodableInput(t *testing.T) {
 	}
 	chunks := uistreamtest.Parse(t, rec.Body.String())
 	uistreamtest.Check(t, chunks)
-	inputs := streamChunksOf(chunks, "tool-input-available")
+	inputs := uistreamtest.OfType(chunks, "tool-input-available")
 	if len(inputs) != 1 || inputs[0]["input"] != nil {
 		t.Errorf("tool-input-available chunks = %v, want one with input null", inputs)
 	}
@@ -643,7 +615,7 @@ func TestEncoderConcurrentKeepAlive(t *testing.T) {
 	}
 	chunks := uistreamtest.Parse(t, rec.Body.String())
 	uistreamtest.Check(t, chunks)
-	if got := streamText(chunks); got != want.String() {
+	if got := uistreamtest.Text(chunks); got != want.String() {
 		t.Errorf("streamed text = %q, want %q", got, want.String())
 	}
 }

@@ -3,7 +3,11 @@
 package uistreamtest
 
 import (
+	"bufio"
 	"encoding/json"
+	"io"
+	"iter"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -15,15 +19,30 @@ import (
 // {"type": "[DONE]"}.
 func Parse(t testing.TB, body string) []map[string]any {
 	t.Helper()
-	body = strings.ReplaceAll(body, "\r\n", "\n")
-	if body != "" && !strings.HasSuffix(body, "\n\n") {
+	if body != "" && !strings.HasSuffix(strings.ReplaceAll(body, "\r\n", "\n"), "\n\n") {
 		t.Errorf("SSE body does not end with a blank line: the last event would be dropped: %q", body)
 	}
-	var chunks []map[string]any
-	for _, block := range strings.Split(body, "\n\n") {
+	return slices.Collect(Read(t, strings.NewReader(body)))
+}
+
+// Read yields the chunks of a Server-Sent Events stream, parsed as Parse
+// does, each as soon as its event has arrived, so that a test can act in
+// the middle of a live stream (and stop reading by breaking out of the
+// loop). An event cut off by the end of r is dropped, as a browser drops
+// it; a read error fails t.
+func Read(t testing.TB, r io.Reader) iter.Seq[map[string]any] {
+	return func(yield func(map[string]any) bool) {
+		t.Helper()
+		lines := bufio.NewScanner(r)
+		lines.Buffer(make([]byte, 0, 64<<10), maxEventBytes)
 		var data []string
-		for _, line := range strings.Split(block, "\n") {
-			switch {
+		for lines.Scan() { // lines without their "\n" or "\r\n"
+			switch line := lines.Text(); {
+			case line == "" && data != nil:
+				if !yield(decode(t, strings.Join(data, "\n"))) {
+					return
+				}
+				data = nil
 			case line == "", strings.HasPrefix(line, ":"):
 			case strings.HasPrefix(line, "data:"):
 				data = append(data, strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " "))
@@ -31,24 +50,30 @@ func Parse(t testing.TB, body string) []map[string]any {
 				t.Errorf("unexpected SSE line %q", line)
 			}
 		}
-		if data == nil {
-			continue
+		if err := lines.Err(); err != nil {
+			t.Errorf("read SSE stream: %v", err)
 		}
-		payload := strings.Join(data, "\n")
-		if payload == "[DONE]" {
-			chunks = append(chunks, map[string]any{"type": "[DONE]"})
-			continue
-		}
-		var chunk map[string]any
-		if err := json.Unmarshal([]byte(payload), &chunk); err != nil {
-			t.Fatalf("SSE data %q is not a JSON object: %v", payload, err)
-		}
-		if _, ok := chunk["type"].(string); !ok {
-			t.Fatalf("SSE chunk %q has no string type", payload)
-		}
-		chunks = append(chunks, chunk)
 	}
-	return chunks
+}
+
+// maxEventBytes bounds one line of a stream: a chunk carries at most one
+// tool's output or one message's text, far below.
+const maxEventBytes = 16 << 20
+
+// decode returns the chunk an event's data holds.
+func decode(t testing.TB, payload string) map[string]any {
+	t.Helper()
+	if payload == "[DONE]" {
+		return map[string]any{"type": "[DONE]"}
+	}
+	var chunk map[string]any
+	if err := json.Unmarshal([]byte(payload), &chunk); err != nil {
+		t.Fatalf("SSE data %q is not a JSON object: %v", payload, err)
+	}
+	if _, ok := chunk["type"].(string); !ok {
+		t.Fatalf("SSE chunk %q has no string type", payload)
+	}
+	return chunk
 }
 
 // chunkFields lists, per chunk type, the required and optional fields
@@ -96,36 +121,8 @@ func Check(t testing.TB, chunks []map[string]any, knownCalls ...string) {
 	inStep := false
 	for i, c := range chunks {
 		typ := c["type"].(string)
-		schemaType := typ
-		if strings.HasPrefix(typ, "data-") && len(typ) > len("data-") {
-			schemaType = "data-"
-		}
-		fields, ok := chunkFields[schemaType]
-		if !ok {
-			t.Errorf("chunk %d: unknown type %q", i, typ)
+		if !checkSchema(t, i, c) {
 			continue
-		}
-		allowed := map[string]bool{"type": true}
-		for _, f := range fields.required {
-			allowed[f] = true
-			if _, ok := c[f]; !ok {
-				t.Errorf("chunk %d (%s): missing field %q", i, typ, f)
-			}
-		}
-		for _, f := range fields.optional {
-			allowed[f] = true
-		}
-		for f := range c {
-			if !allowed[f] {
-				t.Errorf("chunk %d (%s): field %q not in the schema", i, typ, f)
-			}
-		}
-		for _, f := range []string{"id", "delta", "toolCallId", "toolName", "approvalId", "errorText", "messageId"} {
-			if v, ok := c[f]; ok {
-				if _, isString := v.(string); !isString {
-					t.Errorf("chunk %d (%s): field %q = %v, want a string", i, typ, f, v)
-				}
-			}
 		}
 		if typ != "start" && i == 0 || typ == "start" && i != 0 {
 			t.Errorf("chunk %d: start must come first and only once", i)
@@ -183,4 +180,74 @@ func Check(t testing.TB, chunks []map[string]any, knownCalls ...string) {
 			t.Errorf("chunk %d: %s outside a step", i, typ)
 		}
 	}
+}
+
+// Types returns the type of each chunk, in order.
+func Types(chunks []map[string]any) []string {
+	types := make([]string, len(chunks))
+	for i, c := range chunks {
+		types[i], _ = c["type"].(string)
+	}
+	return types
+}
+
+// OfType returns the chunks of type typ, in order.
+func OfType(chunks []map[string]any, typ string) []map[string]any {
+	var out []map[string]any
+	for _, c := range chunks {
+		if c["type"] == typ {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Text joins the deltas of a stream's text-delta chunks.
+func Text(chunks []map[string]any) string {
+	var b strings.Builder
+	for _, c := range OfType(chunks, "text-delta") {
+		delta, _ := c["delta"].(string)
+		b.WriteString(delta)
+	}
+	return b.String()
+}
+
+// checkSchema checks chunk i, c, against the chunk schema: a known type,
+// its required fields, no others, and string fields that are strings. It
+// reports whether the type is known.
+func checkSchema(t testing.TB, i int, c map[string]any) bool {
+	t.Helper()
+	typ := c["type"].(string)
+	schemaType := typ
+	if strings.HasPrefix(typ, "data-") && len(typ) > len("data-") {
+		schemaType = "data-"
+	}
+	fields, ok := chunkFields[schemaType]
+	if !ok {
+		t.Errorf("chunk %d: unknown type %q", i, typ)
+		return false
+	}
+	allowed := map[string]bool{"type": true}
+	for _, f := range fields.required {
+		allowed[f] = true
+		if _, ok := c[f]; !ok {
+			t.Errorf("chunk %d (%s): missing field %q", i, typ, f)
+		}
+	}
+	for _, f := range fields.optional {
+		allowed[f] = true
+	}
+	for f := range c {
+		if !allowed[f] {
+			t.Errorf("chunk %d (%s): field %q not in the schema", i, typ, f)
+		}
+	}
+	for _, f := range []string{"id", "delta", "toolCallId", "toolName", "approvalId", "errorText", "messageId"} {
+		if v, ok := c[f]; ok {
+			if _, isString := v.(string); !isString {
+				t.Errorf("chunk %d (%s): field %q = %v, want a string", i, typ, f, v)
+			}
+		}
+	}
+	return true
 }

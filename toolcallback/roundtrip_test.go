@@ -15,7 +15,7 @@ func TestBrowserRoundTrip(t *testing.T) {
 		callReply(call("c1", "change_bgm", map[string]any{"track": 2})),
 		echoReply,
 	)
-	events, err := f.turn(f.engine, "s1", "tab-a", "change the music to track 2")
+	events, err := f.turn(f.team, "s1", "tab-a", "change the music to track 2")
 	if err != nil {
 		t.Fatalf("Turn() error = %v", err)
 	}
@@ -39,7 +39,7 @@ func TestBrowserRoundTrip(t *testing.T) {
 		t.Errorf("ledger status = %s, want pending", got)
 	}
 
-	other, _ := f.newInstance()
+	other := f.newInstance()
 	res, resumed, err := resume(other, t.Context(), "s1", "c1", "tab-a", toolcallback.Answer{Output: map[string]any{"playing": 2}})
 	if err != nil {
 		t.Fatalf("Resume() error = %v", err)
