@@ -182,8 +182,9 @@ var crashPaths = []crashPath{
 // it had died), then lets a second instance take over the chat. Whatever
 // the write, a call the client was shown has its ledger record; the calls
 // still pending are listed and can be answered; the strict model accepts
-// every later request; and no call is answered, or approved tool run,
-// twice. Each path is first run to its end, which checks that it goes the
+// every later request; no call is answered, or approved tool run, twice;
+// and the messages sent before are still the chat's. Each path is first
+// run to its end, which checks that it goes the
 // way it is named after (new or existing chat, short or long resume,
 // switch) and counts its writes.
 func TestCrashAtEveryWrite(t *testing.T) {
