@@ -1,6 +1,7 @@
 package functions
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -38,11 +39,11 @@ func (s *Server) chatMessages(w http.ResponseWriter, r *http.Request, chatID str
 		}
 		limit = n
 	}
-	state, err := s.team.Pending(r.Context(), user, chatID, "", limit)
+	state, err := s.team.Pending(r.Context(), user, chatID, "", historyContext)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, chatView{Agent: state.Agent, Agents: s.team.Agents(), Messages: uiMessages(state.History, state.Calls)})
+	writeJSON(w, http.StatusOK, chatView{Agent: state.Agent, Agents: s.team.Agents(), Messages: uiMessages(state.History, limit, state.Calls)})
 	return nil
 }
 
@@ -51,7 +52,7 @@ func (s *Server) chatMessages(w http.ResponseWriter, r *http.Request, chatID str
 // and one per turn's assistant message, with the id its streams carry.
 // Tool parts are provider-executed except open browser calls; open calls
 // name the device that may answer them, and an open approval asks for one.
-func uiMessages(events session.Events, open []*toolcallback.Call) []uiMessageView {
+func uiMessages(events session.Events, shown int, open []*toolcallback.Call) []uiMessageView {
 	userIDs := map[time.Time]string{} // the client's message ids, by the user event's time
 	for ev := range events.All() {
 		if toolcallback.StartsTurn(ev) {
@@ -68,12 +69,12 @@ func uiMessages(events session.Events, open []*toolcallback.Call) []uiMessageVie
 	}
 	out := []uiMessageView{}
 	var switched []map[string]any // data-agent parts for the next assistant message
-	for _, item := range history(events) {
-		switch item.Role {
-		case "user":
+	for _, item := range history(events, shown) {
+		switch {
+		case item.Role == "user":
 			out = append(out, uiMessageView{ID: userIDs[item.Time], Role: "user", Parts: []map[string]any{{"type": "text", "text": item.Text}}})
 			continue
-		case "switch":
+		case item.Role == "switch" && item.MessageID == "":
 			switched = append(switched, map[string]any{"type": "data-agent", "data": map[string]any{"switched": true, "from": item.From, "to": item.To}})
 			continue
 		}
@@ -85,6 +86,9 @@ func uiMessages(events session.Events, open []*toolcallback.Call) []uiMessageVie
 		m := &out[n-1]
 		m.Parts = append(m.Parts, switched...)
 		switched = nil
+		if item.Role == "switch" {
+			m.Parts = append(m.Parts, map[string]any{"type": "data-agent", "data": map[string]any{"switched": true, "from": item.From, "to": item.To}})
+		}
 		if item.Text != "" {
 			m.Parts = append(m.Parts, map[string]any{"type": "text", "text": item.Text, "state": "done"})
 		}
@@ -120,7 +124,7 @@ func toolPart(item historyItem, open *toolcallback.Call) map[string]any {
 		p["state"] = "input-available"
 	}
 	if item.Approval != "" {
-		p["approval"] = map[string]any{"id": item.ToolCallID, "approved": item.Approval == "approved"}
+		p["approval"] = map[string]any{"id": cmp.Or(item.ApprovalID, item.ToolCallID), "approved": item.Approval == "approved"}
 	}
 	return p
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"mime"
 	"net/http"
 	"slices"
@@ -217,6 +218,9 @@ type historyItem struct {
 	// decision ("approved" or "rejected") on a call that needed approval.
 	// A call made before an agent switch is shown the same way.
 	ToolCallID string         `json:"toolCallId,omitempty"`
+	// ApprovalID, on a call that needed approval, is the id of ADK's
+	// confirmation request: the approvalId its stream sent.
+	ApprovalID string         `json:"approvalId,omitempty"`
 	ToolName   string         `json:"toolName,omitempty"`
 	Input      map[string]any `json:"input,omitempty"`
 	Output     any            `json:"output,omitempty"`
@@ -244,11 +248,11 @@ func (s *Server) pending(w http.ResponseWriter, r *http.Request, _ *slog.Logger)
 		}
 		limit = n
 	}
-	state, err := s.team.Pending(r.Context(), user, sid, client, limit)
+	state, err := s.team.Pending(r.Context(), user, sid, client, historyContext)
 	if err != nil {
 		return err
 	}
-	resp := pendingResponse{Agent: state.Agent, Agents: s.team.Agents(), Calls: []callView{}, History: history(state.History)}
+	resp := pendingResponse{Agent: state.Agent, Agents: s.team.Agents(), Calls: []callView{}, History: history(state.History, limit)}
 	for _, c := range state.Calls {
 		token := ""
 		if c.Kind == toolcallback.KindExternal && len(s.cfg.TokenKey) > 0 {
@@ -260,20 +264,32 @@ func (s *Server) pending(w http.ResponseWriter, r *http.Request, _ *slog.Logger)
 	return nil
 }
 
-// history turns stored events into what a chat page shows, as the turns'
-// streams showed it.
-func history(events session.Events) []historyItem {
+// historyContext is how many events a history is read with: every event
+// Team.Pending reads. The events before the ones shown name the turn a
+// window starts in and the approvals its calls were asked with.
+const historyContext = math.MaxInt
+
+// history turns the last shown of events into what a chat page shows, as
+// the turns' streams showed it: the same message ids, tool call ids and
+// approval ids. The events before them are read for those ids only.
+func history(events session.Events, shown int) []historyItem {
+	from := max(events.Len()-shown, 0)
 	results := callResults(events)
 	decisions := toolcallback.Decisions(events)
+	approvals := approvalIDs(events)
 	out := []historyItem{}
 	var run *sessionstore.Switch // the switch that moved the events being read
 	turn := ""
+	i := -1
 	for ev := range events.All() {
+		i++
 		if ev.Partial || ev.Content == nil {
 			continue
 		}
 		if toolcallback.StartsTurn(ev) {
 			turn = ev.InvocationID
+		} else if turn == "" {
+			turn = ev.InvocationID // a turn whose message is older than the events read
 		}
 		sw, records, moved := sessionstore.Migrated(ev)
 		var ended *sessionstore.Switch
@@ -284,16 +300,38 @@ func history(events session.Events) []historyItem {
 		if moved {
 			run = &sw
 		}
-		if ended != nil && !toolcallback.StartsTurn(ev) {
-			out = append(out, switchItem(*ended))
+		if i < from {
+			continue
 		}
-		out = append(out, eventItems(ev, turn, records, results, decisions)...)
+		if ended != nil && !toolcallback.StartsTurn(ev) {
+			out = append(out, switchItem(*ended, turn))
+		}
+		out = append(out, eventItems(ev, turn, records, results, decisions, approvals)...)
 		if ended != nil && toolcallback.StartsTurn(ev) {
-			out = append(out, switchItem(*ended))
+			out = append(out, switchItem(*ended, turn))
 		}
 	}
-	if run != nil {
-		out = append(out, switchItem(*run))
+	if run != nil && from < events.Len() {
+		out = append(out, switchItem(*run, ""))
+	}
+	return out
+}
+
+// approvalIDs finds the confirmation request of each call that needed
+// approval: its id, by the call's.
+func approvalIDs(events session.Events) map[string]string {
+	out := map[string]string{}
+	for ev := range events.All() {
+		if ev.Partial || ev.Content == nil {
+			continue
+		}
+		for _, p := range ev.Content.Parts {
+			if fc := p.FunctionCall; fc != nil && fc.Name == toolconfirmation.FunctionCallName {
+				if orig, err := toolconfirmation.OriginalCallFrom(fc); err == nil && orig.ID != "" {
+					out[orig.ID] = fc.ID
+				}
+			}
+		}
 	}
 	return out
 }
@@ -302,13 +340,15 @@ func sameSwitch(a, b sessionstore.Switch) bool {
 	return a.From == b.From && a.To == b.To && a.At.Equal(b.At)
 }
 
-func switchItem(sw sessionstore.Switch) historyItem {
-	return historyItem{Role: "switch", From: sw.From, To: sw.To, Time: sw.At}
+// switchItem is a switch shown in turn's message ("" when no turn has
+// shown it yet).
+func switchItem(sw sessionstore.Switch, turn string) historyItem {
+	return historyItem{Role: "switch", MessageID: turn, From: sw.From, To: sw.To, Time: sw.At}
 }
 
 // eventItems are the items of one event: text parts, and tool calls,
 // whether function calls or the records an agent switch made of them.
-func eventItems(ev *session.Event, turn string, records []sessionstore.Record, results map[string]*genai.FunctionResponse, decisions map[string]toolcallback.Decision) []historyItem {
+func eventItems(ev *session.Event, turn string, records []sessionstore.Record, results map[string]*genai.FunctionResponse, decisions map[string]toolcallback.Decision, approvals map[string]string) []historyItem {
 	role := "assistant"
 	if ev.Author == "user" {
 		role, turn = "user", ""
@@ -339,6 +379,7 @@ func eventItems(ev *session.Event, turn string, records []sessionstore.Record, r
 			if d, ok := decisions[fc.ID]; ok {
 				item.Input, item.Approval = d.Args, decisionText(d.Approved)
 			}
+			item.ApprovalID = approvals[fc.ID]
 			if resp := results[fc.ID]; resp != nil {
 				item.Output, item.ErrorText = callOutcome(resp.Response)
 			}
