@@ -217,7 +217,7 @@ type historyItem struct {
 	// included), then its output or error once it has one, and a person's
 	// decision ("approved" or "rejected") on a call that needed approval.
 	// A call made before an agent switch is shown the same way.
-	ToolCallID string         `json:"toolCallId,omitempty"`
+	ToolCallID string `json:"toolCallId,omitempty"`
 	// ApprovalID, on a call that needed approval, is the id of ADK's
 	// confirmation request: the approvalId its stream sent.
 	ApprovalID string         `json:"approvalId,omitempty"`
