@@ -18,8 +18,6 @@ import (
 
 	"google.golang.org/adk/v2/platform"
 	"google.golang.org/adk/v2/session"
-	"google.golang.org/adk/v2/tool/toolconfirmation"
-	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
@@ -238,90 +236,4 @@ func lastTurn(events []*session.Event) int {
 		}
 	}
 	return len(events)
-}
-
-// replayer writes stored events as a useChat page must see them again:
-// a browser call that has its answer is shown with it (as a
-// provider-executed call, so no page runs it again), ADK's placeholder
-// responses to paused calls are left out, and an approval already decided
-// shows the tool's outcome rather than a request for approval.
-type replayer struct {
-	device    string          // the device the open calls belong to
-	external  map[string]bool // open calls another system answers
-	answered  map[string]bool // paused calls with an answer
-	confirmed map[string]bool // confirmation calls with a decision
-	paused    map[string]bool // long-running call ids seen
-}
-
-// newReplayer prepares the replay of turn, whose open calls are open.
-func newReplayer(turn []*session.Event, open []*toolcallback.Call) *replayer {
-	rp := &replayer{external: map[string]bool{}, answered: map[string]bool{}, confirmed: map[string]bool{}, paused: map[string]bool{}}
-	for _, c := range open {
-		if c.Kind == toolcallback.KindExternal {
-			rp.external[c.OriginalID] = true
-		} else if rp.device == "" {
-			rp.device = c.ClientID
-		}
-	}
-	// A replayed turn's answers are all in hand before its calls are
-	// written.
-	for _, ev := range turn {
-		rp.note(ev)
-	}
-	return rp
-}
-
-// note records the paused calls and the answers ev holds.
-func (rp *replayer) note(ev *session.Event) {
-	if ev.Partial || ev.Content == nil {
-		return
-	}
-	for _, id := range ev.LongRunningToolIDs {
-		rp.paused[id] = true
-	}
-	if ev.Author != "user" {
-		return
-	}
-	for _, p := range ev.Content.Parts {
-		if fr := p.FunctionResponse; fr != nil && fr.Name == toolconfirmation.FunctionCallName {
-			rp.confirmed[fr.ID] = true
-		} else if fr != nil {
-			rp.answered[fr.ID] = true
-		}
-	}
-}
-
-func (rp *replayer) write(sw *uistream.Encoder, log *slog.Logger, ev *session.Event) {
-	if ev.Partial || ev.Content == nil {
-		return
-	}
-	rp.note(ev)
-	out := *ev
-	content := *ev.Content
-	content.Parts = nil
-	for _, p := range ev.Content.Parts {
-		if p == nil {
-			continue
-		}
-		if fr := p.FunctionResponse; fr != nil && rp.paused[fr.ID] && ev.Author != "user" {
-			continue // ADK's placeholder for a paused call
-		}
-		if fc := p.FunctionCall; fc != nil && fc.Name == toolconfirmation.FunctionCallName && rp.confirmed[fc.ID] {
-			continue
-		}
-		content.Parts = append(content.Parts, p)
-	}
-	out.Content = &content
-	err := sw.Event(&out, func(c *genai.FunctionCall) uistream.CallKind {
-		switch {
-		case !rp.paused[c.ID] || rp.answered[c.ID]:
-			return uistream.CallServer
-		case rp.external[c.ID]:
-			return uistream.CallExternal
-		}
-		return uistream.CallBrowser
-	})
-	if err != nil && !errors.Is(err, uistream.ErrFinished) {
-		log.Warn("replay event", "error", err.Error())
-	}
 }

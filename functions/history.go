@@ -10,7 +10,6 @@ import (
 
 	"google.golang.org/adk/v2/session"
 	"google.golang.org/adk/v2/tool/toolconfirmation"
-	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
@@ -57,9 +56,8 @@ const historyContext = math.MaxInt
 // approval ids. The events before them are read for those ids only.
 func history(events session.Events, shown int) []historyItem {
 	from := max(events.Len()-shown, 0)
-	results := callResults(events)
+	calls := readCalls(events)
 	decisions := toolcallback.Decisions(events)
-	approvals := approvalIDs(events)
 	out := []historyItem{}
 	var run *sessionstore.Switch // the switch that moved the events being read
 	turn := ""
@@ -89,32 +87,13 @@ func history(events session.Events, shown int) []historyItem {
 		if ended != nil && !toolcallback.StartsTurn(ev) {
 			out = append(out, switchItem(*ended, turn))
 		}
-		out = append(out, eventItems(ev, turn, records, results, decisions, approvals)...)
+		out = append(out, eventItems(ev, turn, records, calls, decisions)...)
 		if ended != nil && toolcallback.StartsTurn(ev) {
 			out = append(out, switchItem(*ended, turn))
 		}
 	}
 	if run != nil && from < events.Len() {
 		out = append(out, switchItem(*run, ""))
-	}
-	return out
-}
-
-// approvalIDs finds the confirmation request of each call that needed
-// approval: its id, by the call's.
-func approvalIDs(events session.Events) map[string]string {
-	out := map[string]string{}
-	for ev := range events.All() {
-		if ev.Partial || ev.Content == nil {
-			continue
-		}
-		for _, p := range ev.Content.Parts {
-			if fc := p.FunctionCall; fc != nil && fc.Name == toolconfirmation.FunctionCallName {
-				if orig, err := toolconfirmation.OriginalCallFrom(fc); err == nil && orig.ID != "" {
-					out[orig.ID] = fc.ID
-				}
-			}
-		}
 	}
 	return out
 }
@@ -131,7 +110,7 @@ func switchItem(sw sessionstore.Switch, turn string) historyItem {
 
 // eventItems are the items of one event: text parts, and tool calls,
 // whether function calls or the records an agent switch made of them.
-func eventItems(ev *session.Event, turn string, records []sessionstore.Record, results map[string]*genai.FunctionResponse, decisions map[string]toolcallback.Decision, approvals map[string]string) []historyItem {
+func eventItems(ev *session.Event, turn string, records []sessionstore.Record, calls *callStates, decisions map[string]toolcallback.Decision) []historyItem {
 	role := "assistant"
 	if ev.Author == "user" {
 		role, turn = "user", ""
@@ -162,44 +141,14 @@ func eventItems(ev *session.Event, turn string, records []sessionstore.Record, r
 			if d, ok := decisions[fc.ID]; ok {
 				item.Input, item.Approval = d.Args, decisionText(d.Approved)
 			}
-			item.ApprovalID = approvals[fc.ID]
-			if resp := results[fc.ID]; resp != nil {
+			item.ApprovalID = calls.approvals[fc.ID]
+			if resp := calls.results[fc.ID]; resp != nil {
 				item.Output, item.ErrorText = callOutcome(resp.Response)
 			}
 		default:
 			continue
 		}
 		out = append(out, item)
-	}
-	return out
-}
-
-// callResults finds the result of each function call in events: its last
-// response that is not a placeholder (a paused call's, or a call waiting
-// for approval).
-func callResults(events session.Events) map[string]*genai.FunctionResponse {
-	paused := map[string]bool{}
-	out := map[string]*genai.FunctionResponse{}
-	for ev := range events.All() {
-		if ev.Partial || ev.Content == nil {
-			continue
-		}
-		for _, id := range ev.LongRunningToolIDs {
-			paused[id] = true
-		}
-		for _, p := range ev.Content.Parts {
-			fr := p.FunctionResponse
-			if fr == nil || fr.Name == toolconfirmation.FunctionCallName {
-				continue
-			}
-			if _, confirming := ev.Actions.RequestedToolConfirmations[fr.ID]; confirming {
-				continue
-			}
-			if paused[fr.ID] && ev.Author != "user" {
-				continue // the placeholder; the answer comes from the user's side
-			}
-			out[fr.ID] = fr
-		}
 	}
 	return out
 }
