@@ -2,11 +2,13 @@ package functions
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"strconv"
 	"testing"
 
 	"github.com/baton-run/baton/internal/modeltest"
+	"github.com/baton-run/baton/uistream/uistreamtest"
 )
 
 // streamedIDs are the ids a chat's streams gave its parts: the message
@@ -70,7 +72,15 @@ func TestChatHistoryIDsMatchStreams(t *testing.T) {
 	)
 	ids := &streamedIDs{messages: map[string]bool{}, callIn: map[string]string{}, approval: map[string]string{}}
 	u1 := userMessage("u1", "book a table")
-	first := ids.add(t, f.stream(f.chat("ada", chatBody("chat1", "tab-a", u1))))
+	// A page's stream sends an approval's call again, naming the device
+	// that decides (uistream.Encoder.SetDevice), which Check refuses.
+	resp := f.chat("ada", chatBody("chat1", "tab-a", u1))
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST /Chat: status %d, %v: %s", resp.StatusCode, err, body)
+	}
+	first := ids.add(t, uistreamtest.Parse(t, string(body)))
 	approvalID := ids.approval["b1"]
 	if approvalID == "" || approvalID == "b1" {
 		t.Fatalf("the stream asked approval of b1 as %q, want the confirmation's own id", approvalID)
