@@ -21,26 +21,50 @@ import (
 	"github.com/baton-run/baton/uistream"
 )
 
+// reply says how an invocation goes to its client.
+type reply struct {
+	// turn is the invocation id of the turn a resume continues (see
+	// toolcallback.StartsTurn), "" for a new turn. It is the id of the
+	// turn's assistant message: every stream of one turn, the first and
+	// each resume, starts with it, so the client continues one message,
+	// and any instance can tell it from the session.
+	turn string
+	// data are the data chunks the stream starts with.
+	data map[string]any
+	// page: the client is a useChat page (Chat), which always reads the
+	// stream, and device the device that may answer the turn's browser
+	// calls (see uistream.Encoder.SetDevice).
+	page   bool
+	device string
+}
+
 // respond sends an invocation to the client: a UI message stream, or one
-// JSON document of the same chunks when the client accepts only JSON. It
-// returns when the invocation has ended, even if the client went away, so
-// the instance keeps the request (and its CPU) until the agent is done.
-//
-// turn is the invocation id of the turn a resume continues (see
-// toolcallback.StartsTurn), "" for a new turn. It is the id of the turn's
-// assistant message: every stream of one turn, the first and each resume,
-// starts with it, so the client continues one message, and any instance
-// can tell it from the session.
-func (s *Server) respond(w http.ResponseWriter, r *http.Request, log *slog.Logger, inv *toolcallback.Invocation, turn string, data map[string]any) {
-	if wantsJSON(r) {
+// JSON document of the same chunks when a client other than a page
+// accepts only JSON. It returns when the invocation has ended, even if
+// the client went away, so the instance keeps the request (and its CPU)
+// until the agent is done.
+func (s *Server) respond(w http.ResponseWriter, r *http.Request, log *slog.Logger, inv *toolcallback.Invocation, out reply) {
+	if !out.page && wantsJSON(r) {
 		var c uistream.Collector
-		messageID := stream(r.Context(), uistream.NewEncoder(&c, ""), log, inv, turn, data)
+		messageID := stream(r.Context(), uistream.NewEncoder(&c, ""), log, inv, out.turn, out.data)
 		writeJSON(w, http.StatusOK, turnJSON{MessageID: messageID, Chunks: c.Chunks})
 		return
 	}
-	sse := uistream.NewSSE(w)
-	defer keepAlive(sse, s.cfg.KeepAlive)()
-	stream(r.Context(), uistream.NewEncoder(sse, ""), log, inv, turn, data)
+	_, enc, stop := s.openStream(w, "", out)
+	defer stop()
+	stream(r.Context(), enc, log, inv, out.turn, out.data)
+}
+
+// openStream starts a UI message stream on w: its encoder, whose start
+// chunk carries messageID (when not empty), for a page when out.page, and
+// a keep-alive comment every BATON_KEEPALIVE until stop is called.
+func (s *Server) openStream(w http.ResponseWriter, messageID string, out reply) (sse *uistream.SSE, enc *uistream.Encoder, stop func()) {
+	sse = uistream.NewSSE(w)
+	enc = uistream.NewEncoder(sse, messageID)
+	if out.page {
+		enc.SetDevice(out.device)
+	}
+	return sse, enc, keepAlive(sse, s.cfg.KeepAlive)
 }
 
 // keepAlive writes a keep-alive comment to sse every d (none when d is 0)

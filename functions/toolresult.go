@@ -65,7 +65,7 @@ func (s *Server) toolResult(w http.ResponseWriter, r *http.Request, log *slog.Lo
 		})
 		return nil
 	}
-	s.respond(w, r, log, res.Invocation, res.Turn, nil)
+	s.respond(w, r, log, res.Invocation, reply{turn: res.Turn})
 	return nil
 }
 

@@ -80,6 +80,6 @@ func (s *Server) turn(w http.ResponseWriter, r *http.Request, log *slog.Logger) 
 	if err != nil {
 		return err
 	}
-	s.respond(w, r, log, inv, "", map[string]any{"agent": report})
+	s.respond(w, r, log, inv, reply{data: map[string]any{"agent": report}})
 	return nil
 }
