@@ -36,22 +36,25 @@ func (s *streamedIDs) add(t *testing.T, chunks []map[string]any) string {
 	return id
 }
 
-// messagesJSON reads GET /Chat/{chatId} with a query, its parts as JSON.
-func (f *httpFixture) messagesJSON(user, chatID, query string) []struct {
+// chatJSON is GET /Chat/{chatId} as a client decodes it.
+type chatJSON struct {
+	Agent    string        `json:"agent"`
+	Agents   []string      `json:"agents"`
+	Messages []messageJSON `json:"messages"`
+}
+
+type messageJSON struct {
 	ID    string           `json:"id"`
 	Role  string           `json:"role"`
 	Parts []map[string]any `json:"parts"`
-} {
+}
+
+// messagesJSON reads GET /Chat/{chatId} with a query.
+func (f *httpFixture) messagesJSON(user, chatID, query string) []messageJSON {
 	f.t.Helper()
 	resp := f.do(http.MethodGet, NameChat+"/"+chatID+query, f.token(user), nil, nil)
 	defer resp.Body.Close()
-	var v struct {
-		Messages []struct {
-			ID    string           `json:"id"`
-			Role  string           `json:"role"`
-			Parts []map[string]any `json:"parts"`
-		} `json:"messages"`
-	}
+	var v chatJSON
 	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil || resp.StatusCode != http.StatusOK {
 		f.t.Fatalf("GET /Chat/%s%s: status %d, %v", chatID, query, resp.StatusCode, err)
 	}
