@@ -78,3 +78,49 @@ func TestUIMessagesJSON(t *testing.T) {
 		t.Errorf("uiMessages JSON (-want +got):\n%s", diff)
 	}
 }
+
+// TestHistoryWindowNamesItsTurn: a window that starts inside a turn, at
+// the event Baton writes to deliver a step's other answers before an
+// approval (an invocation id of its own), names the turn's message as its
+// streams did, and the settled approval by its confirmation's id.
+func TestHistoryWindowNamesItsTurn(t *testing.T) {
+	t.Parallel()
+	ts := time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)
+	ev := func(id, inv, author string, s int, parts ...*genai.Part) *session.Event {
+		return &session.Event{ID: id, InvocationID: inv, Author: author, Timestamp: ts.Add(time.Duration(s) * time.Second),
+			LLMResponse: model.LLMResponse{Content: &genai.Content{Role: genai.RoleModel, Parts: parts}}}
+	}
+	response := func(id, name string, resp map[string]any) *genai.Part {
+		return &genai.Part{FunctionResponse: &genai.FunctionResponse{ID: id, Name: name, Response: resp}}
+	}
+	calls := ev("2", "inv-1", "assistant", 2,
+		&genai.Part{FunctionCall: &genai.FunctionCall{ID: "c1", Name: "change_bgm", Args: map[string]any{"track": float64(2)}}},
+		&genai.Part{FunctionCall: &genai.FunctionCall{ID: "b1", Name: "book_table", Args: map[string]any{"people": float64(4)}}})
+	calls.LongRunningToolIDs = []string{"c1"}
+	confirm := ev("3", "inv-1", "assistant", 3, &genai.Part{FunctionCall: &genai.FunctionCall{ID: "conf-1", Name: "adk_request_confirmation",
+		Args: map[string]any{"originalFunctionCall": map[string]any{"id": "b1", "name": "book_table", "args": map[string]any{"people": float64(4)}},
+			"toolConfirmation": map[string]any{"confirmed": false}}}})
+	confirm.LongRunningToolIDs = []string{"conf-1"}
+	events := eventList{
+		ev("1", "inv-1", "user", 1, genai.NewPartFromText("music and a table")),
+		calls,
+		confirm,
+		ev("4", "baton-answers-x", "user", 4, response("c1", "change_bgm", map[string]any{"playing": float64(2)})),
+		ev("5", "inv-1", "user", 5, response("conf-1", "adk_request_confirmation", map[string]any{"confirmed": true})),
+		ev("6", "inv-1", "assistant", 6, response("b1", "book_table", map[string]any{"booked": true})),
+		ev("7", "inv-1", "assistant", 7, genai.NewPartFromText("done")),
+	}
+	for shown := 1; shown <= len(events); shown++ {
+		for _, item := range history(events, shown) {
+			if item.Role == "assistant" && item.MessageID != "inv-1" {
+				t.Errorf("history(%d): %+v in message %q, want the turn's inv-1", shown, item, item.MessageID)
+			}
+			if item.ToolCallID == "b1" && item.Approval != "" && item.ApprovalID != "conf-1" {
+				t.Errorf("history(%d): b1's approval id %q, want the confirmation's conf-1", shown, item.ApprovalID)
+			}
+		}
+	}
+	if got := history(events, 4); len(got) != 1 || got[0].Text != "done" {
+		t.Errorf("history(4) = %+v, want the turn's text only", got)
+	}
+}
