@@ -187,7 +187,7 @@ func (r *run) stream(ctx context.Context, inv *toolcallback.Invocation, problems
 	for ev, err := range inv.Events() {
 		if err != nil {
 			r.x.log.ErrorContext(ctx, "a2a invocation", "task", r.ec.TaskID, "error", err)
-			r.yield(a2a.NewStatusUpdateEvent(r.ec, a2a.TaskStateFailed, agentText("internal error")), nil)
+			r.yield(a2a.NewStatusUpdateEvent(r.ec, a2a.TaskStateFailed, agentText(r.ec, "internal error")), nil)
 			return
 		}
 		if ev.Partial || ev.Content == nil || ev.Author == "user" {
@@ -223,13 +223,13 @@ func (r *run) settle(ctx context.Context, problems []string) {
 	calls, err := r.x.pending(ctx, r.user, r.ec.ContextID, r.client())
 	if err != nil {
 		r.x.log.ErrorContext(ctx, "a2a pending calls", "task", r.ec.TaskID, "error", err)
-		r.yield(a2a.NewStatusUpdateEvent(r.ec, a2a.TaskStateFailed, agentText("internal error")), nil)
+		r.yield(a2a.NewStatusUpdateEvent(r.ec, a2a.TaskStateFailed, agentText(r.ec, "internal error")), nil)
 		return
 	}
 	if len(calls) == 0 {
 		state, msg := a2a.TaskStateCompleted, (*a2a.Message)(nil)
 		if len(problems) > 0 {
-			state, msg = a2a.TaskStateFailed, agentText(strings.Join(problems, "\n"))
+			state, msg = a2a.TaskStateFailed, agentText(r.ec, strings.Join(problems, "\n"))
 		}
 		r.yield(a2a.NewStatusUpdateEvent(r.ec, state, msg), nil)
 		return
@@ -248,7 +248,7 @@ func (r *run) settle(ctx context.Context, problems []string) {
 		t.SetMeta("validation_error", true)
 		parts = append(parts, t)
 	}
-	r.yield(a2a.NewStatusUpdateEvent(r.ec, a2a.TaskStateInputRequired, a2a.NewMessage(a2a.MessageRoleAgent, parts...)), nil)
+	r.yield(a2a.NewStatusUpdateEvent(r.ec, a2a.TaskStateInputRequired, a2a.NewMessageForTask(a2a.MessageRoleAgent, r.ec, parts...)), nil)
 }
 
 // Cancel cancels a task. The calls it is waiting for are answered with an
@@ -281,7 +281,7 @@ func (x *executor) Cancel(ctx context.Context, ec *a2asrv.ExecutorContext) iter.
 				}
 			}
 		}
-		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCanceled, agentText("canceled by the caller")), nil)
+		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCanceled, agentText(ec, "canceled by the caller")), nil)
 	}
 }
 
@@ -327,8 +327,11 @@ func problem(err error) string {
 	return "internal error"
 }
 
-func agentText(s string) *a2a.Message {
-	return a2a.NewMessage(a2a.MessageRoleAgent, a2a.NewTextPart(s))
+// agentText is a message of the agent on task: like every message Baton
+// sends, it names the task and its context (A2A asks a server's messages
+// for both).
+func agentText(task a2a.TaskInfoProvider, s string) *a2a.Message {
+	return a2a.NewMessageForTask(a2a.MessageRoleAgent, task, a2a.NewTextPart(s))
 }
 
 // callPart is a pending call as ADK's A2A executor shows one: a data part

@@ -202,7 +202,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r = r.WithContext(context.WithValue(ctx, requestKey{}, &requestID{}))
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	if strings.Contains(peek.Method, "/") {
-		s.v0.ServeHTTP(w, r) // 0.3 names its methods "message/send", 1.0 "SendMessage"
+		// 0.3 names its methods "message/send", 1.0 "SendMessage". a2a-go's
+		// 0.3 handler writes its JSON-RPC errors without a content type; a
+		// stream sets its own over this one.
+		w.Header().Set("Content-Type", "application/json")
+		s.v0.ServeHTTP(w, r)
 		return
 	}
 	s.v1.ServeHTTP(w, r)

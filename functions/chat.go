@@ -184,12 +184,12 @@ func (s *Server) chatMessage(w http.ResponseWriter, r *http.Request, log *slog.L
 		UserID: user, ChatID: chatID, ClientID: device, Agent: agentName, Content: content, MessageID: m.ID,
 	})
 	if errors.Is(err, toolcallback.ErrMessageTaken) {
-		return s.chatReplay(w, r, log, user, chatID, replayAlways)
+		return s.chatReplay(w, r, log, user, chatID)
 	}
 	if err != nil {
 		return err
 	}
-	s.respondChat(w, r, log, inv, "", device, map[string]any{"agent": report})
+	s.respond(w, r, log, inv, reply{data: map[string]any{"agent": report}, page: true, device: device})
 	return nil
 }
 
@@ -280,9 +280,9 @@ func (s *Server) chatAnswers(w http.ResponseWriter, r *http.Request, log *slog.L
 		if len(open.Calls) > 0 {
 			return &toolcallback.PendingCallsError{Calls: open.Calls}
 		}
-		return s.chatReplay(w, r, log, user, chatID, replayAlways)
+		return s.chatReplay(w, r, log, user, chatID)
 	}
-	s.respondChat(w, r, log, resumed.Invocation, resumed.Turn, device, nil)
+	s.respond(w, r, log, resumed.Invocation, reply{turn: resumed.Turn, page: true, device: device})
 	return nil
 }
 
@@ -329,14 +329,4 @@ func (s *Server) chatAnswer(r *http.Request, user, device, chatID string, p uiPa
 		return nil, fmt.Errorf("%w: a tool part without its call id", errBadRequest)
 	}
 	return s.team.Resume(r.Context(), result)
-}
-
-// respondChat streams an invocation to a useChat page: browser calls name
-// the device that may answer them, other calls are provider-executed.
-func (s *Server) respondChat(w http.ResponseWriter, r *http.Request, log *slog.Logger, inv *toolcallback.Invocation, turn, device string, data map[string]any) {
-	sse := uistream.NewSSE(w)
-	defer keepAlive(sse, s.cfg.KeepAlive)()
-	enc := uistream.NewEncoder(sse, "")
-	enc.SetDevice(device)
-	stream(r.Context(), enc, log, inv, turn, data)
 }

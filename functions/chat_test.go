@@ -37,11 +37,11 @@ func answered(messageID, callID string, output map[string]any) map[string]any {
 }
 
 // messages reads GET /Chat/{chatId}.
-func (f *httpFixture) messages(user, chatID string) chatView {
+func (f *httpFixture) messages(user, chatID string) chatJSON {
 	f.t.Helper()
 	resp := f.do(http.MethodGet, NameChat+"/"+chatID, f.token(user), nil, nil)
 	defer resp.Body.Close()
-	var v chatView
+	var v chatJSON
 	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil || resp.StatusCode != http.StatusOK {
 		f.t.Fatalf("GET /Chat/%s: status %d, %v", chatID, resp.StatusCode, err)
 	}

@@ -1,6 +1,7 @@
 package functions
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -20,9 +21,71 @@ type chatView struct {
 }
 
 type uiMessageView struct {
-	ID    string           `json:"id"`
-	Role  string           `json:"role"`
-	Parts []map[string]any `json:"parts"`
+	ID    string       `json:"id"`
+	Role  string       `json:"role"`
+	Parts []uiPartView `json:"parts"`
+}
+
+// uiPartView is a part of a UIMessage as useChat holds it: a textPart, a
+// toolPart or an agentPart. Type is the part's type in the AI SDK.
+type uiPartView interface{ partType() string }
+
+// textPart is a text part; an assistant's is in state "done".
+type textPart struct {
+	Type  string `json:"type"` // "text"
+	Text  string `json:"text"`
+	State string `json:"state,omitempty"`
+}
+
+// agentPart is a data-agent part: the chat moved from one agent to
+// another, as the turn's stream reported it.
+type agentPart struct {
+	Type string      `json:"type"` // "data-agent"
+	Data agentSwitch `json:"data"`
+}
+
+type agentSwitch struct {
+	Switched bool   `json:"switched"`
+	From     string `json:"from"`
+	To       string `json:"to"`
+}
+
+// toolPart is a tool call: States input-available (open),
+// approval-requested (an open approval), output-available and
+// output-error. Every call but an open browser call is
+// provider-executed, so useChat never runs it.
+type toolPart struct {
+	Type                 string         `json:"type"` // "tool-" + the tool's name
+	ToolCallID           string         `json:"toolCallId"`
+	State                string         `json:"state"`
+	Input                map[string]any `json:"input"`
+	Output               any            `json:"output,omitempty"`
+	ErrorText            string         `json:"errorText,omitempty"`
+	ProviderExecuted     bool           `json:"providerExecuted"`
+	Approval             *approvalView  `json:"approval,omitempty"`
+	CallProviderMetadata *callMetadata  `json:"callProviderMetadata,omitempty"`
+}
+
+// approvalView is a tool part's approval: its id is the approvalId the
+// stream asked it with; Approved is the decision, once made.
+type approvalView struct {
+	ID       string `json:"id"`
+	Approved *bool  `json:"approved,omitempty"`
+}
+
+// callMetadata names the device that may answer an open call.
+type callMetadata struct {
+	Baton struct {
+		DeviceID string `json:"deviceId"`
+	} `json:"baton"`
+}
+
+func (p textPart) partType() string  { return p.Type }
+func (p agentPart) partType() string { return p.Type }
+func (p toolPart) partType() string  { return p.Type }
+
+func newAgentPart(item historyItem) agentPart {
+	return agentPart{Type: "data-agent", Data: agentSwitch{Switched: true, From: item.From, To: item.To}}
 }
 
 func (s *Server) chatMessages(w http.ResponseWriter, r *http.Request, chatID string) error {
@@ -38,11 +101,11 @@ func (s *Server) chatMessages(w http.ResponseWriter, r *http.Request, chatID str
 		}
 		limit = n
 	}
-	state, err := s.team.Pending(r.Context(), user, chatID, "", limit)
+	state, err := s.team.Pending(r.Context(), user, chatID, "", historyContext)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, chatView{Agent: state.Agent, Agents: s.team.Agents(), Messages: uiMessages(state.History, state.Calls)})
+	writeJSON(w, http.StatusOK, chatView{Agent: state.Agent, Agents: s.team.Agents(), Messages: uiMessages(state.History, limit, state.Calls)})
 	return nil
 }
 
@@ -51,7 +114,7 @@ func (s *Server) chatMessages(w http.ResponseWriter, r *http.Request, chatID str
 // and one per turn's assistant message, with the id its streams carry.
 // Tool parts are provider-executed except open browser calls; open calls
 // name the device that may answer them, and an open approval asks for one.
-func uiMessages(events session.Events, open []*toolcallback.Call) []uiMessageView {
+func uiMessages(events session.Events, shown int, open []*toolcallback.Call) []uiMessageView {
 	userIDs := map[time.Time]string{} // the client's message ids, by the user event's time
 	for ev := range events.All() {
 		if toolcallback.StartsTurn(ev) {
@@ -67,14 +130,14 @@ func uiMessages(events session.Events, open []*toolcallback.Call) []uiMessageVie
 		calls[c.OriginalID] = c
 	}
 	out := []uiMessageView{}
-	var switched []map[string]any // data-agent parts for the next assistant message
-	for _, item := range history(events) {
-		switch item.Role {
-		case "user":
-			out = append(out, uiMessageView{ID: userIDs[item.Time], Role: "user", Parts: []map[string]any{{"type": "text", "text": item.Text}}})
+	var switched []uiPartView // data-agent parts for the next assistant message
+	for _, item := range history(events, shown) {
+		switch {
+		case item.Role == "user":
+			out = append(out, uiMessageView{ID: userIDs[item.Time], Role: "user", Parts: []uiPartView{textPart{Type: "text", Text: item.Text}}})
 			continue
-		case "switch":
-			switched = append(switched, map[string]any{"type": "data-agent", "data": map[string]any{"switched": true, "from": item.From, "to": item.To}})
+		case item.Role == "switch" && item.MessageID == "":
+			switched = append(switched, newAgentPart(item))
 			continue
 		}
 		n := len(out)
@@ -85,11 +148,14 @@ func uiMessages(events session.Events, open []*toolcallback.Call) []uiMessageVie
 		m := &out[n-1]
 		m.Parts = append(m.Parts, switched...)
 		switched = nil
+		if item.Role == "switch" {
+			m.Parts = append(m.Parts, newAgentPart(item))
+		}
 		if item.Text != "" {
-			m.Parts = append(m.Parts, map[string]any{"type": "text", "text": item.Text, "state": "done"})
+			m.Parts = append(m.Parts, textPart{Type: "text", Text: item.Text, State: "done"})
 		}
 		if item.ToolCallID != "" {
-			m.Parts = append(m.Parts, toolPart(item, calls[item.ToolCallID]))
+			m.Parts = append(m.Parts, newToolPart(item, calls[item.ToolCallID]))
 		}
 	}
 	if len(switched) > 0 {
@@ -98,29 +164,37 @@ func uiMessages(events session.Events, open []*toolcallback.Call) []uiMessageVie
 	return out
 }
 
-// toolPart is a tool call as a UIMessage part; open is its ledger record
-// while it waits for an answer.
-func toolPart(item historyItem, open *toolcallback.Call) map[string]any {
-	p := map[string]any{"type": "tool-" + item.ToolName, "toolCallId": item.ToolCallID, "input": item.Input, "providerExecuted": true}
-	if item.Input == nil {
-		p["input"] = map[string]any{}
+// newToolPart is a tool call as a UIMessage part; open is its ledger
+// record while it waits for an answer.
+func newToolPart(item historyItem, open *toolcallback.Call) toolPart {
+	p := toolPart{Type: "tool-" + item.ToolName, ToolCallID: item.ToolCallID, Input: item.Input, ProviderExecuted: true}
+	if p.Input == nil {
+		p.Input = map[string]any{}
 	}
 	switch {
 	case item.ErrorText != "":
-		p["state"], p["errorText"] = "output-error", item.ErrorText
+		p.State, p.ErrorText = "output-error", item.ErrorText
 	case item.Output != nil:
-		p["state"], p["output"] = "output-available", item.Output
+		p.State, p.Output = "output-available", item.Output
 	case open != nil && open.Kind == toolcallback.KindApproval:
-		p["state"], p["approval"] = "approval-requested", map[string]any{"id": open.ID}
-		p["callProviderMetadata"] = map[string]any{"baton": map[string]any{"deviceId": open.ClientID}}
+		p.State, p.Approval = "approval-requested", &approvalView{ID: open.ID}
+		p.CallProviderMetadata = deviceOf(open)
 	case open != nil && open.Kind == toolcallback.KindBrowser:
-		p["state"], p["providerExecuted"] = "input-available", false
-		p["callProviderMetadata"] = map[string]any{"baton": map[string]any{"deviceId": open.ClientID}}
+		p.State, p.ProviderExecuted = "input-available", false
+		p.CallProviderMetadata = deviceOf(open)
 	default:
-		p["state"] = "input-available"
+		p.State = "input-available"
 	}
 	if item.Approval != "" {
-		p["approval"] = map[string]any{"id": item.ToolCallID, "approved": item.Approval == "approved"}
+		approved := item.Approval == "approved"
+		// A call shown from an agent switch's record keeps no approval id.
+		p.Approval = &approvalView{ID: cmp.Or(item.ApprovalID, item.ToolCallID), Approved: &approved}
 	}
 	return p
+}
+
+func deviceOf(open *toolcallback.Call) *callMetadata {
+	m := &callMetadata{}
+	m.Baton.DeviceID = open.ClientID
+	return m
 }

@@ -18,8 +18,6 @@ import (
 
 	"google.golang.org/adk/v2/platform"
 	"google.golang.org/adk/v2/session"
-	"google.golang.org/adk/v2/tool/toolconfirmation"
-	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
@@ -43,21 +41,8 @@ const maxWait = 55 * time.Second
 // it shows; a turn longer than that shows its last events only.
 const replayWindow = 200
 
-type replayMode int
-
-const (
-	// replayAlways streams the chat's last turn, followed to its end when
-	// it is running.
-	replayAlways replayMode = iota
-	// replayIfOpen streams the last turn only while it is running or
-	// waiting for calls; otherwise it answers 204.
-	replayIfOpen
-	// replayNext streams a running turn, or waits for the next one to
-	// start (a live tab); a turn waiting for calls is not shown again.
-	replayNext
-)
-
 // chatResume answers useChat's resume request: GET /Chat/{chatId}/stream.
+// Without waitHeader it is resumeOpen; with it, a live tab's follow.
 func (s *Server) chatResume(w http.ResponseWriter, r *http.Request, log *slog.Logger, chatID string) error {
 	user, err := s.ident.userID(r.Context(), r)
 	if err != nil {
@@ -74,25 +59,98 @@ func (s *Server) chatResume(w http.ResponseWriter, r *http.Request, log *slog.Lo
 	if wait > 0 {
 		return s.follow(w, r, log, user, chatID, wait, r.Header.Get(seenHeader))
 	}
-	return s.replay(w, r, log, user, chatID, replayIfOpen, 0, "")
+	return s.resumeOpen(w, r, log, user, chatID)
 }
 
-// chatReplay streams the chat's last turn as the transcript has it.
-func (s *Server) chatReplay(w http.ResponseWriter, r *http.Request, log *slog.Logger, user, chatID string, mode replayMode) error {
-	return s.replay(w, r, log, user, chatID, mode, 0, "")
+// chatReplay streams the chat's last turn as the transcript has it,
+// followed to its end when it is running.
+func (s *Server) chatReplay(w http.ResponseWriter, r *http.Request, log *slog.Logger, user, chatID string) error {
+	ctx, cancel := s.replayContext(r, 0)
+	defer cancel()
+	cw, err := s.watchChat(ctx, user, chatID)
+	if err != nil {
+		return err
+	}
+	calls, err := s.openCalls(r, cw, user, chatID)
+	if err != nil {
+		return err
+	}
+	return s.streamTurn(ctx, w, log, cw, calls)
+}
+
+// resumeOpen streams the chat's last turn only while it is running or
+// waiting for calls; otherwise (an unknown chat too) it answers 204.
+func (s *Server) resumeOpen(w http.ResponseWriter, r *http.Request, log *slog.Logger, user, chatID string) error {
+	ctx, cancel := s.replayContext(r, 0)
+	defer cancel()
+	cw, err := s.watchChat(ctx, user, chatID)
+	if errors.Is(err, sessionstore.ErrNotFound) {
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	calls, err := s.openCalls(r, cw, user, chatID)
+	if err != nil {
+		return err
+	}
+	if !cw.busy && len(calls) == 0 {
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
+	return s.streamTurn(ctx, w, log, cw, calls)
 }
 
 // follow is a live tab's wait: the running turn, a finished one the tab
-// has not seen, or the next one to start within wait; else 204.
+// has not seen (seen names the last one it shows), or the next one to
+// start within wait; else 204. A turn waiting for calls is not shown
+// again.
 func (s *Server) follow(w http.ResponseWriter, r *http.Request, log *slog.Logger, user, chatID string, wait time.Duration, seen string) error {
-	return s.replay(w, r, log, user, chatID, replayNext, wait, seen)
+	ctx, cancel := s.replayContext(r, wait)
+	defer cancel()
+	cw, err := s.watchChat(ctx, user, chatID)
+	if errors.Is(err, sessionstore.ErrNotFound) {
+		// No chat yet: nothing to listen to. Answer after a pause, so the
+		// tab asks again soon without spinning.
+		select {
+		case <-time.After(min(wait, time.Second)):
+		case <-r.Context().Done():
+		}
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	// A finished turn the tab missed is replayed now; otherwise wait for
+	// the next turn to start.
+	if !cw.busy && !(seen != "" && unseen(cw.events, seen)) && !cw.awaitTurn(ctx, wait) {
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
+	return s.streamTurn(ctx, w, log, cw, nil)
 }
 
-func (s *Server) replay(w http.ResponseWriter, r *http.Request, log *slog.Logger, user, chatID string, mode replayMode, wait time.Duration, seen string) error {
-	// The follow outlives the request's pre-stream deadline; it ends with
-	// the turn, or when the client is gone (a write fails).
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), s.cfg.InvocationTimeout+wait+10*time.Second)
-	defer cancel()
+// replayContext bounds a replay: it outlives the request's pre-stream
+// deadline, and ends with the turn it follows, or when the client is gone
+// (a write fails).
+func (s *Server) replayContext(r *http.Request, wait time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(r.Context()), s.cfg.InvocationTimeout+wait+10*time.Second)
+}
+
+// chatWatch is a chat followed as it is written to: the events seen so
+// far, whether a turn is running, and the changes still to come.
+type chatWatch struct {
+	changes      <-chan watched
+	events       []*session.Event
+	busy         bool      // a turn is running
+	leaseExpires time.Time // the running turn's lease, as last seen
+}
+
+// watchChat follows the chat until ctx ends. Its error is the first
+// change's: sessionstore.ErrNotFound for an unknown chat.
+func (s *Server) watchChat(ctx context.Context, user, chatID string) (*chatWatch, error) {
 	changes := make(chan watched)
 	go func() {
 		defer close(changes)
@@ -109,108 +167,105 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request, log *slog.Logger
 	}()
 	first, ok := <-changes
 	if !ok {
-		return ctx.Err()
+		return nil, ctx.Err()
 	}
 	if first.err != nil {
-		if errors.Is(first.err, sessionstore.ErrNotFound) && mode == replayNext {
-			// No chat yet: nothing to listen to. Answer after a pause, so
-			// the tab asks again soon without spinning.
-			select {
-			case <-time.After(min(wait, time.Second)):
-			case <-r.Context().Done():
-			}
-		}
-		if errors.Is(first.err, sessionstore.ErrNotFound) && mode != replayAlways {
-			w.WriteHeader(http.StatusNoContent)
-			return nil
-		}
-		return first.err
+		return nil, first.err
 	}
-	events := first.change.Events
-	busy := running(ctx, first.change)
-	leaseExpires := first.change.LeaseExpires // as last seen
-	var calls []*toolcallback.Call
-	if !busy && mode != replayNext {
-		open, err := s.team.Pending(r.Context(), user, chatID, "", 0)
-		if err != nil {
-			return err
-		}
-		calls = open.Calls
-	}
-	if mode == replayIfOpen && !busy && len(calls) == 0 {
-		w.WriteHeader(http.StatusNoContent)
-		return nil
-	}
-	// A live tab: a finished turn it missed is replayed now; otherwise
-	// wait for the next turn to start.
-	if mode == replayNext && !busy && !(seen != "" && unseen(events, seen)) {
-		timeout := time.NewTimer(wait)
-		defer timeout.Stop()
-		for !busy {
-			select {
-			case c, ok := <-changes:
-				if !ok || c.err != nil {
-					w.WriteHeader(http.StatusNoContent)
-					return nil
-				}
-				events = append(events, c.change.Events...)
-				busy, leaseExpires = running(ctx, c.change), c.change.LeaseExpires
-			case <-timeout.C:
-				w.WriteHeader(http.StatusNoContent)
-				return nil
-			}
-		}
-	}
+	return &chatWatch{changes: changes, events: first.change.Events, busy: running(ctx, first.change), leaseExpires: first.change.LeaseExpires}, nil
+}
 
-	start := lastTurn(events)
+// openCalls lists the chat's open calls when no turn is running (a
+// running turn's calls are streamed as it makes them).
+func (s *Server) openCalls(r *http.Request, cw *chatWatch, user, chatID string) ([]*toolcallback.Call, error) {
+	if cw.busy {
+		return nil, nil
+	}
+	open, err := s.team.Pending(r.Context(), user, chatID, "", 0)
+	if err != nil {
+		return nil, err
+	}
+	return open.Calls, nil
+}
+
+// awaitTurn waits up to wait for a turn to start, and reports whether
+// one did.
+func (cw *chatWatch) awaitTurn(ctx context.Context, wait time.Duration) bool {
+	timeout := time.NewTimer(wait)
+	defer timeout.Stop()
+	for !cw.busy {
+		select {
+		case c, ok := <-cw.changes:
+			if !ok || c.err != nil {
+				return false
+			}
+			cw.events = append(cw.events, c.change.Events...)
+			cw.busy, cw.leaseExpires = running(ctx, c.change), c.change.LeaseExpires
+		case <-timeout.C:
+			return false
+		}
+	}
+	return true
+}
+
+// streamTurn streams the last turn of the events seen, whose open calls
+// are calls, then follows it while it runs.
+func (s *Server) streamTurn(ctx context.Context, w http.ResponseWriter, log *slog.Logger, cw *chatWatch, calls []*toolcallback.Call) error {
+	start := lastTurn(cw.events)
 	turn := ""
-	if start < len(events) {
-		turn = events[start].InvocationID
+	if start < len(cw.events) {
+		turn = cw.events[start].InvocationID
 	}
 	if turn == "" {
 		turn = "msg-" + platform.NewUUID(ctx)
 	}
-	rp := newReplayer(events[start:], calls)
-	sse := uistream.NewSSE(w)
-	sw := uistream.NewEncoder(sse, turn)
-	sw.SetDevice(rp.device)
-	defer keepAlive(sse, s.cfg.KeepAlive)()
-	if err := sw.Start(); err != nil {
+	rp := newReplayer(cw.events[start:], calls)
+	sse, enc, stop := s.openStream(w, turn, reply{page: true, device: rp.device})
+	defer stop()
+	if err := enc.Start(); err != nil {
 		return nil
 	}
-	for _, ev := range events[start:] {
-		rp.write(sw, log, ev)
+	for _, ev := range cw.events[start:] {
+		rp.write(enc, log, ev)
 	}
-	// Follow the running turn until its invocation lets the session go.
-	// The lease is the one that made the turn busy: a live tab's wait saw
-	// it taken after its first change.
-	expires := time.After(time.Until(leaseExpires) + time.Second)
-	for busy {
+	if !cw.followTurn(ctx, sse, func(ev *session.Event) { rp.write(enc, log, ev) }) {
+		return nil // the client left
+	}
+	_ = enc.Finish()
+	return nil
+}
+
+// followTurn writes the running turn's events as they are stored, until
+// its invocation lets the session go. It reports false when the client
+// has left. The lease is the one that made the turn busy: a live tab's
+// wait saw it taken after its first change.
+func (cw *chatWatch) followTurn(ctx context.Context, sse *uistream.SSE, write func(*session.Event)) bool {
+	expires := time.After(time.Until(cw.leaseExpires) + time.Second)
+	for cw.busy {
 		select {
-		case c, ok := <-changes:
+		case c, ok := <-cw.changes:
 			if !ok || c.err != nil {
-				busy = false
+				cw.busy = false
 				break
 			}
 			for _, ev := range c.change.Events {
 				if toolcallback.StartsTurn(ev) {
-					busy = false // the next turn: its own stream
+					cw.busy = false // the next turn: its own stream
 					break
 				}
-				rp.write(sw, log, ev)
+				write(ev)
 			}
-			if busy = busy && running(ctx, c.change); busy {
+			if cw.busy = cw.busy && running(ctx, c.change); cw.busy {
 				expires = time.After(time.Until(c.change.LeaseExpires) + time.Second)
 			}
 		case <-expires:
-			busy = false // the holder died: its lease ran out unrenewed
+			cw.busy = false // the holder died: its lease ran out unrenewed
 		}
 		if sse.Err() != nil {
-			return nil // the client left
+			return false
 		}
 	}
-	_ = sw.Finish()
-	return nil
+	return true
 }
 
 type watched struct {
@@ -238,90 +293,4 @@ func lastTurn(events []*session.Event) int {
 		}
 	}
 	return len(events)
-}
-
-// replayer writes stored events as a useChat page must see them again:
-// a browser call that has its answer is shown with it (as a
-// provider-executed call, so no page runs it again), ADK's placeholder
-// responses to paused calls are left out, and an approval already decided
-// shows the tool's outcome rather than a request for approval.
-type replayer struct {
-	device    string          // the device the open calls belong to
-	external  map[string]bool // open calls another system answers
-	answered  map[string]bool // paused calls with an answer
-	confirmed map[string]bool // confirmation calls with a decision
-	paused    map[string]bool // long-running call ids seen
-}
-
-// newReplayer prepares the replay of turn, whose open calls are open.
-func newReplayer(turn []*session.Event, open []*toolcallback.Call) *replayer {
-	rp := &replayer{external: map[string]bool{}, answered: map[string]bool{}, confirmed: map[string]bool{}, paused: map[string]bool{}}
-	for _, c := range open {
-		if c.Kind == toolcallback.KindExternal {
-			rp.external[c.OriginalID] = true
-		} else if rp.device == "" {
-			rp.device = c.ClientID
-		}
-	}
-	// A replayed turn's answers are all in hand before its calls are
-	// written.
-	for _, ev := range turn {
-		rp.note(ev)
-	}
-	return rp
-}
-
-// note records the paused calls and the answers ev holds.
-func (rp *replayer) note(ev *session.Event) {
-	if ev.Partial || ev.Content == nil {
-		return
-	}
-	for _, id := range ev.LongRunningToolIDs {
-		rp.paused[id] = true
-	}
-	if ev.Author != "user" {
-		return
-	}
-	for _, p := range ev.Content.Parts {
-		if fr := p.FunctionResponse; fr != nil && fr.Name == toolconfirmation.FunctionCallName {
-			rp.confirmed[fr.ID] = true
-		} else if fr != nil {
-			rp.answered[fr.ID] = true
-		}
-	}
-}
-
-func (rp *replayer) write(sw *uistream.Encoder, log *slog.Logger, ev *session.Event) {
-	if ev.Partial || ev.Content == nil {
-		return
-	}
-	rp.note(ev)
-	out := *ev
-	content := *ev.Content
-	content.Parts = nil
-	for _, p := range ev.Content.Parts {
-		if p == nil {
-			continue
-		}
-		if fr := p.FunctionResponse; fr != nil && rp.paused[fr.ID] && ev.Author != "user" {
-			continue // ADK's placeholder for a paused call
-		}
-		if fc := p.FunctionCall; fc != nil && fc.Name == toolconfirmation.FunctionCallName && rp.confirmed[fc.ID] {
-			continue
-		}
-		content.Parts = append(content.Parts, p)
-	}
-	out.Content = &content
-	err := sw.Event(&out, func(c *genai.FunctionCall) uistream.CallKind {
-		switch {
-		case !rp.paused[c.ID] || rp.answered[c.ID]:
-			return uistream.CallServer
-		case rp.external[c.ID]:
-			return uistream.CallExternal
-		}
-		return uistream.CallBrowser
-	})
-	if err != nil && !errors.Is(err, uistream.ErrFinished) {
-		log.Warn("replay event", "error", err.Error())
-	}
 }

@@ -156,14 +156,6 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 		AuthEmulator:      get("FIREBASE_AUTH_EMULATOR_HOST"),
 	}
 	c.AllowedOrigins = list(get("BATON_ALLOWED_ORIGINS"))
-	for _, p := range c.A2APushAllow {
-		if err := checkPushPrefix(p); err != nil {
-			errs = append(errs, fmt.Errorf("BATON_A2A_PUSH_ALLOW: %w", err))
-		}
-	}
-	if len(c.A2AInvokers) > 0 && c.A2AAudience == "" {
-		errs = append(errs, errors.New("BATON_A2A_INVOKERS needs BATON_A2A_AUDIENCE (without one idtoken checks no audience)"))
-	}
 	var err error
 	if c.MaxBodyBytes, err = strconv.ParseInt(get("BATON_MAX_BODY_BYTES"), 10, 64); err != nil || c.MaxBodyBytes <= 0 {
 		errs = append(errs, fmt.Errorf("BATON_MAX_BODY_BYTES=%q: want a positive byte count", get("BATON_MAX_BODY_BYTES")))
@@ -174,10 +166,26 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 	if c.CheckRevoked, err = strconv.ParseBool(get("BATON_CHECK_REVOKED")); err != nil {
 		errs = append(errs, fmt.Errorf("BATON_CHECK_REVOKED=%q: want true or false", get("BATON_CHECK_REVOKED")))
 	}
-	if c.DevIdentity && get("K_SERVICE") != "" {
+	errs = append(errs, c.check(get("K_SERVICE") != "")...)
+	return c, errors.Join(errs...)
+}
+
+// check reports what is wrong with a configuration read from the
+// environment; onCloudRun says K_SERVICE is set.
+func (c *Config) check(onCloudRun bool) []error {
+	var errs []error
+	for _, p := range c.A2APushAllow {
+		if err := checkPushPrefix(p); err != nil {
+			errs = append(errs, fmt.Errorf("BATON_A2A_PUSH_ALLOW: %w", err))
+		}
+	}
+	if len(c.A2AInvokers) > 0 && c.A2AAudience == "" {
+		errs = append(errs, errors.New("BATON_A2A_INVOKERS needs BATON_A2A_AUDIENCE (without one idtoken checks no audience)"))
+	}
+	if c.DevIdentity && onCloudRun {
 		errs = append(errs, errors.New("BATON_DEV_IDENTITY=true is for the local runner and is refused on Cloud Run (K_SERVICE is set)"))
 	}
-	if c.AuthEmulator != "" && get("K_SERVICE") != "" {
+	if c.AuthEmulator != "" && onCloudRun {
 		errs = append(errs, errors.New("FIREBASE_AUTH_EMULATOR_HOST makes the Admin SDK accept unsigned tokens and is refused on Cloud Run (K_SERVICE is set)"))
 	}
 	if c.Project == "" && !c.DevIdentity {
@@ -200,7 +208,7 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 			errs = append(errs, err)
 		}
 	}
-	return c, errors.Join(errs...)
+	return errs
 }
 
 // list splits a comma-separated variable, dropping empty entries.

@@ -82,7 +82,7 @@ func TestResumeContinuesTurnMessage(t *testing.T) {
 	want := []historyItem{
 		{Role: "user", Text: "music, then a table"},
 		{Role: "assistant", MessageID: turn, ToolCallID: "c1", ToolName: "change_bgm", Input: map[string]any{"track": float64(2)}, Output: map[string]any{"playing": float64(2)}},
-		{Role: "assistant", MessageID: turn, ToolCallID: "b1", ToolName: "book_table", Input: map[string]any{"people": float64(6)},
+		{Role: "assistant", MessageID: turn, ToolCallID: "b1", ApprovalID: approvals[0]["approvalId"].(string), ToolName: "book_table", Input: map[string]any{"people": float64(6)},
 			Output: map[string]any{"booked": true, "people": float64(6)}, Approval: "approved"},
 		{Role: "assistant", MessageID: turn, Text: `saw book_table={"booked":true,"people":6}`},
 		{Role: "user", Text: "hi"},
@@ -130,10 +130,10 @@ func TestHistoryAcrossSwitches(t *testing.T) {
 		{Role: "assistant", MessageID: "inv-1", ToolCallID: "c1", ToolName: "change_bgm", Input: map[string]any{"track": float64(2)}, Output: map[string]any{"playing": float64(2)}},
 		{Role: "assistant", MessageID: "inv-1", Text: "Track 2 is on."},
 		{Role: "user", Text: "what did the DJ do?"},
-		{Role: "switch", From: "dj", To: "concierge"},
+		{Role: "switch", MessageID: "inv-3", From: "dj", To: "concierge"},
 		{Role: "assistant", MessageID: "inv-3", Text: "It played track 2."},
 		{Role: "user", Text: "thanks"},
-		{Role: "switch", From: "concierge", To: "dj"},
+		{Role: "switch", MessageID: "inv-4", From: "concierge", To: "dj"},
 		{Role: "assistant", MessageID: "inv-4", Text: "You're welcome."},
 	}
 	for _, tc := range []struct {
@@ -145,7 +145,7 @@ func TestHistoryAcrossSwitches(t *testing.T) {
 		{"after one switch", concierge, want[:6]},
 		{"after two switches", back, want},
 	} {
-		if diff := cmp.Diff(tc.want, history(tc.events), cmpopts.IgnoreFields(historyItem{}, "Time")); diff != "" {
+		if diff := cmp.Diff(tc.want, history(tc.events, len(tc.events)), cmpopts.IgnoreFields(historyItem{}, "Time")); diff != "" {
 			t.Errorf("%s: history (-want +got):\n%s", tc.name, diff)
 		}
 	}

@@ -1,0 +1,173 @@
+package functions
+
+// The history a reloaded page shows: stored events projected onto the
+// items the turns' streams showed, with the same ids. Pending returns the
+// items; GET /Chat/{chatId} (chatmessages.go) turns them into UI messages.
+
+import (
+	"math"
+	"time"
+
+	"google.golang.org/adk/v2/session"
+	"google.golang.org/adk/v2/tool/toolconfirmation"
+
+	"github.com/baton-run/baton/sessionstore"
+	"github.com/baton-run/baton/toolcallback"
+	"github.com/baton-run/baton/uistream"
+)
+
+// historyItem is one thing a chat page shows, in order: a user message, a
+// piece of an assistant message (text, or a tool call), or an agent switch.
+type historyItem struct {
+	// Role is "user", "assistant", or "switch" (the chat moved from agent
+	// From to agent To, reported with the message that asked for it).
+	Role string `json:"role"`
+	// MessageID, on assistant items, names the assistant message they
+	// belong to: the messageId of the start chunk of the turn's stream and
+	// of every resume that continued it. On a switch, it names the message
+	// whose stream reported the switch.
+	MessageID string `json:"messageId,omitempty"`
+	Text      string `json:"text,omitempty"`
+	// A tool call: the arguments it ran with (an approver's edit
+	// included), then its output or error once it has one, and a person's
+	// decision ("approved" or "rejected") on a call that needed approval.
+	// A call made before an agent switch is shown the same way.
+	ToolCallID string `json:"toolCallId,omitempty"`
+	// ApprovalID, on a call that needed approval, is the id of ADK's
+	// confirmation request: the approvalId its stream sent.
+	ApprovalID string         `json:"approvalId,omitempty"`
+	ToolName   string         `json:"toolName,omitempty"`
+	Input      map[string]any `json:"input,omitempty"`
+	Output     any            `json:"output,omitempty"`
+	ErrorText  string         `json:"errorText,omitempty"`
+	Approval   string         `json:"approval,omitempty"`
+	From       string         `json:"from,omitempty"`
+	To         string         `json:"to,omitempty"`
+	Time       time.Time      `json:"time"`
+}
+
+// historyContext is how many events a history is read with: every event
+// Team.Pending reads. The events before the ones shown name the turn a
+// window starts in and the approvals its calls were asked with.
+const historyContext = math.MaxInt
+
+// history turns the last shown of events into what a chat page shows, as
+// the turns' streams showed it: the same message ids, tool call ids and
+// approval ids. The events before them are read for those ids only.
+func history(events session.Events, shown int) []historyItem {
+	from := max(events.Len()-shown, 0)
+	calls := readCalls(events)
+	decisions := toolcallback.Decisions(events)
+	out := []historyItem{}
+	var run *sessionstore.Switch // the switch that moved the events being read
+	turn := ""
+	i := -1
+	for ev := range events.All() {
+		i++
+		if ev.Partial || ev.Content == nil {
+			continue
+		}
+		if toolcallback.StartsTurn(ev) {
+			turn = ev.InvocationID
+		} else if turn == "" {
+			turn = ev.InvocationID // a turn whose message is older than the events read
+		}
+		sw, records, moved := sessionstore.MovedBy(ev)
+		var ended *sessionstore.Switch
+		if run != nil && (!moved || !sameSwitch(sw, *run)) {
+			ended = run // the switch line goes where its turn showed it: after the user's message
+		}
+		run = nil
+		if moved {
+			run = &sw
+		}
+		if i < from {
+			continue
+		}
+		if ended != nil && !toolcallback.StartsTurn(ev) {
+			out = append(out, switchItem(*ended, turn))
+		}
+		out = append(out, eventItems(ev, turn, records, calls, decisions)...)
+		if ended != nil && toolcallback.StartsTurn(ev) {
+			out = append(out, switchItem(*ended, turn))
+		}
+	}
+	if run != nil && from < events.Len() {
+		out = append(out, switchItem(*run, ""))
+	}
+	return out
+}
+
+func sameSwitch(a, b sessionstore.Switch) bool {
+	return a.From == b.From && a.To == b.To && a.At.Equal(b.At)
+}
+
+// switchItem is a switch shown in turn's message ("" when no turn has
+// shown it yet).
+func switchItem(sw sessionstore.Switch, turn string) historyItem {
+	return historyItem{Role: "switch", MessageID: turn, From: sw.From, To: sw.To, Time: sw.At}
+}
+
+// eventItems are the items of one event: text parts, and tool calls,
+// whether function calls or the records an agent switch made of them.
+func eventItems(ev *session.Event, turn string, records []sessionstore.MovedCall, calls *callStates, decisions map[string]toolcallback.Decision) []historyItem {
+	role := "assistant"
+	if ev.Author == "user" {
+		role, turn = "user", ""
+	}
+	recordAt := map[int]sessionstore.MovedCall{}
+	for _, r := range records {
+		recordAt[r.Part] = r
+	}
+	var out []historyItem
+	for i, p := range ev.Content.Parts {
+		item := historyItem{Role: role, MessageID: turn, Time: ev.Timestamp}
+		r, isRecord := recordAt[i]
+		switch {
+		case isRecord:
+			item.ToolCallID, item.ToolName, item.Input = r.CallID, r.Tool, r.Args
+			item.Output, item.ErrorText = callOutcome(r.Result)
+			if r.Outcome != "" {
+				item.ErrorText = r.Outcome
+			}
+			if r.Approved != nil {
+				item.Approval = decisionText(*r.Approved)
+			}
+		case p.Text != "" && !p.Thought:
+			item.Text = p.Text
+		case p.FunctionCall != nil && role == "assistant" && p.FunctionCall.Name != toolconfirmation.FunctionCallName:
+			fc := p.FunctionCall
+			item.ToolCallID, item.ToolName, item.Input = fc.ID, fc.Name, fc.Args
+			if d, ok := decisions[fc.ID]; ok {
+				item.Input, item.Approval = d.Args, decisionText(d.Approved)
+			}
+			item.ApprovalID = calls.approvals[fc.ID]
+			if resp := calls.results[fc.ID]; resp != nil {
+				item.Output, item.ErrorText = callOutcome(resp.Response)
+			}
+		default:
+			continue
+		}
+		out = append(out, item)
+	}
+	return out
+}
+
+// callOutcome splits a tool's response into the output or the error text
+// a stream reports for it.
+func callOutcome(resp map[string]any) (output any, errorText string) {
+	if resp == nil {
+		return nil, ""
+	}
+	if e, ok := resp["error"]; ok && e != nil && e != "" {
+		return nil, uistream.ErrorText(e)
+	}
+	return resp, ""
+}
+
+func decisionText(approved bool) string {
+	if approved {
+		return "approved"
+	}
+	return "rejected"
+}

@@ -1,0 +1,85 @@
+package functions
+
+// Turn: POST /Turn, one user message of a chat in Baton's own JSON; the
+// response streams the turn (respond.go).
+
+import (
+	"encoding/base64"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"google.golang.org/genai"
+
+	"github.com/baton-run/baton/toolcallback"
+)
+
+// turnRequest is the body of a Turn.
+type turnRequest struct {
+	SessionID string `json:"sessionId"`
+	ClientID  string `json:"clientId"`
+	// Text or Parts: the user's message.
+	Text  string     `json:"text,omitempty"`
+	Parts []partJSON `json:"parts,omitempty"`
+	// Agent optionally names the agent to talk to.
+	Agent string `json:"agent,omitempty"`
+}
+
+// partJSON is one part of a user message: text, or inline data.
+type partJSON struct {
+	Text       string    `json:"text,omitempty"`
+	InlineData *blobJSON `json:"inlineData,omitempty"`
+}
+
+type blobJSON struct {
+	MIMEType string `json:"mimeType"`
+	Data     string `json:"data"` // base64
+}
+
+func (req *turnRequest) content() (*genai.Content, error) {
+	if (req.Text == "") == (len(req.Parts) == 0) {
+		return nil, fmt.Errorf("%w: send exactly one of text and parts", errBadRequest)
+	}
+	if req.Text != "" {
+		return genai.NewContentFromText(req.Text, genai.RoleUser), nil
+	}
+	c := &genai.Content{Role: genai.RoleUser}
+	for i, p := range req.Parts {
+		switch {
+		case p.Text != "" && p.InlineData == nil:
+			c.Parts = append(c.Parts, genai.NewPartFromText(p.Text))
+		case p.Text == "" && p.InlineData != nil:
+			data, err := base64.StdEncoding.DecodeString(p.InlineData.Data)
+			if err != nil || p.InlineData.MIMEType == "" {
+				return nil, fmt.Errorf("%w: parts[%d].inlineData needs a mimeType and base64 data", errBadRequest, i)
+			}
+			c.Parts = append(c.Parts, genai.NewPartFromBytes(data, p.InlineData.MIMEType))
+		default:
+			return nil, fmt.Errorf("%w: parts[%d] needs exactly one of text and inlineData", errBadRequest, i)
+		}
+	}
+	return c, nil
+}
+
+func (s *Server) turn(w http.ResponseWriter, r *http.Request, log *slog.Logger) error {
+	user, err := s.ident.userID(r.Context(), r)
+	if err != nil {
+		return err
+	}
+	var req turnRequest
+	if err := s.decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	msg, err := req.content()
+	if err != nil {
+		return err
+	}
+	inv, report, err := s.team.Turn(r.Context(), toolcallback.ChatTurn{
+		UserID: user, ChatID: req.SessionID, ClientID: req.ClientID, Agent: req.Agent, Content: msg,
+	})
+	if err != nil {
+		return err
+	}
+	s.respond(w, r, log, inv, reply{data: map[string]any{"agent": report}})
+	return nil
+}
