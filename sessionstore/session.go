@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"google.golang.org/adk/v2/session"
+
+	"github.com/baton-run/baton/internal/eventlist"
 )
 
 // storedSession is the session.Session this service hands out. Besides what
@@ -56,24 +58,13 @@ func (s *storedSession) State() session.State { return &sessionState{s: s} }
 func (s *storedSession) Events() session.Events {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return eventList(slices.Clone(s.events))
+	return eventlist.List(slices.Clone(s.events))
 }
 
 func (s *storedSession) LastUpdateTime() time.Time {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.updated
-}
-
-type eventList []*session.Event
-
-func (e eventList) All() iter.Seq[*session.Event] { return slices.Values(e) }
-func (e eventList) Len() int                      { return len(e) }
-func (e eventList) At(i int) *session.Event {
-	if i < 0 || i >= len(e) {
-		return nil
-	}
-	return e[i]
 }
 
 type sessionState struct{ s *storedSession }

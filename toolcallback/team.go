@@ -14,6 +14,7 @@ import (
 	"google.golang.org/adk/v2/session"
 	"google.golang.org/genai"
 
+	"github.com/baton-run/baton/internal/eventlist"
 	"github.com/baton-run/baton/sessionstore"
 )
 
@@ -231,7 +232,7 @@ func (t *Team) Pending(ctx context.Context, user, chatID, client string, history
 	if n := len(events); history < n {
 		events = events[n-history:]
 	}
-	return &PendingState{Agent: chat.Agent, Calls: calls, History: sessionEvents(events)}, nil
+	return &PendingState{Agent: chat.Agent, Calls: calls, History: eventlist.List(events)}, nil
 }
 
 // Watch follows the chat's active session as it is written to, from any
@@ -337,16 +338,4 @@ func validIDs(pairs ...string) error {
 		}
 	}
 	return nil
-}
-
-// sessionEvents is a slice of events as session.Events.
-type sessionEvents []*session.Event
-
-func (e sessionEvents) All() iter.Seq[*session.Event] { return slices.Values(e) }
-func (e sessionEvents) Len() int                      { return len(e) }
-func (e sessionEvents) At(i int) *session.Event {
-	if i < 0 || i >= len(e) {
-		return nil
-	}
-	return e[i]
 }
