@@ -7,7 +7,7 @@ import (
 // ChatOfSession returns the chat whose n-th agent session sid is (the
 // inverse of chatSessionID), so that a tool can keep what it holds per
 // chat across agent switches. ok is false for a session that is not a
-// chat's (an Engine used without a Team) and for the hashed form of chat
+// chat's (one made outside a Team) and for the hashed form of chat
 // ids too long to carry, whose chat id cannot be recovered.
 func ChatOfSession(sid string) (chat string, ok bool) {
 	i := strings.LastIndexByte(sid, '~')
