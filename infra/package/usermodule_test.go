@@ -313,3 +313,45 @@ func chunk(t *testing.T, chunks []map[string]any, typ, tool string) map[string]a
 	t.Fatalf("no %s chunk for %q in %v", typ, tool, chunks)
 	return nil
 }
+
+// TestUserModuleRefuses: run from a user's module, the packager exits
+// non-zero with a message that says what is wrong, and writes no archive,
+// for an agent that does not exist, one with neither New nor Team, and a
+// tree that does not build.
+func TestUserModuleRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		files map[string]string
+		args  []string
+		want  string
+	}{{
+		name: "no -agent",
+		want: "no agent package: pass -agent",
+	}, {
+		name: "agent does not exist",
+		args: []string{"-agent", "example.com/myagent/nothere"},
+		want: "agent package example.com/myagent/nothere does not exist",
+	}, {
+		name:  "neither New nor Team",
+		files: map[string]string{"helper/helper.go": "package helper\n\nfunc Make() {}\n"},
+		args:  []string{"-agent", "example.com/myagent/helper"},
+		want:  "declares neither func New",
+	}, {
+		name:  "does not build",
+		files: map[string]string{"agent/broken.go": "package agent\n\nvar broken int = \"not a number\"\n"},
+		args:  []string{"-agent", "example.com/myagent/agent"},
+		want:  "the archive does not build",
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := userModule(t, tc.files)
+			out := filepath.Join(t.TempDir(), "baton.zip")
+			err, log := packageCmd(dir, append(tc.args, "-out", out)...)
+			if err == nil || !strings.Contains(log, tc.want) {
+				t.Errorf("package %v: %v, output:\n%s\nwant a failure saying %q", tc.args, err, log, tc.want)
+			}
+			if _, err := os.Stat(out); !os.IsNotExist(err) {
+				t.Errorf("package %v left an archive (stat: %v)", tc.args, err)
+			}
+		})
+	}
+}
