@@ -183,6 +183,19 @@ func TestUserModule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Reproducible: packaging again (in this process, without the build
+	// check) gives the same bytes.
+	for _, kv := range offlineEnv()[len(os.Environ()):] {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	again, _, err := build(Options{ModuleRoot: dir, Agent: "example.com/myagent/agent"})
+	if err != nil {
+		t.Fatalf("build() again: %v", err)
+	}
+	if !bytes.Equal(again, data) {
+		t.Errorf("packaging the same module twice gave different archives")
+	}
 	names := archiveNames(t, data)
 	for _, want := range []string{"go.mod", "go.sum", "agent/agent.go", "local/main.go", agentFile,
 		"_modules/github.com/baton-run/baton/go.mod", "_modules/github.com/baton-run/baton/functions/register.go"} {
