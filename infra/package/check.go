@@ -52,7 +52,9 @@ func checkBuilds(data []byte, modPath string) error {
 	if err := os.WriteFile(filepath.Join(mainDir, "main.go"), fmt.Appendf(nil, checkMain, modPath), 0o644); err != nil {
 		return err
 	}
-	cmd := exec.Command("go", "build", "./...", "./_batonmain")
+	// -trimpath keeps the scratch directory out of the build cache's keys,
+	// so that packaging again reuses what the last run compiled.
+	cmd := exec.Command("go", "build", "-trimpath", "./...", "./_batonmain")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
 	if out, err := cmd.CombinedOutput(); err != nil {

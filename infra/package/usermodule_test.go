@@ -217,7 +217,7 @@ func TestUserModule(t *testing.T) {
 	writeFiles(t, unpacked, map[string]string{"buildpackmain/main.go": strings.Replace(buildpackMain,
 		`_ "github.com/baton-run/baton"`, `_ "example.com/myagent"`, 1)})
 	bin := filepath.Join(t.TempDir(), "server")
-	goIn(t, unpacked, "build", "-o", bin, "./buildpackmain")
+	goIn(t, unpacked, "build", "-trimpath", "-o", bin, "./buildpackmain") // -trimpath: the packager's check compiled the same
 	t.Logf("built in %s", time.Since(start).Round(time.Millisecond))
 
 	base := serveAll(t, bin)
