@@ -33,8 +33,7 @@ func ExampleNewServer() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	for _, name := range functions.Names {
-		http.Handle("/"+name, s.Handler(name))
-	}
-	log.Fatal(http.ListenAndServe(":8080", nil))
+	// Every function at /{Name} with its sub-paths (/Chat/{chatId}/stream,
+	// the A2A agent card), on one port.
+	log.Fatal(http.ListenAndServe(":8080", s.Mux()))
 }

@@ -11,6 +11,8 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"iter"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -60,31 +62,14 @@ func build(opts Options) ([]byte, int, error) {
 		return nil, 0, errors.New("the agent package cannot be the functions package")
 	}
 	a := &archive{root: root, modPath: modPath, files: map[string]entry{}}
-
-	for _, name := range []string{"go.mod", "go.sum"} {
-		if err := a.addFile(name, filepath.Join(root, name)); err != nil {
+	if modPath != batonModule {
+		if err := buildUserModule(a, opts.Agent); err != nil {
 			return nil, 0, err
 		}
+		data, err := a.zip()
+		return data, len(a.files), err
 	}
-	pkgName, err := a.addFunctions()
-	if err != nil {
-		return nil, 0, err
-	}
-	if err := a.addModule(); err != nil {
-		return nil, 0, err
-	}
-	if err := a.addAgent(opts.Agent); err != nil {
-		return nil, 0, err
-	}
-	team, err := exportsTeam(filepath.Join(root, filepath.FromSlash(strings.TrimPrefix(strings.TrimPrefix(opts.Agent, modPath), "/"))))
-	if err != nil {
-		return nil, 0, err
-	}
-	src, err := agentSource(pkgName, opts.Agent, team)
-	if err != nil {
-		return nil, 0, err
-	}
-	if err := a.add(agentFile, entry{data: src}); err != nil {
+	if err := a.addBaton(opts.Agent); err != nil {
 		return nil, 0, err
 	}
 	if err := a.checkImports(); err != nil {
@@ -92,6 +77,36 @@ func build(opts Options) ([]byte, int, error) {
 	}
 	data, err := a.zip()
 	return data, len(a.files), err
+}
+
+// addBaton arranges Baton's own module: functions/ at the root, the rest
+// at its usual paths, the agent and what it imports from infra/ and local/.
+func (a *archive) addBaton(agent string) error {
+	for _, name := range []string{"go.mod", "go.sum"} {
+		if err := a.addFile(name, filepath.Join(a.root, name)); err != nil {
+			return err
+		}
+	}
+	pkgName, err := a.addFunctions()
+	if err != nil {
+		return err
+	}
+	if err := a.addModule(); err != nil {
+		return err
+	}
+	if err := a.addAgent(agent); err != nil {
+		return err
+	}
+	dir := filepath.Join(a.root, filepath.FromSlash(strings.TrimPrefix(strings.TrimPrefix(agent, a.modPath), "/")))
+	team, err := checkConstructor(&goPackage{ImportPath: agent, Dir: dir})
+	if err != nil {
+		return err
+	}
+	src, err := agentSource(pkgName, agent, team)
+	if err != nil {
+		return err
+	}
+	return a.add(agentFile, entry{data: src})
 }
 
 type archive struct {
@@ -379,9 +394,9 @@ func init() { %s }
 	return format.Source([]byte(src))
 }
 
-// exportsTeam reports whether the Go package in dir declares a top-level
-// func Team.
-func exportsTeam(dir string) (bool, error) {
+// declaresFunc reports whether the Go package in dir declares a
+// top-level func name.
+func declaresFunc(dir, name string) (bool, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	if err != nil {
 		return false, err
@@ -395,12 +410,27 @@ func exportsTeam(dir string) (bool, error) {
 			return false, err
 		}
 		for _, d := range file.Decls {
-			if fn, ok := d.(*ast.FuncDecl); ok && fn.Recv == nil && fn.Name.Name == "Team" {
+			if fn, ok := d.(*ast.FuncDecl); ok && fn.Recv == nil && fn.Name.Name == name {
 				return true, nil
 			}
 		}
 	}
 	return false, nil
+}
+
+// formatSource gofmts generated source.
+func formatSource(src string) ([]byte, error) { return format.Source([]byte(src)) }
+
+// sortedMap yields m's entries by key, so that what is built from a map
+// does not depend on its order.
+func sortedMap(m map[string]string) iter.Seq2[string, string] {
+	return func(yield func(string, string) bool) {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			if !yield(k, m[k]) {
+				return
+			}
+		}
+	}
 }
 
 // skipName reports whether a file or folder is never packaged: hidden and

@@ -11,7 +11,7 @@ import (
 
 func main() {
 	out := flag.String("out", "baton.zip", "archive to write")
-	agent := flag.String("agent", defaultAgent, "import path of the package whose New(ctx) (agent.Agent, error) builds the deployed agent")
+	agent := flag.String("agent", "", "import path of the package whose Team(ctx) ([]toolcallback.Member, error), or else New(ctx) (agent.Agent, error), builds the deployed agents (default in Baton's module: "+defaultAgent+")")
 	dir := flag.String("module", "", "module root (default: the nearest directory with a go.mod, from the working directory up)")
 	flag.Parse()
 	if flag.NArg() > 0 {
@@ -19,6 +19,7 @@ func main() {
 		os.Exit(2)
 	}
 	if err := run(*dir, *agent, *out); err != nil {
+		// No archive is written: a failed run leaves none for Terraform.
 		fmt.Fprintln(os.Stderr, "package:", err)
 		os.Exit(1)
 	}
@@ -34,8 +35,18 @@ func run(dir, agent, out string) error {
 			return err
 		}
 	}
+	modPath, err := modulePath(filepath.Join(dir, "go.mod"))
+	if err != nil {
+		return err
+	}
+	if agent == "" && modPath == batonModule {
+		agent = defaultAgent
+	}
 	data, files, err := build(Options{ModuleRoot: dir, Agent: agent})
 	if err != nil {
+		return err
+	}
+	if err := checkBuilds(data, modPath); err != nil {
 		return err
 	}
 	// Write next to the destination and rename, so a failed run never

@@ -49,7 +49,7 @@ func fakeModule(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{
-		"go.mod":    "module example.com/m\n\ngo 1.26.0\n",
+		"go.mod":    "module github.com/baton-run/baton\n\ngo 1.26.0\n",
 		"go.sum":    "",
 		"README.md": "not code\n",
 		"cover.out": "test output\n",
@@ -72,8 +72,8 @@ func fakeModule(t *testing.T) string {
 		"nested/nested.go":               "package nested\n",
 		"_scratch/scratch.go":            "package scratch\n",
 
-		"local/main.go":                 "package main\n\nimport _ \"example.com/m/functions\"\n",
-		"local/agent/agent.go":          "package agent\n\nimport (\n\t_ \"example.com/m/local/prompts\"\n\t_ \"example.com/m/sessionstore\"\n\t_ \"fmt\"\n)\n\nfunc New() {}\n",
+		"local/main.go":                 "package main\n\nimport _ \"github.com/baton-run/baton/functions\"\n",
+		"local/agent/agent.go":          "package agent\n\nimport (\n\t_ \"github.com/baton-run/baton/local/prompts\"\n\t_ \"github.com/baton-run/baton/sessionstore\"\n\t_ \"fmt\"\n)\n\nfunc New() {}\n",
 		"local/agent/agent_test.go":     "package agent\n",
 		"local/prompts/prompts.go":      "package prompts\n",
 		"local/prompts/system.txt":      "You are Baton.\n",
@@ -102,7 +102,7 @@ func archiveNames(t *testing.T, data []byte) []string {
 
 func TestArchiveLayout(t *testing.T) {
 	dir := fakeModule(t)
-	data, _, err := build(Options{ModuleRoot: dir, Agent: "example.com/m/local/agent"})
+	data, _, err := build(Options{ModuleRoot: dir, Agent: "github.com/baton-run/baton/local/agent"})
 	if err != nil {
 		t.Fatalf("build() error = %v", err)
 	}
@@ -159,12 +159,12 @@ func readEntry(t *testing.T, data []byte, name string) string {
 
 func TestArchiveAgentFile(t *testing.T) {
 	dir := fakeModule(t)
-	data, _, err := build(Options{ModuleRoot: dir, Agent: "example.com/m/local/agent"})
+	data, _, err := build(Options{ModuleRoot: dir, Agent: "github.com/baton-run/baton/local/agent"})
 	if err != nil {
 		t.Fatalf("build() error = %v", err)
 	}
 	got := readEntry(t, data, agentFile)
-	for _, want := range []string{"package functions\n", `import batonagent "example.com/m/local/agent"`, "UseAgent(batonagent.New)"} {
+	for _, want := range []string{"package functions\n", `import batonagent "github.com/baton-run/baton/local/agent"`, "UseAgent(batonagent.New)"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("%s does not contain %q:\n%s", agentFile, want, got)
 		}
@@ -176,7 +176,7 @@ func TestArchiveAgentFile(t *testing.T) {
 // non-deployed files do not count, and a change to deployed code does.
 func TestArchiveDeterministic(t *testing.T) {
 	dir := fakeModule(t)
-	opts := Options{ModuleRoot: dir, Agent: "example.com/m/local/agent"}
+	opts := Options{ModuleRoot: dir, Agent: "github.com/baton-run/baton/local/agent"}
 	touch := func(name, body string) {
 		t.Helper()
 		writeFiles(t, dir, map[string]string{name: body})
@@ -226,30 +226,30 @@ func TestArchiveRefuses(t *testing.T) {
 	}{
 		{
 			name:  "agent imports functions",
-			files: map[string]string{"local/agent/agent.go": "package agent\n\nimport _ \"example.com/m/functions\"\n"},
-			agent: "example.com/m/local/agent",
+			files: map[string]string{"local/agent/agent.go": "package agent\n\nimport _ \"github.com/baton-run/baton/functions\"\n"},
+			agent: "github.com/baton-run/baton/local/agent",
 			want:  "functions/ moves to the root",
 		},
 		{
 			name:  "a package imports functions",
-			files: map[string]string{"internal/helper/bad.go": "package helper\n\nimport _ \"example.com/m/functions\"\n"},
-			agent: "example.com/m/local/agent",
+			files: map[string]string{"internal/helper/bad.go": "package helper\n\nimport _ \"github.com/baton-run/baton/functions\"\n"},
+			agent: "github.com/baton-run/baton/local/agent",
 			want:  "nothing may import the functions package",
 		},
 		{
 			name:  "package under functions",
 			files: map[string]string{"functions/sub/sub.go": "package sub\n"},
-			agent: "example.com/m/local/agent",
+			agent: "github.com/baton-run/baton/local/agent",
 			want:  "packages under functions/ are not supported",
 		},
 		{
 			name:  "missing agent",
-			agent: "example.com/m/local/nothere",
+			agent: "github.com/baton-run/baton/local/nothere",
 			want:  "local/nothere",
 		},
 		{
 			name:  "agent is functions",
-			agent: "example.com/m/functions",
+			agent: "github.com/baton-run/baton/functions",
 			want:  "cannot be the functions package",
 		},
 	} {

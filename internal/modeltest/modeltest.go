@@ -1,208 +1,24 @@
-// Package modeltest provides scripted models for tests: no network, no
-// randomness, and a check that every request pairs function calls with
-// responses the way Gemini insists on.
+// Package modeltest forwards to the public package of the same name
+// (github.com/baton-run/baton/modeltest), so that tests written against
+// this path keep building. New tests import the public package.
 package modeltest
 
-import (
-	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"iter"
-	"strings"
-	"sync"
-	"testing"
+import "github.com/baton-run/baton/modeltest"
 
-	"google.golang.org/adk/v2/model"
-	"google.golang.org/genai"
+type (
+	// Strict is modeltest.Strict.
+	Strict = modeltest.Strict
+	// Reply is modeltest.Reply.
+	Reply = modeltest.Reply
 )
 
-// Strict is a scripted model that checks every request the way Gemini
-// does: each function call must be answered by exactly one response, in the
-// content right after it, and every response must answer a call of the
-// content right before it. A violation fails the test.
-type Strict struct {
-	T        testing.TB
-	mu       sync.Mutex
-	Script   []Reply
-	requests []*model.LLMRequest
-	// gate, when set, is received from before answering (to hold the
-	// model mid-invocation).
-	Gate chan struct{}
-	// repeat, when set, answers once the script is exhausted.
-	Repeat Reply
-}
-
-// Reply produces the model's answer to a request.
-type Reply func(req *model.LLMRequest) *genai.Content
-
-func (m *Strict) Name() string { return "strict-scripted" }
-
-func (m *Strict) GenerateContent(ctx context.Context, req *model.LLMRequest, _ bool) iter.Seq2[*model.LLMResponse, error] {
-	return func(yield func(*model.LLMResponse, error) bool) {
-		if err := CheckPairing(req.Contents); err != nil {
-			m.T.Errorf("model request violates function call pairing: %v\n%s", err, DumpContents(req.Contents))
-			yield(nil, err)
-			return
-		}
-		m.mu.Lock()
-		m.requests = append(m.requests, req)
-		if len(m.Script) == 0 && m.Repeat != nil {
-			m.Script = append(m.Script, m.Repeat)
-		}
-		if len(m.Script) == 0 {
-			m.mu.Unlock()
-			m.T.Errorf("model called more often than scripted:\n%s", DumpContents(req.Contents))
-			yield(nil, errors.New("strict model: script exhausted"))
-			return
-		}
-		next := m.Script[0]
-		m.Script = m.Script[1:]
-		gate := m.Gate
-		m.mu.Unlock()
-		if gate != nil {
-			select {
-			case <-gate:
-			case <-ctx.Done():
-				yield(nil, ctx.Err())
-				return
-			}
-		}
-		content := next(req)
-		if content == failure {
-			yield(nil, ErrScripted)
-			return
-		}
-		yield(&model.LLMResponse{Content: content, TurnComplete: true}, nil)
-	}
-}
-
-func (m *Strict) Calls() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return len(m.requests)
-}
-
-func (m *Strict) LastRequest() *model.LLMRequest {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.requests[len(m.requests)-1]
-}
-
-func CheckPairing(contents []*genai.Content) error {
-	for i, c := range contents {
-		var calls, responses []string
-		for _, p := range c.Parts {
-			if p.FunctionCall != nil {
-				calls = append(calls, p.FunctionCall.ID)
-			}
-			if p.FunctionResponse != nil {
-				responses = append(responses, p.FunctionResponse.ID)
-			}
-		}
-		if len(responses) > 0 {
-			if i == 0 {
-				return fmt.Errorf("content %d: responses %v with no call before them", i, responses)
-			}
-			prev := map[string]bool{}
-			for _, p := range contents[i-1].Parts {
-				if p.FunctionCall != nil {
-					prev[p.FunctionCall.ID] = true
-				}
-			}
-			for _, id := range responses {
-				if !prev[id] {
-					return fmt.Errorf("content %d: response %q answers no call of content %d", i, id, i-1)
-				}
-			}
-		}
-		if len(calls) == 0 {
-			continue
-		}
-		if i+1 >= len(contents) {
-			return fmt.Errorf("content %d: calls %v have no response", i, calls)
-		}
-		count := map[string]int{}
-		n := 0
-		for _, p := range contents[i+1].Parts {
-			if p.FunctionResponse != nil {
-				count[p.FunctionResponse.ID]++
-				n++
-			}
-		}
-		for _, id := range calls {
-			if count[id] != 1 {
-				return fmt.Errorf("content %d: call %q has %d responses in the next content, want 1", i, id, count[id])
-			}
-		}
-		if n != len(calls) {
-			return fmt.Errorf("content %d: %d calls but %d responses", i, len(calls), n)
-		}
-	}
-	return nil
-}
-
-func DumpContents(contents []*genai.Content) string {
-	var b strings.Builder
-	for i, c := range contents {
-		fmt.Fprintf(&b, "  [%d] %s:", i, c.Role)
-		for _, p := range c.Parts {
-			switch {
-			case p.Text != "":
-				fmt.Fprintf(&b, " text(%q)", p.Text)
-			case p.FunctionCall != nil:
-				fmt.Fprintf(&b, " call(%s %s %v)", p.FunctionCall.ID, p.FunctionCall.Name, p.FunctionCall.Args)
-			case p.FunctionResponse != nil:
-				fmt.Fprintf(&b, " response(%s %s %v)", p.FunctionResponse.ID, p.FunctionResponse.Name, p.FunctionResponse.Response)
-			}
-		}
-		b.WriteString("\n")
-	}
-	return b.String()
-}
-
-// CallReply makes the model call tools, all in one step.
-func CallReply(calls ...*genai.FunctionCall) Reply {
-	return func(*model.LLMRequest) *genai.Content {
-		c := &genai.Content{Role: genai.RoleModel}
-		for _, fc := range calls {
-			c.Parts = append(c.Parts, &genai.Part{FunctionCall: fc})
-		}
-		return c
-	}
-}
-
-func Call(id, name string, args map[string]any) *genai.FunctionCall {
-	return &genai.FunctionCall{ID: id, Name: name, Args: args}
-}
-
-// EchoReply answers with text describing the responses of the request's
-// last content, so tests can see what the model was given.
-func EchoReply(req *model.LLMRequest) *genai.Content {
-	var parts []string
-	last := req.Contents[len(req.Contents)-1]
-	for _, p := range last.Parts {
-		if p.FunctionResponse != nil {
-			b, _ := json.Marshal(p.FunctionResponse.Response)
-			parts = append(parts, p.FunctionResponse.Name+"="+string(b))
-		}
-		if p.Text != "" {
-			parts = append(parts, "text="+p.Text)
-		}
-	}
-	return genai.NewContentFromText("saw "+strings.Join(parts, "; "), genai.RoleModel)
-}
-
-// ErrScripted is the error a FailReply step answers with.
-var ErrScripted = errors.New("scripted model failure")
-
-// failure marks FailReply's step; only its address matters.
-var failure = &genai.Content{}
-
-// FailReply makes the model answer its request with ErrScripted, as a model
-// that is down or refuses the request would.
-func FailReply(*model.LLMRequest) *genai.Content { return failure }
-
-func TextReply(s string) Reply {
-	return func(*model.LLMRequest) *genai.Content { return genai.NewContentFromText(s, genai.RoleModel) }
-}
+var (
+	CheckPairing = modeltest.CheckPairing
+	DumpContents = modeltest.DumpContents
+	CallReply    = modeltest.CallReply
+	Call         = modeltest.Call
+	EchoReply    = modeltest.EchoReply
+	FailReply    = modeltest.FailReply
+	TextReply    = modeltest.TextReply
+	ErrScripted  = modeltest.ErrScripted
+)

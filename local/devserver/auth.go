@@ -1,4 +1,4 @@
-package main
+package devserver
 
 import (
 	"encoding/json"
@@ -12,6 +12,10 @@ import (
 
 	"github.com/baton-run/baton/internal/emulator"
 )
+
+// authEmulatorAPIKey is the API key the page gives the Firebase JS SDK; the
+// Auth emulator accepts any.
+const authEmulatorAPIKey = "local-demo-key"
 
 // authHostEnv names the Firebase Auth emulator for the Admin SDK.
 const authHostEnv = "FIREBASE_AUTH_EMULATOR_HOST"

@@ -1,0 +1,292 @@
+package devserver
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/baton-run/baton/functions"
+	"github.com/baton-run/baton/internal/emulator"
+	"github.com/baton-run/baton/local/web"
+	"github.com/baton-run/baton/mcpregistry"
+	"github.com/baton-run/baton/sessionstore"
+	"github.com/baton-run/baton/toolcallback"
+)
+
+// Options say which agents to run and how. Exactly one of Agent, Team and
+// TeamWithMCP is set: the same constructors a deployment registers with
+// functions.UseAgent, UseTeam and UseTeamWithMCP.
+type Options struct {
+	Agent       functions.AgentFunc
+	Team        functions.TeamFunc
+	TeamWithMCP functions.MCPTeamFunc
+	// MCPServers are the servers TeamWithMCP's registry connects to.
+	MCPServers []mcpregistry.Server
+
+	// Addr is the address to serve on. Default: 127.0.0.1:$PORT, or
+	// 127.0.0.1:8080.
+	Addr string
+	// ModelName is what the page shows as the model. Default: none.
+	ModelName string
+	// SessionStateOnly is functions.ServerOptions.SessionStateOnly: the
+	// agents keep no app: or user: state.
+	SessionStateOnly bool
+	// Trace, when set, receives each request's spans as an indented tree
+	// with durations (lease, session reads and appends, ledger, ADK's
+	// agent, model and tool calls, Firestore calls).
+	Trace io.Writer
+	// Logger logs as the functions do. Default: functions.NewLogger(nil).
+	Logger *slog.Logger
+	// Ready, when set, is called with the base URL once the server accepts
+	// connections.
+	Ready func(url string)
+}
+
+// Main runs Run until Ctrl-C or SIGTERM, with the flags -addr and -trace
+// (parsed here, with any the caller defined), and exits: status 1, with
+// what to install, when the server cannot run.
+func Main(opts *Options) {
+	o := *opts
+	addr := flag.String("addr", defaultAddr(), "address to serve on (PORT sets the port)")
+	traces := flag.Bool("trace", false, "print each request's spans to stderr")
+	flag.Parse()
+	if o.Addr == "" {
+		o.Addr = *addr
+	}
+	if *traces {
+		o.Trace = os.Stderr
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := Run(ctx, &o); err != nil {
+		fmt.Fprintln(os.Stderr, "baton local:", err)
+		if errors.Is(err, emulator.ErrMissing) {
+			fmt.Fprintln(os.Stderr, "To run locally,", emulator.InstallHint+".")
+		}
+		stop()
+		os.Exit(1)
+	}
+}
+
+func defaultAddr() string {
+	if port := os.Getenv("PORT"); port != "" {
+		return net.JoinHostPort("127.0.0.1", port)
+	}
+	return "127.0.0.1:8080"
+}
+
+// localDefaults are what a local run sets when the environment does not.
+var localDefaults = map[string]string{
+	"GOOGLE_CLOUD_PROJECT": "baton-local",
+	"BATON_PENDING_POLICY": "cancel",
+}
+
+// Run serves until ctx ends, then stops what it started.
+func Run(ctx context.Context, opts *Options) error {
+	start := time.Now()
+	o := *opts
+	if n := btoi(o.Agent != nil) + btoi(o.Team != nil) + btoi(o.TeamWithMCP != nil); n != 1 {
+		return fmt.Errorf("devserver: set exactly one of Agent, Team and TeamWithMCP (%d set)", n)
+	}
+	if o.Addr == "" {
+		o.Addr = defaultAddr()
+	}
+	if o.Logger == nil {
+		o.Logger = functions.NewLogger(nil)
+	}
+	env := &environment{overrides: map[string]string{}}
+	emus, err := startEmulators(env, o.Logger, start)
+	if err != nil {
+		return err
+	}
+	defer emus.stop()
+	cfg, err := functions.ConfigFromEnv(env.lookup)
+	if err != nil {
+		return err
+	}
+	var processors []sdktrace.SpanProcessor
+	if o.Trace != nil {
+		processors = append(processors, newSummary(o.Trace))
+	}
+	stopTracing, err := functions.InstallTracing(ctx, cfg, processors...)
+	if err != nil {
+		return err
+	}
+	defer stopTracing(context.Background())
+	if len(cfg.TokenKey) == 0 {
+		cfg.TokenKey = randomKey()
+	}
+	client, err := firestore.NewClientWithDatabase(ctx, cfg.Project, cfg.Database)
+	if err != nil {
+		return fmt.Errorf("firestore: %w", err)
+	}
+	defer client.Close()
+	server, closeMCP, err := newServer(ctx, cfg, client, &o)
+	if err != nil {
+		return err
+	}
+	defer closeMCP()
+	mux, err := routes(server, emus.signIn, cfg.Project, o.ModelName)
+	if err != nil {
+		return err
+	}
+	return serve(ctx, &o, mux, server, emus.signIn, start)
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// environment is the process's environment, with what a local run
+// decides (development identity, when the Auth emulator cannot run) over
+// it and localDefaults under it.
+type environment struct{ overrides map[string]string }
+
+func (e *environment) lookup(k string) (string, bool) {
+	if v, ok := e.overrides[k]; ok {
+		return v, true
+	}
+	if v, ok := os.LookupEnv(k); ok {
+		return v, true
+	}
+	v, ok := localDefaults[k]
+	return v, ok
+}
+
+// newServer builds the agents the options name, and the MCP registry
+// TeamWithMCP uses; the returned func closes it.
+func newServer(ctx context.Context, cfg functions.Config, client *firestore.Client, o *Options) (*functions.Server, func(), error) {
+	sopts := &functions.ServerOptions{Logger: o.Logger, SessionStateOnly: o.SessionStateOnly}
+	closeMCP := func() {}
+	newTeam := o.Team
+	if o.Agent != nil {
+		newTeam = func(ctx context.Context) ([]toolcallback.Member, error) {
+			a, err := o.Agent(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return []toolcallback.Member{{Agent: a}}, nil
+		}
+	}
+	if o.TeamWithMCP != nil {
+		reg, err := mcpregistry.New(sessionstore.New(client, &sessionstore.Options{Root: cfg.Root}), o.MCPServers,
+			&mcpregistry.Options{Logger: o.Logger})
+		if err != nil {
+			return nil, nil, fmt.Errorf("MCP servers: %w", err)
+		}
+		sopts.MCP = reg
+		closeMCP = func() { reg.Close() } // its stdio servers end; HTTP sessions stay, as for another instance
+		newTeam = func(ctx context.Context) ([]toolcallback.Member, error) { return o.TeamWithMCP(ctx, reg) }
+	}
+	members, err := newTeam(ctx)
+	if err != nil {
+		closeMCP()
+		return nil, nil, fmt.Errorf("build agents: %w", err)
+	}
+	server, err := functions.NewServer(cfg, client, members, sopts)
+	if err != nil {
+		closeMCP()
+		return nil, nil, err
+	}
+	return server, closeMCP, nil
+}
+
+// routes adds to the functions' routes the page, what it reads at
+// /config.json and, when it signs in through the Auth emulator, the
+// Firebase JS SDK.
+func routes(server *functions.Server, signIn *pageAuth, project, model string) (*http.ServeMux, error) {
+	mux := server.Mux()
+	page, err := web.Files()
+	if err != nil {
+		return nil, err
+	}
+	mux.Handle("/", http.FileServerFS(page))
+	config := map[string]any{"model": model, "agents": server.Team().Agents(), "auth": map[string]any{"mode": "dev"}}
+	if signIn != nil {
+		config["auth"] = signIn.config(project)
+		mux.Handle("GET /vendor/firebase/", signIn.sdk())
+	}
+	mux.HandleFunc("GET /config.json", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(config)
+	})
+	return mux, nil
+}
+
+// serve serves mux and sweeps until ctx ends, then shuts the server down.
+func serve(ctx context.Context, o *Options, mux http.Handler, server *functions.Server, signIn *pageAuth, start time.Time) error {
+	ln, err := net.Listen("tcp", o.Addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go sweep(ctx, server, o.Logger)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	url := "http://" + ln.Addr().String()
+	identity := "development identity (X-Baton-User)"
+	if signIn != nil {
+		identity = "Firebase Auth emulator at " + signIn.addr + " (anonymous sign-in)"
+	}
+	took := time.Since(start).Round(time.Millisecond)
+	o.Logger.Info("Baton is running", "url", url, "model", o.ModelName, "identity", identity, "startup", took.String())
+	fmt.Fprintf(os.Stderr, "\n  Baton is running at %s\n  A2A agent card: %s/.well-known/agent-card.json (and %s/A2A/.well-known/agent-card.json)\n"+
+		"  Model: %s\n  Users: %s\n  Started in %s. Ctrl-C stops it.\n\n", url, url, url, o.ModelName, identity, took)
+	if o.Ready != nil {
+		o.Ready(url)
+	}
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdown); err != nil {
+		o.Logger.Warn("shutdown", "error", err)
+	}
+	return nil
+}
+
+// sweep does locally what Cloud Scheduler does in production.
+func sweep(ctx context.Context, s *functions.Server, log *slog.Logger) {
+	t := time.NewTicker(15 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			report, err := s.Team().Sweep(ctx, now)
+			if err != nil && ctx.Err() == nil {
+				log.Warn("sweep", "error", err)
+			} else if report.Expired+report.Resumed+report.Repaired+report.Idle > 0 {
+				log.Info("sweep", "expired", report.Expired, "resumed", report.Resumed, "repaired", report.Repaired, "idle", report.Idle)
+			}
+		}
+	}
+}
+
+func randomKey() []byte {
+	b := make([]byte, 32)
+	rand.Read(b)
+	return []byte(hex.EncodeToString(b))
+}

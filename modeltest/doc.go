@@ -1,0 +1,12 @@
+// Package modeltest provides scripted models for offline tests of agents
+// on Baton: no network, no randomness, and a check that every request pairs
+// function calls with responses the way Gemini insists on, so that a test
+// fails where Gemini would refuse the transcript Baton built (after a
+// pause, a resume, an expiry or a repair).
+//
+// Baton's own tests use it, and so can a user's tests of their own agent:
+// give Strict to llmagent.Config.Model in place of Gemini.
+//
+// It is a folder of its own, rather than internal/, because users import
+// it; it holds nothing but models for tests.
+package modeltest
