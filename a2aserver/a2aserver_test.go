@@ -8,7 +8,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"google.golang.org/genai"
 
-	"github.com/baton-run/baton/internal/modeltest"
+	"github.com/baton-run/baton/modeltest"
 )
 
 // TestTwoInstances: a task sent on one instance is read, answered and

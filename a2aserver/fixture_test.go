@@ -19,7 +19,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/internal/firestoretest"
-	"github.com/baton-run/baton/internal/modeltest"
+	"github.com/baton-run/baton/modeltest"
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
 )

@@ -10,8 +10,8 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
-	"github.com/baton-run/baton/internal/modeltest"
 	"github.com/baton-run/baton/internal/polltest"
+	"github.com/baton-run/baton/modeltest"
 )
 
 // TestPushNotifications: a webhook on the allowed list hears of each state

@@ -16,8 +16,8 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 	"google.golang.org/genai"
 
-	"github.com/baton-run/baton/internal/modeltest"
 	"github.com/baton-run/baton/internal/polltest"
+	"github.com/baton-run/baton/modeltest"
 )
 
 func bgmAnswer(id string, track int) *genai.FunctionResponse {

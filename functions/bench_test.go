@@ -16,7 +16,7 @@ import (
 	"google.golang.org/adk/v2/session"
 
 	"github.com/baton-run/baton/internal/firestoretest"
-	"github.com/baton-run/baton/internal/modeltest"
+	"github.com/baton-run/baton/modeltest"
 	"github.com/baton-run/baton/toolcallback"
 	"github.com/baton-run/baton/uistream"
 )

@@ -13,7 +13,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/internal/firestoretest"
-	"github.com/baton-run/baton/internal/modeltest"
+	"github.com/baton-run/baton/modeltest"
 	"github.com/baton-run/baton/uistream/uistreamtest"
 )
 

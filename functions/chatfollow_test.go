@@ -10,7 +10,7 @@ import (
 	"google.golang.org/adk/v2/model"
 	"google.golang.org/genai"
 
-	"github.com/baton-run/baton/internal/modeltest"
+	"github.com/baton-run/baton/modeltest"
 )
 
 // TestChatLiveWaitFollowsTurn: a live tab's wait, opened while the chat is

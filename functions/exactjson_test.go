@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/baton-run/baton/internal/modeltest"
+	"github.com/baton-run/baton/modeltest"
 )
 
 func TestCheckExactJSON(t *testing.T) {

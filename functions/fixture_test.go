@@ -21,7 +21,7 @@ import (
 
 	"github.com/baton-run/baton/internal/authtest"
 	"github.com/baton-run/baton/internal/firestoretest"
-	"github.com/baton-run/baton/internal/modeltest"
+	"github.com/baton-run/baton/modeltest"
 	"github.com/baton-run/baton/toolcallback"
 	"github.com/baton-run/baton/uistream/uistreamtest"
 )

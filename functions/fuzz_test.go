@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/baton-run/baton/internal/modeltest"
+	"github.com/baton-run/baton/modeltest"
 )
 
 // fuzzServer is a dev-identity fixture whose model always answers "ok".

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/baton-run/baton/internal/modeltest"
+	"github.com/baton-run/baton/modeltest"
 	"github.com/baton-run/baton/uistream/uistreamtest"
 )
 

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/baton-run/baton/internal/authtest"
-	"github.com/baton-run/baton/internal/modeltest"
+	"github.com/baton-run/baton/modeltest"
 )
 
 func TestConfigFromEnv(t *testing.T) {

@@ -7,8 +7,8 @@ import (
 	"google.golang.org/adk/v2/agent/llmagent"
 
 	"github.com/baton-run/baton/internal/firestoretest"
-	"github.com/baton-run/baton/internal/modeltest"
 	"github.com/baton-run/baton/mcpregistry"
+	"github.com/baton-run/baton/modeltest"
 	"github.com/baton-run/baton/toolcallback"
 )
 

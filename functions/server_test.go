@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/baton-run/baton/internal/modeltest"
 	"github.com/baton-run/baton/internal/polltest"
+	"github.com/baton-run/baton/modeltest"
 	"github.com/baton-run/baton/uistream/uistreamtest"
 )
 
