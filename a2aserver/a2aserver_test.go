@@ -14,6 +14,7 @@ import (
 // TestTwoInstances: a task sent on one instance is read, answered and
 // followed on the other.
 func TestTwoInstances(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, 2, nil,
 		modeltest.CallReply(modeltest.Call("c1", "change_bgm", map[string]any{"track": 2})),
 		modeltest.TextReply("now playing track 2"))
@@ -36,19 +37,29 @@ func TestTwoInstances(t *testing.T) {
 	}
 
 	// Follow the task on instance 0 while instance 1 takes the answer.
+	// The subscription's first event is the task as stored; every later
+	// event reaches it, so the answer is sent only once that one arrived.
 	followed := make(chan []a2a.Event, 1)
+	subscribed := make(chan struct{})
 	go func() {
 		var evs []a2a.Event
+		defer func() {
+			if len(evs) == 0 {
+				close(subscribed)
+			}
+			followed <- evs
+		}()
 		for ev, err := range a.SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: task.ID}) {
 			if err != nil {
 				t.Errorf("SubscribeToTask: %v", err)
-				break
+				return
 			}
-			evs = append(evs, ev)
+			if evs = append(evs, ev); len(evs) == 1 {
+				close(subscribed)
+			}
 		}
-		followed <- evs
 	}()
-	time.Sleep(500 * time.Millisecond) // let the listener start
+	<-subscribed
 
 	done := send(ctx, t, b, answerMessage(task, &genai.FunctionResponse{ID: "c1", Name: "change_bgm", Response: map[string]any{"playing": 2}}))
 	if done.Status.State != a2a.TaskStateCompleted || artifactText(done) != "now playing track 2" {

@@ -18,6 +18,7 @@ import (
 // a caller waits for (input-required, completed, canceled) with its
 // token; a URL outside the list is refused and hears nothing.
 func TestPushNotifications(t *testing.T) {
+	t.Parallel()
 	allowed, outside := &webhook{}, &webhook{}
 	allowedSrv, outsideSrv := httptest.NewServer(allowed), httptest.NewServer(outside)
 	t.Cleanup(allowedSrv.Close)

@@ -27,6 +27,7 @@ func bgmAnswer(id string, track int) *genai.FunctionResponse {
 // TestDuplicateAnswers: 20 identical answers to one input-required task,
 // sent at once to two instances, resume the agent once.
 func TestDuplicateAnswers(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, 2, nil,
 		modeltest.CallReply(modeltest.Call("c1", "change_bgm", map[string]any{"track": 2})),
 		modeltest.TextReply("now playing track 2"))
@@ -69,6 +70,7 @@ func TestDuplicateAnswers(t *testing.T) {
 // TestTwoCallStep: a model step that pauses on two calls keeps the task
 // input-required until both are answered; then the agent resumes once.
 func TestTwoCallStep(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, 1, nil,
 		modeltest.CallReply(
 			modeltest.Call("c1", "change_bgm", map[string]any{"track": 1}),
@@ -105,6 +107,7 @@ func sorted(s []string) []string { s = slices.Clone(s); slices.Sort(s); return s
 // with an error response, so the chat's transcript stays valid (the strict
 // model checks every request): the next message in the chat works.
 func TestCancelMidPause(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, 1, nil,
 		modeltest.CallReply(modeltest.Call("c1", "change_bgm", map[string]any{"track": 2})),
 		// The canceled call's error response resumes the agent once (Team
@@ -153,6 +156,7 @@ func TestCancelMidPause(t *testing.T) {
 // TestTaskNotFound: an unknown task and another user's task are not found,
 // whatever is asked of them.
 func TestTaskNotFound(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, 1, nil, modeltest.CallReply(modeltest.Call("c1", "change_bgm", map[string]any{"track": 2})))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -191,6 +195,7 @@ func TestTaskNotFound(t *testing.T) {
 // TestBadRequests: malformed JSON-RPC, invalid ids and oversize bodies get
 // JSON-RPC errors, and nothing is written.
 func TestBadRequests(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, 1, &Options{MaxBodyBytes: 4096})
 	big := `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message","messageId":"m","role":"user","parts":[{"kind":"text","text":"` +
 		strings.Repeat("x", 5000) + `"}]}}}`

@@ -189,9 +189,18 @@ func TestChatResumeStream(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); f.stream(f.chat("ada", chatBody("chat1", "tab-a", msgs...)), "c1") }()
 	within(t, called, "the resumed agent to call the model")
+	// The follower's response headers come once it has found the running
+	// turn and replayed its start: only then may the turn go on.
+	attached := make(chan *http.Response, 1)
+	go func() { attached <- resume(other) }()
+	var follower *http.Response
+	select {
+	case follower = <-attached:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the other instance did not start following the running turn")
+	}
 	followed := make(chan []map[string]any)
-	go func() { followed <- other.stream(resume(other), "c1") }()
-	time.Sleep(300 * time.Millisecond)
+	go func() { followed <- other.stream(follower, "c1") }()
 	close(gate)
 	within(t, done, "the answer's stream")
 	var got []map[string]any

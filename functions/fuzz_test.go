@@ -49,6 +49,7 @@ func FuzzTurn(f *testing.F) {
 		f.Add(seed.body, seed.user)
 	}
 	f.Fuzz(func(t *testing.T, body, user string) {
+		t.Parallel() // seeds run concurrently; each has a server and a project of its own
 		if strings.ContainsFunc(user, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 			t.Skip("not a header value an HTTP client sends")
 		}
@@ -70,6 +71,7 @@ func FuzzToolResult(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, body string) {
+		t.Parallel() // seeds run concurrently; each has a server and a project of its own
 		fx := fuzzServer(t)
 		checkNoServerError(t, fx.do(http.MethodPost, NameToolResult, "", body, map[string]string{"X-Baton-User": "ada"}))
 	})
@@ -80,6 +82,7 @@ func FuzzPendingQuery(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, query string) {
+		t.Parallel() // seeds run concurrently; each has a server and a project of its own
 		fx := fuzzServer(t)
 		u, err := url.Parse(fx.srv.URL + "/" + NamePending + "?" + query)
 		if err != nil {

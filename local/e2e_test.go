@@ -25,6 +25,7 @@ const e2eInstallHint = "run ./test, which installs what is missing, or install N
 // built with ai 7 and on the one built with ai 6. Without node
 // or Chromium it skips, except under CI=true, where it fails.
 func TestBrowserScenarios(t *testing.T) {
+	t.Parallel() // with the tests that run the runner as a process, and the page's build
 	if testing.Short() {
 		t.Skip("browser scenarios are not short")
 	}

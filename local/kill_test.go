@@ -103,6 +103,7 @@ func (r *runner) post(t *testing.T, path, body string) *http.Response {
 // listed, its answer resumes the agent, and the chat takes requests again
 // within recoveryBound of the crash.
 func TestKillAtToolInput(t *testing.T) {
+	t.Parallel()
 	firestoretest.NewClient(t) // the shared emulator, started or skipped as the harness decides
 	project := fmt.Sprintf("kill-%d", time.Now().UnixNano())
 	first := startRunner(t, project)

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -183,6 +182,9 @@ func TestDevIdentityByHand(t *testing.T) {
 // emulators (Firestore and Auth), interrupts it as Ctrl-C does, and checks
 // that it exits cleanly and leaves no emulator process behind.
 func TestStartAndInterrupt(t *testing.T) {
+	// Not parallel: starting both emulators is CPU-bound, and next to the
+	// browser scenarios the Auth emulator overran its start timeout on the
+	// loaded 2-core machine.
 	err := emulator.Check()
 	if _, errNode := exec.LookPath("node"); err == nil && errNode != nil {
 		err = fmt.Errorf("%w: %w; %s", emulator.ErrAuthMissing, errNode, emulator.AuthInstallHint)
@@ -193,9 +195,9 @@ func TestStartAndInterrupt(t *testing.T) {
 		}
 		t.Skip(err)
 	}
-	bin := filepath.Join(t.TempDir(), "baton-local")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	bin, err := buildRunner() // the binary TestKillAtToolInput runs too: built once
+	if err != nil {
+		t.Fatal(err)
 	}
 	port, err := emulator.FreePort()
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 // (ai 7 and ai 6) into a temporary directory and compares them file by
 // file. Without node it skips, except under CI=true, where it fails.
 func TestWebBundle(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("building the page is not short")
 	}

@@ -84,6 +84,19 @@ func newHTTPServer(t *testing.T) *httpServer {
 	return s
 }
 
+// initialized waits until the server has received want initialized
+// notifications, which the client sends after Connect returns and the
+// server handles asynchronously, then checks that there are exactly want
+// and that want sessions are open (a session is opened synchronously, by
+// the initialize request, so the open count catches any extra connect).
+func (s *httpServer) initialized(t *testing.T, want int) {
+	t.Helper()
+	eventually(t, "the server received the initialized notifications", func() bool { return int(s.inits.Load()) >= want })
+	if inits, live := int(s.inits.Load()), s.live(); inits != want || live != want {
+		t.Errorf("server initialized %d sessions and has %d open; want %d and %d", inits, live, want, want)
+	}
+}
+
 // live counts the server's open MCP sessions.
 func (s *httpServer) live() int {
 	n := 0

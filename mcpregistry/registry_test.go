@@ -62,9 +62,7 @@ func TestOneConnectUnderContention(t *testing.T) {
 			t.Fatalf("Session #%d = %p, %v; want %p, nil like #0", i, got[i], errs[i], got[0])
 		}
 	}
-	if inits, live := srv.inits.Load(), srv.live(); inits != 1 || live != 1 {
-		t.Errorf("server initialized %d sessions and has %d open; want 1 and 1", inits, live)
-	}
+	srv.initialized(t, 1)
 }
 
 func TestTwoInstancesOneSession(t *testing.T) {
@@ -81,9 +79,7 @@ func TestTwoInstancesOneSession(t *testing.T) {
 	if first.Session == "" || second.Session != first.Session {
 		t.Fatalf("MCP sessions of the chat's two turns = %q on instance A, %q on instance B; want one session", first.Session, second.Session)
 	}
-	if inits := srv.inits.Load(); inits != 1 {
-		t.Errorf("server initialized %d sessions, want 1", inits)
-	}
+	srv.initialized(t, 1)
 
 	// The chat ends on instance B, which never opened the session itself.
 	b.idleOut(t, "chat-1")
@@ -196,7 +192,5 @@ func TestIdleEviction(t *testing.T) {
 			t.Errorf("chat %s is on MCP session %q after eviction, want %q", c.ID, got, ids[c.ID])
 		}
 	}
-	if inits := srv.inits.Load(); inits != 3 {
-		t.Errorf("server initialized %d sessions, want 3", inits)
-	}
+	srv.initialized(t, 3)
 }

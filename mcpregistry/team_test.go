@@ -139,9 +139,7 @@ func TestAgentSwitchKeepsConnection(t *testing.T) {
 	if first.Session == "" || switched.Session != first.Session {
 		t.Fatalf("MCP session of the concierge %q, of the DJ after the switch %q; want the same", first.Session, switched.Session)
 	}
-	if inits, live := srv.inits.Load(), srv.live(); inits != 1 || live != 1 {
-		t.Errorf("server initialized %d sessions and has %d open; want 1 and 1", inits, live)
-	}
+	srv.initialized(t, 1)
 
 	// An agent that does not declare the server retires the chat's session.
 	if got := ti.whoami("chat-1", "quiet"); got.Session != "" {
