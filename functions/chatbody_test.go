@@ -179,3 +179,32 @@ func TestChatBodyMemory(t *testing.T) {
 		t.Errorf("reading %d bytes allocated %d, reading %d allocated %d: allocation grows with the history", bigBody, big, smallBody, small)
 	}
 }
+
+// FuzzChatBody: whatever the body, reading it answers a 4xx error or a
+// message, never a panic or another status.
+func FuzzChatBody(f *testing.F) {
+	for _, seed := range []string{
+		`{"id":"c1","messages":[{"id":"u1","role":"user","parts":[{"type":"text","text":"hi"}]}],"trigger":"submit-message"}`,
+		`{"x":{"y":[1,{"z":null}]},"id":"c1","messages":[{"id":"u0","metadata":{}},{"id":"u1","role":"user","parts":[{"type":"file","url":"data:;base64,AA=="}]}]}`,
+		`{"id":"c1","messages":[{"id":"a1","role":"assistant","parts":[{"type":"tool-x","toolCallId":"c","state":"output-available","output":{"a":1}}]}]}`,
+		`{"messages":[{"id":"a1","role":"assistant","parts":[{"type":"dynamic-tool","approval":{"id":"x","approved":true},"input":[1]}]}]}`,
+		`{"messages":[{"role":"user","parts":[{"type":7},{"type":"text","text":"\ud800"}]}]}`,
+		`{"messages":[[]]}`, `{"messages":[{"parts":{}}]}`, `[]`, `{"id":"c1"} x`, strings.Repeat("[", 10000),
+	} {
+		f.Add(seed)
+	}
+	s := &Server{cfg: testConfig()}
+	s.cfg.MaxChatBodyBytes = 1 << 20
+	f.Fuzz(func(t *testing.T, body string) {
+		b, m, err := readPost(t, s, body)
+		if err == nil && b.Messages > 0 && m.Role == "user" {
+			_, err = m.content(s.maxFile())
+		}
+		if err == nil {
+			return
+		}
+		if code, e := status(err); code != http.StatusBadRequest && code != http.StatusRequestEntityTooLarge {
+			t.Fatalf("status %d %+v for %q, want 400 or 413", code, e, body)
+		}
+	})
+}

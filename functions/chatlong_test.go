@@ -25,7 +25,7 @@ func TestChatStockTransportLongChat(t *testing.T) {
 	if testing.Short() {
 		exchanges = 60
 	}
-	f := newHTTPFixture(t, nil)
+	f := newHTTPFixture(t, func(c *Config) { c.DevIdentity = true })
 	f.model.Repeat = modeltest.TextReply(strings.Repeat("a long answer ", 200)) // 2.8 KB
 	var history []any
 	total := 0
@@ -40,7 +40,7 @@ func TestChatStockTransportLongChat(t *testing.T) {
 			t.Fatal(err)
 		}
 		total = len(raw)
-		chunks := f.stream(f.chat("ada", raw))
+		chunks := f.stream(f.devChat(raw))
 		reply := text(chunks)
 		if reply == "" {
 			t.Fatalf("exchange %d: no answer", i)
@@ -61,13 +61,13 @@ func TestChatStockTransportLongChat(t *testing.T) {
 // nothing is written.
 func TestChatLenientOverHTTP(t *testing.T) {
 	t.Parallel()
-	f := newHTTPFixture(t, nil, modeltest.TextReply("hello"))
+	f := newHTTPFixture(t, func(c *Config) { c.DevIdentity = true }, modeltest.TextReply("hello"))
 	lenient := `{"appSetting":{"a":1,"a":2},"id":"c1","messages":[` +
 		`{"id":"u0","role":"user","parts":[{"type":"text","text":"old","text":"dup"}]},` +
 		`{"id":"x","role":"assistant","metadata":{"m":1},"parts":[{"type":"text","text":"\ud800"}]},` +
 		`{"id":"u1","role":"user","metadata":{"sentAt":1},"parts":[{"type":"text","text":"hi","providerMetadata":{"p":1}}],"createdAt":"2026"}` +
 		`],"trigger":"submit-message","deviceId":"tab-a","futureField":1}`
-	if got := text(f.stream(f.chat("ada", lenient))); got != "hello" {
+	if got := text(f.stream(f.devChat(lenient))); got != "hello" {
 		t.Fatalf("answer = %q, want hello", got)
 	}
 	bad := []struct{ name, from, to string }{
@@ -83,7 +83,7 @@ func TestChatLenientOverHTTP(t *testing.T) {
 			body = strings.Replace(lenient, b.from, b.to, 1)
 		}
 		before := f.counter.Snapshot()
-		resp := f.chat("ada", body)
+		resp := f.devChat(body)
 		if resp.StatusCode != http.StatusBadRequest {
 			t.Errorf("%s: status %d, want 400", b.name, resp.StatusCode)
 		}
@@ -99,7 +99,7 @@ func TestChatLenientOverHTTP(t *testing.T) {
 // nothing is written.
 func TestToolResultTokenWithInvalidUser(t *testing.T) {
 	t.Parallel()
-	f := newHTTPFixture(t, nil)
+	f := newHTTPFixture(t, func(c *Config) { c.DevIdentity = true })
 	for _, user := range []string{"a/b", "", "..", strings.Repeat("u", 2000)} {
 		claims, _ := json.Marshal(map[string]any{"c": "call1", "s": "s1", "u": user, "a": "x", "x": time.Now().Add(time.Hour).Unix()})
 		body := base64.RawURLEncoding.EncodeToString(claims)
@@ -123,14 +123,14 @@ func TestToolResultTokenWithInvalidUser(t *testing.T) {
 // well under BATON_MAX_CHAT_BODY_BYTES.
 func TestChatFileOverLimit(t *testing.T) {
 	t.Parallel()
-	f := newHTTPFixture(t, func(c *Config) { c.MaxFileBytes = 10 << 20 })
+	f := newHTTPFixture(t, func(c *Config) { c.DevIdentity = true; c.MaxFileBytes = 10 << 20 })
 	data := base64.StdEncoding.EncodeToString(make([]byte, 10<<20+1))
 	msg := map[string]any{"id": "u1", "role": "user", "parts": []any{
 		map[string]any{"type": "text", "text": "look"},
 		map[string]any{"type": "file", "mediaType": "image/png", "url": "data:image/png;base64," + data},
 	}}
 	before := f.counter.Snapshot()
-	resp := f.chat("ada", chatBody("c1", "tab-a", msg))
+	resp := f.devChat(chatBody("c1", "tab-a", msg))
 	if resp.StatusCode != http.StatusRequestEntityTooLarge {
 		t.Errorf("status %d, want 413", resp.StatusCode)
 	}
@@ -140,4 +140,10 @@ func TestChatFileOverLimit(t *testing.T) {
 	if w := f.counter.Snapshot().Sub(before).Writes; w != 0 {
 		t.Errorf("%d writes, want none", w)
 	}
+}
+
+// devChat POSTs body to Chat as user ada of the development identity.
+func (f *httpFixture) devChat(body any) *http.Response {
+	f.t.Helper()
+	return f.do(http.MethodPost, NameChat, "", body, map[string]string{"X-Baton-User": "ada"})
 }
