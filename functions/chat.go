@@ -39,20 +39,9 @@ const deviceHeader = "X-Baton-Device"
 // transcript is the truth, so an answer cannot be taken back.
 var errRegenerate = fmt.Errorf("%w: regenerate-message is not supported: the conversation cannot be rewound", errBadRequest)
 
-// chatRequest is the body DefaultChatTransport POSTs: its own fields, plus
-// deviceId and agent from the transport's body option.
-type chatRequest struct {
-	ID        string            `json:"id"`
-	Messages  []json.RawMessage `json:"messages"`
-	Trigger   string            `json:"trigger"`
-	MessageID string            `json:"messageId,omitempty"`
-	DeviceID  string            `json:"deviceId,omitempty"`
-	Agent     string            `json:"agent,omitempty"`
-}
-
-// uiMessage is the part of an AI SDK UIMessage Chat reads. Parts differ
-// between SDK versions, so unknown fields are ignored here (the body as a
-// whole is still checked by decodeJSON).
+// uiMessage is the part of an AI SDK UIMessage Chat reads (see
+// takeMessage): unknown fields are ignored, the fields read are checked
+// exactly.
 type uiMessage struct {
 	ID    string   `json:"id"`
 	Role  string   `json:"role"`
@@ -137,8 +126,8 @@ func (s *Server) chatPost(w http.ResponseWriter, r *http.Request, log *slog.Logg
 	if err != nil {
 		return err
 	}
-	var req chatRequest
-	if err := s.decodeJSON(w, r, &req); err != nil {
+	req, err := s.readChatBody(w, r)
+	if err != nil {
 		return err
 	}
 	device, err := chatDevice(r, req.DeviceID)
@@ -152,18 +141,18 @@ func (s *Server) chatPost(w http.ResponseWriter, r *http.Request, log *slog.Logg
 	default:
 		return fmt.Errorf("%w: trigger must be submit-message", errBadRequest)
 	}
-	if len(req.Messages) == 0 {
+	if req.Messages == 0 {
 		return fmt.Errorf("%w: messages is empty", errBadRequest)
 	}
-	var last uiMessage
-	if err := json.Unmarshal(req.Messages[len(req.Messages)-1], &last); err != nil {
-		return fmt.Errorf("%w: the last message: %v", errBadRequest, err)
+	last, err := s.takeMessage(req)
+	if err != nil {
+		return err
 	}
 	switch last.Role {
 	case "user":
-		return s.chatMessage(w, r, log, user, device, req.ID, req.Agent, &last)
+		return s.chatMessage(w, r, log, user, device, req.ID, req.Agent, last)
 	case "assistant":
-		return s.chatAnswers(w, r, log, user, device, req.ID, &last)
+		return s.chatAnswers(w, r, log, user, device, req.ID, last)
 	}
 	return fmt.Errorf("%w: the last message must be a user message or the assistant message holding answers", errBadRequest)
 }
@@ -176,7 +165,7 @@ func (s *Server) chatMessage(w http.ResponseWriter, r *http.Request, log *slog.L
 	if err := sessionstore.ValidateID("message id", m.ID); err != nil {
 		return err
 	}
-	content, err := m.content()
+	content, err := m.content(s.maxFile())
 	if err != nil {
 		return err
 	}
@@ -195,7 +184,7 @@ func (s *Server) chatMessage(w http.ResponseWriter, r *http.Request, log *slog.L
 
 // content is the user message as ADK takes it: text parts, and file parts
 // given as data URLs.
-func (m *uiMessage) content() (*genai.Content, error) {
+func (m *uiMessage) content(maxFile int64) (*genai.Content, error) {
 	c := &genai.Content{Role: genai.RoleUser}
 	for i, p := range m.Parts {
 		switch p.Type {
@@ -212,6 +201,9 @@ func (m *uiMessage) content() (*genai.Content, error) {
 			b, err := base64.StdEncoding.DecodeString(data)
 			if err != nil {
 				return nil, fmt.Errorf("%w: parts[%d]: %v", errBadRequest, i, err)
+			}
+			if int64(len(b)) > maxFile {
+				return nil, &limitError{what: fmt.Sprintf("the file of parts[%d]", i), limit: maxFile, env: "BATON_MAX_FILE_BYTES"}
 			}
 			if p.MediaType != "" {
 				mediaType = p.MediaType

@@ -27,6 +27,7 @@ type Config struct {
 	InvocationTimeout time.Duration              // BATON_INVOCATION_TIMEOUT: bound on one agent run
 	TokenKey          []byte                     // BATON_TOKEN_KEY: HMAC key of call tokens (a secret)
 	MaxBodyBytes      int64                      // BATON_MAX_BODY_BYTES: request body limit
+	ChatLimits                                   // Chat's own limits and its files' bucket
 	AllowedOrigins    []string                   // BATON_ALLOWED_ORIGINS: comma-separated CORS origins
 	KeepAlive         time.Duration              // BATON_KEEPALIVE: SSE comment interval while the model is slow
 	// RequestTimeout bounds a request's work before its stream starts
@@ -95,6 +96,9 @@ var EnvVars = []EnvVar{
 	{Name: "BATON_INVOCATION_TIMEOUT", Default: "2m"},
 	{Name: "BATON_TOKEN_KEY", Secret: true},
 	{Name: "BATON_MAX_BODY_BYTES", Default: "262144"},
+	{Name: "BATON_MAX_CHAT_BODY_BYTES", Default: "33554432"},
+	{Name: "BATON_MAX_FILE_BYTES", Default: "10485760"},
+	{Name: "BATON_FILES_BUCKET"},
 	{Name: "BATON_ALLOWED_ORIGINS"},
 	{Name: "BATON_KEEPALIVE", Default: "15s"},
 	{Name: "BATON_REQUEST_TIMEOUT", Default: "30s"},
@@ -160,6 +164,7 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 	if c.MaxBodyBytes, err = strconv.ParseInt(get("BATON_MAX_BODY_BYTES"), 10, 64); err != nil || c.MaxBodyBytes <= 0 {
 		errs = append(errs, fmt.Errorf("BATON_MAX_BODY_BYTES=%q: want a positive byte count", get("BATON_MAX_BODY_BYTES")))
 	}
+	errs = append(errs, c.ChatLimits.read(get)...)
 	if c.DevIdentity, err = strconv.ParseBool(get("BATON_DEV_IDENTITY")); err != nil {
 		errs = append(errs, fmt.Errorf("BATON_DEV_IDENTITY=%q: want true or false", get("BATON_DEV_IDENTITY")))
 	}
@@ -231,4 +236,29 @@ func checkPushPrefix(p string) error {
 		return fmt.Errorf("%q: want an http(s) URL prefix ending in /", p)
 	}
 	return nil
+}
+
+// ChatLimits are what Chat reads beyond MaxBodyBytes (see chatbody.go and
+// docs/files-and-long-chats.md): the whole body, which repeats the
+// history, is bound by MaxChatBodyBytes; each file of the new message by
+// MaxFileBytes; the rest of what is new by MaxBodyBytes.
+type ChatLimits struct {
+	MaxChatBodyBytes int64  // BATON_MAX_CHAT_BODY_BYTES
+	MaxFileBytes     int64  // BATON_MAX_FILE_BYTES
+	FilesBucket      string // BATON_FILES_BUCKET: the Cloud Storage bucket of chats' files
+}
+
+func (c *ChatLimits) read(get func(string) string) []error {
+	var errs []error
+	for _, n := range []struct {
+		name string
+		v    *int64
+	}{{"BATON_MAX_CHAT_BODY_BYTES", &c.MaxChatBodyBytes}, {"BATON_MAX_FILE_BYTES", &c.MaxFileBytes}} {
+		var err error
+		if *n.v, err = strconv.ParseInt(get(n.name), 10, 64); err != nil || *n.v <= 0 {
+			errs = append(errs, fmt.Errorf("%s=%q: want a positive byte count", n.name, get(n.name)))
+		}
+	}
+	c.FilesBucket = get("BATON_FILES_BUCKET")
+	return errs
 }

@@ -55,8 +55,11 @@ func status(err error) (int, apiErrorBody) {
 		resolved *toolcallback.AlreadyResolvedError
 		maxBytes *http.MaxBytesError
 		unknown  *toolcallback.UnknownAgentError
+		limit    *limitError
 	)
 	switch {
+	case errors.As(err, &limit):
+		return http.StatusRequestEntityTooLarge, apiErrorBody{Code: "too_large", Message: err.Error()}
 	case errors.As(err, &busy):
 		// The lease lasts a whole invocation deadline, but most invocations
 		// end within seconds: suggest an early retry rather than the

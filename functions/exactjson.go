@@ -181,3 +181,91 @@ func jsonFields(t reflect.Type) map[string]reflect.Type {
 	}
 	return out
 }
+
+// checkTakenJSON is checkExactJSON for a body that may carry members
+// Baton does not use (Chat's, see chatbody.go): raw is to be decoded into
+// a value of type t; the members of its objects that name a field of t
+// are checked as checkExactJSON checks a body (as UTF-8, escapes, and
+// member names, recursively), and the others are skipped unread, except a
+// name that differs from a field's only by case, which encoding/json
+// would take for it. Free-form values (a tool's output) are checked
+// whole; values of type rawPart are left to their reader.
+func checkTakenJSON(raw []byte, t reflect.Type, path string) error {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch {
+	case t == reflect.TypeFor[rawPart]():
+		return nil
+	case t != nil && t.Kind() == reflect.Struct:
+		return checkTakenObject(raw, t, path)
+	case t != nil && t.Kind() == reflect.Slice && t.Elem().Kind() != reflect.Uint8:
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
+			return err // null, or a mismatch the decoder reports
+		}
+		for i := 0; dec.More(); i++ {
+			var sub json.RawMessage
+			if err := dec.Decode(&sub); err != nil {
+				return err
+			}
+			if err := checkTakenJSON(sub, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if !utf8.Valid(raw) {
+		return fmt.Errorf("%s is not valid UTF-8", where(path))
+	}
+	if err := checkEscapes(raw); err != nil {
+		return fmt.Errorf("%s: %w", where(path), err)
+	}
+	if t == reflect.TypeFor[json.RawMessage]() {
+		t = nil
+	}
+	return checkMembers(json.NewDecoder(bytes.NewReader(raw)), t, path)
+}
+
+// checkTakenObject is checkTakenJSON for an object decoded into struct t.
+func checkTakenObject(raw []byte, t reflect.Type, path string) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return err // null, or a mismatch the decoder reports
+	}
+	fields := jsonFields(t)
+	names := make([]string, 0, len(fields))
+	for n := range fields {
+		names = append(names, n)
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		name, _ := tok.(string)
+		ft, ok := fields[name]
+		if !ok {
+			if err := checkNotCaseVariant(name, names, path); err != nil {
+				return err
+			}
+			if err := dec.Decode(&ignored{}); err != nil {
+				return err
+			}
+			continue
+		}
+		if seen[name] {
+			return fmt.Errorf("member %q appears twice in %s", name, where(path))
+		}
+		seen[name] = true
+		var sub json.RawMessage
+		if err := dec.Decode(&sub); err != nil {
+			return err
+		}
+		if err := checkTakenJSON(sub, ft, path+"."+name); err != nil {
+			return err
+		}
+	}
+	return nil
+}

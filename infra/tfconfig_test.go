@@ -402,6 +402,7 @@ func tfFunctions() map[string]function.Function {
 		},
 	})
 	return map[string]function.Function{
+		"ceil":       stdlib.CeilFunc,
 		"coalesce":   stdlib.CoalesceFunc,
 		"concat":     stdlib.ConcatFunc,
 		"contains":   stdlib.ContainsFunc,
@@ -416,6 +417,7 @@ func tfFunctions() map[string]function.Function {
 		"max":        stdlib.MaxFunc,
 		"merge":      stdlib.MergeFunc,
 		"min":        stdlib.MinFunc,
+		"regex":      stdlib.RegexFunc,
 		"replace":    stdlib.ReplaceFunc,
 		"setproduct": stdlib.SetProductFunc,
 		"split":      stdlib.SplitFunc,

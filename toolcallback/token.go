@@ -14,6 +14,8 @@ import (
 
 	"cloud.google.com/go/firestore"
 	"google.golang.org/adk/v2/platform"
+
+	"github.com/baton-run/baton/sessionstore"
 )
 
 // tokenClaims is what a call token binds: one call of one session of one
@@ -78,6 +80,13 @@ func (e *engine) verifyToken(ctx context.Context, token string) (*tokenClaims, e
 	var c tokenClaims
 	if err := json.Unmarshal(payload, &c); err != nil || c.Call == "" || c.Session == "" || c.User == "" {
 		return nil, fmt.Errorf("%w: malformed claims", ErrInvalidCallToken)
+	}
+	for _, id := range []struct{ kind, v string }{{"user id", c.User}, {"session id", c.Session}, {"call id", c.Call}} {
+		// Only a holder of the key can sign such claims; still, they
+		// become Firestore paths.
+		if err := sessionstore.ValidateID(id.kind, id.v); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidCallToken, err)
+		}
 	}
 	if !platform.Now(ctx).Before(time.Unix(c.Expires, 0)) {
 		return nil, fmt.Errorf("%w: expired", ErrInvalidCallToken)

@@ -520,14 +520,26 @@ func uiJSON(v any) (json.RawMessage, error) {
 func ErrorText(v any) string {
 	switch e := v.(type) {
 	case string:
-		return e
+		return shortToolError(e)
 	case error:
-		return e.Error()
+		return shortToolError(e.Error())
 	}
 	if b, err := json.Marshal(v); err == nil {
 		return string(b)
 	}
 	return fmt.Sprint(v)
+}
+
+// shortToolError cuts ADK's answer to a call of a tool the agent lacks
+// ("tool 'x' not found." followed by the available tools and advice for
+// the agent's developer) to its first line: a page shows that one line.
+// The model still receives the whole text.
+func shortToolError(s string) string {
+	if first, rest, ok := strings.Cut(s, "\n"); ok && strings.HasPrefix(first, "tool '") &&
+		strings.HasSuffix(first, "' not found.") && strings.HasPrefix(rest, "Available tools:") {
+		return first
+	}
+	return s
 }
 
 // uiTextKey identifies the model response an event belongs to: ADK gives

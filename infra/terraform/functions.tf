@@ -47,27 +47,30 @@ locals {
   # only safe value) and K_SERVICE (set by Cloud Run).
   # infra/terraform_test.go checks this against functions.EnvVars.
   config_env = {
-    GOOGLE_CLOUD_PROJECT     = var.project
-    FIRESTORE_DATABASE       = google_firestore_database.baton.name
-    BATON_APP_NAME           = var.app_name
-    BATON_ROOT_COLLECTION    = var.root_collection
-    BATON_LEASE_POLICY       = var.lease_policy
-    BATON_LEASE_MAX_WAIT     = "${var.lease_max_wait_seconds}s"
-    BATON_PENDING_POLICY     = var.pending_policy
-    BATON_CALL_TIMEOUT       = var.call_timeout
-    BATON_INVOCATION_TIMEOUT = "${var.invocation_timeout_seconds}s"
-    BATON_MAX_BODY_BYTES     = tostring(var.max_body_bytes)
-    BATON_ALLOWED_ORIGINS    = join(",", var.allowed_origins)
-    BATON_KEEPALIVE          = var.keepalive
-    BATON_REQUEST_TIMEOUT    = "${var.request_timeout_seconds}s"
-    BATON_IDLE_RETENTION     = var.idle_retention
-    BATON_SWEEP_AUDIENCE     = local.sweep_audience
-    BATON_SWEEP_INVOKER      = google_service_account.scheduler.email
-    BATON_A2A_AUDIENCE       = local.a2a_audience
-    BATON_A2A_INVOKERS       = join(",", var.a2a_invokers)
-    BATON_A2A_PUSH_ALLOW     = join(",", var.a2a_push_allow)
-    BATON_TRACE_EXPORT       = var.trace_export
-    BATON_CHECK_REVOKED      = tostring(var.check_revoked)
+    GOOGLE_CLOUD_PROJECT      = var.project
+    FIRESTORE_DATABASE        = google_firestore_database.baton.name
+    BATON_APP_NAME            = var.app_name
+    BATON_ROOT_COLLECTION     = var.root_collection
+    BATON_LEASE_POLICY        = var.lease_policy
+    BATON_LEASE_MAX_WAIT      = "${var.lease_max_wait_seconds}s"
+    BATON_PENDING_POLICY      = var.pending_policy
+    BATON_CALL_TIMEOUT        = var.call_timeout
+    BATON_INVOCATION_TIMEOUT  = "${var.invocation_timeout_seconds}s"
+    BATON_MAX_BODY_BYTES      = tostring(var.max_body_bytes)
+    BATON_MAX_CHAT_BODY_BYTES = tostring(var.max_chat_body_bytes)
+    BATON_MAX_FILE_BYTES      = tostring(var.max_file_bytes)
+    BATON_FILES_BUCKET        = google_storage_bucket.files.name
+    BATON_ALLOWED_ORIGINS     = join(",", var.allowed_origins)
+    BATON_KEEPALIVE           = var.keepalive
+    BATON_REQUEST_TIMEOUT     = "${var.request_timeout_seconds}s"
+    BATON_IDLE_RETENTION      = var.idle_retention
+    BATON_SWEEP_AUDIENCE      = local.sweep_audience
+    BATON_SWEEP_INVOKER       = google_service_account.scheduler.email
+    BATON_A2A_AUDIENCE        = local.a2a_audience
+    BATON_A2A_INVOKERS        = join(",", var.a2a_invokers)
+    BATON_A2A_PUSH_ALLOW      = join(",", var.a2a_push_allow)
+    BATON_TRACE_EXPORT        = var.trace_export
+    BATON_CHECK_REVOKED       = tostring(var.check_revoked)
   }
 
   # Vertex AI mode, read by the genai client itself (GOOGLE_CLOUD_PROJECT

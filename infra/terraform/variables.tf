@@ -192,6 +192,23 @@ variable "max_body_bytes" {
   default     = 262144
 }
 
+variable "max_chat_body_bytes" {
+  description = "Limit of a whole Chat body, which repeats the conversation's history (BATON_MAX_CHAT_BODY_BYTES). Cloud Run refuses requests over 32 MiB."
+  type        = number
+  default     = 33554432
+
+  validation {
+    condition     = var.max_chat_body_bytes > 0 && var.max_chat_body_bytes <= 33554432
+    error_message = "max_chat_body_bytes: between 1 and 33554432 (Cloud Run's request limit)."
+  }
+}
+
+variable "max_file_bytes" {
+  description = "Limit of each file a chat message carries, decoded (BATON_MAX_FILE_BYTES)."
+  type        = number
+  default     = 10485760
+}
+
 variable "keepalive" {
   description = "Interval of SSE keep-alive comments while the model is slow (BATON_KEEPALIVE), a Go duration."
   type        = string

@@ -36,7 +36,7 @@ func (Offline) Name() string { return OfflineModelName }
 // GenerateContent implements model.LLM. When streaming it sends the text a
 // few words at a time, then the whole response, as Gemini does.
 func (o Offline) GenerateContent(ctx context.Context, req *model.LLMRequest, stream bool) iter.Seq2[*model.LLMResponse, error] {
-	content := respond(req.Contents)
+	content := withTools(respond(req.Contents), req.Tools)
 	delay := o.PieceDelay
 	if slow(req.Contents) {
 		delay = slowPieceDelay
@@ -61,6 +61,31 @@ func (o Offline) GenerateContent(ctx context.Context, req *model.LLMRequest, str
 		}
 		yield(&model.LLMResponse{Content: content, TurnComplete: true, FinishReason: genai.FinishReasonStop}, nil)
 	}
+}
+
+// withTools keeps content to the tools the agent has (tools, by name, as
+// ADK lists them in the request): a call of any other tool is dropped, and
+// content with no call left says, in one line, what the agent lacks. A
+// real model sees the declarations and does not call what is not there.
+func withTools(content *genai.Content, tools map[string]any) *genai.Content {
+	var kept []*genai.Part
+	var missing []string
+	for _, p := range content.Parts {
+		if fc := p.FunctionCall; fc != nil {
+			if _, ok := tools[fc.Name]; !ok {
+				missing = append(missing, fc.Name)
+				continue
+			}
+		}
+		kept = append(kept, p)
+	}
+	if len(missing) == 0 {
+		return content
+	}
+	if len(kept) == 0 {
+		return text(fmt.Sprintf("I can't do that here: this agent has no %s tool. Another agent may have it.", strings.Join(missing, " or ")))
+	}
+	return &genai.Content{Role: content.Role, Parts: kept}
 }
 
 // respond decides the model's next content from the conversation.

@@ -441,6 +441,31 @@ scenario('a second tab shows a turn made in the first, without a reload', 'live-
   noPageErrors(first, second);
 });
 
+scenario('a long conversation: each POST carries only the newest message, and every one is answered', 'long-chat', async (t) => {
+  const context = await t.newContext();
+  const page = await openTab(context);
+  const posts = [];
+  page.on('request', (req) => {
+    if (req.method() === 'POST' && new URL(req.url()).pathname === '/Chat') posts.push(req);
+  });
+  const rounds = 30;
+  for (let i = 1; i <= rounds; i++) {
+    await send(page, `what is ${i}*7?`);
+    await assistantSays(page, new RegExp(`= ${i * 7}\\.`));
+    await page.waitForSelector(sel('send', ':not([disabled])'), { timeout: WAIT });
+  }
+  assert.equal(posts.length, rounds, 'one POST per message');
+  for (const req of posts) {
+    const body = req.postDataJSON();
+    assert.equal(body.messages.length, 1, 'the page sends only the newest message');
+    assert.equal(body.messages[0].role, 'user');
+    assert.ok((await req.response()).status() < 300, `POST answered ${(await req.response()).status()}`);
+  }
+  assert.equal(await count(page, sel('message', '[data-role="user"]')), rounds, 'the page shows the whole conversation');
+  await screenshot(page, 'long-chat');
+  noPageErrors(page);
+});
+
 /** What the page shows of the conversation, block by block. */
 function conversation(page) {
   return page.$$eval('[data-testid="messages"] > *', (blocks) => blocks.map((el) => {

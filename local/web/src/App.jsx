@@ -106,6 +106,13 @@ function ChatPage({ config, identity, device, chatId, initial, onNewChat }) {
       const a = agent.current;
       return { deviceId: device, ...(a.picked && a.picked !== a.current ? { agent: a.picked } : {}) };
     },
+    // Baton keeps the transcript and reads only the newest message (the
+    // user's, or the assistant's with this tab's answers): send just that,
+    // so a POST stays small however long the chat grows
+    // (docs/files-and-long-chats.md).
+    prepareSendMessagesRequest: ({ id, messages, body, trigger, messageId }) => ({
+      body: { ...body, id, trigger, messageId, messages: messages.slice(-1) },
+    }),
     fetch: notices.busyRetryingFetch,
   }), [identity, device, notices.busyRetryingFetch]);
 
