@@ -14,13 +14,6 @@ import (
 	"github.com/baton-run/baton/functions"
 )
 
-// planned are pages other branches add; a link to one of them is checked
-// once the file exists.
-var planned = map[string]bool{
-	"docs/own-agent.md":            true,
-	"docs/files-and-long-chats.md": true,
-}
-
 // link matches a Markdown inline link or image: [text](target).
 var link = regexp.MustCompile(`\]\(([^)\s]+)\)`)
 
@@ -97,9 +90,6 @@ func TestLinks(t *testing.T) {
 				resolved = filepath.ToSlash(filepath.Join(filepath.Dir(page), file))
 			}
 			if _, err := os.Stat(filepath.Join("..", filepath.FromSlash(resolved))); err != nil {
-				if planned[resolved] {
-					continue
-				}
 				t.Errorf("%s links to %s: %s does not exist", page, target, resolved)
 				continue
 			}

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-run/baton/internal/modeltest"
+	"github.com/baton-run/baton/modeltest"
 )
 
 // TestChatStockTransportLongChat: a page with the stock transport POSTs

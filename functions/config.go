@@ -98,7 +98,6 @@ var EnvVars = []EnvVar{
 	{Name: "BATON_MAX_BODY_BYTES", Default: "262144"},
 	{Name: "BATON_MAX_CHAT_BODY_BYTES", Default: "33554432"},
 	{Name: "BATON_MAX_FILE_BYTES", Default: "10485760"},
-	{Name: "BATON_FILES_BUCKET"},
 	{Name: "BATON_ALLOWED_ORIGINS"},
 	{Name: "BATON_KEEPALIVE", Default: "15s"},
 	{Name: "BATON_REQUEST_TIMEOUT", Default: "30s"},
@@ -243,9 +242,8 @@ func checkPushPrefix(p string) error {
 // history, is bound by MaxChatBodyBytes; each file of the new message by
 // MaxFileBytes; the rest of what is new by MaxBodyBytes.
 type ChatLimits struct {
-	MaxChatBodyBytes int64  // BATON_MAX_CHAT_BODY_BYTES
-	MaxFileBytes     int64  // BATON_MAX_FILE_BYTES
-	FilesBucket      string // BATON_FILES_BUCKET: the Cloud Storage bucket of chats' files
+	MaxChatBodyBytes int64 // BATON_MAX_CHAT_BODY_BYTES
+	MaxFileBytes     int64 // BATON_MAX_FILE_BYTES
 }
 
 func (c *ChatLimits) read(get func(string) string) []error {
@@ -259,6 +257,5 @@ func (c *ChatLimits) read(get func(string) string) []error {
 			errs = append(errs, fmt.Errorf("%s=%q: want a positive byte count", n.name, get(n.name)))
 		}
 	}
-	c.FilesBucket = get("BATON_FILES_BUCKET")
 	return errs
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/baton-run/baton/internal/firestoretest"
+	"github.com/baton-run/baton/internal/polltest"
 	"github.com/baton-run/baton/mcpregistry"
 	"github.com/baton-run/baton/sessionstore"
 )
@@ -91,7 +92,7 @@ func newHTTPServer(t *testing.T) *httpServer {
 // the initialize request, so the open count catches any extra connect).
 func (s *httpServer) initialized(t *testing.T, want int) {
 	t.Helper()
-	eventually(t, "the server received the initialized notifications", func() bool { return int(s.inits.Load()) >= want })
+	polltest.Until(t, "the server to receive the initialized notifications", func() bool { return int(s.inits.Load()) >= want })
 	if inits, live := int(s.inits.Load()), s.live(); inits != want || live != want {
 		t.Errorf("server initialized %d sessions and has %d open; want %d and %d", inits, live, want, want)
 	}
