@@ -396,13 +396,19 @@ scenario('reload in the middle of a turn: the page shows the rest of it', 'reloa
   const context = await t.newContext();
   const page = await openTab(context);
 
-  await send(page, 'count slowly to 20');
+  // About 10 s of streaming, so that the reload lands in the turn even on
+  // a loaded machine (a turn that ended first gives no replay to read).
+  await send(page, 'count slowly to 40');
   await assistantSays(page, /Counting: 1, 2/); // the first words have streamed
   await page.reload();
   await ready(page);
-  await assistantSays(page, /Counting: 1, 2, 3[\s\S]*20\. Done counting\./);
+  await assistantSays(page, /Counting: 1, 2, 3[\s\S]*40\. Done counting\./);
   assert.equal(await count(page, sel('message', '[data-role="user"]')), 1, 'the user message, after the reload');
   assert.equal(await count(page, sel('message', '[data-role="assistant"]')), 1, 'the rest of the turn lands in its message');
+  // The page shows the last words before the browser reports the replay's
+  // request finished, and only a finished GET is waited for: poll for it.
+  const deadline = Date.now() + WAIT;
+  while ((await t.streamsRead()).replays < 1 && Date.now() < deadline) await page.waitForTimeout(50);
   assert.ok((await t.streamsRead()).replays >= 1, 'the turn was resumed from the server');
   await page.waitForSelector(sel('send', ':enabled'), { timeout: WAIT });
   await screenshot(page, 'reload-mid-turn');
