@@ -2,7 +2,9 @@ package a2aserver
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -163,4 +165,29 @@ func artifactText(task *a2a.Task) string {
 		}
 	}
 	return b.String()
+}
+
+// postRPCError POSTs a JSON-RPC body to the first instance as ada and
+// decodes the error it must answer with: the response (body read and
+// closed), the error's code and the raw body.
+func (f *fixture) postRPCError(t *testing.T, body string) (*http.Response, int, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, f.instances[0].srv.URL, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer ada")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var out struct {
+		Error *struct {
+			Code int `json:"code"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(raw, &out); err != nil || out.Error == nil {
+		t.Fatalf("status %d body %s: want a JSON-RPC error", resp.StatusCode, raw)
+	}
+	return resp, out.Error.Code, raw
 }

@@ -2,10 +2,6 @@ package a2aserver
 
 import (
 	"context"
-	"encoding/json"
-	"io"
-	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -171,23 +167,7 @@ func TestErrorContentType(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			req, _ := http.NewRequest(http.MethodPost, f.instances[0].srv.URL, strings.NewReader(tt.body))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Authorization", "Bearer ada")
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			raw, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			var out struct {
-				Error *struct {
-					Code int `json:"code"`
-				} `json:"error"`
-			}
-			if err := json.Unmarshal(raw, &out); err != nil || out.Error == nil {
-				t.Fatalf("status %d body %s: want a JSON-RPC error", resp.StatusCode, raw)
-			}
+			resp, _, raw := f.postRPCError(t, tt.body)
 			if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
 				t.Errorf("Content-Type = %q, want application/json (%s)", ct, raw)
 			}

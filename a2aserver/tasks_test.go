@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -218,25 +217,9 @@ func TestBadRequests(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := counter.Writes()
-			req, _ := http.NewRequest(http.MethodPost, f.instances[0].srv.URL, strings.NewReader(tt.body))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Authorization", "Bearer ada")
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			raw, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			var out struct {
-				Error *struct {
-					Code int `json:"code"`
-				} `json:"error"`
-			}
-			if err := json.Unmarshal(raw, &out); err != nil || out.Error == nil {
-				t.Fatalf("status %d body %s: want a JSON-RPC error", resp.StatusCode, raw)
-			}
-			if resp.StatusCode != tt.status || out.Error.Code != tt.code {
-				t.Errorf("status %d code %d, want %d and %d (%s)", resp.StatusCode, out.Error.Code, tt.status, tt.code, raw)
+			resp, code, raw := f.postRPCError(t, tt.body)
+			if resp.StatusCode != tt.status || code != tt.code {
+				t.Errorf("status %d code %d, want %d and %d (%s)", resp.StatusCode, code, tt.status, tt.code, raw)
 			}
 			if w := counter.Writes() - before; w != 0 {
 				t.Errorf("%d documents written, want none", w)
