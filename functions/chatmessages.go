@@ -187,7 +187,8 @@ func newToolPart(item historyItem, open *toolcallback.Call) toolPart {
 	}
 	if item.Approval != "" {
 		approved := item.Approval == "approved"
-		// A call shown from an agent switch's record keeps no approval id.
+		// Records of switches made before MovedCall kept the approval id
+		// have none: the call id stands in.
 		p.Approval = &approvalView{ID: cmp.Or(item.ApprovalID, item.ToolCallID), Approved: &approved}
 	}
 	return p

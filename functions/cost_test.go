@@ -110,7 +110,7 @@ func TestTurnCost(t *testing.T) {
 					return r(req)
 				}
 			}
-			f = newHTTPFixtureWith(t, func(o *ServerOptions) { o.SessionStateOnly = tt.stateOnly }, nil, script...)
+			f = newHTTPFixtureWith(t, func(_ *httpFixture, o *ServerOptions) { o.SessionStateOnly = tt.stateOnly }, nil, script...)
 			f.token("ada") // sign in before counting: the Auth emulator is not Firestore
 			if tt.setup != nil {
 				tt.setup(f)

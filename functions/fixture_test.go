@@ -75,9 +75,9 @@ func newHTTPFixture(t *testing.T, mutate func(*Config), script ...modeltest.Repl
 	return newHTTPFixtureWith(t, nil, mutate, script...)
 }
 
-// newHTTPFixtureWith is newHTTPFixture with the server's options as opts
-// (nil: none) changes them.
-func newHTTPFixtureWith(t *testing.T, opts func(*ServerOptions), mutate func(*Config), script ...modeltest.Reply) *httpFixture {
+// newHTTPFixtureWith is newHTTPFixture with the server's options and team
+// as opts (nil: none) changes them: opts may add to f.members.
+func newHTTPFixtureWith(t *testing.T, opts func(*httpFixture, *ServerOptions), mutate func(*Config), script ...modeltest.Reply) *httpFixture {
 	t.Helper()
 	f := &httpFixture{t: t, model: &modeltest.Strict{T: t, Script: script}, cfg: testConfig(), logs: &syncWriter{}}
 	if mutate != nil {
@@ -132,7 +132,7 @@ func newHTTPFixtureWith(t *testing.T, opts func(*ServerOptions), mutate func(*Co
 		SchedulerKeys: f.keys.Client(),
 	}
 	if opts != nil {
-		opts(so)
+		opts(f, so)
 	}
 	f.server, err = NewServer(f.cfg, f.client, f.members, so)
 	if err != nil {

@@ -125,7 +125,7 @@ func eventItems(ev *session.Event, turn string, records []sessionstore.MovedCall
 		r, isRecord := recordAt[i]
 		switch {
 		case isRecord:
-			item.ToolCallID, item.ToolName, item.Input = r.CallID, r.Tool, r.Args
+			item.ToolCallID, item.ToolName, item.Input, item.ApprovalID = r.CallID, r.Tool, r.Args, r.ApprovalID
 			item.Output, item.ErrorText = callOutcome(r.Result)
 			if r.Outcome != "" {
 				item.ErrorText = r.Outcome

@@ -4,10 +4,14 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"testing"
 
+	"google.golang.org/adk/v2/agent/llmagent"
+
 	"github.com/baton-run/baton/modeltest"
+	"github.com/baton-run/baton/toolcallback"
 	"github.com/baton-run/baton/uistream/uistreamtest"
 )
 
@@ -36,6 +40,43 @@ func (s *streamedIDs) add(t *testing.T, chunks []map[string]any) string {
 	return id
 }
 
+// check reports every part of messages (read from GET /Chat/{chatId} as
+// named by what) whose ids differ from the streams', and every user message
+// whose id is not one of users, and returns how many tool calls it saw.
+// Call b1, which every chat of these tests asks approval for, must show its
+// settled approval.
+func (s *streamedIDs) check(t *testing.T, what string, messages []messageJSON, users ...string) (calls int) {
+	t.Helper()
+	for _, m := range messages {
+		switch {
+		case m.ID == "":
+			t.Errorf("%s: a %s message with an empty id: %v", what, m.Role, m.Parts)
+		case m.Role == "user" && !slices.Contains(users, m.ID):
+			t.Errorf("%s: user message %q, want one of the page's ids %v", what, m.ID, users)
+		case m.Role == "assistant" && !s.messages[m.ID]:
+			t.Errorf("%s: assistant message %q, which no stream started (streams: %v)", what, m.ID, s.messages)
+		}
+		for _, p := range m.Parts {
+			call, _ := p["toolCallId"].(string)
+			if call == "" {
+				continue
+			}
+			calls++
+			if in := s.callIn[call]; in != m.ID {
+				t.Errorf("%s: call %q in message %q, the stream showed it in %q", what, call, m.ID, in)
+			}
+			approval, _ := p["approval"].(map[string]any)
+			if want := s.approval[call]; approval["id"] != want && (want != "" || approval != nil) {
+				t.Errorf("%s: call %q approval %v, the stream asked approval %q", what, call, approval, want)
+			}
+			if call == "b1" && (approval == nil || approval["approved"] != true) {
+				t.Errorf("%s: b1's approval = %v, want the settled approval", what, approval)
+			}
+		}
+	}
+	return calls
+}
+
 // chatJSON is GET /Chat/{chatId} as a client decodes it.
 type chatJSON struct {
 	Agent    string        `json:"agent"`
@@ -61,20 +102,13 @@ func (f *httpFixture) messagesJSON(user, chatID, query string) []messageJSON {
 	return v.Messages
 }
 
-// TestChatHistoryIDsMatchStreams: a reloaded chat names every part as its
-// streams did (message ids, tool call ids, approval ids), a settled
-// approval included, whatever window of history it asks for; no message
-// has an empty id.
-func TestChatHistoryIDsMatchStreams(t *testing.T) {
-	t.Parallel()
-	f := newHTTPFixture(t, nil,
-		modeltest.CallReply(modeltest.Call("b1", "book_table", map[string]any{"people": 4})),
-		modeltest.EchoReply,
-		modeltest.CallReply(modeltest.Call("c1", "change_bgm", map[string]any{"track": 2})),
-		modeltest.EchoReply,
-	)
-	ids := &streamedIDs{messages: map[string]bool{}, callIn: map[string]string{}, approval: map[string]string{}}
-	u1 := userMessage("u1", "book a table")
+// approvedTurn runs chat1's first turn, u1, whose book_table call b1 is
+// approved, and returns the ids its streams gave, u1 and the approval's
+// message as the page sends it.
+func approvedTurn(t *testing.T, f *httpFixture) (ids *streamedIDs, u1, approve map[string]any) {
+	t.Helper()
+	ids = &streamedIDs{messages: map[string]bool{}, callIn: map[string]string{}, approval: map[string]string{}}
+	u1 = userMessage("u1", "book a table")
 	// A page's stream sends an approval's call again, naming the device
 	// that decides (uistream.Encoder.SetDevice), which Check refuses.
 	resp := f.chat("ada", chatBody("chat1", "tab-a", u1))
@@ -88,13 +122,29 @@ func TestChatHistoryIDsMatchStreams(t *testing.T) {
 	if approvalID == "" || approvalID == "b1" {
 		t.Fatalf("the stream asked approval of b1 as %q, want the confirmation's own id", approvalID)
 	}
-	approve := map[string]any{"id": first, "role": "assistant", "parts": []any{
+	approve = map[string]any{"id": first, "role": "assistant", "parts": []any{
 		map[string]any{"type": "tool-book_table", "toolCallId": "b1", "state": "approval-responded",
 			"input": map[string]any{"people": 4}, "approval": map[string]any{"id": approvalID, "approved": true}},
 	}}
 	if got := ids.add(t, f.stream(f.chat("ada", chatBody("chat1", "tab-a", u1, approve)), "b1")); got != first {
 		t.Fatalf("the approval's resume streams message %q, want the turn's %q", got, first)
 	}
+	return ids, u1, approve
+}
+
+// TestChatHistoryIDsMatchStreams: a reloaded chat names every part as its
+// streams did (message ids, tool call ids, approval ids), a settled
+// approval included, whatever window of history it asks for; no message
+// has an empty id.
+func TestChatHistoryIDsMatchStreams(t *testing.T) {
+	t.Parallel()
+	f := newHTTPFixture(t, nil,
+		modeltest.CallReply(modeltest.Call("b1", "book_table", map[string]any{"people": 4})),
+		modeltest.EchoReply,
+		modeltest.CallReply(modeltest.Call("c1", "change_bgm", map[string]any{"track": 2})),
+		modeltest.EchoReply,
+	)
+	ids, u1, approve := approvedTurn(t, f)
 	u2 := userMessage("u2", "music please")
 	second := ids.add(t, f.stream(f.chat("ada", chatBody("chat1", "tab-a", u1, approve, u2))))
 	msgs := []map[string]any{u1, approve, u2, answered(second, "c1", map[string]any{"playing": 2})}
@@ -112,34 +162,7 @@ func TestChatHistoryIDsMatchStreams(t *testing.T) {
 		if len(window) > 0 && window[0].Role == "assistant" {
 			cutMidTurn = true
 		}
-		calls := 0
-		for _, m := range window {
-			switch {
-			case m.ID == "":
-				t.Errorf("history=%d: a %s message with an empty id: %v", n, m.Role, m.Parts)
-			case m.Role == "user" && m.ID != "u1" && m.ID != "u2":
-				t.Errorf("history=%d: user message %q, want the page's id u1 or u2", n, m.ID)
-			case m.Role == "assistant" && !ids.messages[m.ID]:
-				t.Errorf("history=%d: assistant message %q, which no stream started (streams: %v)", n, m.ID, ids.messages)
-			}
-			for _, p := range m.Parts {
-				call, _ := p["toolCallId"].(string)
-				if call == "" {
-					continue
-				}
-				calls++
-				if in := ids.callIn[call]; in != m.ID {
-					t.Errorf("history=%d: call %q in message %q, the stream showed it in %q", n, call, m.ID, in)
-				}
-				approval, _ := p["approval"].(map[string]any)
-				if want := ids.approval[call]; approval["id"] != want && (want != "" || approval != nil) {
-					t.Errorf("history=%d: call %q approval %v, the stream asked approval %q", n, call, approval, want)
-				}
-				if call == "b1" && (approval == nil || approval["approved"] != true) {
-					t.Errorf("history=%d: b1's approval = %v, want the settled approval", n, approval)
-				}
-			}
-		}
+		calls := ids.check(t, "history="+strconv.Itoa(n), window, "u1", "u2")
 		if len(window) == len(all) && calls == 2 && window[0].ID == "u1" {
 			break
 		}
@@ -149,5 +172,44 @@ func TestChatHistoryIDsMatchStreams(t *testing.T) {
 	}
 	if !cutMidTurn {
 		t.Errorf("no window started in the middle of a turn; the test checks nothing of the kind")
+	}
+}
+
+// TestChatHistoryIDsAfterSwitch: once an agent switch has moved a chat's
+// history to another agent (its calls become records, its events new
+// ones), the reloaded chat still names its parts as the streams did: the
+// user messages' page ids, the settled approval's id.
+func TestChatHistoryIDsAfterSwitch(t *testing.T) {
+	t.Parallel()
+	addDJ := func(f *httpFixture, _ *ServerOptions) {
+		dj, err := llmagent.New(llmagent.Config{Name: "dj", Model: f.model})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.members = append(f.members, toolcallback.Member{Agent: dj})
+	}
+	f := newHTTPFixtureWith(t, addDJ, nil,
+		modeltest.CallReply(modeltest.Call("b1", "book_table", map[string]any{"people": 4})),
+		modeltest.EchoReply,
+		modeltest.EchoReply,
+	)
+	ids, u1, approve := approvedTurn(t, f)
+	u2 := userMessage("u2", "play something")
+	body := chatBody("chat1", "tab-a", u1, approve, u2)
+	body["agent"] = "dj"
+	ids.add(t, f.stream(f.chat("ada", body)))
+
+	view := f.messages("ada", "chat1")
+	if view.Agent != "dj" {
+		t.Fatalf("GET /Chat/chat1 agent = %q, want dj after the switch", view.Agent)
+	}
+	if got := len(view.Messages); got != 4 {
+		t.Fatalf("GET /Chat/chat1 = %d messages, want 4: %+v", got, view.Messages)
+	}
+	if calls := ids.check(t, "after the switch", view.Messages, "u1", "u2"); calls != 1 {
+		t.Errorf("after the switch the history shows %d tool calls, want b1 only", calls)
+	}
+	if u := view.Messages[0]; u.Role != "user" || u.ID != "u1" {
+		t.Errorf("first message = %s %q, want the user's u1", u.Role, u.ID)
 	}
 }

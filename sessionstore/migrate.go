@@ -29,6 +29,10 @@ type Migration struct {
 	// Approved gives, by call id, a person's decision on calls that needed
 	// approval.
 	Approved map[string]bool
+	// Keep names state-delta keys a moved event keeps from the event it
+	// was built from (the client's id of a user message), so that what
+	// reads them finds them after the switch too.
+	Keep []string
 }
 
 // Switch names the agent switch that moved an event (see MovedBy).
@@ -51,6 +55,9 @@ type MovedCall struct {
 	// "no result").
 	Outcome  string `json:"outcome,omitempty"`
 	Approved *bool  `json:"approved,omitempty"` // a person's decision, for calls that needed approval
+	// ApprovalID is the id of ADK's confirmation request for a call that
+	// needed approval: the id its approval was asked and answered with.
+	ApprovalID string `json:"approvalId,omitempty"`
 }
 
 // CustomMetadata keys of the events MigrateHistory builds.
@@ -89,13 +96,15 @@ func MigrateHistory(ctx context.Context, events session.Events, m Migration) []*
 // historyCall is a tool call found in the history MigrateHistory moves,
 // with its final result.
 type historyCall struct {
-	author string
-	fc     *genai.FunctionCall
-	result map[string]any
+	author     string
+	fc         *genai.FunctionCall
+	result     map[string]any
+	approvalID string // its confirmation request's id, when it needed approval
 }
 
 // callsIn collects the tool calls of events, by call id, with their final
-// results (ADK's confirmation bookkeeping left out).
+// results and the ids of the confirmations they were asked with (ADK's
+// confirmation bookkeeping itself left out).
 func callsIn(events session.Events) map[string]*historyCall {
 	calls := map[string]*historyCall{}
 	for ev := range events.All() {
@@ -104,7 +113,11 @@ func callsIn(events session.Events) map[string]*historyCall {
 		}
 		for _, p := range ev.Content.Parts {
 			switch {
-			case p.FunctionCall != nil && p.FunctionCall.Name != toolconfirmation.FunctionCallName:
+			case p.FunctionCall != nil && p.FunctionCall.Name == toolconfirmation.FunctionCallName:
+				if orig, err := toolconfirmation.OriginalCallFrom(p.FunctionCall); err == nil && calls[orig.ID] != nil {
+					calls[orig.ID].approvalID = p.FunctionCall.ID
+				}
+			case p.FunctionCall != nil:
 				calls[p.FunctionCall.ID] = &historyCall{author: ev.Author, fc: p.FunctionCall}
 			case p.FunctionResponse != nil && p.FunctionResponse.Name != toolconfirmation.FunctionCallName:
 				if c, ok := calls[p.FunctionResponse.ID]; ok {
@@ -121,7 +134,7 @@ func callsIn(events session.Events) map[string]*historyCall {
 // moved returns the textual record of c and its structured form, as m
 // settles it.
 func (m Migration) moved(c *historyCall) (string, MovedCall) {
-	r := MovedCall{Agent: c.author, CallID: c.fc.ID, Tool: c.fc.Name, Args: c.fc.Args, Result: c.result}
+	r := MovedCall{Agent: c.author, CallID: c.fc.ID, Tool: c.fc.Name, Args: c.fc.Args, Result: c.result, ApprovalID: c.approvalID}
 	if args, ok := m.Args[c.fc.ID]; ok {
 		r.Args = args
 	}
@@ -178,7 +191,13 @@ func migrateEvent(ctx context.Context, ev *session.Event, calls map[string]*hist
 	if !moved {
 		sw = Switch{From: m.From, To: m.To, At: m.At}
 	}
-	return movedEvent(ctx, ev, append(texts, recordTexts...), records, sw, m.To)
+	e := movedEvent(ctx, ev, append(texts, recordTexts...), records, sw, m.To)
+	for _, k := range m.Keep {
+		if v, ok := ev.Actions.StateDelta[k]; ok {
+			e.Actions.StateDelta[k] = v // session.NewEvent made the map
+		}
+	}
+	return e
 }
 
 // movedEvent is the event that carries texts for ev: the user's when ev

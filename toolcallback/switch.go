@@ -161,7 +161,7 @@ func (t *Team) buildSwitched(ctx context.Context, chat *sessionstore.Chat, old s
 	state := map[string]any{}
 	if old != nil {
 		m := sessionstore.Migration{From: chat.Agent, To: target, At: now, Outcome: outcomes,
-			Args: map[string]map[string]any{}, Approved: map[string]bool{}}
+			Args: map[string]map[string]any{}, Approved: map[string]bool{}, Keep: []string{MessageKey}}
 		for id, d := range Decisions(old.Events()) {
 			m.Args[id], m.Approved[id] = d.Args, d.Approved
 		}
