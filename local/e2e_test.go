@@ -51,7 +51,7 @@ func TestBrowserScenarios(t *testing.T) {
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
+	t.Cleanup(cancel) // after the parallel subtests below, not when this returns
 	// ./test runs npm ci whenever the lockfile changes; this covers a bare
 	// go test ./local on a checkout that never had node_modules.
 	_, errPlaywright := os.Stat(filepath.Join(dir, "node_modules", "playwright-core"))
@@ -66,9 +66,16 @@ func TestBrowserScenarios(t *testing.T) {
 	}
 
 	url := startForTest(t)
-	cmd := exec.CommandContext(ctx, node, "--test", "--test-reporter=spec", "scenarios.test.mjs")
-	cmd.Env = append(os.Environ(), "BATON_URL="+url, "CHROMIUM="+chromium)
-	runLogged(ctx, t, cmd, dir)
+	// One node process (and browser) per page build, side by side: most of
+	// a scenario's time is spent waiting for the page and the model.
+	for _, sdk := range []string{"7", "6"} {
+		t.Run("ai"+sdk, func(t *testing.T) {
+			t.Parallel()
+			cmd := exec.CommandContext(ctx, node, "--test", "--test-reporter=spec", "scenarios.test.mjs")
+			cmd.Env = append(os.Environ(), "BATON_URL="+url, "CHROMIUM="+chromium, "BATON_E2E_SDK="+sdk)
+			runLogged(ctx, t, cmd, dir)
+		})
+	}
 }
 
 // runLogged runs cmd in dir, copying its output to the test log line by

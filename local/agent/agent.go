@@ -146,5 +146,8 @@ func pick(tools []tool.Tool, names ...string) []tool.Tool {
 			out = append(out, t)
 		}
 	}
-	return out
+	// No spare capacity: ADK v2.2.0 appends each invocation's toolset tools
+	// to the agent's Tools slice, so concurrent chats would write theirs
+	// into one backing array and could run each other's MCP tools.
+	return slices.Clip(out)
 }

@@ -128,3 +128,18 @@ func TestEvaluate(t *testing.T) {
 		}
 	}
 }
+
+// TestPickLeavesNoSpareCapacity: an agent's Tools slice must have no room
+// to grow. ADK v2.2.0 appends each invocation's toolset tools to it, so
+// with spare capacity two chats running at once write their MCP tools into
+// one array (the race detector caught it in the browser scenarios).
+func TestPickLeavesNoSpareCapacity(t *testing.T) {
+	tools, err := Tools()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := pick(tools, "get_weather", "calculate", "get_current_time", "get_location", "book_table")
+	if len(got) != 5 || cap(got) != len(got) {
+		t.Errorf("pick = %d tools with capacity %d, want 5 with no spare capacity", len(got), cap(got))
+	}
+}

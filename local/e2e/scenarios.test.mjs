@@ -3,6 +3,8 @@
 //
 //   cd local/e2e && npm ci && BATON_URL=http://127.0.0.1:8080 node --test scenarios.test.mjs
 //
+// (BATON_E2E_SDK=7 or 6 limits the run to one of the two pages below.)
+//
 // Every scenario runs twice: on the page built with ai 7 and @ai-sdk/react 4
 // (served at /) and on the same page built with ai 6 and @ai-sdk/react 3
 // (served at /ai6/). Each uses a fresh browser context (a new user, signed
@@ -22,11 +24,13 @@ import * as ai6 from 'ai-v6';
 import { watchStreams } from './uistream.mjs';
 
 // The page builds, the SDK each was built with, and the major version the
-// page must report.
+// page must report. BATON_E2E_SDK=7 (or 6) runs the scenarios on that page
+// only: the Go test runs one node process per page, side by side.
 const SDKS = [
   { label: 'ai 7', path: '/', sdk: ai7, major: '7' },
   { label: 'ai 6', path: '/ai6/', sdk: ai6, major: '6' },
-];
+].filter(({ major }) => !process.env.BATON_E2E_SDK || process.env.BATON_E2E_SDK === major);
+if (SDKS.length === 0) throw new Error(`BATON_E2E_SDK=${process.env.BATON_E2E_SDK} names no page build (7 or 6)`);
 
 const BASE = (process.env.BATON_URL || 'http://127.0.0.1:8080').replace(/\/$/, '');
 const OUT = join(import.meta.dirname ?? new URL('.', import.meta.url).pathname, 'test-output');
