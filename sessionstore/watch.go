@@ -76,7 +76,7 @@ func (s *Service) Watch(ctx context.Context, app, user, id string, recent int) i
 			switch {
 			case first:
 				first = false
-				if change.Events, err = s.readEvents(ctx, ref, &doc, recent, time.Time{}); err != nil {
+				if change.Events, _, err = s.readEvents(ctx, ref, &doc, recent, time.Time{}); err != nil {
 					yield(nil, err)
 					return
 				}
