@@ -165,6 +165,10 @@ func planRewind(sess session.Session, req Rewind) (*rewindPlan, error) {
 		return nil, fmt.Errorf("%w: %q", ErrMessageNotFound, req.Message)
 	}
 	msg := events[at]
+	if req.Content != nil && findTurn(events, "") == at && sameText(msg.Content, req.Content) {
+		// The latest message, sent again as it is: the request served.
+		return nil, fmt.Errorf("%w: %q", ErrMessageTaken, req.Message)
+	}
 	p := &rewindPlan{before: msg.InvocationID, key: req.key(), calls: callIDs(events[at:]), content: req.Content, messageID: clientMessageID(msg)}
 	if p.content == nil {
 		p.content = msg.Content
