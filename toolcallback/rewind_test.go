@@ -9,6 +9,8 @@ import (
 	"google.golang.org/adk/v2/session"
 	"google.golang.org/genai"
 
+	"github.com/baton-run/baton/internal/eventlist"
+	"github.com/baton-run/baton/modeltest"
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
 )
@@ -230,3 +232,56 @@ func TestRewindBusy(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestRewoundPartIsNotMigratedNorListed: Pending's history and an agent
+// switch after a rewind hold nothing of the part taken back.
+func TestRewoundPartIsNotMigratedNorListed(t *testing.T) {
+	t.Parallel()
+	w := newCrashWorld(t)
+	w.model = &modeltest.Strict{T: t, Script: []reply{textReply("one"), textReply("two"), textReply("edited answer"), echoReply}}
+	team := w.team(w.client, w.model)
+	for _, m := range []struct{ id, text string }{{"m1", "first"}, {"m2", "second"}} {
+		if err := w.idTurn(team, m.id, m.text, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if events := w.rewind(team, toolcallback.Rewind{Message: "m2", Content: genai.NewContentFromText("second, edited", genai.RoleUser)}); finalText(events) != "edited answer" {
+		t.Fatalf("edit answered %q", finalText(events))
+	}
+	state, err := team.Pending(t.Context(), "user-1", crashChat, "", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := dumpEvents(state.History); strings.Contains(got, "two") || strings.Contains(got, `"second"`) || !strings.Contains(got, "second, edited") {
+		t.Errorf("Pending's history holds the part taken back, or lacks the edit:\n%s", got)
+	}
+	inv, _, err := team.Turn(t.Context(), toolcallback.ChatTurn{UserID: "user-1", ChatID: crashChat, ClientID: crashClient, Agent: "dj",
+		Content: genai.NewContentFromText("DJ please", genai.RoleUser)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := collect(inv); err != nil {
+		t.Fatal(err)
+	}
+	req := requestText(w.model.LastRequest())
+	if strings.Contains(req, "two") || !strings.Contains(req, "second, edited") {
+		t.Errorf("the DJ's request after the switch holds the part taken back, or lacks the edit:\n%s", req)
+	}
+	moved := dumpEvents(eventlistOf(storedEvents(t, w.sessions, crashChat+"~1")))
+	if strings.Contains(moved, "two") {
+		t.Errorf("the switch moved the part taken back:\n%s", moved)
+	}
+}
+
+// dumpEvents is the text of every event's content.
+func dumpEvents(events session.Events) string {
+	var contents []*genai.Content
+	for ev := range events.All() {
+		if ev.Content != nil {
+			contents = append(contents, ev.Content)
+		}
+	}
+	return dumpContents(contents)
+}
+
+func eventlistOf(events []*session.Event) session.Events { return eventlist.List(events) }
