@@ -75,3 +75,29 @@ func (s *Server) chatRewound(w http.ResponseWriter, r *http.Request, log *slog.L
 	s.respond(w, r, log, inv, reply{page: true, device: device})
 	return nil
 }
+
+// turnReplace is Turn's regenerate and edit: {sessionId, clientId,
+// replace, text?|parts?}. A request served before is 409 already_taken
+// (Turn has no stream to replay; the chat's history has the answer).
+func (s *Server) turnReplace(w http.ResponseWriter, r *http.Request, log *slog.Logger, user string, req *turnRequest) error {
+	if req.Agent != "" {
+		return fmt.Errorf("%w: replace keeps the chat's agent; send agent with a new message", errBadRequest)
+	}
+	if err := sessionstore.ValidateID("message id", req.Replace); err != nil {
+		return err
+	}
+	rw := toolcallback.Rewind{UserID: user, ChatID: req.SessionID, ClientID: req.ClientID, Message: req.Replace}
+	if req.Text != "" || len(req.Parts) > 0 {
+		content, err := req.content()
+		if err != nil {
+			return err
+		}
+		rw.Content = content
+	}
+	inv, err := s.team.Rewind(r.Context(), rw)
+	if err != nil {
+		return err
+	}
+	s.respond(w, r, log, inv, reply{})
+	return nil
+}

@@ -188,3 +188,57 @@ func editBody(c *pageChat, id string) map[string]any {
 	b["messageId"] = id
 	return b
 }
+
+// TestTurnReplace: Turn's regenerate and edit, named by the messageId a
+// Turn response gave.
+func TestTurnReplace(t *testing.T) {
+	t.Parallel()
+	f := newHTTPFixture(t, func(c *Config) { c.DevIdentity = true })
+	f.model.Repeat = numberedReplies()
+	post := func(body map[string]any) (*http.Response, string, string) {
+		t.Helper()
+		body["sessionId"], body["clientId"] = "s1", "tab-a"
+		resp := f.do(http.MethodPost, NameTurn, "", body, map[string]string{"X-Baton-User": "ada", "Accept": "application/json"})
+		if resp.StatusCode != http.StatusOK {
+			return resp, "", ""
+		}
+		defer resp.Body.Close()
+		var doc struct {
+			MessageID string           `json:"messageId"`
+			Chunks    []map[string]any `json:"chunks"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
+			t.Fatal(err)
+		}
+		return resp, doc.MessageID, text(doc.Chunks)
+	}
+	_, first, _ := post(map[string]any{"text": "first"})
+	_, second, _ := post(map[string]any{"text": "second"})
+	if _, id, answer := post(map[string]any{"replace": second}); id == "" || id == second || answer != "re: second #3" {
+		t.Errorf("regenerate = %q %q, want a new answer to the second message", id, answer)
+	}
+	_, edited, answer := post(map[string]any{"replace": first, "text": "first, edited"})
+	if answer != "re: first, edited #4" {
+		t.Errorf("edit answered %q", answer)
+	}
+	calls := f.model.Calls()
+	for _, tc := range []struct {
+		name   string
+		body   map[string]any
+		status int
+		code   string
+	}{
+		{"the same edit again", map[string]any{"replace": first, "text": "first, edited"}, http.StatusConflict, "already_taken"},
+		{"a turn taken back", map[string]any{"replace": second}, http.StatusConflict, "rewound"},
+		{"an unknown turn", map[string]any{"replace": "nope"}, http.StatusNotFound, "not_found"},
+		{"with an agent", map[string]any{"replace": edited, "agent": "dj"}, http.StatusBadRequest, "invalid_request"},
+	} {
+		resp, _, _ := post(tc.body)
+		if e := errorOf(t, resp); resp.StatusCode != tc.status || e.Code != tc.code {
+			t.Errorf("%s: status %d %+v, want %d %s", tc.name, resp.StatusCode, e, tc.status, tc.code)
+		}
+	}
+	if n := f.model.Calls(); n != calls {
+		t.Errorf("refused requests called the model %d times", n-calls)
+	}
+}
