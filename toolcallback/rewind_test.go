@@ -285,3 +285,37 @@ func dumpEvents(events session.Events) string {
 }
 
 func eventlistOf(events []*session.Event) session.Events { return eventlist.List(events) }
+
+// TestRewindCost holds a rewind to its Firestore operations (the
+// figures docs/conversation-control.md gives): the lease, the session read
+// whole, the ledger query, the mark's commit (with one write per ledger
+// record it closes), then the turn's own writes.
+func TestRewindCost(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		second reply
+		// The most round trips, lookups and writes it may take.
+		roundTrips, lookups, writes int64
+	}{
+		{"regenerate a plain answer", textReply("two"), 9, 4, 5},
+		{"regenerate a step paused on two calls", callReply(call("c1", "change_bgm", map[string]any{"track": 3}),
+			call("b1", "book_table", map[string]any{"people": 4, "name": "Ada"})), 9, 5, 7},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, &toolcallback.Options{SessionStateOnly: true}, textReply("one"), tc.second, textReply("again"))
+			f.idTurn("s1", "m1", "first")
+			f.idTurn("s1", "m2", "second")
+			before := f.counter.Snapshot()
+			if _, err := f.rewind(toolcallback.Rewind{Message: "m2"}); err != nil {
+				t.Fatal(err)
+			}
+			got := f.counter.Snapshot().Sub(before)
+			if got.RoundTrips > tc.roundTrips || got.Lookups() > tc.lookups || got.Writes > tc.writes {
+				t.Errorf("%s: %d round trips, %d lookups, %d writes; want at most %d, %d, %d",
+					tc.name, got.RoundTrips, got.Lookups(), got.Writes, tc.roundTrips, tc.lookups, tc.writes)
+			}
+		})
+	}
+}
