@@ -319,3 +319,41 @@ func TestRewindCost(t *testing.T) {
 		})
 	}
 }
+
+// TestRewindBeforeAnAgentSwitch: a turn moved by an agent switch is named
+// by its turn id as before; rewinding it keeps the chat with its new agent.
+func TestRewindBeforeAnAgentSwitch(t *testing.T) {
+	t.Parallel()
+	w := newCrashWorld(t)
+	w.model = &modeltest.Strict{T: t, Script: []reply{textReply("one"), textReply("the DJ here"), textReply("again")}}
+	team := w.team(w.client, w.model)
+	inv, _, err := team.Turn(t.Context(), toolcallback.ChatTurn{UserID: "user-1", ChatID: crashChat, ClientID: crashClient, MessageID: "m1",
+		Content: genai.NewContentFromText("first", genai.RoleUser)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := collect(inv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv, _, err = team.Turn(t.Context(), toolcallback.ChatTurn{UserID: "user-1", ChatID: crashChat, ClientID: crashClient, Agent: "dj",
+		MessageID: "m2", Content: genai.NewContentFromText("DJ please", genai.RoleUser)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := collect(inv); err != nil {
+		t.Fatal(err)
+	}
+	events := w.rewind(team, toolcallback.Rewind{Message: first[0].InvocationID})
+	if finalText(events) != "again" || events[len(events)-1].Author != "dj" {
+		t.Fatalf("regenerate of the moved turn = %q by %q, want the DJ's new answer", finalText(events), events[len(events)-1].Author)
+	}
+	req := requestText(w.model.LastRequest())
+	if strings.Contains(req, "DJ please") || strings.Contains(req, "one") || strings.Count(req, "first") != 1 {
+		t.Errorf("the request after the rewind holds the part taken back:\n%s", req)
+	}
+	chat, err := w.sessions.GetChat(t.Context(), "app", "user-1", crashChat)
+	if err != nil || chat.Agent != "dj" {
+		t.Errorf("chat after the rewind = %+v, %v; want the DJ's", chat, err)
+	}
+}
