@@ -4,6 +4,7 @@ package functions
 // with nothing but its api URL (…/Chat), headers and body set.
 //
 //	POST /Chat                   {id, messages, trigger, messageId?, deviceId?, agent?}
+//	                             (regenerate and edit: chatrewind.go)
 //	GET  /Chat/{chatId}/stream   resume: the running turn, replayed from Firestore; 204 when none
 //	GET  /Chat/{chatId}          the conversation as UI messages, for a page that loads
 //
@@ -33,11 +34,6 @@ import (
 // deviceHeader names the device (tab) sending a Chat request, as an
 // alternative to the body's deviceId; a GET has no body.
 const deviceHeader = "X-Baton-Device"
-
-// errRegenerate refuses trigger regenerate-message: ADK v2 cannot rewind a
-// session (there is no rewind in its session or runner packages), and the
-// transcript is the truth, so an answer cannot be taken back.
-var errRegenerate = fmt.Errorf("%w: regenerate-message is not supported: the conversation cannot be rewound", errBadRequest)
 
 // uiMessage is the part of an AI SDK UIMessage Chat reads (see
 // takeMessage): unknown fields are ignored, the fields read are checked
@@ -137,9 +133,9 @@ func (s *Server) chatPost(w http.ResponseWriter, r *http.Request, log *slog.Logg
 	switch req.Trigger {
 	case "submit-message":
 	case "regenerate-message":
-		return errRegenerate
+		return s.chatRegenerate(w, r, log, user, device, req)
 	default:
-		return fmt.Errorf("%w: trigger must be submit-message", errBadRequest)
+		return fmt.Errorf("%w: trigger must be submit-message or regenerate-message", errBadRequest)
 	}
 	if req.Messages == 0 {
 		return fmt.Errorf("%w: messages is empty", errBadRequest)
@@ -150,6 +146,9 @@ func (s *Server) chatPost(w http.ResponseWriter, r *http.Request, log *slog.Logg
 	}
 	switch last.Role {
 	case "user":
+		if req.MessageID != "" {
+			return s.chatEdit(w, r, log, user, device, req, last)
+		}
 		return s.chatMessage(w, r, log, user, device, req.ID, req.Agent, last)
 	case "assistant":
 		return s.chatAnswers(w, r, log, user, device, req.ID, last)

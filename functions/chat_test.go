@@ -130,7 +130,7 @@ func TestChatEditedHistoryChangesNothing(t *testing.T) {
 }
 
 // TestChatAnswerErrors: an answer from another device is refused, one for
-// a cancelled call is 410, regenerate is a clear 400.
+// a cancelled call is 410, regenerating an unknown message is 404.
 func TestChatAnswerErrors(t *testing.T) {
 	t.Parallel()
 	f, turn := pausedChat(t, modeltest.TextReply("ok"))
@@ -140,10 +140,10 @@ func TestChatAnswerErrors(t *testing.T) {
 		t.Errorf("answer from another device: status %d %+v, want 403 wrong_client", resp.StatusCode, e)
 	}
 	regen := chatBody("chat1", "tab-a", msgs...)
-	regen["trigger"] = "regenerate-message"
+	regen["trigger"], regen["messageId"] = "regenerate-message", "no-such-message"
 	resp = f.chat("ada", regen)
-	if e := errorOf(t, resp); resp.StatusCode != http.StatusBadRequest || !strings.Contains(e.Message, "regenerate") {
-		t.Errorf("regenerate: status %d %+v, want 400 naming regenerate", resp.StatusCode, e)
+	if e := errorOf(t, resp); resp.StatusCode != http.StatusNotFound || e.Code != "not_found" {
+		t.Errorf("regenerate an unknown message: status %d %+v, want 404", resp.StatusCode, e)
 	}
 	// A new message cancels the pending call; its late answer is 410.
 	f.stream(f.chat("ada", chatBody("chat1", "tab-a", userMessage("u1", "x"), userMessage("u2", "never mind"))))

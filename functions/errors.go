@@ -88,6 +88,12 @@ func status(err error) (int, apiErrorBody) {
 		return http.StatusUnauthorized, apiErrorBody{Code: "unauthenticated", Message: "missing or invalid credentials"}
 	case errors.Is(err, errBadRequest), errors.Is(err, sessionstore.ErrInvalidID), errors.Is(err, toolcallback.ErrInvalidAnswer):
 		return http.StatusBadRequest, apiErrorBody{Code: "invalid_request", Message: err.Error()}
+	case errors.Is(err, toolcallback.ErrMessageNotFound):
+		return http.StatusNotFound, apiErrorBody{Code: "not_found", Message: "the chat has no such message"}
+	case errors.Is(err, toolcallback.ErrRewound):
+		return http.StatusConflict, apiErrorBody{Code: "rewound", Message: "this message was taken back by an earlier regenerate or edit"}
+	case errors.Is(err, toolcallback.ErrMessageTaken):
+		return http.StatusConflict, apiErrorBody{Code: "already_taken", Message: "this request was served already"}
 	case errors.Is(err, toolcallback.ErrCallNotFound), errors.Is(err, sessionstore.ErrNotFound):
 		return http.StatusNotFound, apiErrorBody{Code: "not_found", Message: "no such session or call"}
 	case errors.Is(err, toolcallback.ErrWrongClient):

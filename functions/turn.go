@@ -23,6 +23,11 @@ type turnRequest struct {
 	Parts []partJSON `json:"parts,omitempty"`
 	// Agent optionally names the agent to talk to.
 	Agent string `json:"agent,omitempty"`
+	// Replace names a turn to take back, with everything after it: the
+	// messageId a Turn response reported. With text or parts, they
+	// replace its user message (an edit); without, its user message runs
+	// again (a regenerate). See chatrewind.go.
+	Replace string `json:"replace,omitempty"`
 }
 
 // partJSON is one part of a user message: text, or inline data.
@@ -69,6 +74,9 @@ func (s *Server) turn(w http.ResponseWriter, r *http.Request, log *slog.Logger) 
 	var req turnRequest
 	if err := s.decodeJSON(w, r, &req); err != nil {
 		return err
+	}
+	if req.Replace != "" {
+		return s.turnReplace(w, r, log, user, &req)
 	}
 	msg, err := req.content()
 	if err != nil {

@@ -74,6 +74,14 @@
 // distinct), but numbers inside free-form maps (state, function arguments,
 // custom metadata) come back as float64, and structs as maps.
 //
+// # Rewind
+//
+// A rewind mark (RewindSession) is an event that takes back the events
+// from a named invocation up to itself: they stay stored, and every read
+// leaves them out (readEvents, so Get, GetChatSession and Watch's first
+// change); the mark's state delta puts session-scoped state back. See
+// rewind.go.
+//
 // # Chat sessions
 //
 // A chat is what a client holds: its document points at the one ADK session

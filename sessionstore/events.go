@@ -22,8 +22,9 @@ import (
 // readEvents returns the events passing the filters: the tail, which came
 // with the session document, and the sealed chunks that can hold such
 // events, read in one round trip. Filters apply as in ADK's in-memory
-// service: the most recent n first, then the time bound.
-func (s *Service) readEvents(ctx context.Context, ref *firestore.DocumentRef, doc *sessionDoc, recent int, after time.Time) ([]*session.Event, error) {
+// service: the most recent n first, then the time bound. The events rewind
+// marks took back are returned apart (see rewind.go).
+func (s *Service) readEvents(ctx context.Context, ref *firestore.DocumentRef, doc *sessionDoc, recent int, after time.Time) (kept, rewound []*session.Event, err error) {
 	chunks := doc.Chunks
 	if recent > 0 {
 		n := int64(len(doc.Tail))
@@ -45,15 +46,15 @@ func (s *Service) readEvents(ctx context.Context, ref *firestore.DocumentRef, do
 		}
 		snaps, err := s.client.GetAll(ctx, refs)
 		if err != nil {
-			return nil, fmt.Errorf("read events of %q: %w", doc.ID, FirestoreError(err))
+			return nil, nil, fmt.Errorf("read events of %q: %w", doc.ID, FirestoreError(err))
 		}
 		for i, snap := range snaps {
 			if !snap.Exists() {
-				return nil, fmt.Errorf("event chunk %d of session %q is missing", chunks[i].N, doc.ID)
+				return nil, nil, fmt.Errorf("event chunk %d of session %q is missing", chunks[i].N, doc.ID)
 			}
 			var cd chunkDoc
 			if err := snap.DataTo(&cd); err != nil {
-				return nil, fmt.Errorf("decode event chunk %d of %q: %w", chunks[i].N, doc.ID, err)
+				return nil, nil, fmt.Errorf("decode event chunk %d of %q: %w", chunks[i].N, doc.ID, err)
 			}
 			elements = append(elements, cd.Events...)
 		}
@@ -75,11 +76,12 @@ func (s *Service) readEvents(ctx context.Context, ref *firestore.DocumentRef, do
 	for _, el := range elements {
 		e, err := decodeEvent(el.Event)
 		if err != nil {
-			return nil, fmt.Errorf("session %q revision %d: %w", doc.ID, el.Revision, err)
+			return nil, nil, fmt.Errorf("session %q revision %d: %w", doc.ID, el.Revision, err)
 		}
 		events = append(events, e)
 	}
-	return events, nil
+	kept, rewound = splitRewound(events)
+	return kept, rewound, nil
 }
 
 // AppendEvent stores event and applies it to sess, in one round trip. It
@@ -110,6 +112,13 @@ type AppendOptions struct {
 	// and ClaimNewSession). The append then fails with a *BusyError,
 	// writing nothing, when the session changed since it was read.
 	Claim *LeaseClaim
+	// Update are updates of documents beside the session made in the same
+	// commit (a rewind closes the ledger records of the calls it takes
+	// back). A precondition of one that fails fails the append with
+	// ErrConflict, writing nothing; the lease, if any, is kept.
+	Update []DocUpdate
+
+	rewind *rewindPlan // set by RewindSession
 }
 
 // DocCreate is a document an append creates in the commit that stores
@@ -194,7 +203,9 @@ type appendPlan struct {
 	stateSize int
 	docsOpen  bool
 	claim     *LeaseClaim
-	leaseDoc  leaseDoc // the lease the claim stores
+	leaseDoc  leaseDoc    // the lease the claim stores
+	rewind    *rewindPlan // what a rewind mark takes back
+	besides   int         // how many documents beside the session it updates
 }
 
 // appendBase is what an append reads of the handle.
@@ -256,9 +267,16 @@ func (s *Service) planAppend(ctx context.Context, ss *storedSession, event *sess
 	if err != nil {
 		return nil, err
 	}
+	if r := opts.rewind; r != nil {
+		if b.state, err = encodeState(r.state); err != nil {
+			return nil, err
+		}
+		b.stateSize = len(b.state)
+	}
 	p := &appendPlan{
 		batch: s.client.Batch(), chatWrite: -1, event: stored, delta: event.Actions.StateDelta, revision: b.revision,
 		chunks: b.chunks, tail: b.tail, stateSize: b.stateSize, docsOpen: b.docsOpen, claim: opts.Claim,
+		rewind: opts.rewind, besides: len(opts.Update),
 	}
 	switch {
 	case len(opts.Create) > 0:
@@ -285,6 +303,9 @@ func (s *Service) planAppend(ctx context.Context, ss *storedSession, event *sess
 	}
 	for _, d := range opts.Create {
 		p.batch.Create(d.Ref, d.Data)
+	}
+	for _, u := range opts.Update {
+		p.batch.Update(u.Ref, u.Updates, u.Pre)
 	}
 	if c := opts.Claim; c != nil {
 		for _, u := range c.updates {
@@ -375,6 +396,10 @@ func (s *Service) commitAppend(ctx context.Context, ss *storedSession, p *append
 		// Someone wrote the session since it was read: as good as busy.
 		return nil, &BusyError{SessionID: ss.id, RetryAfter: time.Second}
 	}
+	if p.besides > 0 && errors.Is(err, ErrConflict) && s.unchanged(ctx, ss) {
+		// A document beside the session changed, not the session.
+		return nil, fmt.Errorf("%w: a document beside session %q changed", ErrConflict, ss.id)
+	}
 	return nil, s.appendError(ctx, s.sessionRef(ss.app, ss.user, ss.id), ss.id, ss.lease, err)
 }
 
@@ -391,6 +416,9 @@ func (ss *storedSession) applyAppend(p *appendPlan, results []*firestore.WriteRe
 	ss.tail = p.tail
 	ss.stateSize = p.stateSize
 	ss.docsOpen = p.docsOpen
+	if p.rewind != nil {
+		ss.applyRewind(p.rewind)
+	}
 	if c := p.claim; c != nil {
 		if p.chatWrite >= 0 {
 			c.create.chat.version = results[p.chatWrite].UpdateTime

@@ -150,7 +150,7 @@ func (s *Service) ClaimNewSession(ctx context.Context, req *session.CreateReques
 	l := &Lease{App: req.AppName, User: req.UserID, SessionID: n.id, Holder: holder, Fence: 1, lost: make(chan struct{})}
 	ss := &storedSession{
 		app: req.AppName, user: req.UserID, id: n.id,
-		state: n.state, events: []*session.Event{}, stateSize: len(n.stateBytes), tailKnown: true,
+		state: n.state, events: []*session.Event{}, stateSize: len(n.stateBytes), tailKnown: true, complete: true,
 	}
 	claim := &LeaseClaim{lease: l, ttl: ttl, create: &newSessionDoc{state: n.stateBytes, created: platform.Now(ctx), chat: chat}}
 	return ss, claim, nil

@@ -141,7 +141,7 @@ func (s *Service) Create(ctx context.Context, req *session.CreateRequest) (_ *se
 		updated:   now,
 		version:   results[0].UpdateTime,
 		stateSize: len(stateBytes),
-		tailKnown: true,
+		tailKnown: true, complete: true,
 	}}, nil
 }
 
@@ -299,7 +299,7 @@ func (s *Service) sessionFrom(ctx context.Context, req *session.GetRequest, snap
 	if err != nil {
 		return nil, err
 	}
-	events, err := s.readEvents(ctx, snaps[0].Ref, &doc, req.NumRecentEvents, req.After)
+	events, rewound, err := s.readEvents(ctx, snaps[0].Ref, &doc, req.NumRecentEvents, req.After)
 	if err != nil {
 		return nil, err
 	}
@@ -307,6 +307,8 @@ func (s *Service) sessionFrom(ctx context.Context, req *session.GetRequest, snap
 		app: req.AppName, user: req.UserID, id: req.SessionID,
 		state:     mergeState(appState, userState, sessState),
 		events:    events,
+		rewound:   rewound,
+		complete:  req.NumRecentEvents <= 0 && req.After.IsZero(),
 		updated:   doc.Updated,
 		revision:  doc.Revision,
 		version:   snaps[0].UpdateTime,

@@ -23,9 +23,13 @@ type storedSession struct {
 	// the order they were made.
 	appendMu sync.Mutex
 
-	mu       sync.RWMutex
-	state    map[string]any
-	events   []*session.Event
+	mu     sync.RWMutex
+	state  map[string]any
+	events []*session.Event // as reads return them: rewound events left out
+	// rewound are the events rewind marks took back (see rewind.go).
+	rewound []*session.Event
+	// complete says that events is the whole history, not a window.
+	complete bool
 	updated  time.Time
 	revision int64
 	version  time.Time

@@ -15,7 +15,9 @@ import (
 // Change is what one write to a session brought, as Watch reports it.
 type Change struct {
 	// Events are the events appended since the previous Change; the first
-	// Change holds the session's most recent events.
+	// Change holds the session's most recent events, rewound ones left out.
+	// A later Change may hold a rewind mark (RewindOf): the events it
+	// rewinds, reported before, are no longer the conversation.
 	Events []*session.Event
 	// Busy says whether an invocation holds the session's lease, until
 	// LeaseExpires: a holder that died frees it then without a write.
@@ -76,7 +78,7 @@ func (s *Service) Watch(ctx context.Context, app, user, id string, recent int) i
 			switch {
 			case first:
 				first = false
-				if change.Events, err = s.readEvents(ctx, ref, &doc, recent, time.Time{}); err != nil {
+				if change.Events, _, err = s.readEvents(ctx, ref, &doc, recent, time.Time{}); err != nil {
 					yield(nil, err)
 					return
 				}

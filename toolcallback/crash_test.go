@@ -267,6 +267,9 @@ type crashWorld struct {
 	djTools  []tool.Tool
 	booked   atomic.Int32
 	kept     []string // messages sent before the doomed part
+	// gone are texts that no model request may hold once a rewind mark
+	// is stored (rewindcrash_test.go).
+	gone []string
 }
 
 const crashChat, crashClient = "s1", "tab-a"
@@ -437,6 +440,7 @@ func (w *crashWorld) recover(seen []*session.Event) {
 	if m.Calls() == 0 {
 		t.Error("the model was not called after the crash")
 	}
+	w.checkGone(ctx, sessions, m)
 	if n := w.booked.Load(); n > 1 {
 		t.Errorf("approved tool ran %d times, want at most once", n)
 	}

@@ -36,6 +36,14 @@
 // model, so a step that mixes approvals with other calls gets the other
 // answers in a user event of their own first.
 //
+// # Rewind
+//
+// Team.Rewind regenerates an answer or edits an earlier user message: under
+// the session's lease, one commit stores a sessionstore rewind mark and
+// closes the ledger records still open (cancelled, never delivered), then
+// the user message runs as a turn. The mark names the request, so the same
+// request again is recognised (rewind.go; docs/conversation-control.md).
+//
 // # After a crash
 //
 // A process can die after any write. The next turn, resume or agent switch

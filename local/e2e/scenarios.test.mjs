@@ -495,3 +495,89 @@ function conversation(page) {
     };
   }));
 }
+
+// --- regenerate and edit (docs/conversation-control.md) -------------------------
+
+/** The ids and texts of the messages a page shows, in order. */
+function shownMessages(page) {
+  return page.$$eval('[data-testid="message"]', (els) => els.map((el) => ({
+    role: el.dataset.role, id: el.dataset.messageId, text: el.innerText,
+  })));
+}
+
+/** Waits until the page shows exactly texts (one pattern per message, in order). */
+async function showsExactly(page, patterns, what) {
+  await page.waitForFunction((sources) => {
+    const els = [...document.querySelectorAll('[data-testid="message"]')];
+    return els.length === sources.length && els.every((el, i) => new RegExp(sources[i]).test(el.innerText));
+  }, patterns.map((p) => p.source), { timeout: WAIT }).catch(async (err) => {
+    const shown = (await shownMessages(page)).map((m) => `${m.role}: ${m.text}`).join(' | ');
+    throw new Error(`${what}: want ${patterns.join(', ')}; the page shows ${shown}: ${err.message}`);
+  });
+}
+
+scenario('regenerate the last answer: a new answer replaces it, and stays after a reload', 'regenerate', async (t) => {
+  const context = await t.newContext();
+  const page = await openTab(context);
+  const posts = [];
+  page.on('request', (req) => {
+    if (req.method() === 'POST' && new URL(req.url()).pathname === '/Chat') posts.push(req);
+  });
+  await send(page, 'what is 2*7?');
+  await assistantSays(page, /2\*7 = 14/);
+  await send(page, 'what is 3*7?');
+  await assistantSays(page, /3\*7 = 21/);
+  await page.waitForSelector(sel('send', ':enabled'), { timeout: WAIT });
+  const before = await shownMessages(page);
+  assert.equal(await count(page, sel('regenerate')), 1, 'one Regenerate button, under the last answer');
+
+  await page.click(sel('regenerate'));
+  await page.waitForFunction((old) => {
+    const answers = [...document.querySelectorAll('[data-testid="message"][data-role="assistant"]')];
+    return answers.length === 2 && answers[1].dataset.messageId !== old && /3\*7 = 21/.test(answers[1].innerText);
+  }, before[3].id, { timeout: WAIT });
+  await page.waitForSelector(sel('send', ':enabled'), { timeout: WAIT });
+  const after = await shownMessages(page);
+  assert.deepEqual(after.slice(0, 3), before.slice(0, 3), 'the messages before the regenerated answer stay as they were');
+  const regen = posts.at(-1).postDataJSON();
+  assert.equal(regen.trigger, 'regenerate-message');
+  assert.equal(regen.messageId, before[3].id, 'the POST names the answer to replace');
+  assert.equal(regen.messages.length, 1, 'the page sends only the newest message');
+
+  await page.reload();
+  await ready(page);
+  await showsExactly(page, [/what is 2\*7/, /2\*7 = 14/, /what is 3\*7/, /3\*7 = 21/], 'after a reload');
+  assert.deepEqual((await shownMessages(page)).map((m) => m.id), after.map((m) => m.id), 'the same ids after a reload');
+  await screenshot(page, 'regenerate');
+  noPageErrors(page);
+});
+
+scenario('edit the first message of three turns: the later turns disappear from both tabs', 'edit', async (t) => {
+  const context = await t.newContext();
+  const editor = await openTab(context);
+  const other = await openTab(context);
+  await other.waitForTimeout(500); // its live wait is open
+  for (const n of [1, 2, 3]) {
+    await send(editor, `what is ${n}*7?`);
+    await assistantSays(editor, new RegExp(`${n}\\*7 = ${n * 7}`));
+    await editor.waitForSelector(sel('send', ':enabled'), { timeout: WAIT });
+  }
+  const three = [/what is 1\*7/, /1\*7 = 7/, /what is 2\*7/, /2\*7 = 14/, /what is 3\*7/, /3\*7 = 21/];
+  await showsExactly(other, three, 'the other tab follows the three turns');
+  const firstID = (await shownMessages(editor))[0].id;
+
+  await editor.locator(sel('edit')).first().click();
+  await editor.fill(sel('edit-input'), 'what is 5*7?');
+  await editor.click(sel('edit-save'));
+  const edited = [/what is 5\*7/, /5\*7 = 35/];
+  await showsExactly(editor, edited, 'the editing tab');
+  await showsExactly(other, edited, 'the other tab');
+  assert.equal((await shownMessages(editor))[0].id, firstID, 'the edited message keeps its id');
+
+  await other.reload();
+  await ready(other);
+  await showsExactly(other, edited, 'the other tab after a reload');
+  await screenshot(other, 'edit-other-tab');
+  await screenshot(editor, 'edit');
+  noPageErrors(editor, other);
+});

@@ -18,6 +18,7 @@ import { isBrowserTool, playTrack, restoreTrack, runBrowserTool } from './tools.
 import { errorNotice, useNotices } from './notices.jsx';
 import { useLiveTurns } from './live.js';
 import { Message } from './Message.jsx';
+import { MessageActions } from './Rewind.jsx';
 import { loadChat } from './chatapi.js';
 
 const SUGGESTIONS = [
@@ -139,7 +140,7 @@ function ChatPage({ config, identity, device, chatId, initial, onNewChat }) {
     },
     onError: (err) => notices.add(errorNotice(err)),
   });
-  const { messages, status, setMessages, addToolOutput, addToolApprovalResponse, sendMessage } = chat;
+  const { messages, status, setMessages, addToolOutput, addToolApprovalResponse, sendMessage, regenerate } = chat;
 
   async function runTool(toolCallId, toolName, args) {
     setRunning((m) => new Map(m).set(toolCallId, 'running in this tab…'));
@@ -179,6 +180,7 @@ function ChatPage({ config, identity, device, chatId, initial, onNewChat }) {
     sendMessage({ text });
   };
 
+  const lastAssistant = messages.findLast((m) => m.role === 'assistant')?.id;
   const modelName = config.model ? String(config.model).split(' (')[0] : 'unknown';
   return (
     <div className="app" data-testid="app" data-ready="true" data-state={busy || running.size ? 'working' : 'idle'}
@@ -210,6 +212,9 @@ function ChatPage({ config, identity, device, chatId, initial, onNewChat }) {
           <Fragment key={m.id}>
             {notices.render(i)}
             <Message message={m} device={device} running={running} onDecide={decide} />
+            <MessageActions message={m} last={m.id === lastAssistant} busy={busy || running.size > 0}
+              onRegenerate={(messageId) => { live.current?.(); regenerate({ messageId }); }}
+              onEdit={(messageId, text) => { live.current?.(); sendMessage({ text, messageId }); }} />
           </Fragment>
         ))}
         {notices.render(messages.length, true)}

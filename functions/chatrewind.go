@@ -1,0 +1,103 @@
+package functions
+
+// Regenerate and edit on Chat (toolcallback.Team.Rewind does the work):
+//
+//	POST /Chat {trigger: "regenerate-message", messageId?}   regenerate
+//	POST /Chat {trigger: "submit-message", messageId, messages: [..., edited]}   edit
+//
+// useChat's regenerate() names the assistant message to replace in
+// messageId (none: the last one) and cuts its own list before it, so the
+// body's last message is the user message before it; Chat reads neither
+// from the body but the ids. sendMessage({text, messageId}) replaces the
+// user message messageId and what follows it: the body's last message is
+// the edited message, under the same id. Both bodies may hold the whole
+// conversation (the stock transport) or the newest message only (the
+// demo page): Chat reads the ids and the last message, never the history.
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"github.com/baton-run/baton/sessionstore"
+	"github.com/baton-run/baton/toolcallback"
+)
+
+// chatRegenerate takes back the assistant message the request names (or
+// the one after its last message, a user message; or the chat's last),
+// and streams a new answer to the user message before it. The same
+// request again streams the answer it made.
+func (s *Server) chatRegenerate(w http.ResponseWriter, r *http.Request, log *slog.Logger, user, device string, req *postBody) error {
+	target := req.MessageID
+	if target == "" && req.Messages > 0 {
+		last, err := s.takeMessage(req)
+		if err != nil {
+			return err
+		}
+		target = last.ID
+	}
+	if target != "" {
+		if err := sessionstore.ValidateID("message id", target); err != nil {
+			return err
+		}
+	}
+	inv, err := s.team.Rewind(r.Context(), toolcallback.Rewind{UserID: user, ChatID: req.ID, ClientID: device, Message: target})
+	return s.chatRewound(w, r, log, user, device, req.ID, inv, err)
+}
+
+// chatEdit replaces the user message m (named by the body's messageId)
+// and everything after it with m as now sent, and streams the answer.
+func (s *Server) chatEdit(w http.ResponseWriter, r *http.Request, log *slog.Logger, user, device string, req *postBody, m *uiMessage) error {
+	if m.ID != req.MessageID {
+		return fmt.Errorf("%w: an edit's last message is the edited message, with messageId as its id", errBadRequest)
+	}
+	if err := sessionstore.ValidateID("message id", m.ID); err != nil {
+		return err
+	}
+	content, err := m.content(s.maxFile())
+	if err != nil {
+		return err
+	}
+	inv, err := s.team.Rewind(r.Context(), toolcallback.Rewind{UserID: user, ChatID: req.ID, ClientID: device, Message: m.ID, Content: content})
+	return s.chatRewound(w, r, log, user, device, req.ID, inv, err)
+}
+
+// chatRewound answers a rewind: its turn's stream, or the chat's latest
+// turn when the same request was served before.
+func (s *Server) chatRewound(w http.ResponseWriter, r *http.Request, log *slog.Logger, user, device, chatID string, inv *toolcallback.Invocation, err error) error {
+	if errors.Is(err, toolcallback.ErrMessageTaken) {
+		return s.chatReplay(w, r, log, user, chatID)
+	}
+	if err != nil {
+		return err
+	}
+	s.respond(w, r, log, inv, reply{page: true, device: device})
+	return nil
+}
+
+// turnReplace is Turn's regenerate and edit: {sessionId, clientId,
+// replace, text?|parts?}. A request served before is 409 already_taken
+// (Turn has no stream to replay; the chat's history has the answer).
+func (s *Server) turnReplace(w http.ResponseWriter, r *http.Request, log *slog.Logger, user string, req *turnRequest) error {
+	if req.Agent != "" {
+		return fmt.Errorf("%w: replace keeps the chat's agent; send agent with a new message", errBadRequest)
+	}
+	if err := sessionstore.ValidateID("message id", req.Replace); err != nil {
+		return err
+	}
+	rw := toolcallback.Rewind{UserID: user, ChatID: req.SessionID, ClientID: req.ClientID, Message: req.Replace}
+	if req.Text != "" || len(req.Parts) > 0 {
+		content, err := req.content()
+		if err != nil {
+			return err
+		}
+		rw.Content = content
+	}
+	inv, err := s.team.Rewind(r.Context(), rw)
+	if err != nil {
+		return err
+	}
+	s.respond(w, r, log, inv, reply{})
+	return nil
+}

@@ -1,0 +1,359 @@
+package toolcallback_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"google.golang.org/adk/v2/model"
+	"google.golang.org/adk/v2/session"
+	"google.golang.org/genai"
+
+	"github.com/baton-run/baton/internal/eventlist"
+	"github.com/baton-run/baton/modeltest"
+	"github.com/baton-run/baton/sessionstore"
+	"github.com/baton-run/baton/toolcallback"
+)
+
+// idTurn is user-1's message text, with the client's id id, to chat.
+func (f *fixture) idTurn(chat, id, text string) []*session.Event {
+	f.t.Helper()
+	req := textTurn(chat, "tab-a", text)
+	req.MessageID = id
+	events, err := runTurn(f.t.Context(), f.team, req)
+	if err != nil {
+		f.t.Fatalf("Turn(%q) error = %v", text, err)
+	}
+	return events
+}
+
+func (f *fixture) rewind(req toolcallback.Rewind) ([]*session.Event, error) {
+	f.t.Helper()
+	req.UserID, req.ChatID = "user-1", "s1"
+	if req.ClientID == "" {
+		req.ClientID = "tab-a"
+	}
+	inv, err := f.team.Rewind(f.t.Context(), req)
+	if err != nil {
+		return nil, err
+	}
+	return collect(inv)
+}
+
+// requestText is everything a model request holds, as text.
+func requestText(req *model.LLMRequest) string { return dumpContents(req.Contents) }
+
+// userTexts are the texts of the user messages a chat shows.
+func (f *fixture) userTexts(chat string) []string {
+	var out []string
+	for _, ev := range f.history(chat) {
+		if toolcallback.StartsTurn(ev) {
+			out = append(out, ev.Content.Parts[0].Text)
+		}
+	}
+	return out
+}
+
+// TestRegenerateStepWithBrowserCallAndApproval regenerates a turn whose
+// model step paused on a browser call and an approval: the strict model
+// accepts the request (no call without its response), which holds none
+// of the taken-back part; the calls' records are cancelled, and a late
+// answer is refused as for a cancelled call.
+func TestRegenerateStepWithBrowserCallAndApproval(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil,
+		textReply("hello there"),
+		callReply(call("c1", "change_bgm", map[string]any{"track": 3}), call("b1", "book_table", map[string]any{"people": 4, "name": "Ada"})),
+		textReply("regenerated"),
+		echoReply,
+	)
+	f.idTurn("s1", "m1", "hi")
+	paused := f.idTurn("s1", "m2", "play and book")
+	calls := f.pending("s1", "tab-a")
+	if len(calls) != 2 {
+		t.Fatalf("pending calls = %d, want 2", len(calls))
+	}
+	events, err := f.rewind(toolcallback.Rewind{Message: paused[0].InvocationID})
+	if err != nil {
+		t.Fatalf("Rewind(regenerate) error = %v", err)
+	}
+	if got := finalText(events); got != "regenerated" {
+		t.Errorf("regenerated answer = %q, want %q", got, "regenerated")
+	}
+	req := requestText(f.model.LastRequest())
+	if n := strings.Count(req, "play and book"); n != 1 {
+		t.Errorf("the model saw the regenerated message %d times, want once:\n%s", n, req)
+	}
+	for _, gone := range []string{"change_bgm", "book_table", "c1", "b1"} {
+		if strings.Contains(req, gone) {
+			t.Errorf("the model saw %q of the part taken back:\n%s", gone, req)
+		}
+	}
+	for _, c := range calls {
+		if got := f.callStatus("s1", c.ID); got != string(toolcallback.StatusCancelled) {
+			t.Errorf("call %s status = %s, want cancelled", c.ID, got)
+		}
+		if got := f.callField("s1", c.ID, "resumed"); got != true {
+			t.Errorf("call %s resumed = %v, want true (closed)", c.ID, got)
+		}
+	}
+	_, _, err = resume(f.team, t.Context(), "s1", "c1", "tab-a", toolcallback.Answer{Output: map[string]any{"playing": 3}})
+	if !errors.Is(err, toolcallback.ErrExpired) {
+		t.Errorf("late answer to a call taken back: error = %v, want ErrExpired", err)
+	}
+	if got := f.pending("s1", "tab-a"); len(got) != 0 {
+		t.Errorf("Pending() after the rewind = %d calls, want none", len(got))
+	}
+	// The next turn's request holds nothing of the part taken back either.
+	f.idTurn("s1", "m3", "and now?")
+	req = requestText(f.model.LastRequest())
+	if strings.Contains(req, "change_bgm") || strings.Count(req, "play and book") != 1 {
+		t.Errorf("next turn's request holds the part taken back:\n%s", req)
+	}
+	// The same request again is the one served: nothing runs.
+	if _, err := f.rewind(toolcallback.Rewind{Message: paused[0].InvocationID}); !errors.Is(err, toolcallback.ErrRewound) {
+		t.Errorf("Rewind(same regenerate, after another turn) error = %v, want ErrRewound", err)
+	}
+}
+
+// TestEditEarlierMessage edits the first message of a three-turn chat.
+func TestEditEarlierMessage(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil, textReply("one"), textReply("two"), textReply("three"), textReply("edited answer"))
+	first := f.idTurn("s1", "m1", "first")
+	second := f.idTurn("s1", "m2", "second")
+	f.idTurn("s1", "m3", "third")
+	edit := toolcallback.Rewind{Message: "m1", Content: genai.NewContentFromText("first, edited", genai.RoleUser)}
+	events, err := f.rewind(edit)
+	if err != nil {
+		t.Fatalf("Rewind(edit) error = %v", err)
+	}
+	if got := finalText(events); got != "edited answer" {
+		t.Errorf("answer = %q, want %q", got, "edited answer")
+	}
+	req := requestText(f.model.LastRequest())
+	for _, gone := range []string{"one", "second", "two", "third", "three"} {
+		if strings.Contains(req, gone) {
+			t.Errorf("the model saw %q, which the edit took back:\n%s", gone, req)
+		}
+	}
+	if got, want := f.userTexts("s1"), []string{"first, edited"}; strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("user messages after the edit = %q, want %q", got, want)
+	}
+	calls := f.model.Calls()
+	for _, tc := range []struct {
+		name string
+		req  toolcallback.Rewind
+		want error
+	}{
+		{"same edit again", edit, toolcallback.ErrMessageTaken},
+		{"message taken back", toolcallback.Rewind{Message: "m2", Content: genai.NewContentFromText("x", genai.RoleUser)}, toolcallback.ErrRewound},
+		{"answer taken back", toolcallback.Rewind{Message: second[0].InvocationID}, toolcallback.ErrRewound},
+		{"old first turn", toolcallback.Rewind{Message: first[0].InvocationID}, toolcallback.ErrRewound},
+		{"unknown message", toolcallback.Rewind{Message: "nope"}, toolcallback.ErrMessageNotFound},
+	} {
+		if _, err := f.rewind(tc.req); !errors.Is(err, tc.want) {
+			t.Errorf("%s: Rewind() error = %v, want %v", tc.name, err, tc.want)
+		}
+	}
+	if f.model.Calls() != calls {
+		t.Errorf("refused rewinds called the model %d times", f.model.Calls()-calls)
+	}
+	// The message id still names the edited message: a plain re-send of
+	// it is the message taken.
+	req2 := textTurn("s1", "tab-a", "first, edited")
+	req2.MessageID = "m1"
+	if _, _, err := f.team.Turn(t.Context(), req2); !errors.Is(err, toolcallback.ErrMessageTaken) {
+		t.Errorf("Turn(m1 again) error = %v, want ErrMessageTaken", err)
+	}
+}
+
+// TestRewindRestoresSessionState: session-scoped state written by the
+// part taken back is rolled back; user: state is not.
+func TestRewindRestoresSessionState(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil, textReply("one"), textReply("two"), textReply("two again"))
+	f.idTurn("s1", "m1", "first")
+	f.idTurn("s1", "m2", "second")
+	sid := f.sessionOf("s1")
+	// A state change made in the second turn's part of the history.
+	got, err := f.sessions.Get(t.Context(), &session.GetRequest{AppName: "app", UserID: "user-1", SessionID: sid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := session.NewEvent(t.Context(), "state-writer")
+	ev.Author = "assistant"
+	ev.Actions.StateDelta = map[string]any{"mood": "happy", "user:seen": true}
+	if err := f.sessions.AppendEvent(t.Context(), got.Session, ev); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.rewind(toolcallback.Rewind{Message: "m2"}); err != nil {
+		t.Fatalf("Rewind() error = %v", err)
+	}
+	got, err = f.sessions.Get(t.Context(), &session.GetRequest{AppName: "app", UserID: "user-1", SessionID: sid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := got.Session.State().Get("mood"); !errors.Is(err, session.ErrStateKeyNotExist) {
+		t.Errorf("state mood after the rewind = %v, %v; want no such key", v, err)
+	}
+	if v, _ := got.Session.State().Get("user:seen"); v != true {
+		t.Errorf("state user:seen after the rewind = %v, want true (user state is shared, not rolled back)", v)
+	}
+	if v, _ := got.Session.State().Get(toolcallback.MessageKey); v != "m2" {
+		t.Errorf("message id after the regenerate = %v, want m2", v)
+	}
+	if n := len(sessionstore.Rewound(got.Session)); n == 0 {
+		t.Error("no event is kept as rewound")
+	}
+}
+
+// TestRewindBusy: a rewind holds the session's lease like a turn; one
+// while a turn runs is refused as busy, writing nothing.
+func TestRewindBusy(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil, textReply("one"), textReply("two"))
+	f.idTurn("s1", "m1", "first")
+	gate := make(chan struct{})
+	f.model.Gate = gate
+	inv, _, err := f.team.Turn(t.Context(), textTurn("s1", "tab-a", "second"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := len(f.history("s1"))
+	if _, err := f.rewind(toolcallback.Rewind{Message: "m1"}); !errors.Is(err, sessionstore.ErrBusy) {
+		t.Errorf("Rewind() during a turn error = %v, want ErrBusy", err)
+	}
+	if after := len(f.history("s1")); after != before {
+		t.Errorf("a refused rewind changed the history: %d events, want %d", after, before)
+	}
+	close(gate)
+	if _, err := collect(inv); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRewoundPartIsNotMigratedNorListed: Pending's history and an agent
+// switch after a rewind hold nothing of the part taken back.
+func TestRewoundPartIsNotMigratedNorListed(t *testing.T) {
+	t.Parallel()
+	w := newCrashWorld(t)
+	w.model = &modeltest.Strict{T: t, Script: []reply{textReply("one"), textReply("two"), textReply("edited answer"), echoReply}}
+	team := w.team(w.client, w.model)
+	for _, m := range []struct{ id, text string }{{"m1", "first"}, {"m2", "second"}} {
+		if err := w.idTurn(team, m.id, m.text, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if events := w.rewind(team, toolcallback.Rewind{Message: "m2", Content: genai.NewContentFromText("second, edited", genai.RoleUser)}); finalText(events) != "edited answer" {
+		t.Fatalf("edit answered %q", finalText(events))
+	}
+	state, err := team.Pending(t.Context(), "user-1", crashChat, "", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := dumpEvents(state.History); strings.Contains(got, "two") || strings.Contains(got, `"second"`) || !strings.Contains(got, "second, edited") {
+		t.Errorf("Pending's history holds the part taken back, or lacks the edit:\n%s", got)
+	}
+	inv, _, err := team.Turn(t.Context(), toolcallback.ChatTurn{UserID: "user-1", ChatID: crashChat, ClientID: crashClient, Agent: "dj",
+		Content: genai.NewContentFromText("DJ please", genai.RoleUser)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := collect(inv); err != nil {
+		t.Fatal(err)
+	}
+	req := requestText(w.model.LastRequest())
+	if strings.Contains(req, "two") || !strings.Contains(req, "second, edited") {
+		t.Errorf("the DJ's request after the switch holds the part taken back, or lacks the edit:\n%s", req)
+	}
+	moved := dumpEvents(eventlistOf(storedEvents(t, w.sessions, crashChat+"~1")))
+	if strings.Contains(moved, "two") {
+		t.Errorf("the switch moved the part taken back:\n%s", moved)
+	}
+}
+
+// dumpEvents is the text of every event's content.
+func dumpEvents(events session.Events) string {
+	var contents []*genai.Content
+	for ev := range events.All() {
+		if ev.Content != nil {
+			contents = append(contents, ev.Content)
+		}
+	}
+	return dumpContents(contents)
+}
+
+func eventlistOf(events []*session.Event) session.Events { return eventlist.List(events) }
+
+// TestRewindCost holds a rewind to its Firestore operations (the
+// figures docs/conversation-control.md gives): the lease, the session read
+// whole, the ledger query, the mark's commit (with one write per ledger
+// record it closes), then the turn's own writes.
+func TestRewindCost(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		second reply
+		// The most round trips, lookups and writes it may take.
+		roundTrips, lookups, writes int64
+	}{
+		{"regenerate a plain answer", textReply("two"), 9, 4, 5},
+		{"regenerate a step paused on two calls", callReply(call("c1", "change_bgm", map[string]any{"track": 3}),
+			call("b1", "book_table", map[string]any{"people": 4, "name": "Ada"})), 9, 5, 7},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, &toolcallback.Options{SessionStateOnly: true}, textReply("one"), tc.second, textReply("again"))
+			f.idTurn("s1", "m1", "first")
+			f.idTurn("s1", "m2", "second")
+			before := f.counter.Snapshot()
+			if _, err := f.rewind(toolcallback.Rewind{Message: "m2"}); err != nil {
+				t.Fatal(err)
+			}
+			got := f.counter.Snapshot().Sub(before)
+			if got.RoundTrips > tc.roundTrips || got.Lookups() > tc.lookups || got.Writes > tc.writes {
+				t.Errorf("%s: %d round trips, %d lookups, %d writes; want at most %d, %d, %d",
+					tc.name, got.RoundTrips, got.Lookups(), got.Writes, tc.roundTrips, tc.lookups, tc.writes)
+			}
+		})
+	}
+}
+
+// TestRewindBeforeAnAgentSwitch: a turn moved by an agent switch is named
+// by its turn id as before; rewinding it keeps the chat with its new agent.
+func TestRewindBeforeAnAgentSwitch(t *testing.T) {
+	t.Parallel()
+	w := newCrashWorld(t)
+	w.model = &modeltest.Strict{T: t, Script: []reply{textReply("one"), textReply("the DJ here"), textReply("again")}}
+	team := w.team(w.client, w.model)
+	inv, _, err := team.Turn(t.Context(), toolcallback.ChatTurn{UserID: "user-1", ChatID: crashChat, ClientID: crashClient, MessageID: "m1",
+		Content: genai.NewContentFromText("first", genai.RoleUser)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := collect(inv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv, _, err = team.Turn(t.Context(), toolcallback.ChatTurn{UserID: "user-1", ChatID: crashChat, ClientID: crashClient, Agent: "dj",
+		MessageID: "m2", Content: genai.NewContentFromText("DJ please", genai.RoleUser)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := collect(inv); err != nil {
+		t.Fatal(err)
+	}
+	events := w.rewind(team, toolcallback.Rewind{Message: first[0].InvocationID})
+	if finalText(events) != "again" || events[len(events)-1].Author != "dj" {
+		t.Fatalf("regenerate of the moved turn = %q by %q, want the DJ's new answer", finalText(events), events[len(events)-1].Author)
+	}
+	req := requestText(w.model.LastRequest())
+	if strings.Contains(req, "DJ please") || strings.Contains(req, "one") || strings.Count(req, "first") != 1 {
+		t.Errorf("the request after the rewind holds the part taken back:\n%s", req)
+	}
+	chat, err := w.sessions.GetChat(t.Context(), "app", "user-1", crashChat)
+	if err != nil || chat.Agent != "dj" {
+		t.Errorf("chat after the rewind = %+v, %v; want the DJ's", chat, err)
+	}
+}
