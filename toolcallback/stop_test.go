@@ -10,9 +10,11 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
+	"google.golang.org/adk/v2/agent"
 	"google.golang.org/adk/v2/agent/llmagent"
 	"google.golang.org/adk/v2/model"
 	"google.golang.org/adk/v2/session"
+	"google.golang.org/adk/v2/tool/functiontool"
 	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/internal/firestoretest"
@@ -229,4 +231,62 @@ func TestStopPausedTurn(t *testing.T) {
 	if _, err := f.turn(f.team, "s1", "tab-a", "next"); err != nil {
 		t.Fatalf("turn after the stop error = %v", err)
 	}
+}
+
+// TestStopClosesRunningCalls: a stop while a server tool runs, beside a
+// browser call of the same step, closes both: the browser call's record
+// is cancelled and every call gets a response, so the strict model takes
+// the next turn; the model's request saw no call without its response.
+func TestStopClosesRunningCalls(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil,
+		callReply(call("c1", "change_bgm", map[string]any{"track": 2}), call("s1", "slow_lookup", nil)),
+		textReply("next"))
+	entered, ended := make(chan struct{}, 1), make(chan struct{}, 1)
+	slow, err := functiontool.New(functiontool.Config{Name: "slow_lookup", Description: "takes its time"},
+		func(ctx agent.Context, _ struct{}) (map[string]any, error) {
+			entered <- struct{}{}
+			<-ctx.Done()
+			ended <- struct{}{}
+			return nil, ctx.Err()
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.tools = append(f.tools, slow)
+	holder := f.instanceOn(f.client)
+	inv, _, err := holder.Turn(t.Context(), textTurn("s1", "tab-a", "play 2 and look it up"))
+	if err != nil {
+		t.Fatalf("Turn() error = %v", err)
+	}
+	await(t, entered, "the server tool to run")
+	other, _ := firestoretest.Reopen(t, f.client)
+	if report, err := f.instanceOn(other).Stop(t.Context(), "user-1", "s1", 0); err != nil || !report.Running {
+		t.Fatalf("Stop() = %+v, %v; want a running turn", report, err)
+	}
+	await(t, ended, "the server tool's context to end")
+	if err := inv.Wait(); err != nil {
+		t.Fatalf("stopped invocation error = %v", err)
+	}
+	if st := f.callStatus("s1", "c1"); st != string(toolcallback.StatusCancelled) {
+		t.Errorf("browser call status = %s, want cancelled", st)
+	}
+	if err := modeltest.CheckPairing(contentsOf(f.history("s1"))); err != nil {
+		t.Errorf("stored transcript pairs calls badly: %v", err)
+	}
+	if _, err := f.turn(f.team, "s1", "tab-a", "next"); err != nil {
+		t.Fatalf("turn after the stop error = %v", err)
+	}
+}
+
+// contentsOf is the contents of events, as a model request would hold
+// them (partial events left out).
+func contentsOf(events []*session.Event) []*genai.Content {
+	var out []*genai.Content
+	for _, ev := range events {
+		if !ev.Partial && ev.Content != nil {
+			out = append(out, ev.Content)
+		}
+	}
+	return out
 }
