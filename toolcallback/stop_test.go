@@ -290,3 +290,32 @@ func contentsOf(events []*session.Event) []*genai.Content {
 	}
 	return out
 }
+
+// TestStopPausedApproval: stopping a turn that waits for an approval
+// cancels it (the approval cannot be given any more), the tool never
+// runs, and the strict model takes the next turn.
+func TestStopPausedApproval(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil, callReply(call("b1", "book_table", map[string]any{"people": 4, "name": "Ada"})), textReply("next"))
+	if _, err := f.turn(f.team, "s1", "tab-a", "book for 4"); err != nil {
+		t.Fatal(err)
+	}
+	calls := f.pending("s1", "tab-a")
+	if len(calls) != 1 {
+		t.Fatalf("Pending() = %v, want the approval", calls)
+	}
+	report, err := f.newInstance().Stop(t.Context(), "user-1", "s1", 0)
+	if err != nil || len(report.Cancelled) != 1 || report.Cancelled[0] != calls[0].ID {
+		t.Fatalf("Stop() = %+v, %v; want the approval cancelled", report, err)
+	}
+	_, _, err = resume(f.team, t.Context(), "s1", calls[0].ID, "tab-a", toolcallback.Answer{Approved: ptr(true)})
+	if !errors.Is(err, toolcallback.ErrExpired) {
+		t.Errorf("late approval error = %v, want ErrExpired", err)
+	}
+	if _, err := f.turn(f.team, "s1", "tab-a", "next"); err != nil {
+		t.Fatalf("turn after the stop error = %v", err)
+	}
+	if n := f.booked.Load(); n != 0 {
+		t.Errorf("the approval-gated tool ran %d times after the stop, want 0", n)
+	}
+}
