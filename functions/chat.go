@@ -7,6 +7,7 @@ package functions
 //	                             (regenerate and edit: chatrewind.go)
 //	GET  /Chat/{chatId}/stream   resume: the running turn, replayed from Firestore; 204 when none
 //	GET  /Chat/{chatId}          the conversation as UI messages, for a page that loads
+//	DELETE /Chat/{chatId}/stream stop: the running turn, on whatever instance (stop.go)
 //
 // Of messages, only what is new is taken: the last message when it is a
 // user message the chat has not taken yet, or the answers (tool outputs,
@@ -76,8 +77,10 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, log *slog.Logger) 
 		return s.chatResume(w, r, log, chatID)
 	case r.Method == http.MethodGet && chatID != "" && rest == "":
 		return s.chatMessages(w, r, chatID)
+	case r.Method == http.MethodDelete && chatID != "" && rest == "stream":
+		return s.stop(w, r, chatID)
 	}
-	return fmt.Errorf("%w: POST /Chat, GET /Chat/{chatId} or GET /Chat/{chatId}/stream", errBadRequest)
+	return fmt.Errorf("%w: POST /Chat, GET /Chat/{chatId}, GET or DELETE /Chat/{chatId}/stream", errBadRequest)
 }
 
 // chatPath splits what follows the function's name in the path: "" for

@@ -24,6 +24,9 @@ type uiMessageView struct {
 	ID    string       `json:"id"`
 	Role  string       `json:"role"`
 	Parts []uiPartView `json:"parts"`
+	// Metadata is the message's metadata as its stream set it:
+	// {"stopped": true} on the answer of a turn the user stopped.
+	Metadata map[string]any `json:"metadata,omitempty"`
 }
 
 // uiPartView is a part of a UIMessage as useChat holds it: a textPart, a
@@ -153,6 +156,9 @@ func uiMessages(events session.Events, shown int, open []*toolcallback.Call) []u
 		}
 		if item.Text != "" {
 			m.Parts = append(m.Parts, textPart{Type: "text", Text: item.Text, State: "done"})
+		}
+		if item.Stopped {
+			m.Metadata = stoppedMetadata
 		}
 		if item.ToolCallID != "" {
 			m.Parts = append(m.Parts, newToolPart(item, calls[item.ToolCallID]))

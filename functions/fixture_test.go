@@ -144,6 +144,7 @@ func newHTTPFixtureWith(t *testing.T, opts func(*httpFixture, *ServerOptions), m
 	}
 	mux.Handle("/"+NameA2A+"/", f.server.Handler(NameA2A))   // the agent card below it
 	mux.Handle("/"+NameChat+"/", f.server.Handler(NameChat)) // the resume stream and messages
+	mux.Handle("/"+NameTurn+"/", f.server.Handler(NameTurn)) // DELETE /Turn/{sessionId}
 	f.srv = httptest.NewServer(mux)
 	t.Cleanup(f.srv.Close)
 	return f

@@ -41,9 +41,12 @@ type historyItem struct {
 	Output     any            `json:"output,omitempty"`
 	ErrorText  string         `json:"errorText,omitempty"`
 	Approval   string         `json:"approval,omitempty"`
-	From       string         `json:"from,omitempty"`
-	To         string         `json:"to,omitempty"`
-	Time       time.Time      `json:"time"`
+	// Stopped, on an assistant item, says the user stopped its turn: it
+	// is what the model had generated (toolcallback.Stopped).
+	Stopped bool      `json:"stopped,omitempty"`
+	From    string    `json:"from,omitempty"`
+	To      string    `json:"to,omitempty"`
+	Time    time.Time `json:"time"`
 }
 
 // historyContext is how many events a history is read with: every event
@@ -121,7 +124,7 @@ func eventItems(ev *session.Event, turn string, records []sessionstore.MovedCall
 	}
 	var out []historyItem
 	for i, p := range ev.Content.Parts {
-		item := historyItem{Role: role, MessageID: turn, Time: ev.Timestamp}
+		item := historyItem{Role: role, MessageID: turn, Time: ev.Timestamp, Stopped: toolcallback.Stopped(ev)}
 		r, isRecord := recordAt[i]
 		switch {
 		case isRecord:

@@ -73,6 +73,9 @@ func (rp *replayer) write(sw *uistream.Encoder, log *slog.Logger, ev *session.Ev
 		}
 		return uistream.CallBrowser
 	})
+	if err == nil && toolcallback.Stopped(ev) {
+		err = sw.Metadata(stoppedMetadata)
+	}
 	if err != nil && !errors.Is(err, uistream.ErrFinished) {
 		log.Warn("replay event", "error", err.Error())
 	}

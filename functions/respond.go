@@ -130,6 +130,9 @@ func stream(ctx context.Context, enc *uistream.Encoder, log *slog.Logger, inv *t
 			}
 			return uistream.CallServer
 		})
+		if toolcallback.Stopped(ev) {
+			_ = enc.Metadata(stoppedMetadata)
+		}
 		if ev.ErrorCode != "" && !ev.Partial {
 			log.Warn("model error", "code", ev.ErrorCode, "message", ev.ErrorMessage)
 			_ = enc.Error("the model could not answer: " + ev.ErrorCode)

@@ -120,7 +120,7 @@ func NewServer(cfg Config, client *firestore.Client, members []toolcallback.Memb
 func (s *Server) Handler(name string) http.Handler {
 	switch name {
 	case NameTurn:
-		return s.wrap(name, []string{http.MethodPost}, s.turn)
+		return s.wrap(name, []string{http.MethodPost, http.MethodDelete}, s.turn)
 	case NameToolResult:
 		return s.wrap(name, []string{http.MethodPost}, s.toolResult)
 	case NamePending:
@@ -130,7 +130,7 @@ func (s *Server) Handler(name string) http.Handler {
 	case NameA2A:
 		return s.wrap(name, []string{http.MethodGet, http.MethodHead, http.MethodPost}, s.serveA2A)
 	case NameChat:
-		return s.wrap(name, []string{http.MethodPost, http.MethodGet}, s.chat)
+		return s.wrap(name, []string{http.MethodPost, http.MethodGet, http.MethodDelete}, s.chat)
 	}
 	return http.NotFoundHandler()
 }

@@ -67,6 +67,9 @@ func (req *turnRequest) content() (*genai.Content, error) {
 }
 
 func (s *Server) turn(w http.ResponseWriter, r *http.Request, log *slog.Logger) error {
+	if r.Method == http.MethodDelete {
+		return s.turnStop(w, r)
+	}
 	user, err := s.ident.userID(r.Context(), r)
 	if err != nil {
 		return err

@@ -10,6 +10,7 @@
 //	{root}/{app}/users/{user}/sessions/{session}    session         (sessionDoc)
 //	{root}/{app}/users/{user}/sessions/{session}/events/{n:06d}    event chunk (chunkDoc)
 //	{root}/{app}/users/{user}/chats/{chat}          chat session    (chatDoc)
+//	{root}/{app}/users/{user}/sessions/{session}/stops/{fence}     stop request   (stopDoc)
 //
 // A session document holds the session-scoped state (one JSON object), the
 // revision counter, ADK's last-update time, its most recent events (the
@@ -59,6 +60,13 @@
 // what the handle becomes from the handle alone, commitAppend makes the
 // commit and classifies its failure, applyAppend updates the handle. Only
 // the last changes the handle, so a failed commit leaves it as read.
+//
+// # Stop requests
+//
+// A stop request (stop.go) asks whoever holds a session's lease to stop.
+// It is a document of its own, named after the fence of the lease it
+// stops, because a write to the session document would fence its holder
+// out; the holder listens to it with AwaitStop.
 //
 // # Errors
 //

@@ -64,6 +64,26 @@
 // when it notices. Invocations run detached from the caller's
 // cancellation, bounded by InvocationTimeout.
 //
+// # Stop
+//
+// Team.Stop stops what runs in a chat from any instance (stop.go). A
+// running invocation is asked through a request document beside its
+// session, named after its lease's fence (sessionstore.RequestStop); the
+// holder listens to that one document (a snapshot listener, one listen
+// stream per invocation that runs longer than stopListenDelay, and one
+// read when a request arrives) and cancels the runner's context. A
+// listener rather than a poll: a poll costs a read per interval per
+// running turn, a listener nothing until the request comes. A document of
+// its own rather than the session's: a write there would fence the holder
+// out before it stored what it had generated. The delay keeps turns
+// shorter than it from paying for a listen stream; a request made before
+// the listener starts is in its first snapshot. Then the holder, still
+// under its lease, closes what the invocation left (every call without a
+// response gets one, pending records are cancelled) and stores the text
+// the model had streamed as the final event, marked stoppedKey. A paused
+// turn is stopped under the lease by the request itself: its pending
+// calls are cancelled and closed the same way.
+//
 // # One invocation, one session service
 //
 // Each invocation builds its own runner around its own session service

@@ -211,6 +211,7 @@ func (e *engine) start(ctx context.Context, run invocationRun) (*Invocation, err
 	// trace: its span, and ADK's under it, stay in the request's trace.
 	ctx, span := tracer.Start(ctx, "baton.invocation", trace.WithAttributes(attribute.String("baton.session.id", run.session)))
 	runCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.opts.InvocationTimeout)
+	sw := e.watchStop(runCtx, h) // the runner runs under sw.ctx, which a stop cancels
 	go func() {
 		select {
 		case <-h.lease.Lost():
@@ -243,7 +244,14 @@ func (e *engine) start(ctx context.Context, run invocationRun) (*Invocation, err
 				inv.fail(runErr)
 			}
 		}()
-		runErr = e.run(runCtx, svc, run, inv)
+		runErr = e.run(sw.ctx, svc, run, inv, sw)
+		if sw.asked.Load() && h.stop != nil {
+			runErr = e.endStopped(runCtx, h, run, sw, runErr != nil, inv)
+			if runErr != nil {
+				e.opts.Logger.Error("store what a stop leaves", "session", run.session, "error", runErr)
+				inv.fail(runErr)
+			}
+		}
 		// A claim that was not taken delivered nothing: there is nothing
 		// to follow up.
 		if run.after != nil && h.stop != nil {
@@ -267,8 +275,8 @@ func (e *engine) start(ctx context.Context, run invocationRun) (*Invocation, err
 }
 
 // run runs the agent through a runner built around svc, pushing its events
-// to inv, and returns the run's error.
-func (e *engine) run(ctx context.Context, svc *invocationSessions, run invocationRun, inv *Invocation) error {
+// to inv (and noting them in sw), and returns the run's error.
+func (e *engine) run(ctx context.Context, svc *invocationSessions, run invocationRun, inv *Invocation, sw *stopWatch) error {
 	r, err := runner.New(runner.Config{AppName: e.app, Agent: e.root, SessionService: svc})
 	if err != nil {
 		inv.fail(err)
@@ -277,11 +285,15 @@ func (e *engine) run(ctx context.Context, svc *invocationSessions, run invocatio
 	ctx = withPausingTools(ctx, svc.tools)
 	for ev, err := range r.Run(ctx, run.user, run.session, run.msg, agent.RunConfig{StreamingMode: e.opts.StreamingMode}, run.opts...) {
 		if err != nil {
+			if sw.asked.Load() {
+				return err // cut by a stop: not a failure (endStopped follows)
+			}
 			e.opts.Logger.Error("invocation", "session", run.session, "error", err)
 			inv.fail(err)
 			return err
 		}
 		if ev != nil {
+			sw.note(ev)
 			inv.push(ev)
 		}
 	}

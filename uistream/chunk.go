@@ -73,6 +73,10 @@ type (
 	}
 	// Finish ends the message.
 	Finish struct{}
+	// MessageMetadata is merged into the assistant message's metadata.
+	MessageMetadata struct {
+		MessageMetadata json.RawMessage `json:"messageMetadata"`
+	}
 )
 
 func (Start) Type() string               { return "start" }
@@ -88,6 +92,7 @@ func (ToolOutputError) Type() string     { return "tool-output-error" }
 func (c Data) Type() string              { return "data-" + c.Name }
 func (Error) Type() string               { return "error" }
 func (Finish) Type() string              { return "finish" }
+func (MessageMetadata) Type() string     { return "message-metadata" }
 
 // Each MarshalJSON encodes the chunk's fields under its type. (A defined
 // type without the method, plain, keeps json.Marshal from recursing.)
@@ -123,6 +128,10 @@ func (c ToolOutputError) MarshalJSON() ([]byte, error) {
 func (c Data) MarshalJSON() ([]byte, error)   { type plain Data; return typed(c, plain(c)) }
 func (c Error) MarshalJSON() ([]byte, error)  { type plain Error; return typed(c, plain(c)) }
 func (c Finish) MarshalJSON() ([]byte, error) { type plain Finish; return typed(c, plain(c)) }
+func (c MessageMetadata) MarshalJSON() ([]byte, error) {
+	type plain MessageMetadata
+	return typed(c, plain(c))
+}
 
 // typed encodes fields, a struct, as a JSON object whose first member is
 // the chunk's type.

@@ -197,6 +197,23 @@ func (s *Encoder) Data(name string, data any) error {
 	return s.flush()
 }
 
+// Metadata writes a message-metadata chunk: the client merges metadata, a
+// JSON object, into the assistant message's metadata.
+func (s *Encoder) Metadata(metadata any) error {
+	raw, err := json.Marshal(metadata)
+	if err != nil {
+		return fmt.Errorf("message metadata: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.usable(); err != nil {
+		return err
+	}
+	s.start()
+	s.chunk(MessageMetadata{MessageMetadata: raw})
+	return s.flush()
+}
+
 // Error writes an error chunk. text is shown to the user: it must not carry
 // internal details.
 func (s *Encoder) Error(text string) error {

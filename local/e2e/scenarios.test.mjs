@@ -581,3 +581,40 @@ scenario('edit the first message of three turns: the later turns disappear from 
   await screenshot(editor, 'edit');
   noPageErrors(editor, other);
 });
+
+scenario('Stop in one tab ends the running turn in both tabs', 'stop', async (t) => {
+  const context = await t.newContext();
+  const first = await openTab(context);
+  const second = await openTab(context);
+  await second.waitForTimeout(500); // its live wait is open
+
+  // About 14 s of streaming: the stop lands in the middle of it.
+  await send(first, 'count slowly to 20');
+  await assistantSays(first, /Counting: 1, 2/);
+  await second.waitForSelector(sel('message', '[data-role="user"]:has-text("count slowly to 20")'), { timeout: WAIT });
+  await first.waitForSelector(sel('stop'), { timeout: WAIT });
+  // Pressed in the page itself: the streaming text moves the button, and
+  // a click that waits for it to hold still would eat into the 2 s.
+  const pressed = Date.now();
+  await first.$eval(sel('stop'), (button) => button.click());
+  // Both tabs end the message, marked stopped, within 2 s of the press.
+  for (const [name, page] of [['the tab that pressed Stop', first], ['the other tab', second]]) {
+    await page.waitForSelector(sel('message-stopped'), { timeout: Math.max(1, pressed + 2_000 - Date.now()) }).catch((err) => {
+      throw new Error(`${name} did not show the message stopped within 2 s: ${err.message}`);
+    });
+  }
+  t.diagnostic(`both tabs showed the stopped message ${Date.now() - pressed} ms after the press`);
+  for (const page of [first, second]) {
+    const answer = await assistantSays(page, /Counting: 1, 2/);
+    assert.doesNotMatch(answer, /Done counting/, 'the turn was cut short');
+    assert.equal(await count(page, sel('message-stopped')), 1, 'one stopped message');
+  }
+  await screenshot(second, 'stop');
+
+  // The chat takes its next message at once.
+  await first.waitForSelector(sel('send', ':enabled'), { timeout: WAIT });
+  await send(first, 'what is 12*7?');
+  await assistantSays(first, /12\*7 = 84/);
+  await assistantSays(second, /12\*7 = 84/);
+  noPageErrors(first, second);
+});

@@ -91,6 +91,7 @@ var chunkFields = map[string]struct{ required, optional []string }{
 	"tool-output-available": {required: []string{"toolCallId", "output"}, optional: []string{"providerExecuted", "dynamic", "preliminary"}},
 	"tool-output-error":     {required: []string{"toolCallId", "errorText"}, optional: []string{"providerExecuted", "dynamic"}},
 	"error":                 {required: []string{"errorText"}},
+	"message-metadata":      {required: []string{"messageMetadata"}},
 	"data-":                 {required: []string{"data"}, optional: []string{"id", "transient"}},
 	"[DONE]":                {},
 }

@@ -19,7 +19,7 @@ import { errorNotice, useNotices } from './notices.jsx';
 import { useLiveTurns } from './live.js';
 import { Message } from './Message.jsx';
 import { MessageActions } from './Rewind.jsx';
-import { loadChat } from './chatapi.js';
+import { loadChat, stopChat } from './chatapi.js';
 
 const SUGGESTIONS = [
   'change the music to track 2',
@@ -140,7 +140,7 @@ function ChatPage({ config, identity, device, chatId, initial, onNewChat }) {
     },
     onError: (err) => notices.add(errorNotice(err)),
   });
-  const { messages, status, setMessages, addToolOutput, addToolApprovalResponse, sendMessage, regenerate } = chat;
+  const { messages, status, setMessages, addToolOutput, addToolApprovalResponse, sendMessage, regenerate, stop } = chat;
 
   async function runTool(toolCallId, toolName, args) {
     setRunning((m) => new Map(m).set(toolCallId, 'running in this tab…'));
@@ -170,6 +170,21 @@ function ChatPage({ config, identity, device, chatId, initial, onNewChat }) {
   notices.count.current = messages.length;
   const busy = status === 'submitted' || status === 'streaming';
   live.current = useLiveTurns({ chatId, identity, transport, messages, setMessages, idle: !busy && running.size === 0 });
+
+  // Stop: useChat's stop() only ends this tab's stream; DELETE
+  // /Chat/{chatId}/stream stops the turn on the server, whichever instance
+  // runs it, and returns once it has ended (docs/stop.md). The page then
+  // shows the turn as stored: what the model had written, marked stopped.
+  const stopTurn = async () => {
+    await stop();
+    try {
+      await stopChat(chatId, identity);
+      const fresh = await loadChat(chatId, identity);
+      setMessages(fresh.messages);
+    } catch (err) {
+      notices.add(errorNotice(err));
+    }
+  };
 
   const send = (e) => {
     e.preventDefault();
@@ -233,6 +248,7 @@ function ChatPage({ config, identity, device, chatId, initial, onNewChat }) {
           <input id="input" data-testid="composer-input" autoComplete="off" placeholder="Message the agent…" required
             value={input} onChange={(e) => setInput(e.target.value)} />
           <button type="submit" data-testid="send" disabled={busy}>Send</button>
+          {busy && <button type="button" data-testid="stop" onClick={stopTurn}>Stop</button>}
         </div>
       </form>
 

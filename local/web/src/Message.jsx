@@ -26,6 +26,7 @@ export function Message({ message, device, running, onDecide }) {
               : <ToolCard part={p} device={device} running={running.get(p.toolCallId)} onDecide={onDecide} />}
           </Fragment>
         ))}
+        {message.metadata?.stopped && <span className="stopped" data-testid="message-stopped">Stopped</span>}
       </div>
     </>
   );
