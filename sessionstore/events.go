@@ -110,6 +110,14 @@ type AppendOptions struct {
 	// and ClaimNewSession). The append then fails with a *BusyError,
 	// writing nothing, when the session changed since it was read.
 	Claim *LeaseClaim
+	// TurnLog, when not nil, replaces the session's log of recent turn
+	// times (see TurnLog).
+	TurnLog []time.Time
+	// Writes are writes of documents beside the session made in the same
+	// commit (a user's turn and token counts). A precondition of one that
+	// fails makes the append fail as the session's own would: with a
+	// claim, as busy.
+	Writes []DocWrite
 }
 
 // DocCreate is a document an append creates in the commit that stores
@@ -194,7 +202,8 @@ type appendPlan struct {
 	stateSize int
 	docsOpen  bool
 	claim     *LeaseClaim
-	leaseDoc  leaseDoc // the lease the claim stores
+	leaseDoc  leaseDoc    // the lease the claim stores
+	turnLog   []time.Time // nil: unchanged
 }
 
 // appendBase is what an append reads of the handle.
@@ -258,7 +267,7 @@ func (s *Service) planAppend(ctx context.Context, ss *storedSession, event *sess
 	}
 	p := &appendPlan{
 		batch: s.client.Batch(), chatWrite: -1, event: stored, delta: event.Actions.StateDelta, revision: b.revision,
-		chunks: b.chunks, tail: b.tail, stateSize: b.stateSize, docsOpen: b.docsOpen, claim: opts.Claim,
+		chunks: b.chunks, tail: b.tail, stateSize: b.stateSize, docsOpen: b.docsOpen, claim: opts.Claim, turnLog: opts.TurnLog,
 	}
 	switch {
 	case len(opts.Create) > 0:
@@ -290,6 +299,9 @@ func (s *Service) planAppend(ctx context.Context, ss *storedSession, event *sess
 		for _, u := range c.updates {
 			p.batch.Update(u.Ref, u.Updates, u.Pre)
 		}
+	}
+	for _, w := range opts.Writes {
+		w(p.batch)
 	}
 	return p, nil
 }
@@ -342,6 +354,9 @@ func (p *appendPlan) sessionUpdates(b appendBase, element chunkElement, sealed b
 	if p.claim != nil {
 		updates = append(updates, firestore.Update{Path: "lease", Value: p.leaseDoc})
 	}
+	if p.turnLog != nil {
+		updates = append(updates, firestore.Update{Path: "turnLog", Value: p.turnLog})
+	}
 	return updates
 }
 
@@ -355,7 +370,7 @@ func (s *Service) planCreate(p *appendPlan, ref *firestore.DocumentRef, ss *stor
 	p.batch.Create(ref, sessionDoc{
 		App: ss.app, User: ss.user, ID: ss.id, Scope: s.scope(ss.app), State: state,
 		Created: c.created, Updated: updated, Revision: p.revision,
-		Chunks: []chunkMeta{}, Tail: p.tail, Lease: p.leaseDoc, DocsClosed: !p.docsOpen,
+		Chunks: []chunkMeta{}, Tail: p.tail, Lease: p.leaseDoc, DocsClosed: !p.docsOpen, TurnLog: p.turnLog,
 	})
 	if chat := c.chat; chat != nil {
 		p.batch.Create(s.chatRef(chat.App, chat.UserID, chat.ID), chat.doc(s.scope(chat.App)))
@@ -391,6 +406,9 @@ func (ss *storedSession) applyAppend(p *appendPlan, results []*firestore.WriteRe
 	ss.tail = p.tail
 	ss.stateSize = p.stateSize
 	ss.docsOpen = p.docsOpen
+	if p.turnLog != nil {
+		ss.turnLog = p.turnLog
+	}
 	if c := p.claim; c != nil {
 		if p.chatWrite >= 0 {
 			c.create.chat.version = results[p.chatWrite].UpdateTime
