@@ -62,7 +62,7 @@ func (req *turnRequest) content() (*genai.Content, error) {
 }
 
 func (s *Server) turn(w http.ResponseWriter, r *http.Request, log *slog.Logger) error {
-	user, err := s.ident.userID(r.Context(), r)
+	c, err := s.ident.caller(r.Context(), r)
 	if err != nil {
 		return err
 	}
@@ -75,7 +75,7 @@ func (s *Server) turn(w http.ResponseWriter, r *http.Request, log *slog.Logger) 
 		return err
 	}
 	inv, report, err := s.team.Turn(r.Context(), toolcallback.ChatTurn{
-		UserID: user, ChatID: req.SessionID, ClientID: req.ClientID, Agent: req.Agent, Content: msg,
+		UserID: c.user, ChatID: req.SessionID, ClientID: req.ClientID, Agent: req.Agent, Content: msg, Limits: s.limitsOf(c),
 	})
 	if err != nil {
 		return err

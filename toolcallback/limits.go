@@ -81,13 +81,13 @@ type turnsDoc struct {
 	Times []time.Time `firestore:"times"`
 	// Expires is the TTL field: once the last turn leaves the window the
 	// document says nothing.
-	Expires time.Time `firestore:"expires"`
+	Expires time.Time `firestore:"gcAt"`
 }
 
 // tokensDoc is a user's model tokens of one UTC day.
 type tokensDoc struct {
 	Tokens  int64     `firestore:"tokens"`
-	Expires time.Time `firestore:"expires"` // TTL field: the day after
+	Expires time.Time `firestore:"gcAt"` // TTL field: the day after
 }
 
 func (t *Team) turnsRef(user string) *firestore.DocumentRef {
@@ -244,7 +244,7 @@ func (m *meter) userWrites(exact bool) []sessionstore.DocWrite {
 	expires := m.now.Add(rateWindow)
 	if !exact {
 		return []sessionstore.DocWrite{func(b *firestore.WriteBatch) {
-			b.Set(ref, map[string]any{"times": firestore.ArrayUnion(m.now), "expires": expires}, firestore.MergeAll)
+			b.Set(ref, map[string]any{"times": firestore.ArrayUnion(m.now), "gcAt": expires}, firestore.MergeAll)
 		}}
 	}
 	times, _ := m.userTimes() // decoded by checkUser already
@@ -254,7 +254,7 @@ func (m *meter) userWrites(exact bool) []sessionstore.DocWrite {
 	}
 	pre := firestore.LastUpdateTime(m.turns.UpdateTime)
 	return []sessionstore.DocWrite{func(b *firestore.WriteBatch) {
-		b.Update(ref, []firestore.Update{{Path: "times", Value: doc.Times}, {Path: "expires", Value: doc.Expires}}, pre)
+		b.Update(ref, []firestore.Update{{Path: "times", Value: doc.Times}, {Path: "gcAt", Value: doc.Expires}}, pre)
 	}}
 }
 
@@ -274,6 +274,6 @@ func tokenWrite(sessions *sessionstore.Service, app, user string, now time.Time,
 	ref := tokensRef(sessions, app, user, now)
 	expires := now.UTC().Truncate(24 * time.Hour).Add(48 * time.Hour)
 	return func(b *firestore.WriteBatch) {
-		b.Set(ref, map[string]any{"tokens": firestore.Increment(n), "expires": expires}, firestore.MergeAll)
+		b.Set(ref, map[string]any{"tokens": firestore.Increment(n), "gcAt": expires}, firestore.MergeAll)
 	}
 }
