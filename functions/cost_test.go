@@ -51,9 +51,9 @@ func TestTurnCost(t *testing.T) {
 		// budget sets a token budget, with a model that reports usage.
 		budget bool
 		script []modeltest.Reply
-		setup     func(f *httpFixture) // runs before counting starts
-		run       func(f *httpFixture)
-		bound     costBound
+		setup  func(f *httpFixture) // runs before counting starts
+		run    func(f *httpFixture)
+		bound  costBound
 	}{{
 		name:      "plain turn, existing chat",
 		stateOnly: true,
