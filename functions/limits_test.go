@@ -1,10 +1,14 @@
 package functions
 
 import (
+	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"google.golang.org/genai"
 
@@ -117,4 +121,77 @@ func TestLimitsNeverBlockAnswers(t *testing.T) {
 		t.Errorf("the answer through /ToolResult resumed to %q, want the model's answer", got)
 	}
 	wantRefused(t, f.turn("ada", "chat2", "tab-a", "new chat"), "rate_limited", 60)
+}
+
+// TestRateLoad is the load test of the turn rate limit: one user offers ten
+// times the per-user limit for a minute, over loopback, in chats of their
+// own; the limit admits between 90 % and 100 % of a minute's turns, and no
+// request fails with a 5xx. Refused turns are 429 (over the limit) or 409
+// (two turns raced for the user's count and this one lost).
+func TestRateLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a minute of load")
+	}
+	t.Parallel()
+	const (
+		limit    = 60 // turns a minute
+		duration = time.Minute
+		interval = duration / (10 * limit) // ten times the limit
+	)
+	f := newHTTPFixture(t, func(c *Config) {
+		c.DevIdentity = true
+		c.TurnLimits = TurnLimits{User: toolcallback.Limits{UserTurnsPerMinute: limit}}
+	})
+	f.model.Repeat = modeltest.TextReply("ok")
+	report := loadTurns(t, f, interval, duration)
+	t.Logf("offered %d turns in %s: %v", report.offered, duration, report.statuses)
+	admitted := report.statuses[http.StatusOK]
+	if admitted > limit || admitted < limit*9/10 {
+		t.Errorf("%d turns admitted in a minute, want %d to %d", admitted, limit*9/10, limit)
+	}
+	for code, n := range report.statuses {
+		if code >= 500 || code != http.StatusOK && code != http.StatusTooManyRequests && code != http.StatusConflict {
+			t.Errorf("%d requests answered %d", n, code)
+		}
+	}
+}
+
+type loadReport struct {
+	offered  int
+	statuses map[int]int
+}
+
+// loadTurns starts a turn of user "load" in a new chat every interval for
+// duration, each read to its end, and counts the answers' statuses.
+func loadTurns(t *testing.T, f *httpFixture, interval, duration time.Duration) loadReport {
+	var (
+		mu  sync.Mutex
+		wg  sync.WaitGroup
+		rep = loadReport{statuses: map[int]int{}}
+	)
+	client := &http.Client{Timeout: 30 * time.Second}
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	end := time.Now().Add(duration)
+	for i := 0; time.Now().Before(end); i++ {
+		<-tick.C
+		rep.offered++
+		wg.Go(func() {
+			body := fmt.Sprintf(`{"sessionId":"load-%d","clientId":"tab","text":"hi"}`, i)
+			req, _ := http.NewRequest(http.MethodPost, f.srv.URL+"/"+NameTurn, strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("X-Baton-User", "load")
+			code := 0 // the request failed
+			if resp, err := client.Do(req); err == nil {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				code = resp.StatusCode
+			}
+			mu.Lock()
+			rep.statuses[code]++
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return rep
 }
