@@ -57,8 +57,7 @@ func (x *executor) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter
 			yield(nil, a2a.ErrUnauthenticated)
 			return
 		}
-		limits, _ := ec.User.Attributes[limitsAttribute].(toolcallback.Limits)
-		r := &run{x: x, ec: ec, user: ec.User.Name, limits: limits, yield: yield}
+		r := &run{x: x, ec: ec, user: ec.User.Name, limits: callerLimits(ec.User), yield: yield}
 		content, answers, err := splitMessage(ec.Message)
 		if err != nil {
 			yield(nil, err) // checked by the request interceptor already

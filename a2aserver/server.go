@@ -36,8 +36,18 @@ type Caller struct {
 	Limits toolcallback.Limits
 }
 
-// limitsAttribute holds a Caller's Limits in a2a-go's user attributes.
+// limitsAttribute holds a Caller's Limits in a2a-go's user attributes, as
+// JSON text: a2a-go may carry the call context to the execution as JSON.
 const limitsAttribute = "baton.limits"
+
+// callerLimits reads the limits limitsAttribute holds; none when absent.
+func callerLimits(u *a2asrv.User) toolcallback.Limits {
+	var l toolcallback.Limits
+	if raw, ok := u.Attributes[limitsAttribute].(string); ok {
+		_ = json.Unmarshal([]byte(raw), &l) // written by the interceptor from a Limits
+	}
+	return l
+}
 
 // ErrUnauthenticated is what an Authenticator wraps when a request carries
 // no acceptable credentials.
@@ -256,7 +266,11 @@ func (i *interceptor) Before(ctx context.Context, cc *a2asrv.CallContext, req *a
 	if c.User == "" {
 		return ctx, nil, a2a.ErrUnauthenticated
 	}
-	cc.User = a2asrv.NewAuthenticatedUser(c.User, map[string]any{limitsAttribute: c.Limits})
+	limits, err := json.Marshal(c.Limits)
+	if err != nil {
+		return ctx, nil, err
+	}
+	cc.User = a2asrv.NewAuthenticatedUser(c.User, map[string]any{limitsAttribute: string(limits)})
 	var ids []string
 	switch p := req.Payload.(type) {
 	case *a2a.SendMessageRequest:

@@ -195,3 +195,37 @@ func loadTurns(t *testing.T, f *httpFixture, interval, duration time.Duration) l
 	wg.Wait()
 	return rep
 }
+
+// TestA2ALimitsByCaller: on A2A, a service account has the service
+// accounts' limits and an anonymous Firebase user the anonymous ones; a
+// message over the limit starts no task and says why.
+func TestA2ALimitsByCaller(t *testing.T) {
+	t.Parallel()
+	f := newHTTPFixture(t, func(c *Config) {
+		c.A2AAudience, c.A2AInvokers = testA2AAud, []string{testA2ACallr}
+		c.TurnLimits = TurnLimits{
+			Service:   toolcallback.Limits{UserTurnsPerMinute: 2},
+			Anonymous: toolcallback.Limits{UserTurnsPerMinute: 1},
+		}
+	})
+	f.model.Repeat = modeltest.TextReply("ok")
+	service := f.keys.Token(t, func(c, _ map[string]any) { c["aud"], c["email"] = testA2AAud, testA2ACallr })
+	for _, tt := range []struct {
+		name   string
+		token  string
+		passes int
+	}{{"service account", service, 2}, {"anonymous user", f.token("ada"), 1}} {
+		for i := range tt.passes + 1 {
+			got := f.a2aCall(tt.token, "message/send", a2aText(fmt.Sprint(tt.name, i)))
+			switch {
+			case i < tt.passes && (got.Error != nil || got.Result.Status.State != "completed"):
+				t.Errorf("%s: message %d = %+v, want a completed task", tt.name, i, got)
+			case i == tt.passes && (got.Error == nil || !strings.Contains(got.Error.Message, "rate limited")):
+				t.Errorf("%s: message %d over the limit = %+v, want an error saying it is rate limited", tt.name, i, got)
+			}
+		}
+	}
+	if calls := f.model.Calls(); calls != 3 {
+		t.Errorf("the model was called %d times, want 3", calls)
+	}
+}
