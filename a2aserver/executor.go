@@ -39,10 +39,11 @@ func clientOf(id a2a.TaskID) string { return "a2a~" + string(id) }
 
 // run is one execution: a message on a task, and how its events go out.
 type run struct {
-	x     *executor
-	ec    *a2asrv.ExecutorContext
-	user  string
-	yield func(a2a.Event, error) bool
+	x      *executor
+	ec     *a2asrv.ExecutorContext
+	user   string
+	limits toolcallback.Limits // of the turns the caller starts
+	yield  func(a2a.Event, error) bool
 }
 
 func (r *run) client() string { return clientOf(r.ec.TaskID) }
@@ -56,7 +57,7 @@ func (x *executor) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter
 			yield(nil, a2a.ErrUnauthenticated)
 			return
 		}
-		r := &run{x: x, ec: ec, user: ec.User.Name, yield: yield}
+		r := &run{x: x, ec: ec, user: ec.User.Name, limits: callerLimits(ec.User), yield: yield}
 		content, answers, err := splitMessage(ec.Message)
 		if err != nil {
 			yield(nil, err) // checked by the request interceptor already
@@ -74,7 +75,7 @@ func (x *executor) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter
 // chat, pending calls under the reject policy) come back to the caller
 // before the task exists, so nothing about it is stored.
 func (r *run) start(ctx context.Context, content *genai.Content) {
-	inv, _, err := r.x.team.Turn(ctx, toolcallback.ChatTurn{UserID: r.user, ChatID: r.ec.ContextID, ClientID: r.client(), Content: content})
+	inv, _, err := r.x.team.Turn(ctx, toolcallback.ChatTurn{UserID: r.user, ChatID: r.ec.ContextID, ClientID: r.client(), Content: content, Limits: r.limits})
 	if err != nil {
 		r.yield(nil, r.x.turnError(ctx, err))
 		return
@@ -98,7 +99,7 @@ func (r *run) follow(ctx context.Context, content *genai.Content, answers []answ
 		return
 	}
 	if len(answers) == 0 {
-		inv, _, err := r.x.team.Turn(ctx, toolcallback.ChatTurn{UserID: r.user, ChatID: r.ec.ContextID, ClientID: r.client(), Content: content})
+		inv, _, err := r.x.team.Turn(ctx, toolcallback.ChatTurn{UserID: r.user, ChatID: r.ec.ContextID, ClientID: r.client(), Content: content, Limits: r.limits})
 		if err != nil {
 			r.settle(ctx, []string{problem(err)})
 			return
@@ -306,6 +307,8 @@ func (x *executor) turnError(ctx context.Context, err error) error {
 	switch {
 	case errors.Is(err, sessionstore.ErrBusy):
 		return fmt.Errorf("%w: the chat is busy with another turn; retry shortly", a2a.ErrServerError)
+	case errors.Is(err, toolcallback.ErrRateLimited), errors.Is(err, toolcallback.ErrBudgetExhausted):
+		return fmt.Errorf("%w: %s", a2a.ErrServerError, err.Error())
 	case errors.Is(err, toolcallback.ErrPendingCalls), errors.As(err, &unknown),
 		errors.Is(err, sessionstore.ErrInvalidID), errors.Is(err, toolcallback.ErrInvalidAnswer):
 		return fmt.Errorf("%w: %s", a2a.ErrInvalidParams, err.Error())
@@ -319,7 +322,7 @@ func (x *executor) turnError(ctx context.Context, err error) error {
 func problem(err error) string {
 	for _, known := range []error{toolcallback.ErrCallNotFound, toolcallback.ErrAlreadyResolved, toolcallback.ErrExpired,
 		toolcallback.ErrWrongClient, toolcallback.ErrInvalidAnswer, toolcallback.ErrAnswerTooLarge, toolcallback.ErrPendingCalls,
-		sessionstore.ErrBusy, sessionstore.ErrInvalidID} {
+		sessionstore.ErrBusy, sessionstore.ErrInvalidID, toolcallback.ErrRateLimited, toolcallback.ErrBudgetExhausted} {
 		if errors.Is(err, known) {
 			return err.Error()
 		}

@@ -47,12 +47,12 @@ type fixture struct {
 
 // bearerAuth is the tests' identity check: "Bearer <user>" names the user.
 // (The functions package verifies real tokens; see functions/a2a.go.)
-func bearerAuth(r *http.Request) (string, error) {
+func bearerAuth(r *http.Request) (Caller, error) {
 	user, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !ok || user == "" {
-		return "", ErrUnauthenticated
+		return Caller{}, ErrUnauthenticated
 	}
-	return user, nil
+	return Caller{User: user}, nil
 }
 
 func newFixture(t *testing.T, n int, opts *Options, script ...modeltest.Reply) *fixture {

@@ -24,10 +24,30 @@ import (
 	"github.com/baton-run/baton/toolcallback"
 )
 
-// Authenticator returns the verified user id of a request, or an error
+// Authenticator returns the verified caller of a request, or an error
 // wrapping ErrUnauthenticated (401) or any other error (503: whatever
 // vouches for tokens could not be reached).
-type Authenticator func(r *http.Request) (string, error)
+type Authenticator func(r *http.Request) (Caller, error)
+
+// Caller is who sent a request: the user id, and the limits of the turns
+// the caller's messages start.
+type Caller struct {
+	User   string
+	Limits toolcallback.Limits
+}
+
+// limitsAttribute holds a Caller's Limits in a2a-go's user attributes, as
+// JSON text: a2a-go may carry the call context to the execution as JSON.
+const limitsAttribute = "baton.limits"
+
+// callerLimits reads the limits limitsAttribute holds; none when absent.
+func callerLimits(u *a2asrv.User) toolcallback.Limits {
+	var l toolcallback.Limits
+	if raw, ok := u.Attributes[limitsAttribute].(string); ok {
+		_ = json.Unmarshal([]byte(raw), &l) // written by the interceptor from a Limits
+	}
+	return l
+}
 
 // ErrUnauthenticated is what an Authenticator wraps when a request carries
 // no acceptable credentials.
@@ -179,7 +199,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rpcError(w, http.StatusRequestEntityTooLarge, a2a.ErrInvalidRequest, fmt.Sprintf("body over %d bytes", s.maxBody))
 		return
 	}
-	user, err := s.auth(r)
+	c, err := s.auth(r)
 	if errors.Is(err, ErrUnauthenticated) {
 		w.Header().Set("WWW-Authenticate", "Bearer")
 		rpcError(w, http.StatusUnauthorized, a2a.ErrUnauthenticated, "a verified bearer token is required")
@@ -198,7 +218,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rpcError(w, http.StatusOK, a2a.ErrParseError, "malformed JSON")
 		return
 	}
-	ctx := context.WithValue(r.Context(), userKey{}, user)
+	ctx := context.WithValue(r.Context(), userKey{}, c)
 	r = r.WithContext(context.WithValue(ctx, requestKey{}, &requestID{}))
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	if strings.Contains(peek.Method, "/") {
@@ -242,11 +262,15 @@ type userKey struct{}
 type interceptor struct{ log *slog.Logger }
 
 func (i *interceptor) Before(ctx context.Context, cc *a2asrv.CallContext, req *a2asrv.Request) (context.Context, any, error) {
-	user, _ := ctx.Value(userKey{}).(string)
-	if user == "" {
+	c, _ := ctx.Value(userKey{}).(Caller)
+	if c.User == "" {
 		return ctx, nil, a2a.ErrUnauthenticated
 	}
-	cc.User = a2asrv.NewAuthenticatedUser(user, nil)
+	limits, err := json.Marshal(c.Limits)
+	if err != nil {
+		return ctx, nil, err
+	}
+	cc.User = a2asrv.NewAuthenticatedUser(c.User, map[string]any{limitsAttribute: string(limits)})
 	var ids []string
 	switch p := req.Payload.(type) {
 	case *a2a.SendMessageRequest:

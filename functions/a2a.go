@@ -38,19 +38,24 @@ type a2aIdentity struct {
 }
 
 func (a a2aIdentity) userID(ctx context.Context, r *http.Request) (string, error) {
+	c, err := a.caller(ctx, r)
+	return c.user, err
+}
+
+func (a a2aIdentity) caller(ctx context.Context, r *http.Request) (caller, error) {
 	raw, ok := bearer(r)
 	if ok && a.services != nil && googleIssuer(unverifiedIssuer(raw)) {
 		email, err := a.services.email(ctx, raw, a.audience, a.invokers)
 		if err != nil {
-			return "", err
+			return caller{}, err
 		}
 		user := ServiceUserPrefix + email
 		if err := sessionstore.ValidateID("user id", user); err != nil {
-			return "", fmt.Errorf("%w: %w", errUnauthenticated, err)
+			return caller{}, fmt.Errorf("%w: %w", errUnauthenticated, err)
 		}
-		return user, nil
+		return caller{user: user, kind: serviceAccount}, nil
 	}
-	return a.users.userID(ctx, r)
+	return a.users.caller(ctx, r)
 }
 
 // unverifiedIssuer reads the iss claim of a JWT without checking anything:
@@ -87,15 +92,15 @@ func (s *Server) newA2A(client *firestore.Client, sessions *sessionstore.Service
 	if s.cfg.DevIdentity {
 		scheme = a2a.HTTPAuthSecurityScheme{Scheme: "Bearer", Description: "Development identity: the X-Baton-User header names the user."}
 	}
-	return a2aserver.New(client, sessions, s.team, s.cfg.AppName, agents, func(r *http.Request) (string, error) {
-		user, err := ident.userID(r.Context(), r)
+	return a2aserver.New(client, sessions, s.team, s.cfg.AppName, agents, func(r *http.Request) (a2aserver.Caller, error) {
+		c, err := ident.caller(r.Context(), r)
 		switch {
 		case err == nil:
-			return user, nil
+			return a2aserver.Caller{User: c.user, Limits: s.limitsOf(c)}, nil
 		case errors.Is(err, errUnauthenticated), errors.Is(err, errInvalidIDToken), errors.Is(err, errForbidden):
-			return "", fmt.Errorf("%w: %w", a2aserver.ErrUnauthenticated, err)
+			return a2aserver.Caller{}, fmt.Errorf("%w: %w", a2aserver.ErrUnauthenticated, err)
 		}
-		return "", err
+		return a2aserver.Caller{}, err
 	}, &a2aserver.Options{
 		Name:             s.cfg.AppName,
 		MaxBodyBytes:     s.cfg.MaxBodyBytes,

@@ -82,9 +82,16 @@ type firebaseIdentity struct {
 }
 
 func (f firebaseIdentity) userID(ctx context.Context, r *http.Request) (string, error) {
+	c, err := f.caller(ctx, r)
+	return c.user, err
+}
+
+// caller is the token's user, anonymous when Firebase signed it in
+// anonymously.
+func (f firebaseIdentity) caller(ctx context.Context, r *http.Request) (caller, error) {
 	raw, ok := bearer(r)
 	if !ok {
-		return "", fmt.Errorf("%w: no bearer token", errUnauthenticated)
+		return caller{}, fmt.Errorf("%w: no bearer token", errUnauthenticated)
 	}
 	verify := f.client.VerifyIDToken
 	if f.checkRevoked {
@@ -92,12 +99,16 @@ func (f firebaseIdentity) userID(ctx context.Context, r *http.Request) (string, 
 	}
 	tok, err := verify(ctx, raw)
 	if err != nil {
-		return "", firebaseError(err)
+		return caller{}, firebaseError(err)
 	}
 	if err := sessionstore.ValidateID("user id", tok.UID); err != nil {
-		return "", fmt.Errorf("%w: %w", errUnauthenticated, err)
+		return caller{}, fmt.Errorf("%w: %w", errUnauthenticated, err)
 	}
-	return tok.UID, nil
+	c := caller{user: tok.UID}
+	if tok.Firebase.SignInProvider == "anonymous" {
+		c.kind = anonymous
+	}
+	return c, nil
 }
 
 // firebaseError sorts an error of the Admin SDK's token verification. Errors

@@ -121,10 +121,11 @@ func chatDevice(r *http.Request, fromBody string) (string, error) {
 }
 
 func (s *Server) chatPost(w http.ResponseWriter, r *http.Request, log *slog.Logger) error {
-	user, err := s.ident.userID(r.Context(), r)
+	c, err := s.ident.caller(r.Context(), r)
 	if err != nil {
 		return err
 	}
+	user := c.user
 	req, err := s.readChatBody(w, r)
 	if err != nil {
 		return err
@@ -152,7 +153,7 @@ func (s *Server) chatPost(w http.ResponseWriter, r *http.Request, log *slog.Logg
 		if req.MessageID != "" {
 			return s.chatEdit(w, r, log, user, device, req, last)
 		}
-		return s.chatMessage(w, r, log, user, device, req.ID, req.Agent, last)
+		return s.chatMessage(w, r, log, c, device, req.ID, req.Agent, last)
 	case "assistant":
 		return s.chatAnswers(w, r, log, user, device, req.ID, last)
 	}
@@ -162,7 +163,8 @@ func (s *Server) chatPost(w http.ResponseWriter, r *http.Request, log *slog.Logg
 // chatMessage runs a turn on the user's new message. A message the chat
 // took already (the same message id, sent again) is answered with the
 // stream of the turn it started.
-func (s *Server) chatMessage(w http.ResponseWriter, r *http.Request, log *slog.Logger, user, device, chatID, agentName string, m *uiMessage) error {
+func (s *Server) chatMessage(w http.ResponseWriter, r *http.Request, log *slog.Logger, c caller, device, chatID, agentName string, m *uiMessage) error {
+	user := c.user
 	// The message id is stored, not used as a path; it is bounded like one.
 	if err := sessionstore.ValidateID("message id", m.ID); err != nil {
 		return err
@@ -172,7 +174,7 @@ func (s *Server) chatMessage(w http.ResponseWriter, r *http.Request, log *slog.L
 		return err
 	}
 	inv, report, err := s.team.Turn(r.Context(), toolcallback.ChatTurn{
-		UserID: user, ChatID: chatID, ClientID: device, Agent: agentName, Content: content, MessageID: m.ID,
+		UserID: user, ChatID: chatID, ClientID: device, Agent: agentName, Content: content, MessageID: m.ID, Limits: s.limitsOf(c),
 	})
 	if errors.Is(err, toolcallback.ErrMessageTaken) {
 		return s.chatReplay(w, r, log, user, chatID)

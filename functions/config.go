@@ -60,6 +60,10 @@ type Config struct {
 	// revoked token is accepted until it expires (at most an hour).
 	CheckRevoked bool // BATON_CHECK_REVOKED
 
+	// TurnLimits are the turn rate limits and token budgets of each kind
+	// of caller (see limits.go and docs/limits.md).
+	TurnLimits TurnLimits
+
 	// DevIdentity takes the user id from the X-Baton-User header instead of
 	// a verified token. For the local runner only: ConfigFromEnv refuses it
 	// on Cloud Run (K_SERVICE set).
@@ -108,6 +112,13 @@ var EnvVars = []EnvVar{
 	{Name: "BATON_A2A_INVOKERS"},
 	{Name: "BATON_A2A_PUSH_ALLOW"},
 	{Name: "BATON_CHECK_REVOKED", Default: "false"},
+	{Name: "BATON_USER_TURNS_PER_MINUTE", Default: "30"},
+	{Name: "BATON_CHAT_TURNS_PER_MINUTE", Default: "20"},
+	{Name: "BATON_USER_TOKENS_PER_DAY", Default: "0"},
+	{Name: "BATON_ANON_USER_TURNS_PER_MINUTE", Default: "10"},
+	{Name: "BATON_ANON_USER_TOKENS_PER_DAY", Default: "0"},
+	{Name: "BATON_SERVICE_TURNS_PER_MINUTE", Default: "120"},
+	{Name: "BATON_SERVICE_TOKENS_PER_DAY", Default: "0"},
 	{Name: "BATON_DEV_IDENTITY", Default: "false"},
 	{Name: "BATON_TRACE_EXPORT", Default: TraceExportNone},
 	{Name: "FIREBASE_AUTH_EMULATOR_HOST"}, // local runner and tests only
@@ -164,6 +175,7 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 		errs = append(errs, fmt.Errorf("BATON_MAX_BODY_BYTES=%q: want a positive byte count", get("BATON_MAX_BODY_BYTES")))
 	}
 	errs = append(errs, c.ChatLimits.read(get)...)
+	errs = append(errs, c.TurnLimits.read(get)...)
 	if c.DevIdentity, err = strconv.ParseBool(get("BATON_DEV_IDENTITY")); err != nil {
 		errs = append(errs, fmt.Errorf("BATON_DEV_IDENTITY=%q: want true or false", get("BATON_DEV_IDENTITY")))
 	}

@@ -19,10 +19,28 @@ type costBound struct {
 	beforeModel, roundTrips, lookups, writes int64
 }
 
+// defaultTurnLimits are the turn limits a deployment has by default
+// (rate limits on, no token budget).
+func defaultTurnLimits(t *testing.T) TurnLimits {
+	t.Helper()
+	cfg, err := ConfigFromEnv(func(name string) (string, bool) {
+		if name == "GOOGLE_CLOUD_PROJECT" {
+			return testProject, true
+		}
+		return "", false
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg.TurnLimits
+}
+
 // TestTurnCost holds each request of issue #13's cost table to its bound,
 // counting every Firestore RPC the process sends (missing documents
 // included); "before the model" counts the RPCs sent before the model's
-// first request of the request under test. The agents keep no app: or
+// first request of the request under test. The deployment's default turn
+// limits are on (one lookup and one write more per turn; a resume is not
+// counted). The agents keep no app: or
 // user: state (SessionStateOnly); "default" runs the plain turn without
 // that option, where the app and user state documents are looked up too.
 func TestTurnCost(t *testing.T) {
@@ -30,29 +48,41 @@ func TestTurnCost(t *testing.T) {
 	tests := []struct {
 		name      string
 		stateOnly bool
-		script    []modeltest.Reply
-		setup     func(f *httpFixture) // runs before counting starts
-		run       func(f *httpFixture)
-		bound     costBound
+		// budget sets a token budget, with a model that reports usage.
+		budget bool
+		script []modeltest.Reply
+		setup  func(f *httpFixture) // runs before counting starts
+		run    func(f *httpFixture)
+		bound  costBound
 	}{{
 		name:      "plain turn, existing chat",
 		stateOnly: true,
 		script:    []modeltest.Reply{modeltest.TextReply("first"), modeltest.TextReply("second")},
 		setup:     func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "hello")) },
 		run:       func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "again")) },
-		bound:     costBound{beforeModel: 2, roundTrips: 4, lookups: 2, writes: 3},
+		bound:     costBound{beforeModel: 2, roundTrips: 4, lookups: 3, writes: 4},
+	}, {
+		// With a token budget, the day's count is read with the chat and
+		// incremented with the model's reply.
+		name:      "plain turn, existing chat, token budget",
+		stateOnly: true,
+		budget:    true,
+		script:    []modeltest.Reply{modeltest.TextReply("first"), modeltest.TextReply("second")},
+		setup:     func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "hello")) },
+		run:       func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "again")) },
+		bound:     costBound{beforeModel: 2, roundTrips: 4, lookups: 4, writes: 5},
 	}, {
 		name:   "plain turn, existing chat, default",
 		script: []modeltest.Reply{modeltest.TextReply("first"), modeltest.TextReply("second")},
 		setup:  func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "hello")) },
 		run:    func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "again")) },
-		bound:  costBound{beforeModel: 2, roundTrips: 4, lookups: 4, writes: 3},
+		bound:  costBound{beforeModel: 2, roundTrips: 4, lookups: 5, writes: 4},
 	}, {
 		name:      "first turn of a new chat",
 		stateOnly: true,
 		script:    []modeltest.Reply{modeltest.TextReply("first")},
 		run:       func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "hello")) },
-		bound:     costBound{beforeModel: 2, roundTrips: 4, lookups: 2, writes: 4},
+		bound:     costBound{beforeModel: 2, roundTrips: 4, lookups: 3, writes: 5},
 	}, {
 		name:      "turn that pauses on a browser tool",
 		stateOnly: true,
@@ -60,7 +90,7 @@ func TestTurnCost(t *testing.T) {
 			modeltest.CallReply(modeltest.Call("c1", "change_bgm", map[string]any{"track": 2}))},
 		setup: func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "hello")) },
 		run:   func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "track 2"), "c1") },
-		bound: costBound{beforeModel: 2, roundTrips: 5, lookups: 2, writes: 5},
+		bound: costBound{beforeModel: 2, roundTrips: 5, lookups: 3, writes: 6},
 	}, {
 		name:      "resume that answers it",
 		stateOnly: true,
@@ -85,7 +115,7 @@ func TestTurnCost(t *testing.T) {
 				map[string]any{"sessionId": "s1", "toolCallId": "c1", "clientId": "tab-a", "output": map[string]any{"playing": 2}}, nil), "c1")
 		},
 		run:   func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "next")) },
-		bound: costBound{beforeModel: 6, roundTrips: 8, lookups: 5, writes: 4},
+		bound: costBound{beforeModel: 6, roundTrips: 8, lookups: 6, writes: 5},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -110,7 +140,15 @@ func TestTurnCost(t *testing.T) {
 					return r(req)
 				}
 			}
-			f = newHTTPFixtureWith(t, func(_ *httpFixture, o *ServerOptions) { o.SessionStateOnly = tt.stateOnly }, nil, script...)
+			f = newHTTPFixtureWith(t, func(_ *httpFixture, o *ServerOptions) { o.SessionStateOnly = tt.stateOnly }, func(c *Config) {
+				c.TurnLimits = defaultTurnLimits(t)
+				if tt.budget {
+					c.TurnLimits.User.UserTokensPerDay, c.TurnLimits.Anonymous.UserTokensPerDay = 1_000_000, 1_000_000
+				}
+			}, script...)
+			if tt.budget {
+				f.model.Usage = &genai.GenerateContentResponseUsageMetadata{TotalTokenCount: 100}
+			}
 			f.token("ada") // sign in before counting: the Auth emulator is not Firestore
 			if tt.setup != nil {
 				tt.setup(f)

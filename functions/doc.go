@@ -27,6 +27,10 @@
 // serve it and nothing but Firestore is needed; the price is text at event
 // granularity.
 //
+// The kind of identity (a user signed in anonymously, a service account on
+// A2A, anyone else) chooses the turn limits a new message is held to
+// (limits.go, docs/limits.md); answers to paused calls are never limited.
+//
 // Firestore paths and indexes are those of sessionstore and toolcallback;
 // this package stores nothing of its own.
 package functions

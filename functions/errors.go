@@ -56,8 +56,11 @@ func status(err error) (int, apiErrorBody) {
 		maxBytes *http.MaxBytesError
 		unknown  *toolcallback.UnknownAgentError
 		limit    *limitError
+		limited  *toolcallback.LimitError
 	)
 	switch {
+	case errors.As(err, &limited):
+		return limitedStatus(limited)
 	case errors.As(err, &limit):
 		return http.StatusRequestEntityTooLarge, apiErrorBody{Code: "too_large", Message: err.Error()}
 	case errors.As(err, &busy):

@@ -220,6 +220,9 @@ func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) error
 // identity says who sent a request.
 type identity interface {
 	userID(ctx context.Context, r *http.Request) (string, error)
+	// caller is userID with the kind of identity, which sets the
+	// caller's turn limits (limits.go).
+	caller(ctx context.Context, r *http.Request) (caller, error)
 }
 
 func bearer(r *http.Request) (string, bool) {

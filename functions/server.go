@@ -74,6 +74,7 @@ func NewServer(cfg Config, client *firestore.Client, members []toolcallback.Memb
 		TokenKey:          cfg.TokenKey,
 		IdleRetention:     cfg.IdleRetention,
 		SessionStateOnly:  opts.SessionStateOnly,
+		CountTokens:       cfg.TurnLimits.countsTokens(),
 		Logger:            s.log,
 	}
 	if reg := opts.MCP; reg != nil {

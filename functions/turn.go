@@ -70,7 +70,7 @@ func (s *Server) turn(w http.ResponseWriter, r *http.Request, log *slog.Logger) 
 	if r.Method == http.MethodDelete {
 		return s.turnStop(w, r)
 	}
-	user, err := s.ident.userID(r.Context(), r)
+	c, err := s.ident.caller(r.Context(), r)
 	if err != nil {
 		return err
 	}
@@ -79,14 +79,14 @@ func (s *Server) turn(w http.ResponseWriter, r *http.Request, log *slog.Logger) 
 		return err
 	}
 	if req.Replace != "" {
-		return s.turnReplace(w, r, log, user, &req)
+		return s.turnReplace(w, r, log, c.user, &req)
 	}
 	msg, err := req.content()
 	if err != nil {
 		return err
 	}
 	inv, report, err := s.team.Turn(r.Context(), toolcallback.ChatTurn{
-		UserID: user, ChatID: req.SessionID, ClientID: req.ClientID, Agent: req.Agent, Content: msg,
+		UserID: c.user, ChatID: req.SessionID, ClientID: req.ClientID, Agent: req.Agent, Content: msg, Limits: s.limitsOf(c),
 	})
 	if err != nil {
 		return err

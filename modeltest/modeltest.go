@@ -34,6 +34,9 @@ type Strict struct {
 	// Gate, when set, is received from before answering (to hold the
 	// model mid-invocation).
 	Gate chan struct{}
+	// Usage, when set, is the usage metadata of every response (a model
+	// that reports the tokens it used).
+	Usage *genai.GenerateContentResponseUsageMetadata
 
 	mu       sync.Mutex
 	requests []*model.LLMRequest
@@ -89,7 +92,7 @@ func (m *Strict) GenerateContent(ctx context.Context, req *model.LLMRequest, _ b
 			yield(nil, ErrScripted)
 			return
 		}
-		yield(&model.LLMResponse{Content: content, TurnComplete: true}, nil)
+		yield(&model.LLMResponse{Content: content, TurnComplete: true, UsageMetadata: m.Usage}, nil)
 	}
 }
 

@@ -56,6 +56,12 @@
 // sealed chunks are immutable, a Get always sees a consistent history even
 // while appends land.
 //
+// The commit that stores a turn's message can also carry what the turn
+// limits count (limits.go): the chat's recent turn times in the session
+// document (AppendOptions.TurnLog, read back with TurnLog), and writes of
+// the caller's documents beside the user (AppendOptions.Writes), which
+// commit with the event or not at all.
+//
 // An append is three steps (events.go): planAppend builds the batch and
 // what the handle becomes from the handle alone, commitAppend makes the
 // commit and classifies its failure, applyAppend updates the handle. Only

@@ -119,6 +119,15 @@ type AppendOptions struct {
 	Update []DocUpdate
 
 	rewind *rewindPlan // set by RewindSession
+
+	// TurnLog, when not nil, replaces the session's log of recent turn
+	// times (see TurnLog).
+	TurnLog []time.Time
+	// Writes are writes of documents beside the session made in the same
+	// commit (a user's turn and token counts). A precondition of one that
+	// fails makes the append fail as the session's own would: with a
+	// claim, as busy.
+	Writes []DocWrite
 }
 
 // DocCreate is a document an append creates in the commit that stores
@@ -206,6 +215,7 @@ type appendPlan struct {
 	leaseDoc  leaseDoc    // the lease the claim stores
 	rewind    *rewindPlan // what a rewind mark takes back
 	besides   int         // how many documents beside the session it updates
+	turnLog   []time.Time // nil: unchanged
 }
 
 // appendBase is what an append reads of the handle.
@@ -276,7 +286,7 @@ func (s *Service) planAppend(ctx context.Context, ss *storedSession, event *sess
 	p := &appendPlan{
 		batch: s.client.Batch(), chatWrite: -1, event: stored, delta: event.Actions.StateDelta, revision: b.revision,
 		chunks: b.chunks, tail: b.tail, stateSize: b.stateSize, docsOpen: b.docsOpen, claim: opts.Claim,
-		rewind: opts.rewind, besides: len(opts.Update),
+		rewind: opts.rewind, besides: len(opts.Update), turnLog: opts.TurnLog,
 	}
 	switch {
 	case len(opts.Create) > 0:
@@ -311,6 +321,9 @@ func (s *Service) planAppend(ctx context.Context, ss *storedSession, event *sess
 		for _, u := range c.updates {
 			p.batch.Update(u.Ref, u.Updates, u.Pre)
 		}
+	}
+	for _, w := range opts.Writes {
+		w(p.batch)
 	}
 	return p, nil
 }
@@ -363,6 +376,9 @@ func (p *appendPlan) sessionUpdates(b appendBase, element chunkElement, sealed b
 	if p.claim != nil {
 		updates = append(updates, firestore.Update{Path: "lease", Value: p.leaseDoc})
 	}
+	if p.turnLog != nil {
+		updates = append(updates, firestore.Update{Path: "turnLog", Value: p.turnLog})
+	}
 	return updates
 }
 
@@ -376,7 +392,7 @@ func (s *Service) planCreate(p *appendPlan, ref *firestore.DocumentRef, ss *stor
 	p.batch.Create(ref, sessionDoc{
 		App: ss.app, User: ss.user, ID: ss.id, Scope: s.scope(ss.app), State: state,
 		Created: c.created, Updated: updated, Revision: p.revision,
-		Chunks: []chunkMeta{}, Tail: p.tail, Lease: p.leaseDoc, DocsClosed: !p.docsOpen,
+		Chunks: []chunkMeta{}, Tail: p.tail, Lease: p.leaseDoc, DocsClosed: !p.docsOpen, TurnLog: p.turnLog,
 	})
 	if chat := c.chat; chat != nil {
 		p.batch.Create(s.chatRef(chat.App, chat.UserID, chat.ID), chat.doc(s.scope(chat.App)))
@@ -418,6 +434,9 @@ func (ss *storedSession) applyAppend(p *appendPlan, results []*firestore.WriteRe
 	ss.docsOpen = p.docsOpen
 	if p.rewind != nil {
 		ss.applyRewind(p.rewind)
+	}
+	if p.turnLog != nil {
+		ss.turnLog = p.turnLog
 	}
 	if c := p.claim; c != nil {
 		if p.chatWrite >= 0 {

@@ -58,7 +58,8 @@ type newSessionDoc struct {
 // active one (sid was a guess).
 //
 // The documents also name are read in the same round trip; their
-// snapshots are returned in that order.
+// snapshots are returned in that order, with the error too when the chat
+// does not exist.
 func (s *Service) GetChatSession(ctx context.Context, app, user, chatID, sid string, shared bool, also ...*firestore.DocumentRef) (_ *Chat, _ session.Session, _ []*firestore.DocumentSnapshot, err error) {
 	ctx, span := startSpan(ctx, "baton.session.get", sid)
 	defer func() { endSpan(span, err) }()
@@ -72,7 +73,7 @@ func (s *Service) GetChatSession(ctx context.Context, app, user, chatID, sid str
 		return nil, nil, nil, fmt.Errorf("read chat %q: %w", chatID, FirestoreError(err))
 	}
 	if !snaps[0].Exists() {
-		return nil, nil, nil, fmt.Errorf("%w: chat %q", ErrNotFound, chatID)
+		return nil, nil, snaps[n:], fmt.Errorf("%w: chat %q", ErrNotFound, chatID)
 	}
 	chat, err := chatFrom(snaps[0])
 	if err != nil {

@@ -319,6 +319,7 @@ func (s *Service) sessionFrom(ctx context.Context, req *session.GetRequest, snap
 		lease:     lease,
 		stored:    doc.Lease,
 		docsOpen:  !doc.DocsClosed,
+		turnLog:   doc.TurnLog,
 	}, nil
 }
 

@@ -49,6 +49,8 @@ type storedSession struct {
 	// documents beside the session that may still be open (see
 	// MayHaveOpenDocs).
 	docsOpen bool
+	// turnLog mirrors the document's log of recent turn times.
+	turnLog []time.Time
 }
 
 var _ session.Session = (*storedSession)(nil)

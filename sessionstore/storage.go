@@ -55,6 +55,9 @@ type sessionDoc struct {
 	// nothing to look up. A document
 	// stored before the field existed reads as false, "look it up".
 	DocsClosed bool `firestore:"sideDocsClosed"`
+	// TurnLog holds the times of the chat's recent turns, for its turn
+	// rate limit (see TurnLog in limits.go).
+	TurnLog []time.Time `firestore:"turnLog,omitempty"`
 }
 
 // chunkMeta describes one sealed chunk document so that Get can pick the

@@ -112,6 +112,14 @@
 // path, which reads everything again under the lease: the short paths only
 // skip work whose outcome the conditional commit would contradict.
 //
+// # Turn limits
+//
+// A turn's limits (limits.go) add no round trip: the user's counts
+// ({root}/{app}/users/{user}/limits/turns and tokens-{day}) are read with
+// the chat and session, a chat's recent turn times live in its session
+// document, and the turn is counted in the commit that stores its message.
+// A model response's tokens are counted in the commit that stores it.
+//
 // # Indexes
 //
 // Queries within one session's calls (by status, step, resumed) use
@@ -130,8 +138,8 @@ var Indexes = []sessionstore.Index{
 }
 
 // TTLs lists the time-to-live fields of this package's documents: the
-// ledger's gcAt.
-var TTLs = []sessionstore.TTL{{CollectionGroup: callsCollection, Field: "gcAt"}}
+// ledger's gcAt, and the turn limits' counts' (limits.go).
+var TTLs = []sessionstore.TTL{{CollectionGroup: callsCollection, Field: "gcAt"}, {CollectionGroup: limitsCollection, Field: "gcAt"}}
 
 // QueriedFields are the fields this package's queries filter or order on,
 // by collection group (pending.go, resume.go): their automatic indexes must

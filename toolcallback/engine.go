@@ -56,6 +56,8 @@ type turnRequest struct {
 	// ErrMessageTaken, checked under the lease: a client that sends the
 	// same message twice gets one turn.
 	MessageID string
+	// meter is what the caller's limits read; nil: no limits.
+	meter *meter
 }
 
 // runOptions stores the client's message id with the user message, so a
@@ -82,6 +84,12 @@ func (e *engine) turn(ctx context.Context, req turnRequest, sess session.Session
 	var err error
 	if sess == nil {
 		sess, err = e.getSession(ctx, nil, req.UserID, req.SessionID, 0, !e.opts.SessionStateOnly)
+	}
+	if err == nil {
+		// Refused before anything is written.
+		if err := req.meter.checkChat(sess); err != nil {
+			return nil, err
+		}
 	}
 	switch {
 	case errors.Is(err, sessionstore.ErrNotFound):
@@ -115,6 +123,7 @@ func (e *engine) fastTurn(ctx context.Context, req turnRequest, sess session.Ses
 	}
 	run := req.run(sess)
 	run.claim = claim
+	run.turnLog, run.writes = req.meter.chatLog(sess), req.meter.userWrites(true)
 	return e.start(ctx, run)
 }
 
@@ -129,6 +138,7 @@ func (e *engine) firstTurn(ctx context.Context, req turnRequest, chat *sessionst
 	}
 	run := req.run(sess)
 	run.claim = claim
+	run.turnLog, run.writes = req.meter.chatLog(nil), req.meter.userWrites(true)
 	return e.start(ctx, run)
 }
 
@@ -159,6 +169,8 @@ func (e *engine) settledTurn(ctx context.Context, req turnRequest) (*Invocation,
 	run := req.run(sess)
 	// No ledger record is left open: the message's commit says so.
 	run.held, run.docsClosed = h, true
+	// The lease is taken: the counts join whatever is stored by now.
+	run.turnLog, run.writes = req.meter.chatLog(sess), req.meter.userWrites(false)
 	return e.start(ctx, run)
 }
 
@@ -177,6 +189,10 @@ type invocationRun struct {
 	// docsClosed makes the message's commit record that the ledger holds
 	// no open record of the session.
 	docsClosed bool
+	// turnLog and writes count the turn against its limits in the
+	// message's commit (see limits.go).
+	turnLog []time.Time
+	writes  []sessionstore.DocWrite
 	// after runs once the runner is done, before the lease is released,
 	// if the lease was held (a claim that lost its race delivered nothing).
 	after func(context.Context)
@@ -199,7 +215,7 @@ func (req turnRequest) run(sess session.Session) invocationRun {
 // reader never sees a call that has no record.
 func (e *engine) start(ctx context.Context, run invocationRun) (*Invocation, error) {
 	svc := &invocationSessions{Service: e.sessions, e: e, client: run.client, tools: &pausingTools{}, handle: run.handle,
-		first: sessionstore.AppendOptions{Claim: run.claim, DocsClosed: run.docsClosed}}
+		first: sessionstore.AppendOptions{Claim: run.claim, DocsClosed: run.docsClosed, TurnLog: run.turnLog, Writes: run.writes}}
 	h := run.held
 	if run.claim != nil {
 		h = &heldLease{lease: run.claim.Lease()}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"google.golang.org/adk/v2/platform"
 	"google.golang.org/adk/v2/session"
 
 	"github.com/baton-run/baton/sessionstore"
@@ -70,6 +71,10 @@ func (s *invocationSessions) AppendEvent(ctx context.Context, sess session.Sessi
 	s.first = sessionstore.AppendOptions{}
 	s.mu.Unlock()
 	records, err := s.ledgerRecords(sess, ev)
+	if n := tokensUsed(ev.UsageMetadata); n > 0 && s.e.opts.CountTokens {
+		// The tokens are counted with the event that reports them.
+		opts.Writes = append(opts.Writes, tokenWrite(s.e.sessions, s.e.app, sess.UserID(), platform.Now(ctx), n))
+	}
 	if err == nil {
 		opts.Create = records
 		err = s.Service.AppendEventWith(ctx, sess, ev, opts)

@@ -77,6 +77,11 @@ type Options struct {
 	// bills as reads whether or not the documents exist. With it set, an
 	// agent reading such a key does not find it.
 	SessionStateOnly bool
+	// CountTokens counts each user's model tokens per UTC day, from the
+	// usage metadata of every model response, in the commit that stores
+	// it (one more document write per response that reports usage). A
+	// ChatTurn's Limits.UserTokensPerDay needs it.
+	CountTokens bool
 	// ChatSwitched, when set, is called after a Team's turn moved a chat to
 	// another agent (chat.Agent; from is the previous one). ChatDeleted is
 	// called after Sweep deleted an idle chat, with the chat as it was

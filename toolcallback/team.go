@@ -92,6 +92,9 @@ type ChatTurn struct {
 	// MessageID is the client's id for the message: the same id sent
 	// again fails with ErrMessageTaken, and no second turn runs.
 	MessageID string
+	// Limits are the caller's turn limits (zero: none); a turn over one
+	// fails with a *LimitError and writes nothing (see limits.go).
+	Limits Limits
 }
 
 // SwitchReport says whether a turn moved the chat to another agent.
@@ -113,12 +116,20 @@ func (t *Team) Turn(ctx context.Context, req ChatTurn) (*Invocation, *SwitchRepo
 		return nil, nil, &UnknownAgentError{Name: req.Agent, Known: t.Agents()}
 	}
 	// One round trip reads the chat with the session it is believed to
-	// point at (see activeSessions); the engine hands that read to the
-	// runner.
-	chat, sess, _, err := t.sessions.GetChatSession(ctx, t.app, req.UserID, req.ChatID, t.active.guess(req.UserID, req.ChatID), !t.opts.SessionStateOnly)
+	// point at (see activeSessions), and what the caller's limits count;
+	// the engine hands that read to the runner.
+	now := platform.Now(ctx)
+	chat, sess, snaps, err := t.sessions.GetChatSession(ctx, t.app, req.UserID, req.ChatID, t.active.guess(req.UserID, req.ChatID), !t.opts.SessionStateOnly,
+		t.meterRefs(req.UserID, req.Limits, now)...)
+	m := newMeter(req.Limits, now, snaps)
+	if err == nil || errors.Is(err, sessionstore.ErrNotFound) {
+		if lerr := m.checkUser(); lerr != nil {
+			return nil, nil, lerr
+		}
+	}
 	if errors.Is(err, sessionstore.ErrNotFound) {
 		var inv *Invocation
-		if inv, chat, err = t.newChatTurn(ctx, req); inv != nil {
+		if inv, chat, err = t.newChatTurn(ctx, req, m); inv != nil {
 			return inv, &SwitchReport{To: chat.Agent}, nil
 		}
 	}
@@ -139,7 +150,9 @@ func (t *Team) Turn(ctx context.Context, req ChatTurn) (*Invocation, *SwitchRepo
 		t.touch(ctx, chat)
 	}
 	t.active.put(req.UserID, req.ChatID, chat.SessionID)
-	inv, err := t.engines[chat.Agent].turn(ctx, req.in(chat.SessionID), sess)
+	in := req.in(chat.SessionID)
+	in.meter = m
+	inv, err := t.engines[chat.Agent].turn(ctx, in, sess)
 	return inv, report, err
 }
 
@@ -147,9 +160,11 @@ func (t *Team) Turn(ctx context.Context, req ChatTurn) (*Invocation, *SwitchRepo
 // one commit creates the chat with its session, lease and first message.
 // If another request created the chat first, it returns that chat and no
 // invocation, and the turn goes the usual way.
-func (t *Team) newChatTurn(ctx context.Context, req ChatTurn) (*Invocation, *sessionstore.Chat, error) {
+func (t *Team) newChatTurn(ctx context.Context, req ChatTurn, m *meter) (*Invocation, *sessionstore.Chat, error) {
 	chat := t.chatFor(ctx, req.UserID, req.ChatID, req.Agent)
-	inv, err := t.engines[chat.Agent].firstTurn(ctx, req.in(chat.SessionID), chat)
+	in := req.in(chat.SessionID)
+	in.meter = m
+	inv, err := t.engines[chat.Agent].firstTurn(ctx, in, chat)
 	if err == nil {
 		t.active.put(req.UserID, req.ChatID, chat.SessionID)
 		return inv, chat, nil

@@ -33,6 +33,19 @@ resource "google_firestore_field" "calls_ttl" {
   index_config {}
 }
 
+# The turn limits' counts (toolcallback.TTLs: users/{user}/limits/*) are
+# garbage once their window has passed.
+resource "google_firestore_field" "limits_ttl" {
+  project    = var.project
+  database   = google_firestore_database.baton.name
+  collection = "limits"
+  field      = "gcAt"
+
+  ttl_config {}
+
+  index_config {}
+}
+
 # A2A tasks (a2aserver.TTLs: {chat}/a2aTasks/{task}, its a2aEvents and
 # a2aPush) are garbage-collected some time after gcAt, like the ledger.
 resource "google_firestore_field" "a2a_ttl" {

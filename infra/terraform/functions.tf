@@ -70,6 +70,14 @@ locals {
     BATON_A2A_PUSH_ALLOW      = join(",", var.a2a_push_allow)
     BATON_TRACE_EXPORT        = var.trace_export
     BATON_CHECK_REVOKED       = tostring(var.check_revoked)
+
+    BATON_USER_TURNS_PER_MINUTE      = tostring(var.user_turns_per_minute)
+    BATON_CHAT_TURNS_PER_MINUTE      = tostring(var.chat_turns_per_minute)
+    BATON_ANON_USER_TURNS_PER_MINUTE = tostring(var.anon_user_turns_per_minute)
+    BATON_SERVICE_TURNS_PER_MINUTE   = tostring(var.service_turns_per_minute)
+    BATON_USER_TOKENS_PER_DAY        = format("%d", var.user_tokens_per_day)
+    BATON_ANON_USER_TOKENS_PER_DAY   = format("%d", var.anon_user_tokens_per_day)
+    BATON_SERVICE_TOKENS_PER_DAY     = format("%d", var.service_tokens_per_day)
   }
 
   # Vertex AI mode, read by the genai client itself (GOOGLE_CLOUD_PROJECT

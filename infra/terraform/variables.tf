@@ -294,3 +294,83 @@ variable "trace_export" {
     error_message = "trace_export: none or cloudtrace."
   }
 }
+
+# Turn limits (docs/limits.md): 0 sets no limit. Counted in Firestore, so
+# they hold across instances.
+
+variable "user_turns_per_minute" {
+  description = "Turns a signed-in user may start in any minute, across all chats and instances (BATON_USER_TURNS_PER_MINUTE); 0: no limit. Costs one document write per turn."
+  type        = number
+  default     = 30
+
+  validation {
+    condition     = var.user_turns_per_minute >= 0 && var.user_turns_per_minute <= 10000 && floor(var.user_turns_per_minute) == var.user_turns_per_minute
+    error_message = "user_turns_per_minute: a whole number from 0 to 10000."
+  }
+}
+
+variable "chat_turns_per_minute" {
+  description = "Turns one chat may start in any minute, whoever the caller (BATON_CHAT_TURNS_PER_MINUTE); 0: no limit."
+  type        = number
+  default     = 20
+
+  validation {
+    condition     = var.chat_turns_per_minute >= 0 && var.chat_turns_per_minute <= 10000 && floor(var.chat_turns_per_minute) == var.chat_turns_per_minute
+    error_message = "chat_turns_per_minute: a whole number from 0 to 10000."
+  }
+}
+
+variable "anon_user_turns_per_minute" {
+  description = "Turns a user signed in anonymously may start in any minute (BATON_ANON_USER_TURNS_PER_MINUTE); 0: no limit."
+  type        = number
+  default     = 10
+
+  validation {
+    condition     = var.anon_user_turns_per_minute >= 0 && var.anon_user_turns_per_minute <= 10000 && floor(var.anon_user_turns_per_minute) == var.anon_user_turns_per_minute
+    error_message = "anon_user_turns_per_minute: a whole number from 0 to 10000."
+  }
+}
+
+variable "service_turns_per_minute" {
+  description = "Turns a service account calling A2A may start in any minute (BATON_SERVICE_TURNS_PER_MINUTE); 0: no limit."
+  type        = number
+  default     = 120
+
+  validation {
+    condition     = var.service_turns_per_minute >= 0 && var.service_turns_per_minute <= 10000 && floor(var.service_turns_per_minute) == var.service_turns_per_minute
+    error_message = "service_turns_per_minute: a whole number from 0 to 10000."
+  }
+}
+
+variable "user_tokens_per_day" {
+  description = "Model tokens a signed-in user may use per UTC day (BATON_USER_TOKENS_PER_DAY); 0: no budget. Any budget makes every model response cost one more document write."
+  type        = number
+  default     = 0
+
+  validation {
+    condition     = var.user_tokens_per_day >= 0 && floor(var.user_tokens_per_day) == var.user_tokens_per_day
+    error_message = "user_tokens_per_day: a whole number, 0 for no budget."
+  }
+}
+
+variable "anon_user_tokens_per_day" {
+  description = "Model tokens a user signed in anonymously may use per UTC day (BATON_ANON_USER_TOKENS_PER_DAY); 0: no budget."
+  type        = number
+  default     = 0
+
+  validation {
+    condition     = var.anon_user_tokens_per_day >= 0 && floor(var.anon_user_tokens_per_day) == var.anon_user_tokens_per_day
+    error_message = "anon_user_tokens_per_day: a whole number, 0 for no budget."
+  }
+}
+
+variable "service_tokens_per_day" {
+  description = "Model tokens a service account calling A2A may use per UTC day (BATON_SERVICE_TOKENS_PER_DAY); 0: no budget."
+  type        = number
+  default     = 0
+
+  validation {
+    condition     = var.service_tokens_per_day >= 0 && floor(var.service_tokens_per_day) == var.service_tokens_per_day
+    error_message = "service_tokens_per_day: a whole number, 0 for no budget."
+  }
+}

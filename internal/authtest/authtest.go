@@ -113,6 +113,23 @@ func SignUp(tb testing.TB, addr string) User {
 	return User{UID: out.LocalID, IDToken: out.IDToken}
 }
 
+// SignUpWithEmail signs a new user up with an email and a password
+// (sign-in provider "password", not "anonymous") through the emulator at
+// addr, and returns its uid and ID token.
+func SignUpWithEmail(tb testing.TB, addr, email string) User {
+	tb.Helper()
+	var out struct {
+		LocalID string `json:"localId"`
+		IDToken string `json:"idToken"`
+	}
+	post(tb, "http://"+addr+"/identitytoolkit.googleapis.com/v1/accounts:signUp?key="+APIKey, false,
+		map[string]any{"email": email, "password": "secret-password", "returnSecureToken": true}, &out)
+	if out.LocalID == "" || out.IDToken == "" {
+		tb.Fatalf("signUp %s: no localId or idToken in the answer", email)
+	}
+	return User{UID: out.LocalID, IDToken: out.IDToken}
+}
+
 // CreateUser adds a user with the given uid to the emulator at addr, through
 // the admin API, which takes uids that sign-up never generates (ones Baton
 // must refuse as ids, say). A token for it is one of the emulator's with its

@@ -91,9 +91,14 @@ func defaultAddr() string {
 }
 
 // localDefaults are what a local run sets when the environment does not.
+// The page signs in anonymously: the turn limits are raised so that a
+// demo, or a browser scenario of thirty quick turns, is not refused (set
+// the variables to try the limits; docs/limits.md).
 var localDefaults = map[string]string{
-	"GOOGLE_CLOUD_PROJECT": "baton-local",
-	"BATON_PENDING_POLICY": "cancel",
+	"GOOGLE_CLOUD_PROJECT":             "baton-local",
+	"BATON_PENDING_POLICY":             "cancel",
+	"BATON_ANON_USER_TURNS_PER_MINUTE": "60",
+	"BATON_CHAT_TURNS_PER_MINUTE":      "60",
 }
 
 // Run serves until ctx ends, then stops what it started.

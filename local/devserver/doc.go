@@ -18,7 +18,10 @@
 // Other settings come from the environment variables of the deployed
 // functions (functions.EnvVars); a local run needs none of them:
 // GOOGLE_CLOUD_PROJECT defaults to baton-local, BATON_PENDING_POLICY to
-// cancel, and BATON_TOKEN_KEY to a random key per run.
+// cancel, BATON_TOKEN_KEY to a random key per run, and the turn limits
+// of anonymous users and of a chat to 60 a minute (the page signs in
+// anonymously); every BATON_*_TURNS_PER_MINUTE and _TOKENS_PER_DAY
+// variable set is passed through.
 //
 // It is a package of its own, rather than part of the local command, so
 // that a Go developer's own module runs its agents as the demo runs. It

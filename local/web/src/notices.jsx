@@ -30,11 +30,23 @@ export function errorNotice(err) {
     }
     case 'unavailable':
       return { kind: 'error', text: 'The service is unavailable; try again shortly.' };
+    case 'rate_limited':
+      return { kind: 'limited', text: `Too many messages: try again in ${waitText(e.retryAfterSeconds)}.` };
+    case 'budget_exhausted':
+      return { kind: 'limited', text: `Today's usage limit is reached: try again in ${waitText(e.retryAfterSeconds)}.` };
     case undefined:
       return { kind: 'error', text: `The connection broke while the agent answered: ${err?.message ?? err}. Reload to see where things stand.` };
     default:
       return { kind: 'error', text: `Error (${e.code}): ${e.message}` };
   }
+}
+
+/** A wait in seconds as a person reads it: "40 s", "3 min", "5 h 20 min". */
+function waitText(seconds) {
+  const s = Math.max(Math.ceil(Number(seconds) || 1), 1);
+  if (s < 60) return `${s} s`;
+  const m = Math.ceil(s / 60);
+  return m < 60 ? `${m} min` : `${Math.floor(m / 60)} h${m % 60 ? ` ${m % 60} min` : ''}`;
 }
 
 /**

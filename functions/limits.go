@@ -1,0 +1,104 @@
+package functions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+
+	"github.com/baton-run/baton/toolcallback"
+)
+
+// Turn limits by kind of caller (docs/limits.md): a Firebase user signed
+// in anonymously (the token's firebase.sign_in_provider is "anonymous"), a
+// service account calling A2A, and every other user (development identity
+// included). The per-chat limit is the same for all.
+
+// callerKind is what kind of identity sent a request.
+type callerKind int
+
+const (
+	signedIn callerKind = iota
+	anonymous
+	serviceAccount
+)
+
+// caller is the verified sender of a request.
+type caller struct {
+	user string
+	kind callerKind
+}
+
+// TurnLimits are the limits of each kind of caller. Zero: no limit.
+type TurnLimits struct {
+	User      toolcallback.Limits // signed-in users (and development identity)
+	Anonymous toolcallback.Limits // users signed in anonymously
+	Service   toolcallback.Limits // service accounts calling A2A
+}
+
+// of returns the limits of a kind of caller.
+func (l TurnLimits) of(kind callerKind) toolcallback.Limits {
+	switch kind {
+	case anonymous:
+		return l.Anonymous
+	case serviceAccount:
+		return l.Service
+	}
+	return l.User
+}
+
+// countsTokens reports whether any kind of caller has a token budget, for
+// which every model response's tokens are counted.
+func (l TurnLimits) countsTokens() bool {
+	return l.User.UserTokensPerDay > 0 || l.Anonymous.UserTokensPerDay > 0 || l.Service.UserTokensPerDay > 0
+}
+
+func (l *TurnLimits) read(get func(string) string) []error {
+	var errs []error
+	count := func(name string) int64 {
+		n, err := strconv.ParseInt(get(name), 10, 64)
+		if err != nil || n < 0 || n > 1<<40 {
+			errs = append(errs, fmt.Errorf("%s=%q: want a count, 0 for no limit", name, get(name)))
+		}
+		return n
+	}
+	// A turn log keeps up to a minute's limit of times in one document.
+	rate := func(name string) int {
+		n := count(name)
+		if n > 10000 {
+			errs = append(errs, fmt.Errorf("%s=%d: at most 10000 turns a minute", name, n))
+		}
+		return int(n)
+	}
+	chat := rate("BATON_CHAT_TURNS_PER_MINUTE")
+	l.User = toolcallback.Limits{UserTurnsPerMinute: rate("BATON_USER_TURNS_PER_MINUTE"), ChatTurnsPerMinute: chat,
+		UserTokensPerDay: count("BATON_USER_TOKENS_PER_DAY")}
+	l.Anonymous = toolcallback.Limits{UserTurnsPerMinute: rate("BATON_ANON_USER_TURNS_PER_MINUTE"), ChatTurnsPerMinute: chat,
+		UserTokensPerDay: count("BATON_ANON_USER_TOKENS_PER_DAY")}
+	l.Service = toolcallback.Limits{UserTurnsPerMinute: rate("BATON_SERVICE_TURNS_PER_MINUTE"), ChatTurnsPerMinute: chat,
+		UserTokensPerDay: count("BATON_SERVICE_TOKENS_PER_DAY")}
+	return errs
+}
+
+// caller: development identity counts as signed in.
+func (d devIdentity) caller(ctx context.Context, r *http.Request) (caller, error) {
+	user, err := d.userID(ctx, r)
+	return caller{user: user}, err
+}
+
+// limitsOf are the turn limits of c.
+func (s *Server) limitsOf(c caller) toolcallback.Limits { return s.cfg.TurnLimits.of(c.kind) }
+
+// limitedStatus is the answer to a turn refused for a limit: 429 with the
+// wait in whole seconds.
+func limitedStatus(e *toolcallback.LimitError) (int, apiErrorBody) {
+	secs := max(int(math.Ceil(e.RetryAfter.Seconds())), 1)
+	if errors.Is(e, toolcallback.ErrBudgetExhausted) {
+		return http.StatusTooManyRequests, apiErrorBody{Code: "budget_exhausted", RetryAfterSeconds: secs,
+			Message: fmt.Sprintf("today's model token budget (%d) is used up; it renews at midnight UTC", e.Limit)}
+	}
+	return http.StatusTooManyRequests, apiErrorBody{Code: "rate_limited", RetryAfterSeconds: secs,
+		Message: fmt.Sprintf("too many turns: at most %d a minute per %s", e.Limit, e.Scope)}
+}

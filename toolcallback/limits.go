@@ -1,0 +1,279 @@
+package toolcallback
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"google.golang.org/adk/v2/session"
+	"google.golang.org/genai"
+
+	"github.com/baton-run/baton/sessionstore"
+)
+
+// Turn limits: how many turns a user and a chat may start per minute, and
+// how many model tokens a user may use per day, across every instance.
+//
+// Nothing is added on the way to the model: the counts a turn checks are
+// read in the round trip that reads its chat and session, and the turn is
+// counted in the commit that stores its message (and takes the session's
+// lease). A chat's recent turn times live in its session document, which
+// that commit writes anyway; a user's live in the user's turns document,
+// {root}/{app}/users/{user}/limits/turns, which that commit also writes,
+// conditional on it being as read: of two turns of one user racing in two
+// chats, one is stored and the other is busy (nothing written), so the
+// rate holds exactly. A turn refused for its limits writes nothing.
+//
+// Tokens are counted from the usage metadata of each model response, in
+// the commit that stores the response's event: the day's document
+// {root}/{app}/users/{user}/limits/tokens-{yyyy-mm-dd} (UTC) is
+// incremented, unconditionally. A turn is refused once the day's count
+// has reached the budget, as read before the model is called, so a turn
+// may overrun the budget by what it uses, and turns racing at the edge by
+// what all of them use.
+//
+// Answers to paused calls (resumes) are never refused: a turn that paused
+// must be able to finish. Their tokens are counted like any.
+
+// Limits are the limits of one caller's turns. A zero field sets no limit.
+type Limits struct {
+	UserTurnsPerMinute int   // turns a user may start in any 60 s
+	ChatTurnsPerMinute int   // turns one chat may start in any 60 s
+	UserTokensPerDay   int64 // model tokens a user may use per UTC day
+}
+
+// zero reports whether l limits nothing.
+func (l Limits) zero() bool { return l == Limits{} }
+
+var (
+	// ErrRateLimited: the turn would exceed a turn rate limit. The
+	// *LimitError says which and how long to wait.
+	ErrRateLimited = errors.New("rate limited")
+	// ErrBudgetExhausted: the user has used the day's token budget. The
+	// *LimitError says how long until the next day.
+	ErrBudgetExhausted = errors.New("token budget exhausted")
+)
+
+// LimitError refuses a turn for one of its Limits. It wraps
+// ErrRateLimited or ErrBudgetExhausted.
+type LimitError struct {
+	Err        error  // ErrRateLimited or ErrBudgetExhausted
+	Scope      string // "user" or "chat"
+	Limit      int64
+	RetryAfter time.Duration
+}
+
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("%v: %s limit %d; retry after %s", e.Err, e.Scope, e.Limit, e.RetryAfter.Round(time.Second))
+}
+
+func (e *LimitError) Unwrap() error { return e.Err }
+
+// rateWindow is the window of the turn rate limits.
+const rateWindow = time.Minute
+
+const limitsCollection = "limits"
+
+// turnsDoc is a user's recent turn times (the user's turns document).
+type turnsDoc struct {
+	Times []time.Time `firestore:"times"`
+	// Expires is the TTL field: once the last turn leaves the window the
+	// document says nothing.
+	Expires time.Time `firestore:"gcAt"`
+}
+
+// tokensDoc is a user's model tokens of one UTC day.
+type tokensDoc struct {
+	Tokens  int64     `firestore:"tokens"`
+	Expires time.Time `firestore:"gcAt"` // TTL field: the day after
+}
+
+func (t *Team) turnsRef(user string) *firestore.DocumentRef {
+	return t.sessions.UserRef(t.app, user).Collection(limitsCollection).Doc("turns")
+}
+
+// tokensRef is the document of user's tokens on the UTC day of now.
+func tokensRef(sessions *sessionstore.Service, app, user string, now time.Time) *firestore.DocumentRef {
+	return sessions.UserRef(app, user).Collection(limitsCollection).Doc("tokens-" + now.UTC().Format(time.DateOnly))
+}
+
+// meter is what one turn's limits read (in the turn's first round trip)
+// and what its message's commit writes.
+type meter struct {
+	limits Limits
+	now    time.Time
+	turns  *firestore.DocumentSnapshot // nil: no user rate limit
+	tokens *firestore.DocumentSnapshot // nil: no budget
+}
+
+// meterRefs are the documents a turn with limits l reads beside its chat.
+func (t *Team) meterRefs(user string, l Limits, now time.Time) []*firestore.DocumentRef {
+	var refs []*firestore.DocumentRef
+	if l.UserTurnsPerMinute > 0 {
+		refs = append(refs, t.turnsRef(user))
+	}
+	if l.UserTokensPerDay > 0 {
+		refs = append(refs, tokensRef(t.sessions, t.app, user, now))
+	}
+	return refs
+}
+
+// newMeter pairs the snapshots of meterRefs with the limits; nil when l
+// limits nothing.
+func newMeter(l Limits, now time.Time, snaps []*firestore.DocumentSnapshot) *meter {
+	if l.zero() {
+		return nil
+	}
+	m := &meter{limits: l, now: now}
+	if l.UserTurnsPerMinute > 0 {
+		m.turns, snaps = snaps[0], snaps[1:]
+	}
+	if l.UserTokensPerDay > 0 {
+		m.tokens = snaps[0]
+	}
+	return m
+}
+
+// checkUser refuses the turn when the user is at a limit.
+func (m *meter) checkUser() error {
+	if m == nil {
+		return nil
+	}
+	if m.tokens != nil && m.tokens.Exists() {
+		var d tokensDoc
+		if err := m.tokens.DataTo(&d); err != nil {
+			return fmt.Errorf("decode token count: %w", err)
+		}
+		if d.Tokens >= m.limits.UserTokensPerDay {
+			next := m.now.UTC().Truncate(24 * time.Hour).Add(24 * time.Hour)
+			return &LimitError{Err: ErrBudgetExhausted, Scope: "user", Limit: m.limits.UserTokensPerDay, RetryAfter: next.Sub(m.now)}
+		}
+	}
+	times, err := m.userTimes()
+	if err != nil {
+		return err
+	}
+	return checkRate("user", times, m.limits.UserTurnsPerMinute, m.now)
+}
+
+// checkChat refuses the turn when the chat, whose session is sess (nil:
+// not stored yet), is at its limit.
+func (m *meter) checkChat(sess session.Session) error {
+	if m == nil || sess == nil {
+		return nil
+	}
+	return checkRate("chat", sessionstore.TurnLog(sess), m.limits.ChatTurnsPerMinute, m.now)
+}
+
+func (m *meter) userTimes() ([]time.Time, error) {
+	if m.turns == nil || !m.turns.Exists() {
+		return nil, nil
+	}
+	var d turnsDoc
+	if err := m.turns.DataTo(&d); err != nil {
+		return nil, fmt.Errorf("decode turn times: %w", err)
+	}
+	return d.Times, nil
+}
+
+// checkRate refuses a turn at now when times holds limit turns or more in
+// the window before it (limit 0: no limit), saying when the oldest that
+// must leave the window does.
+func checkRate(scope string, times []time.Time, limit int, now time.Time) error {
+	if limit <= 0 {
+		return nil
+	}
+	recent := inWindow(times, now)
+	if len(recent) < limit {
+		return nil
+	}
+	wait := recent[len(recent)-limit].Add(rateWindow).Sub(now)
+	return &LimitError{Err: ErrRateLimited, Scope: scope, Limit: int64(limit), RetryAfter: max(wait, time.Millisecond)}
+}
+
+// inWindow returns the times of times within the rate window before now,
+// sorted.
+func inWindow(times []time.Time, now time.Time) []time.Time {
+	from := now.Add(-rateWindow)
+	out := make([]time.Time, 0, len(times))
+	for _, t := range times {
+		if t.After(from) && !t.After(now) {
+			out = append(out, t)
+		}
+	}
+	slices.SortFunc(out, func(a, b time.Time) int { return a.Compare(b) })
+	return out
+}
+
+// logged is times with now added, keeping what a limit of limit turns can
+// still need: the window's latest turns, at most limit of them.
+func logged(times []time.Time, now time.Time, limit int) []time.Time {
+	out := append(inWindow(times, now), now)
+	if len(out) > limit {
+		out = out[len(out)-limit:]
+	}
+	return out
+}
+
+// chatLog is the turn log the message's commit stores in sess's session
+// document (nil sess: a new one), or nil when the chat's rate is not
+// limited.
+func (m *meter) chatLog(sess session.Session) []time.Time {
+	if m == nil || m.limits.ChatTurnsPerMinute <= 0 {
+		return nil
+	}
+	var times []time.Time
+	if sess != nil {
+		times = sessionstore.TurnLog(sess)
+	}
+	return logged(times, m.now, m.limits.ChatTurnsPerMinute)
+}
+
+// userWrites are the writes of the user's turns document in the message's
+// commit. exact makes the write conditional on the document being as read,
+// so that turns racing in other chats cannot both pass; without it (a turn
+// that took the lease first, and whose commit must not fail) the turn is
+// added to whatever the document holds by then.
+func (m *meter) userWrites(exact bool) []sessionstore.DocWrite {
+	if m == nil || m.turns == nil {
+		return nil
+	}
+	ref, limit := m.turns.Ref, m.limits.UserTurnsPerMinute
+	expires := m.now.Add(rateWindow)
+	if !exact {
+		return []sessionstore.DocWrite{func(b *firestore.WriteBatch) {
+			b.Set(ref, map[string]any{"times": firestore.ArrayUnion(m.now), "gcAt": expires}, firestore.MergeAll)
+		}}
+	}
+	times, _ := m.userTimes() // decoded by checkUser already
+	doc := turnsDoc{Times: logged(times, m.now, limit), Expires: expires}
+	if !m.turns.Exists() {
+		return []sessionstore.DocWrite{func(b *firestore.WriteBatch) { b.Create(ref, doc) }}
+	}
+	pre := firestore.LastUpdateTime(m.turns.UpdateTime)
+	return []sessionstore.DocWrite{func(b *firestore.WriteBatch) {
+		b.Update(ref, []firestore.Update{{Path: "times", Value: doc.Times}, {Path: "gcAt", Value: doc.Expires}}, pre)
+	}}
+}
+
+// tokensUsed is what a model response's usage metadata counts.
+func tokensUsed(u *genai.GenerateContentResponseUsageMetadata) int64 {
+	if u == nil {
+		return 0
+	}
+	if u.TotalTokenCount > 0 {
+		return int64(u.TotalTokenCount)
+	}
+	return int64(u.PromptTokenCount) + int64(u.CandidatesTokenCount) + int64(u.ThoughtsTokenCount) + int64(u.ToolUsePromptTokenCount)
+}
+
+// tokenWrite counts n tokens of user at now, unconditionally.
+func tokenWrite(sessions *sessionstore.Service, app, user string, now time.Time, n int64) sessionstore.DocWrite {
+	ref := tokensRef(sessions, app, user, now)
+	expires := now.UTC().Truncate(24 * time.Hour).Add(48 * time.Hour)
+	return func(b *firestore.WriteBatch) {
+		b.Set(ref, map[string]any{"tokens": firestore.Increment(n), "gcAt": expires}, firestore.MergeAll)
+	}
+}

@@ -1,0 +1,261 @@
+package toolcallback_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/adk/v2/platform"
+	"google.golang.org/genai"
+
+	"github.com/baton-run/baton/internal/firestoretest"
+	"github.com/baton-run/baton/sessionstore"
+	"github.com/baton-run/baton/toolcallback"
+)
+
+// limitClock is a pinned clock: at(d) is a context at base+d.
+func limitClock(t *testing.T) func(d time.Duration) context.Context {
+	base := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
+	return func(d time.Duration) context.Context {
+		return platform.WithTimeProvider(t.Context(), func() time.Time { return base.Add(d) })
+	}
+}
+
+func limitedTurn(user, chat string, l toolcallback.Limits) toolcallback.ChatTurn {
+	return toolcallback.ChatTurn{UserID: user, ChatID: chat, ClientID: "tab", Content: genai.NewContentFromText("hi", genai.RoleUser), Limits: l}
+}
+
+// wantLimited checks that err refuses a turn for the limit of scope, with
+// sentinel and a wait of about wait.
+func wantLimited(t *testing.T, err, sentinel error, scope string, wait time.Duration) {
+	t.Helper()
+	var le *toolcallback.LimitError
+	if !errors.Is(err, sentinel) || !errors.As(err, &le) || le.Scope != scope {
+		t.Fatalf("Turn() error = %v, want %v for the %s", err, sentinel, scope)
+	}
+	if d := le.RetryAfter - wait; d < -time.Second || d > time.Second {
+		t.Errorf("RetryAfter = %s, want about %s", le.RetryAfter, wait)
+	}
+}
+
+// TestTurnRateLimitsAcrossInstances: the counts are Firestore's, not an
+// instance's: a user over the per-user limit on one instance is refused
+// on the other, another user is not, and a chat's limit does not hold back
+// the user's other chats. A refused turn writes nothing and calls no model.
+func TestTurnRateLimitsAcrossInstances(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	f.model.Repeat = textReply("ok")
+	clientB, counterB := firestoretest.Reopen(t, f.client)
+	a, b := f.team, f.instanceOn(clientB)
+	at := limitClock(t)
+	lim := toolcallback.Limits{UserTurnsPerMinute: 3, ChatTurnsPerMinute: 2}
+	run := func(team *toolcallback.Team, d time.Duration, user, chat string) error {
+		t.Helper()
+		_, err := runTurn(at(d), team, limitedTurn(user, chat, lim))
+		return err
+	}
+	for i, step := range []struct {
+		team *toolcallback.Team
+		d    time.Duration
+		chat string
+		user string
+	}{{a, 0, "c1", "ada"}, {b, time.Second, "c1", "ada"}} {
+		if err := run(step.team, step.d, step.user, step.chat); err != nil {
+			t.Fatalf("turn %d: %v", i, err)
+		}
+	}
+	refused := func(team *toolcallback.Team, d time.Duration, user, chat string) error {
+		t.Helper()
+		calls, writes, writesB := f.model.Calls(), f.counter.Writes(), counterB.Writes()
+		err := run(team, d, user, chat)
+		if f.model.Calls() != calls || f.counter.Writes() != writes || counterB.Writes() != writesB {
+			t.Errorf("a refused turn called the model or wrote (error %v)", err)
+		}
+		return err
+	}
+	// The chat has had its two turns in this minute, on two instances.
+	wantLimited(t, refused(a, 2*time.Second, "ada", "c1"), toolcallback.ErrRateLimited, "chat", 58*time.Second)
+	// The user's other chat is free, on either instance: the user's third turn.
+	if err := run(b, 3*time.Second, "ada", "c2"); err != nil {
+		t.Fatalf("turn in another chat: %v", err)
+	}
+	// The user has had three turns: a fourth is refused on both instances,
+	// in a chat of its own too.
+	wantLimited(t, refused(a, 4*time.Second, "ada", "c3"), toolcallback.ErrRateLimited, "user", 56*time.Second)
+	wantLimited(t, refused(b, 5*time.Second, "ada", "c2"), toolcallback.ErrRateLimited, "user", 55*time.Second)
+	// Another user is not held back.
+	if err := run(a, 5*time.Second, "bob", "c1"); err != nil {
+		t.Fatalf("another user's turn: %v", err)
+	}
+	// Once the turns of 0 s and 1 s have left the window, two more pass;
+	// the next waits for the turn of 3 s to leave it.
+	for _, chat := range []string{"c3", "c4"} {
+		if err := run(b, 61*time.Second, "ada", chat); err != nil {
+			t.Fatalf("turn after the window: %v", err)
+		}
+	}
+	wantLimited(t, refused(a, 62*time.Second, "ada", "c5"), toolcallback.ErrRateLimited, "user", 1*time.Second)
+}
+
+// TestUserRateRace: turns of one user racing in different chats on two
+// instances do not pass the per-user limit together: the count is checked
+// and written in the commit that stores each message, conditional on it.
+func TestUserRateRace(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	f.model.Repeat = textReply("ok")
+	clientB, _ := firestoretest.Reopen(t, f.client)
+	teams := []*toolcallback.Team{f.team, f.instanceOn(clientB)}
+	warmUp(t, teams...)
+	lim := toolcallback.Limits{UserTurnsPerMinute: 2}
+	const racers = 8
+	var wg sync.WaitGroup
+	errs := make([]error, racers)
+	ctx := limitClock(t)(0)
+	for i := range racers {
+		wg.Go(func() {
+			_, errs[i] = runTurn(ctx, teams[i%2], limitedTurn("ada", fmt.Sprintf("c%d", i), lim))
+		})
+	}
+	wg.Wait()
+	passed := 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			passed++
+		case errors.Is(err, toolcallback.ErrRateLimited), errors.Is(err, sessionstore.ErrBusy):
+		default:
+			t.Fatalf("racing turn: %v", err)
+		}
+	}
+	if passed > lim.UserTurnsPerMinute || passed == 0 {
+		t.Errorf("%d of %d racing turns passed, want 1 to %d", passed, racers, lim.UserTurnsPerMinute)
+	}
+	if f.model.Calls() != passed+len(teams) {
+		t.Errorf("the model was called %d times for %d turns", f.model.Calls(), passed)
+	}
+}
+
+// TestTokenBudgetAcrossInstances: tokens are counted from each model
+// response's usage metadata; once a user's day has reached the budget, the
+// next turn is refused on any instance, in any chat, until the next day.
+// The turn that crossed the budget ran whole: it overran by what it used.
+func TestTokenBudgetAcrossInstances(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, &toolcallback.Options{CountTokens: true})
+	f.model.Repeat = textReply("ok")
+	f.model.Usage = &genai.GenerateContentResponseUsageMetadata{TotalTokenCount: 100}
+	clientB, _ := firestoretest.Reopen(t, f.client)
+	a, b := f.team, f.instanceOn(clientB)
+	at := limitClock(t)
+	lim := toolcallback.Limits{UserTokensPerDay: 250}
+	for i, step := range []struct {
+		team *toolcallback.Team
+		chat string
+	}{{a, "c1"}, {b, "c2"}, {a, "c1"}} {
+		if _, err := runTurn(at(time.Duration(i)*time.Minute), step.team, limitedTurn("ada", step.chat, lim)); err != nil {
+			t.Fatalf("turn %d: %v", i, err)
+		}
+	}
+	if got := f.tokensOf("ada", at(0)); got != 300 {
+		t.Errorf("tokens counted = %d, want 300 (three responses of 100)", got)
+	}
+	// 10:05 UTC: 13 h 55 min to the next day.
+	calls := f.model.Calls()
+	_, err := runTurn(at(5*time.Minute), b, limitedTurn("ada", "c3", lim))
+	wantLimited(t, err, toolcallback.ErrBudgetExhausted, "user", 13*time.Hour+55*time.Minute)
+	_, err = runTurn(at(6*time.Minute), a, limitedTurn("ada", "c2", lim))
+	wantLimited(t, err, toolcallback.ErrBudgetExhausted, "user", 13*time.Hour+54*time.Minute)
+	if f.model.Calls() != calls {
+		t.Errorf("a turn over budget called the model")
+	}
+	if _, err := runTurn(at(time.Minute), a, limitedTurn("bob", "c1", lim)); err != nil {
+		t.Errorf("another user's turn: %v", err)
+	}
+	if _, err := runTurn(at(14*time.Hour), b, limitedTurn("ada", "c3", lim)); err != nil {
+		t.Errorf("turn on the next day: %v", err)
+	}
+}
+
+// TestTokenBudgetRace: turns racing at the edge of the budget all pass the
+// check before any of them has used anything, so they overrun it by at
+// most what the turns in flight use; every response is counted (no count
+// lost to a concurrent one), and once they are counted no turn passes.
+func TestTokenBudgetRace(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, &toolcallback.Options{CountTokens: true})
+	f.model.Repeat = textReply("ok")
+	f.model.Usage = &genai.GenerateContentResponseUsageMetadata{TotalTokenCount: 100}
+	clientB, _ := firestoretest.Reopen(t, f.client)
+	teams := []*toolcallback.Team{f.team, f.instanceOn(clientB)}
+	warmUp(t, teams...)
+	lim := toolcallback.Limits{UserTokensPerDay: 250}
+	ctx := limitClock(t)(0)
+	if _, err := runTurn(ctx, f.team, limitedTurn("ada", "c0", lim)); err != nil {
+		t.Fatal(err)
+	}
+	// Hold the model so that every racer is in flight at once.
+	gate := make(chan struct{})
+	f.model.Gate = gate
+	const racers = 6
+	invs := make([]*toolcallback.Invocation, racers)
+	errs := make([]error, racers)
+	var wg sync.WaitGroup
+	for i := range racers {
+		wg.Go(func() {
+			invs[i], _, errs[i] = teams[i%2].Turn(ctx, limitedTurn("ada", fmt.Sprintf("c%d", i+1), lim))
+		})
+	}
+	wg.Wait()
+	close(gate)
+	inFlight := 0
+	for i, inv := range invs {
+		if errs[i] != nil {
+			t.Fatalf("racer %d: %v", i, errs[i])
+		}
+		if _, err := collect(inv); err != nil {
+			t.Fatalf("racer %d: %v", i, err)
+		}
+		inFlight++
+	}
+	used := f.tokensOf("ada", ctx)
+	if want := int64(100 * (1 + inFlight)); used != want {
+		t.Errorf("tokens counted = %d, want %d (one response of 100 per turn)", used, want)
+	}
+	if over := used - lim.UserTokensPerDay; over > int64(100*inFlight) {
+		t.Errorf("budget overrun by %d, more than the %d turns in flight used", over, inFlight)
+	}
+	_, err := runTurn(ctx, teams[1], limitedTurn("ada", "c1", lim))
+	wantLimited(t, err, toolcallback.ErrBudgetExhausted, "user", 14*time.Hour)
+}
+
+// warmUp runs a turn on each team, for another user: ADK's runner sets
+// its root agent's mode on the agent's first run, which two first runs
+// racing would both write (a data race in ADK v2.2.0).
+func warmUp(t *testing.T, teams ...*toolcallback.Team) {
+	t.Helper()
+	for i, team := range teams {
+		if _, err := runTurn(t.Context(), team, limitedTurn("warm-up", fmt.Sprint("w", i), toolcallback.Limits{})); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// tokensOf reads user's token count for the day of ctx's clock.
+func (f *fixture) tokensOf(user string, ctx context.Context) int64 {
+	f.t.Helper()
+	day := platform.Now(ctx).UTC().Format(time.DateOnly)
+	snap, err := f.sessions.UserRef("app", user).Collection("limits").Doc("tokens-" + day).Get(f.t.Context())
+	if err != nil {
+		f.t.Fatalf("read token count: %v", err)
+	}
+	n, err := snap.DataAt("tokens")
+	if err != nil {
+		f.t.Fatalf("token count: %v", err)
+	}
+	return n.(int64)
+}
