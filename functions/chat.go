@@ -6,6 +6,7 @@ package functions
 //	POST /Chat                   {id, messages, trigger, messageId?, deviceId?, agent?}
 //	GET  /Chat/{chatId}/stream   resume: the running turn, replayed from Firestore; 204 when none
 //	GET  /Chat/{chatId}          the conversation as UI messages, for a page that loads
+//	GET  /Chat/{chatId}/files/…  a file of the conversation, by the signed URL the above gives (files.go)
 //
 // Of messages, only what is new is taken: the last message when it is a
 // user message the chat has not taken yet, or the answers (tool outputs,
@@ -53,6 +54,7 @@ type uiPart struct {
 	Text             string          `json:"text,omitempty"`
 	MediaType        string          `json:"mediaType,omitempty"`
 	URL              string          `json:"url,omitempty"`
+	Filename         string          `json:"filename,omitempty"`
 	ToolCallID       string          `json:"toolCallId,omitempty"`
 	State            string          `json:"state,omitempty"`
 	Input            json.RawMessage `json:"input,omitempty"`
@@ -80,6 +82,8 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, log *slog.Logger) 
 		return s.chatResume(w, r, log, chatID)
 	case r.Method == http.MethodGet && chatID != "" && rest == "":
 		return s.chatMessages(w, r, chatID)
+	case r.Method == http.MethodGet && chatID != "" && strings.HasPrefix(rest, "files/"):
+		return s.chatFile(w, r, chatID, rest)
 	}
 	return fmt.Errorf("%w: POST /Chat, GET /Chat/{chatId} or GET /Chat/{chatId}/stream", errBadRequest)
 }
@@ -169,6 +173,9 @@ func (s *Server) chatMessage(w http.ResponseWriter, r *http.Request, log *slog.L
 	if err != nil {
 		return err
 	}
+	if err := s.checkFiles(content); err != nil {
+		return err
+	}
 	inv, report, err := s.team.Turn(r.Context(), toolcallback.ChatTurn{
 		UserID: user, ChatID: chatID, ClientID: device, Agent: agentName, Content: content, MessageID: m.ID,
 	})
@@ -208,7 +215,7 @@ func (m *uiMessage) content(maxFile int64) (*genai.Content, error) {
 			if p.MediaType != "" {
 				mediaType = p.MediaType
 			}
-			c.Parts = append(c.Parts, genai.NewPartFromBytes(b, mediaType))
+			c.Parts = append(c.Parts, &genai.Part{InlineData: &genai.Blob{Data: b, MIMEType: mediaType, DisplayName: p.Filename}})
 		}
 	}
 	if len(c.Parts) == 0 {
