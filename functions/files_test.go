@@ -42,6 +42,9 @@ func randomBytes(n int) []byte {
 // inlineFiles are the inline data parts of a model request.
 func inlineFiles(req *model.LLMRequest) []*genai.Blob {
 	var out []*genai.Blob
+	if req == nil {
+		return nil // the model refused every request, or had none
+	}
 	for _, c := range req.Contents {
 		for _, p := range c.Parts {
 			if p.InlineData != nil {

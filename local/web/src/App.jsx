@@ -19,6 +19,7 @@ import { errorNotice, useNotices } from './notices.jsx';
 import { useLiveTurns } from './live.js';
 import { Message } from './Message.jsx';
 import { loadChat } from './chatapi.js';
+import { Attach } from './files.jsx';
 
 const SUGGESTIONS = [
   'change the music to track 2',
@@ -93,6 +94,7 @@ function ChatPage({ config, identity, device, chatId, initial, onNewChat }) {
   const [picked, setPicked] = useState(agent.current.picked);
   agent.current.picked = picked;
   const [input, setInput] = useState('');
+  const [files, setFiles] = useState(null); // a FileList for the next message
   const [running, setRunning] = useState(new Map()); // this tab's browser calls in progress, by call id
   const started = useRef(new Set()); // browser calls started in this page, so none runs twice
   const notices = useNotices();
@@ -176,7 +178,8 @@ function ChatPage({ config, identity, device, chatId, initial, onNewChat }) {
     if (!text || busy) return;
     live.current?.();
     setInput('');
-    sendMessage({ text });
+    setFiles(null);
+    sendMessage(files ? { text, files } : { text });
   };
 
   const modelName = config.model ? String(config.model).split(' (')[0] : 'unknown';
@@ -227,6 +230,7 @@ function ChatPage({ config, identity, device, chatId, initial, onNewChat }) {
           <label htmlFor="input" className="visually-hidden">Message</label>
           <input id="input" data-testid="composer-input" autoComplete="off" placeholder="Message the agent…" required
             value={input} onChange={(e) => setInput(e.target.value)} />
+          <Attach files={files} onChange={setFiles} disabled={busy} />
           <button type="submit" data-testid="send" disabled={busy}>Send</button>
         </div>
       </form>
