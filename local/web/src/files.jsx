@@ -16,7 +16,7 @@ export function Attach({ files, onChange, disabled }) {
       <button type="button" className="attach" data-testid="attach" disabled={disabled}
         title={names ? `Attached: ${names}` : 'Attach a file'} aria-label="Attach a file"
         onClick={() => input.current?.click()}>
-        📎{files ? ` ${files.length}` : ''}
+        Attach{files ? ` (${files.length})` : ''}
       </button>
       {names && (
         <span className="attached" data-testid="attached">{names}{' '}
