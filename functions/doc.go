@@ -27,6 +27,12 @@
 // serve it and nothing but Firestore is needed; the price is text at event
 // granularity.
 //
+// Files of a message are stored through ADK's artifact.Service by the team
+// (gcsartifact on BATON_FILES_BUCKET); GET /Chat/{chatId} gives each one a
+// short-lived URL signed by this package and served by GET
+// /Chat/{chatId}/files/{name} (files.go), since an <img> sends no
+// Authorization header.
+//
 // Firestore paths and indexes are those of sessionstore and toolcallback;
 // this package stores nothing of its own.
 package functions

@@ -200,17 +200,4 @@ func (s *Server) signFileParts(r *http.Request, user string, messages []uiMessag
 	}
 }
 
-// signHistoryFiles does the same for Pending's history items.
-func (s *Server) signHistoryFiles(r *http.Request, user string, items []historyItem) {
-	if s.files == nil {
-		return
-	}
-	now := time.Now()
-	for _, it := range items {
-		if it.File != nil && it.File.ref != nil {
-			it.File.URL = s.files.url(r, user, *it.File.ref, now)
-		}
-	}
-}
-
 func (p filePart) partType() string { return p.Type }

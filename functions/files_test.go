@@ -260,3 +260,24 @@ func TestChatFilesOff(t *testing.T) {
 		t.Errorf("%d writes, want none", w)
 	}
 }
+
+// TestTurnFile: a file sent to Turn (inlineData) is stored the same way:
+// the model gets the bytes, and GET /Chat/{chatId} (Turn's session id is
+// the chat id) gives the file a URL that fetches them.
+func TestTurnFile(t *testing.T) {
+	t.Parallel()
+	f := newHTTPFixture(t, nil, modeltest.TextReply("a cat"))
+	image := randomBytes(4 << 10)
+	body := map[string]any{"sessionId": "s1", "clientId": "tab-a", "parts": []any{
+		map[string]any{"text": "look"},
+		map[string]any{"inlineData": map[string]any{"mimeType": "image/png", "data": base64.StdEncoding.EncodeToString(image)}},
+	}}
+	f.stream(f.do(http.MethodPost, NameTurn, f.token("ada"), body, nil))
+	if files := inlineFiles(f.model.LastRequest()); len(files) != 1 || !bytes.Equal(files[0].Data, image) {
+		t.Errorf("the model got %d inline files, want the image", len(files))
+	}
+	link, _ := filePartOf(t, f.messages("ada", "s1"))["url"].(string)
+	if status, got, _ := fetch(t, link); status != http.StatusOK || !bytes.Equal(got, image) {
+		t.Errorf("the file's URL %q: status %d, %d bytes; want the image", link, status, len(got))
+	}
+}

@@ -181,10 +181,10 @@ func decisionText(approved bool) string {
 }
 
 // historyFile is a file of a message: its media type, the name the user
-// gave it, and the URL a page shows it at. The URL of a stored file is a
-// signed one the edge fills in (fileURLs); a file the session holds inline
-// (stored before files went through the file store, or where none is
-// configured) is its data URL.
+// gave it, and the URL a page shows it at. A stored file's URL is one
+// GET /Chat/{chatId} signs (signFileParts); Pending, which may be served
+// from another URL than Chat, gives none. A file the session holds inline
+// (stored before files went through the file store) is its data URL.
 type historyFile struct {
 	MediaType string `json:"mediaType"`
 	Filename  string `json:"filename,omitempty"`

@@ -44,7 +44,6 @@ func (s *Server) pending(w http.ResponseWriter, r *http.Request, _ *slog.Logger)
 		return err
 	}
 	resp := pendingResponse{Agent: state.Agent, Agents: s.team.Agents(), Calls: []callView{}, History: history(state.History, limit)}
-	s.signHistoryFiles(r, user, resp.History)
 	for _, c := range state.Calls {
 		token := ""
 		if c.Kind == toolcallback.KindExternal && len(s.cfg.TokenKey) > 0 {
