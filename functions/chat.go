@@ -8,6 +8,7 @@ package functions
 //	GET  /Chat/{chatId}/stream   resume: the running turn, replayed from Firestore; 204 when none
 //	GET  /Chat/{chatId}          the conversation as UI messages, for a page that loads
 //	DELETE /Chat/{chatId}/stream stop: the running turn, on whatever instance (stop.go)
+//	GET  /Chat/{chatId}/files/…  a file of the conversation, by the signed URL the above gives (files.go)
 //
 // Of messages, only what is new is taken: the last message when it is a
 // user message the chat has not taken yet, or the answers (tool outputs,
@@ -50,6 +51,7 @@ type uiPart struct {
 	Text             string          `json:"text,omitempty"`
 	MediaType        string          `json:"mediaType,omitempty"`
 	URL              string          `json:"url,omitempty"`
+	Filename         string          `json:"filename,omitempty"`
 	ToolCallID       string          `json:"toolCallId,omitempty"`
 	State            string          `json:"state,omitempty"`
 	Input            json.RawMessage `json:"input,omitempty"`
@@ -79,6 +81,8 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, log *slog.Logger) 
 		return s.chatMessages(w, r, chatID)
 	case r.Method == http.MethodDelete && chatID != "" && rest == "stream":
 		return s.stop(w, r, chatID)
+	case r.Method == http.MethodGet && chatID != "" && strings.HasPrefix(rest, "files/"):
+		return s.chatFile(w, r, chatID, rest)
 	}
 	return fmt.Errorf("%w: POST /Chat, GET /Chat/{chatId}, GET or DELETE /Chat/{chatId}/stream", errBadRequest)
 }
@@ -173,6 +177,9 @@ func (s *Server) chatMessage(w http.ResponseWriter, r *http.Request, log *slog.L
 	if err != nil {
 		return err
 	}
+	if err := s.checkFiles(content); err != nil {
+		return err
+	}
 	inv, report, err := s.team.Turn(r.Context(), toolcallback.ChatTurn{
 		UserID: user, ChatID: chatID, ClientID: device, Agent: agentName, Content: content, MessageID: m.ID, Limits: s.limitsOf(c),
 	})
@@ -212,7 +219,7 @@ func (m *uiMessage) content(maxFile int64) (*genai.Content, error) {
 			if p.MediaType != "" {
 				mediaType = p.MediaType
 			}
-			c.Parts = append(c.Parts, genai.NewPartFromBytes(b, mediaType))
+			c.Parts = append(c.Parts, &genai.Part{InlineData: &genai.Blob{Data: b, MIMEType: mediaType, DisplayName: p.Filename}})
 		}
 	}
 	if len(c.Parts) == 0 {

@@ -108,7 +108,9 @@ func (s *Server) chatMessages(w http.ResponseWriter, r *http.Request, chatID str
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, chatView{Agent: state.Agent, Agents: s.team.Agents(), Messages: uiMessages(state.History, limit, state.Calls)})
+	messages := uiMessages(state.History, limit, state.Calls)
+	s.signFileParts(r, user, messages)
+	writeJSON(w, http.StatusOK, chatView{Agent: state.Agent, Agents: s.team.Agents(), Messages: messages})
 	return nil
 }
 
@@ -134,10 +136,21 @@ func uiMessages(events session.Events, shown int, open []*toolcallback.Call) []u
 	}
 	out := []uiMessageView{}
 	var switched []uiPartView // data-agent parts for the next assistant message
+	var userAt time.Time      // the user message out ends with
 	for _, item := range history(events, shown) {
 		switch {
 		case item.Role == "user":
-			out = append(out, uiMessageView{ID: userIDs[item.Time], Role: "user", Parts: []uiPartView{textPart{Type: "text", Text: item.Text}}})
+			var part uiPartView = textPart{Type: "text", Text: item.Text}
+			if item.File != nil {
+				part = newFilePart(item.File)
+			}
+			// The parts of one user message are items of one event.
+			if n := len(out); n > 0 && out[n-1].Role == "user" && userAt.Equal(item.Time) {
+				out[n-1].Parts = append(out[n-1].Parts, part)
+				continue
+			}
+			userAt = item.Time
+			out = append(out, uiMessageView{ID: userIDs[item.Time], Role: "user", Parts: []uiPartView{part}})
 			continue
 		case item.Role == "switch" && item.MessageID == "":
 			switched = append(switched, newAgentPart(item))
@@ -159,6 +172,9 @@ func uiMessages(events session.Events, shown int, open []*toolcallback.Call) []u
 		}
 		if item.Stopped {
 			m.Metadata = stoppedMetadata
+		}
+		if item.File != nil {
+			m.Parts = append(m.Parts, newFilePart(item.File))
 		}
 		if item.ToolCallID != "" {
 			m.Parts = append(m.Parts, newToolPart(item, calls[item.ToolCallID]))

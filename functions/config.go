@@ -102,6 +102,7 @@ var EnvVars = []EnvVar{
 	{Name: "BATON_MAX_BODY_BYTES", Default: "262144"},
 	{Name: "BATON_MAX_CHAT_BODY_BYTES", Default: "33554432"},
 	{Name: "BATON_MAX_FILE_BYTES", Default: "10485760"},
+	{Name: "BATON_FILES_BUCKET"},
 	{Name: "BATON_ALLOWED_ORIGINS"},
 	{Name: "BATON_KEEPALIVE", Default: "15s"},
 	{Name: "BATON_REQUEST_TIMEOUT", Default: "30s"},
@@ -256,9 +257,14 @@ func checkPushPrefix(p string) error {
 type ChatLimits struct {
 	MaxChatBodyBytes int64 // BATON_MAX_CHAT_BODY_BYTES
 	MaxFileBytes     int64 // BATON_MAX_FILE_BYTES
+	// FilesBucket is the Cloud Storage bucket of the chats' files (see
+	// files.go). Empty: files are refused, unless ServerOptions.Files
+	// gives a store.
+	FilesBucket string // BATON_FILES_BUCKET
 }
 
 func (c *ChatLimits) read(get func(string) string) []error {
+	c.FilesBucket = get("BATON_FILES_BUCKET")
 	var errs []error
 	for _, n := range []struct {
 		name string

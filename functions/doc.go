@@ -30,6 +30,11 @@
 // The kind of identity (a user signed in anonymously, a service account on
 // A2A, anyone else) chooses the turn limits a new message is held to
 // (limits.go, docs/limits.md); answers to paused calls are never limited.
+// Files of a message are stored through ADK's artifact.Service by the team
+// (gcsartifact on BATON_FILES_BUCKET); GET /Chat/{chatId} gives each one a
+// short-lived URL signed by this package and served by GET
+// /Chat/{chatId}/files/{name} (files.go), since an <img> sends no
+// Authorization header.
 //
 // Firestore paths and indexes are those of sessionstore and toolcallback;
 // this package stores nothing of its own.

@@ -21,6 +21,7 @@ import (
 
 	"github.com/baton-run/baton/internal/authtest"
 	"github.com/baton-run/baton/internal/firestoretest"
+	"github.com/baton-run/baton/internal/localgcs"
 	"github.com/baton-run/baton/modeltest"
 	"github.com/baton-run/baton/toolcallback"
 	"github.com/baton-run/baton/uistream/uistreamtest"
@@ -54,6 +55,7 @@ type httpFixture struct {
 	members  []toolcallback.Member
 	booked   atomic.Int32
 	logs     *syncWriter
+	gcs      *localgcs.Server // the files' bucket, served in process
 
 	mu    sync.Mutex
 	users map[string]authtest.User // by the name tests give them
@@ -126,10 +128,19 @@ func newHTTPFixtureWith(t *testing.T, opts func(*httpFixture, *ServerOptions), m
 		t.Fatal(err)
 	}
 	f.members = []toolcallback.Member{{Agent: root}}
+	if f.gcs, err = localgcs.Start("files"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.gcs.Stop)
+	files, err := f.gcs.Artifacts(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
 	so := &ServerOptions{
 		Logger:        NewLogger(f.logs),
 		Auth:          f.auth,
 		SchedulerKeys: f.keys.Client(),
+		Files:         files,
 	}
 	if opts != nil {
 		opts(f, so)

@@ -5,11 +5,13 @@ package functions
 // items; GET /Chat/{chatId} (chatmessages.go) turns them into UI messages.
 
 import (
+	"encoding/base64"
 	"math"
 	"time"
 
 	"google.golang.org/adk/v2/session"
 	"google.golang.org/adk/v2/tool/toolconfirmation"
+	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
@@ -43,10 +45,12 @@ type historyItem struct {
 	Approval   string         `json:"approval,omitempty"`
 	// Stopped, on an assistant item, says the user stopped its turn: it
 	// is what the model had generated (toolcallback.Stopped).
-	Stopped bool      `json:"stopped,omitempty"`
-	From    string    `json:"from,omitempty"`
-	To      string    `json:"to,omitempty"`
-	Time    time.Time `json:"time"`
+	Stopped bool `json:"stopped,omitempty"`
+	// File is a file the message holds (a user's upload).
+	File *historyFile `json:"file,omitempty"`
+	From string       `json:"from,omitempty"`
+	To   string       `json:"to,omitempty"`
+	Time time.Time    `json:"time"`
 }
 
 // historyContext is how many events a history is read with: every event
@@ -138,6 +142,10 @@ func eventItems(ev *session.Event, turn string, records []sessionstore.MovedCall
 			}
 		case p.Text != "" && !p.Thought:
 			item.Text = p.Text
+		case p.FileData != nil || p.InlineData != nil:
+			if item.File = newHistoryFile(p); item.File == nil {
+				continue
+			}
 		case p.FunctionCall != nil && role == "assistant" && p.FunctionCall.Name != toolconfirmation.FunctionCallName:
 			fc := p.FunctionCall
 			item.ToolCallID, item.ToolName, item.Input = fc.ID, fc.Name, fc.Args
@@ -173,4 +181,27 @@ func decisionText(approved bool) string {
 		return "approved"
 	}
 	return "rejected"
+}
+
+// historyFile is a file of a message: its media type, the name the user
+// gave it, and the URL a page shows it at. A stored file's URL is one
+// GET /Chat/{chatId} signs (signFileParts); Pending, which may be served
+// from another URL than Chat, gives none. A file the session holds inline
+// (stored before files went through the file store) is its data URL.
+type historyFile struct {
+	MediaType string `json:"mediaType"`
+	Filename  string `json:"filename,omitempty"`
+	URL       string `json:"url,omitempty"`
+
+	ref *toolcallback.FileRef // a stored file; nil for an inline one
+}
+
+func newHistoryFile(p *genai.Part) *historyFile {
+	if ref, ok := toolcallback.FileRefOf(p); ok {
+		return &historyFile{MediaType: ref.MIMEType, Filename: ref.DisplayName, ref: &ref}
+	}
+	if b := p.InlineData; b != nil {
+		return &historyFile{MediaType: b.MIMEType, Filename: b.DisplayName, URL: "data:" + b.MIMEType + ";base64," + base64.StdEncoding.EncodeToString(b.Data)}
+	}
+	return nil
 }

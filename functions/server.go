@@ -9,6 +9,7 @@ import (
 
 	"cloud.google.com/go/firestore"
 	"firebase.google.com/go/v4/auth"
+	"google.golang.org/adk/v2/artifact"
 
 	"github.com/baton-run/baton/a2aserver"
 	"github.com/baton-run/baton/mcpregistry"
@@ -26,6 +27,7 @@ type Server struct {
 	sweepCheck func(ctx context.Context, r *http.Request) error
 	a2a        *a2aserver.Server
 	log        *slog.Logger
+	files      *fileURLs // nil when files are off
 }
 
 // ServerOptions are the optional parts of a Server. Nil fields take the
@@ -52,6 +54,11 @@ type ServerOptions struct {
 	// and those its new agent does not declare when it switches. The
 	// registry's owner closes it when the instance stops.
 	MCP *mcpregistry.Registry
+	// Files stores the chats' files. Default: ADK's gcsartifact on
+	// cfg.FilesBucket when it is set; otherwise files are refused.
+	// `go run ./local` and the tests give a store on an in-process Cloud
+	// Storage API (internal/localgcs).
+	Files artifact.Service
 }
 
 // NewServer builds the session store and the team of members on client,
@@ -61,6 +68,7 @@ func NewServer(cfg Config, client *firestore.Client, members []toolcallback.Memb
 		opts = &ServerOptions{}
 	}
 	s := &Server{cfg: cfg, log: opts.Logger}
+	var err error
 	if s.log == nil {
 		s.log = NewLogger(nil)
 	}
@@ -88,6 +96,9 @@ func NewServer(cfg Config, client *firestore.Client, members []toolcallback.Memb
 				s.log.WarnContext(ctx, "end a deleted chat's MCP sessions", "chat", chat.ID, "error", err)
 			}
 		}
+	}
+	if topts.Files, s.files, err = newFiles(cfg, opts.Files); err != nil {
+		return nil, err
 	}
 	team, err := toolcallback.NewTeam(client, sessions, cfg.AppName, members, topts)
 	if err != nil {

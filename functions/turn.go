@@ -85,6 +85,9 @@ func (s *Server) turn(w http.ResponseWriter, r *http.Request, log *slog.Logger) 
 	if err != nil {
 		return err
 	}
+	if err := s.checkFiles(msg); err != nil {
+		return err
+	}
 	inv, report, err := s.team.Turn(r.Context(), toolcallback.ChatTurn{
 		UserID: c.user, ChatID: req.SessionID, ClientID: req.ClientID, Agent: req.Agent, Content: msg, Limits: s.limitsOf(c),
 	})

@@ -64,6 +64,11 @@ func (m *Strict) GenerateContent(ctx context.Context, req *model.LLMRequest, _ b
 			yield(nil, err)
 			return
 		}
+		if err := CheckFiles(req.Contents); err != nil {
+			m.errorf("model request holds a file the model cannot read: %v\n%s", err, DumpContents(req.Contents))
+			yield(nil, err)
+			return
+		}
 		m.mu.Lock()
 		m.requests = append(m.requests, req)
 		if len(m.Script) == 0 && m.Repeat != nil {
@@ -169,6 +174,24 @@ func CheckPairing(contents []*genai.Content) error {
 	return nil
 }
 
+// CheckFiles returns an error when contents hold a file part the model
+// could not read: inline data without bytes or media type, or a file URI
+// that is neither a Cloud Storage (gs://) nor an https URI, such as an
+// application's own reference left in the request.
+func CheckFiles(contents []*genai.Content) error {
+	for i, c := range contents {
+		for j, p := range c.Parts {
+			switch {
+			case p.InlineData != nil && (len(p.InlineData.Data) == 0 || p.InlineData.MIMEType == ""):
+				return fmt.Errorf("content %d part %d: inline data needs bytes and a media type", i, j)
+			case p.FileData != nil && !strings.HasPrefix(p.FileData.FileURI, "gs://") && !strings.HasPrefix(p.FileData.FileURI, "https://"):
+				return fmt.Errorf("content %d part %d: file URI %q is not one the model can fetch", i, j, p.FileData.FileURI)
+			}
+		}
+	}
+	return nil
+}
+
 // DumpContents writes contents one per line, for test failure messages.
 func DumpContents(contents []*genai.Content) string {
 	var b strings.Builder
@@ -182,6 +205,10 @@ func DumpContents(contents []*genai.Content) string {
 				fmt.Fprintf(&b, " call(%s %s %v)", p.FunctionCall.ID, p.FunctionCall.Name, p.FunctionCall.Args)
 			case p.FunctionResponse != nil:
 				fmt.Fprintf(&b, " response(%s %s %v)", p.FunctionResponse.ID, p.FunctionResponse.Name, p.FunctionResponse.Response)
+			case p.InlineData != nil:
+				fmt.Fprintf(&b, " inline(%s, %d bytes)", p.InlineData.MIMEType, len(p.InlineData.Data))
+			case p.FileData != nil:
+				fmt.Fprintf(&b, " file(%s %s)", p.FileData.MIMEType, p.FileData.FileURI)
 			}
 		}
 		b.WriteString("\n")

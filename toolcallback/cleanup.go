@@ -32,8 +32,8 @@ func (t *Team) repairChat(ctx context.Context, chat *sessionstore.Chat) error {
 }
 
 // deleteChat removes an idle chat and every document under it: its active
-// session, the sessions it retired (with their ledgers) and the chat
-// itself. A chat in use (its session leased) is left alone.
+// session, the sessions it retired (with their ledgers), its files and the
+// chat itself. A chat in use (its session leased) is left alone.
 func (t *Team) deleteChat(ctx context.Context, chat *sessionstore.Chat) (bool, error) {
 	e := t.engine(chat.Agent)
 	h, err := e.acquire(ctx, chat.UserID, chat.SessionID, "sweeper", 0, false)
@@ -53,6 +53,11 @@ func (t *Team) deleteChat(ctx context.Context, chat *sessionstore.Chat) (bool, e
 		if _, err := t.sessions.PurgeSession(ctx, t.app, chat.UserID, sid); err != nil {
 			return false, err
 		}
+	}
+	// Files go before the chat: a failure leaves the chat for the next
+	// sweep to try again.
+	if err := t.deleteFiles(ctx, chat); err != nil {
+		return false, err
 	}
 	return true, t.sessions.DeleteChat(ctx, chat)
 }

@@ -119,6 +119,20 @@
 // the chat and session, a chat's recent turn times live in its session
 // document, and the turn is counted in the commit that stores its message.
 // A model response's tokens are counted in the commit that stores it.
+// # Files
+//
+// With Options.Files (an ADK artifact.Service), Team.Turn saves a user
+// message's inline files as artifacts of the chat ({app}/{user}/{chat id}/
+// {name}/{version} in gcsartifact's bucket) before the turn starts, and the
+// session stores a genai.FileData reference (baton-file:{chat}/{name}/
+// {version}) in each file's place, so files never enter Firestore. The
+// model gets the bytes from a plugin of each invocation's runner: its
+// before-model callback swaps the references in the LLM request for the
+// artifacts' bytes. That is where it is cheapest: ADK's contents processor
+// (llminternal.buildContentsDefault) has already deep-copied the history's
+// contents into the request, so the swap edits that copy, reads each file
+// once per invocation, and leaves the session's events as they are. Sweep's
+// deletion of an idle chat deletes its files first (files.go).
 //
 // # Indexes
 //

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/adk/v2/agent"
+	"google.golang.org/adk/v2/plugin"
 	"google.golang.org/adk/v2/runner"
 	"google.golang.org/adk/v2/session"
 	"google.golang.org/genai"
@@ -293,7 +294,7 @@ func (e *engine) start(ctx context.Context, run invocationRun) (*Invocation, err
 // run runs the agent through a runner built around svc, pushing its events
 // to inv (and noting them in sw), and returns the run's error.
 func (e *engine) run(ctx context.Context, svc *invocationSessions, run invocationRun, inv *Invocation, sw *stopWatch) error {
-	r, err := runner.New(runner.Config{AppName: e.app, Agent: e.root, SessionService: svc})
+	r, err := e.newRunner(svc)
 	if err != nil {
 		inv.fail(err)
 		return err
@@ -314,6 +315,21 @@ func (e *engine) run(ctx context.Context, svc *invocationSessions, run invocatio
 		}
 	}
 	return nil
+}
+
+// newRunner builds the runner of one invocation on svc: with the file
+// store and the plugin that hands the model the files, when there is one.
+func (e *engine) newRunner(svc session.Service) (*runner.Runner, error) {
+	cfg := runner.Config{AppName: e.app, Agent: e.root, SessionService: svc}
+	if e.opts.Files != nil {
+		files, err := filesPlugin(e.opts.Files, e.app)
+		if err != nil {
+			return nil, err
+		}
+		cfg.ArtifactService = e.opts.Files
+		cfg.PluginConfig = runner.PluginConfig{Plugins: []*plugin.Plugin{files}}
+	}
+	return runner.New(cfg)
 }
 
 // recentWindow is how many of a session's latest events the engine reads to

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"google.golang.org/adk/v2/agent"
+	"google.golang.org/adk/v2/artifact"
 
 	"github.com/baton-run/baton/sessionstore"
 )
@@ -87,6 +88,11 @@ type Options struct {
 	// called after Sweep deleted an idle chat, with the chat as it was
 	// stored. They let parts that keep resources per chat, such as MCP
 	// connections, follow the chat's life without this package knowing them.
+	// Files stores the files of chats (see files.go): a user message's
+	// inline files are saved there and the session keeps references; the
+	// runner's tools save their artifacts there too. Nil: files stay
+	// inline in the session, as ADK stores them.
+	Files        artifact.Service
 	ChatSwitched func(ctx context.Context, chat *sessionstore.Chat, from string)
 	ChatDeleted  func(ctx context.Context, chat *sessionstore.Chat)
 	Logger       *slog.Logger

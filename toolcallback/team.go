@@ -115,6 +115,11 @@ func (t *Team) Turn(ctx context.Context, req ChatTurn) (*Invocation, *SwitchRepo
 	if req.Agent != "" && t.engines[req.Agent] == nil {
 		return nil, nil, &UnknownAgentError{Name: req.Agent, Known: t.Agents()}
 	}
+	content, err := t.storeFiles(ctx, req.UserID, req.ChatID, req.Content)
+	if err != nil {
+		return nil, nil, err
+	}
+	req.Content = content
 	// One round trip reads the chat with the session it is believed to
 	// point at (see activeSessions), and what the caller's limits count;
 	// the engine hands that read to the runner.

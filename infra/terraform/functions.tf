@@ -59,6 +59,7 @@ locals {
     BATON_MAX_BODY_BYTES      = tostring(var.max_body_bytes)
     BATON_MAX_CHAT_BODY_BYTES = tostring(var.max_chat_body_bytes)
     BATON_MAX_FILE_BYTES      = tostring(var.max_file_bytes)
+    BATON_FILES_BUCKET        = google_storage_bucket.files.name
     BATON_ALLOWED_ORIGINS     = join(",", var.allowed_origins)
     BATON_KEEPALIVE           = var.keepalive
     BATON_REQUEST_TIMEOUT     = "${var.request_timeout_seconds}s"

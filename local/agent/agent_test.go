@@ -143,3 +143,12 @@ func TestPickLeavesNoSpareCapacity(t *testing.T) {
 		t.Errorf("pick = %d tools with capacity %d, want 5 with no spare capacity", len(got), cap(got))
 	}
 }
+
+// TestOfflineFile: the offline model says what file it received, so a
+// browser scenario sees that the model got the bytes.
+func TestOfflineFile(t *testing.T) {
+	c := &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{genai.NewPartFromText("look"), genai.NewPartFromBytes([]byte("\x89PNG"), "image/png")}}
+	if got := respond([]*genai.Content{c}).Parts[0].Text; got != "I received a file of 4 bytes (image/png)." {
+		t.Errorf("answered %q, want the file's size and type", got)
+	}
+}

@@ -104,6 +104,9 @@ func respond(contents []*genai.Content) *genai.Content {
 			said = append(said, p.Text)
 		}
 	}
+	if files := received(last); len(responses) == 0 && files != "" {
+		return text("I received " + files + ".")
+	}
 	if len(responses) > 0 && len(said) == 0 {
 		var lines []string
 		for _, r := range responses {
@@ -299,4 +302,16 @@ func describeNotes(name string, resp map[string]any) string {
 		return fmt.Sprintf("No notes yet (MCP session %v).", resp["session"])
 	}
 	return fmt.Sprintf("%s (MCP session %v): %s.", head, resp["session"], strings.Join(notes, "; "))
+}
+
+// received describes the files a message hands the model ("" for none):
+// Baton gives the model a file's bytes, whatever the session stores.
+func received(c *genai.Content) string {
+	var files []string
+	for _, p := range c.Parts {
+		if b := p.InlineData; b != nil {
+			files = append(files, fmt.Sprintf("a file of %d bytes (%s)", len(b.Data), b.MIMEType))
+		}
+	}
+	return strings.Join(files, " and ")
 }

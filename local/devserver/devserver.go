@@ -19,9 +19,11 @@ import (
 
 	"cloud.google.com/go/firestore"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"google.golang.org/adk/v2/artifact"
 
 	"github.com/baton-run/baton/functions"
 	"github.com/baton-run/baton/internal/emulator"
+	"github.com/baton-run/baton/internal/localgcs"
 	"github.com/baton-run/baton/local/web"
 	"github.com/baton-run/baton/mcpregistry"
 	"github.com/baton-run/baton/sessionstore"
@@ -180,7 +182,12 @@ func (e *environment) lookup(k string) (string, bool) {
 // TeamWithMCP uses; the returned func closes it.
 func newServer(ctx context.Context, cfg functions.Config, client *firestore.Client, o *Options) (*functions.Server, func(), error) {
 	sopts := &functions.ServerOptions{Logger: o.Logger, SessionStateOnly: o.SessionStateOnly}
-	closeMCP := func() {}
+	files, err := localFiles(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	sopts.Files = files.store
+	closeMCP := files.stop
 	newTeam := o.Team
 	if o.Agent != nil {
 		newTeam = func(ctx context.Context) ([]toolcallback.Member, error) {
@@ -198,7 +205,7 @@ func newServer(ctx context.Context, cfg functions.Config, client *firestore.Clie
 			return nil, nil, fmt.Errorf("MCP servers: %w", err)
 		}
 		sopts.MCP = reg
-		closeMCP = func() { reg.Close() } // its stdio servers end; HTTP sessions stay, as for another instance
+		closeMCP = func() { reg.Close(); files.stop() } // its stdio servers end; HTTP sessions stay, as for another instance
 		newTeam = func(ctx context.Context) ([]toolcallback.Member, error) { return o.TeamWithMCP(ctx, reg) }
 	}
 	members, err := newTeam(ctx)
@@ -294,4 +301,27 @@ func randomKey() []byte {
 	b := make([]byte, 32)
 	rand.Read(b)
 	return []byte(hex.EncodeToString(b))
+}
+
+// localBucket is the bucket of the chats' files in a local run.
+const localBucket = "baton-local-files"
+
+// files is a local run's file store: ADK's gcsartifact, as deployed, on a
+// Cloud Storage API served in process (internal/localgcs).
+type files struct {
+	store artifact.Service
+	stop  func()
+}
+
+func localFiles(ctx context.Context) (files, error) {
+	gcs, err := localgcs.Start(localBucket)
+	if err != nil {
+		return files{}, err
+	}
+	store, err := gcs.Artifacts(ctx)
+	if err != nil {
+		gcs.Stop()
+		return files{}, err
+	}
+	return files{store: store, stop: gcs.Stop}, nil
 }

@@ -618,3 +618,33 @@ scenario('Stop in one tab ends the running turn in both tabs', 'stop', async (t)
   await assistantSays(second, /12\*7 = 84/);
   noPageErrors(first, second);
 });
+
+// An 8×8 PNG, small enough to spell out.
+const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAgAAAAICAIAAABLbSncAAAAEUlEQVR4nGMwDL+KFTEMLQkA7rdXQTtkwCoAAAAASUVORK5CYII=', 'base64');
+
+scenario('an attached image reaches the model and is still shown after a reload', 'file', async (t) => {
+  const context = await t.newContext();
+  const page = await openTab(context);
+  await page.setInputFiles(sel('attach-input'), { name: 'dot.png', mimeType: 'image/png', buffer: PNG });
+  await page.waitForSelector(sel('attached', ':has-text("dot.png")'), { timeout: WAIT });
+  await send(page, 'what is in this picture?');
+  await assistantSays(page, new RegExp(`I received a file of ${PNG.length} bytes \\(image/png\\)`));
+  await page.waitForSelector(sel('send', ':not([disabled])'), { timeout: WAIT });
+
+  await page.reload();
+  await ready(page);
+  const shown = () => page.waitForFunction(() => {
+    const img = document.querySelector('[data-role="user"] [data-testid="message-file"]');
+    return img && img.complete && img.naturalWidth === 8 ? img.src : false;
+  }, null, { timeout: WAIT }).then((h) => h.jsonValue()).catch((err) => {
+    throw new Error(`the reloaded page does not show the image: ${err.message}`);
+  });
+  const src = await shown();
+  assert.match(src, /\/Chat\/[^/?]+\/files\/[^?]+\?/, 'the image comes from its signed URL, not the data URL the page sent');
+  // The URL is the capability: without its signature it fetches nothing.
+  const bare = await page.evaluate(async (u) => (await fetch(u.split('?')[0])).status, src);
+  assert.equal(bare, 404, 'the file without its URL\'s token');
+  assert.equal(await count(page, sel('message', '[data-role="user"]')), 1);
+  await screenshot(page, 'file');
+  noPageErrors(page);
+});

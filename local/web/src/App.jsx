@@ -20,6 +20,7 @@ import { useLiveTurns } from './live.js';
 import { Message } from './Message.jsx';
 import { MessageActions } from './Rewind.jsx';
 import { loadChat, stopChat } from './chatapi.js';
+import { Attach } from './files.jsx';
 
 const SUGGESTIONS = [
   'change the music to track 2',
@@ -94,6 +95,7 @@ function ChatPage({ config, identity, device, chatId, initial, onNewChat }) {
   const [picked, setPicked] = useState(agent.current.picked);
   agent.current.picked = picked;
   const [input, setInput] = useState('');
+  const [files, setFiles] = useState(null); // a FileList for the next message
   const [running, setRunning] = useState(new Map()); // this tab's browser calls in progress, by call id
   const started = useRef(new Set()); // browser calls started in this page, so none runs twice
   const notices = useNotices();
@@ -192,7 +194,8 @@ function ChatPage({ config, identity, device, chatId, initial, onNewChat }) {
     if (!text || busy) return;
     live.current?.();
     setInput('');
-    sendMessage({ text });
+    setFiles(null);
+    sendMessage(files ? { text, files } : { text });
   };
 
   const lastAssistant = messages.findLast((m) => m.role === 'assistant')?.id;
@@ -247,6 +250,7 @@ function ChatPage({ config, identity, device, chatId, initial, onNewChat }) {
           <label htmlFor="input" className="visually-hidden">Message</label>
           <input id="input" data-testid="composer-input" autoComplete="off" placeholder="Message the agent…" required
             value={input} onChange={(e) => setInput(e.target.value)} />
+          <Attach files={files} onChange={setFiles} disabled={busy} />
           <button type="submit" data-testid="send" disabled={busy}>Send</button>
           {busy && <button type="button" data-testid="stop" onClick={stopTurn}>Stop</button>}
         </div>

@@ -4,6 +4,7 @@
 
 import { Fragment, useState } from 'react';
 import { isBrowserTool } from './tools.js';
+import { FilePart } from './files.jsx';
 
 function switchedText({ from, to }) {
   return `Switched to ${to}${from ? ` from ${from}` : ''}.`;
@@ -11,7 +12,7 @@ function switchedText({ from, to }) {
 
 export function Message({ message, device, running, onDecide }) {
   const switches = message.parts.filter((p) => p.type === 'data-agent' && p.data?.switched);
-  const shown = message.parts.filter((p) => (p.type === 'text' && p.text) || isTool(p));
+  const shown = message.parts.filter((p) => (p.type === 'text' && p.text) || p.type === 'file' || isTool(p));
   if (message.role === 'assistant' && shown.length === 0 && switches.length > 0 && message.parts.every((p) => p.type.startsWith('data-'))) {
     return switches.map((p, i) => <SwitchLine key={i} data={p.data} />);
   }
@@ -23,6 +24,7 @@ export function Message({ message, device, running, onDecide }) {
           <Fragment key={p.toolCallId ?? `t${i}`}>
             {p.type === 'text'
               ? <span className="text" data-testid="message-text">{p.text}</span>
+              : p.type === 'file' ? <FilePart part={p} />
               : <ToolCard part={p} device={device} running={running.get(p.toolCallId)} onDecide={onDecide} />}
           </Fragment>
         ))}

@@ -1,0 +1,203 @@
+package functions
+
+// Files. A file part of a user message (Chat's data URLs, Turn's
+// inlineData) is stored through ADK's artifact.Service by the team
+// (toolcallback/files.go): Cloud Storage in production (gcsartifact on
+// BATON_FILES_BUCKET). The session keeps a reference; the model gets the
+// bytes.
+//
+// A page shows a file with an <img>, which sends no Authorization header,
+// so GET /Chat/{chatId} gives each file part a capability URL that Baton
+// serves itself:
+//
+//	GET /Chat/{chatId}/files/{name}?v={version}&owner={user}&exp={unix seconds}&sig={HMAC}
+//
+// The signature is an HMAC-SHA256, under a key derived from BATON_TOKEN_KEY,
+// of the chat, the file, its version, its owner and the expiry: only
+// Baton makes one, only for the chat's owner (a history is read with the
+// owner's credentials), and it expires after fileURLLifetime. A URL whose
+// signature does not verify, or that has expired, fetches nothing (404, as
+// a file that does not exist). The bucket itself is never public.
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"google.golang.org/adk/v2/artifact"
+	"google.golang.org/adk/v2/artifact/gcsartifact"
+	"google.golang.org/genai"
+
+	"github.com/baton-run/baton/toolcallback"
+)
+
+// fileURLLifetime is how long a file URL of a history stays valid: a page
+// shows the file once it loads the history, and a reload asks again.
+const fileURLLifetime = time.Hour
+
+// errFilesOff refuses a file when the deployment stores none.
+var errFilesOff = fmt.Errorf("%w: files are not enabled here (BATON_FILES_BUCKET is not set)", errBadRequest)
+
+// errBadFileURL: a file URL that is forged, altered or expired. It is
+// answered as a file that does not exist.
+var errBadFileURL = fmt.Errorf("%w: no such file", toolcallback.ErrFileNotFound)
+
+// newFiles returns the file store (given, or gcsartifact on the
+// configured bucket) and the URL signer; both nil when files are off.
+func newFiles(cfg Config, given artifact.Service) (artifact.Service, *fileURLs, error) {
+	store := given
+	if store == nil && cfg.FilesBucket != "" {
+		var err error
+		if store, err = gcsartifact.NewService(context.Background(), cfg.FilesBucket); err != nil {
+			return nil, nil, fmt.Errorf("files bucket %q: %w", cfg.FilesBucket, err)
+		}
+	}
+	if store == nil {
+		return nil, nil, nil
+	}
+	if len(cfg.TokenKey) == 0 {
+		return nil, nil, errors.New("files need BATON_TOKEN_KEY: their URLs are signed with it")
+	}
+	mac := hmac.New(sha256.New, cfg.TokenKey)
+	mac.Write([]byte("baton-file-url-key-v1"))
+	return store, &fileURLs{key: mac.Sum(nil)}, nil
+}
+
+// fileURLs signs and checks file URLs.
+type fileURLs struct{ key []byte }
+
+func (f *fileURLs) sign(owner string, ref toolcallback.FileRef, exp int64) string {
+	mac := hmac.New(sha256.New, f.key)
+	// Each field is length-prefixed, so no two field lists sign alike.
+	for _, v := range []string{ref.ChatID, ref.Name, strconv.FormatInt(ref.Version, 10), owner, strconv.FormatInt(exp, 10)} {
+		fmt.Fprintf(mac, "%d:%s;", len(v), v)
+	}
+	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+}
+
+// url is the file's URL for a page that read the history through r.
+func (f *fileURLs) url(r *http.Request, owner string, ref toolcallback.FileRef, now time.Time) string {
+	exp := now.Add(fileURLLifetime).Unix()
+	q := url.Values{"v": {strconv.FormatInt(ref.Version, 10)}, "owner": {owner}, "exp": {strconv.FormatInt(exp, 10)}, "sig": {f.sign(owner, ref, exp)}}
+	return chatBase(r) + "/" + url.PathEscape(ref.ChatID) + "/files/" + url.PathEscape(ref.Name) + "?" + q.Encode()
+}
+
+// check returns the owner and file a URL names if its signature verifies
+// and it has not expired.
+func (f *fileURLs) check(chatID, name string, q url.Values, now time.Time) (string, toolcallback.FileRef, error) {
+	version, err1 := strconv.ParseInt(q.Get("v"), 10, 64)
+	exp, err2 := strconv.ParseInt(q.Get("exp"), 10, 64)
+	owner := q.Get("owner")
+	ref := toolcallback.FileRef{ChatID: chatID, Name: name, Version: version}
+	if err1 != nil || err2 != nil || owner == "" || !hmac.Equal([]byte(q.Get("sig")), []byte(f.sign(owner, ref, exp))) {
+		return "", ref, errBadFileURL
+	}
+	if now.Unix() > exp {
+		return "", ref, fmt.Errorf("%w (expired)", errBadFileURL)
+	}
+	return owner, ref, nil
+}
+
+// chatBase is the absolute URL of the Chat function as r reached it:
+// scheme and host, and the path up to the function's name (deployed, the
+// function is its URL's root; on one port, /Chat).
+func chatBase(r *http.Request) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	if p := r.Header.Get("X-Forwarded-Proto"); p == "https" || p == "http" {
+		scheme = p
+	}
+	base := ""
+	if p := r.URL.EscapedPath(); strings.Contains(p, "/"+NameChat) {
+		base = p[:strings.Index(p, "/"+NameChat)+len(NameChat)+1]
+	}
+	return scheme + "://" + r.Host + base
+}
+
+// chatFile serves GET /Chat/{chatId}/files/{name}: a file, to whoever
+// holds a valid URL for it (no Authorization header: an <img> sends none).
+func (s *Server) chatFile(w http.ResponseWriter, r *http.Request, chatID, rest string) error {
+	seg, _ := strings.CutPrefix(rest, "files/")
+	name, err := url.PathUnescape(seg)
+	if s.files == nil || err != nil || name == "" || strings.Contains(name, "/") {
+		return errBadFileURL
+	}
+	owner, ref, err := s.files.check(chatID, name, r.URL.Query(), time.Now())
+	if err != nil {
+		return err
+	}
+	blob, err := s.team.LoadFile(r.Context(), owner, ref)
+	if err != nil {
+		return err
+	}
+	h := w.Header()
+	h.Set("Content-Type", blob.MIMEType)
+	h.Set("Content-Length", strconv.Itoa(len(blob.Data)))
+	h.Set("Cache-Control", "private, max-age=3600")
+	// What a user uploaded is never run as a page of Baton's origin.
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Security-Policy", "sandbox; default-src 'none'; img-src 'self'; style-src 'unsafe-inline'")
+	if !strings.HasPrefix(blob.MIMEType, "image/") {
+		h.Set("Content-Disposition", "attachment")
+	}
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(blob.Data)
+	return nil
+}
+
+// checkFiles refuses a message with files when the deployment stores none.
+func (s *Server) checkFiles(c *genai.Content) error {
+	if s.files != nil {
+		return nil
+	}
+	for _, p := range c.Parts {
+		if p.InlineData != nil {
+			return errFilesOff
+		}
+	}
+	return nil
+}
+
+// filePart is a file part of a UIMessage, as useChat holds it. A stored
+// file's URL is signed for the reader by signFileParts.
+type filePart struct {
+	Type      string `json:"type"` // "file"
+	MediaType string `json:"mediaType"`
+	Filename  string `json:"filename,omitempty"`
+	URL       string `json:"url"`
+
+	ref *toolcallback.FileRef
+}
+
+func newFilePart(f *historyFile) filePart {
+	return filePart{Type: "file", MediaType: f.MediaType, Filename: f.Filename, URL: f.URL, ref: f.ref}
+}
+
+// signFileParts gives each stored file of messages the URL user may show
+// it at (see fileURLs). Without a file store a stored file keeps no URL.
+func (s *Server) signFileParts(r *http.Request, user string, messages []uiMessageView) {
+	if s.files == nil {
+		return
+	}
+	now := time.Now()
+	for _, m := range messages {
+		for i, p := range m.Parts {
+			if f, ok := p.(filePart); ok && f.ref != nil {
+				f.URL = s.files.url(r, user, *f.ref, now)
+				m.Parts[i] = f
+			}
+		}
+	}
+}
+
+func (p filePart) partType() string { return p.Type }
