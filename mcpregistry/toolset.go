@@ -77,15 +77,22 @@ func (t *mcpTool) Run(ctx agent.Context, args any) (map[string]any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("MCP server %s unavailable: %w", k.server, err)
 	}
+	params, round, err := callParams(ctx, t.name, args)
+	if err != nil {
+		return nil, err
+	}
 	callCtx, cancel := context.WithTimeout(ctx, r.opts.CallTimeout)
 	defer cancel()
-	res, err := c.cs.CallTool(callCtx, &mcp.CallToolParams{Name: t.name, Arguments: args})
+	res, err := c.cs.CallTool(callCtx, params)
 	if errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, mcp.ErrSessionMissing) {
 		c.markBroken()
 		r.discard(k, c)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s on MCP server %s: %w", t.name, k.server, err)
+	}
+	if res.NeedsInput() {
+		return askInput(ctx, k.server, t.name, res, round+1)
 	}
 	if res.IsError {
 		return nil, fmt.Errorf("%s failed: %s", t.name, text(res))
