@@ -284,6 +284,9 @@ func (e *engine) run(ctx context.Context, svc *invocationSessions, run invocatio
 		if ev != nil {
 			inv.push(ev)
 		}
+		for _, ev := range svc.takeFollowUps() {
+			inv.push(ev)
+		}
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package toolcallback
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,7 +9,10 @@ import (
 	"slices"
 
 	"google.golang.org/adk/v2/agent"
+	"google.golang.org/adk/v2/platform"
+	"google.golang.org/adk/v2/session"
 	"google.golang.org/adk/v2/tool/toolconfirmation"
+	"google.golang.org/genai"
 )
 
 // A tool that needs a person's input mid-call (an MCP server's
@@ -75,8 +79,22 @@ func RequestInput(ctx agent.Context, req InputRequest) error {
 	if len(req.Requests) == 0 {
 		return errors.New("input request without requests")
 	}
-	return ctx.RequestConfirmation(req.Message, map[string]any{inputPayloadKey: req})
+	payload := map[string]any{inputPayloadKey: req}
+	if ctx.ToolConfirmation() != nil {
+		// A tool run again with an answer runs from ADK's confirmation
+		// processor, which (ADK v2.2.0) neither turns a new request into a
+		// confirmation call nor stops: the model would be called at once.
+		// The invocation ends here, and its session service stores the
+		// confirmation call ADK does not (followUp).
+		payload[inputAgainKey] = true
+		ctx.EndInvocation()
+	}
+	return ctx.RequestConfirmation(req.Message, payload)
 }
+
+// inputAgainKey marks the payload of a request made by a tool run again
+// with an answer: no confirmation call of ADK's follows it.
+const inputAgainKey = "batonInputAgain"
 
 // InputReplyOf returns the answer a person gave to the tool's latest
 // RequestInput, or nil when the tool runs for the model's call itself.
@@ -195,4 +213,68 @@ func inputReplyPayload(c *callDoc, a Answer) map[string]any {
 	var req InputRequest
 	_ = json.Unmarshal(c.Input, &req)
 	return map[string]any{inputPayloadKey: InputReply{Round: req.Round, Responses: responses, State: c.InputState}}
+}
+
+// hideInputStates takes the request states out of the input requests ev's
+// actions carry (the function response of a tool that asked), before ev is
+// stored, and returns the requests that no confirmation call of ADK's will
+// follow (inputAgainKey), with their states, by the model's call id.
+func hideInputStates(ev *session.Event) map[string]toolconfirmation.ToolConfirmation {
+	var again map[string]toolconfirmation.ToolConfirmation
+	for id, tc := range ev.Actions.RequestedToolConfirmations {
+		req, ok := inputOf(tc.Payload)
+		if !ok {
+			continue
+		}
+		if m, _ := tc.Payload.(map[string]any); m[inputAgainKey] == true {
+			if again == nil {
+				again = map[string]toolconfirmation.ToolConfirmation{}
+			}
+			again[id] = toolconfirmation.ToolConfirmation{Hint: tc.Hint, Payload: map[string]any{inputPayloadKey: *req}}
+		}
+		shown := *req
+		shown.State = ""
+		ev.Actions.RequestedToolConfirmations[id] = toolconfirmation.ToolConfirmation{Hint: tc.Hint, Payload: map[string]any{inputPayloadKey: shown}}
+	}
+	return again
+}
+
+// inputConfirmationEvent is the confirmation call ADK would have stored
+// after ev for the requests again (by the model's call id, found in
+// prior): what generateRequestConfirmationEvent builds on a first run.
+func inputConfirmationEvent(ctx context.Context, prior session.Events, ev *session.Event, again map[string]toolconfirmation.ToolConfirmation) *session.Event {
+	var parts []*genai.Part
+	var ids []string
+	for _, id := range slices.Sorted(maps.Keys(again)) {
+		var orig *genai.FunctionCall
+		for i := prior.Len() - 1; i >= 0 && orig == nil; i-- {
+			for _, p := range partsOf(prior.At(i)) {
+				if fc := p.FunctionCall; fc != nil && fc.ID == id && fc.Name != toolconfirmation.FunctionCallName {
+					orig = fc
+				}
+			}
+		}
+		if orig == nil {
+			continue // not this session's call: nothing to ask about
+		}
+		fc := &genai.FunctionCall{ID: "adk-" + platform.NewUUID(ctx), Name: toolconfirmation.FunctionCallName,
+			Args: map[string]any{"originalFunctionCall": orig, "toolConfirmation": again[id]}}
+		parts = append(parts, &genai.Part{FunctionCall: fc})
+		ids = append(ids, fc.ID)
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	out := session.NewEvent(ctx, ev.InvocationID)
+	out.Author, out.Branch = ev.Author, ev.Branch
+	out.Content = &genai.Content{Role: genai.RoleModel, Parts: parts}
+	out.LongRunningToolIDs = ids
+	return out
+}
+
+func partsOf(ev *session.Event) []*genai.Part {
+	if ev == nil || ev.Content == nil {
+		return nil
+	}
+	return ev.Content.Parts
 }
