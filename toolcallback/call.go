@@ -36,13 +36,13 @@ type Call struct {
 	Hint       string // approvals: ADK's explanation for the person
 	// Input is what a KindInput call asks the person (without the
 	// server's request state, which stays in the ledger).
-	Input  *InputRequest
-	Status Status
-	Answer     *Answer // the recorded answer, once resolved
-	Created    time.Time
-	Expires    time.Time
-	Resolved   time.Time
-	Resumed    bool // the agent has been resumed with this call's answer
+	Input    *InputRequest
+	Status   Status
+	Answer   *Answer // the recorded answer, once resolved
+	Created  time.Time
+	Expires  time.Time
+	Resolved time.Time
+	Resumed  bool // the agent has been resumed with this call's answer
 }
 
 // Answer is the result of a paused call. Exactly one of Output, Error and
