@@ -284,8 +284,13 @@ func (e *engine) run(ctx context.Context, svc *invocationSessions, run invocatio
 		if ev != nil {
 			inv.push(ev)
 		}
-		for _, ev := range svc.takeFollowUps() {
-			inv.push(ev)
+		if paused := svc.takeFollowUps(); len(paused) > 0 {
+			// A tool asked for input again: the invocation pauses on it.
+			// Leaving the loop stops the runner before it calls the model.
+			for _, ev := range paused {
+				inv.push(ev)
+			}
+			return nil
 		}
 	}
 	return nil

@@ -32,6 +32,11 @@ import (
 // uistream encoder recognises the same key (uistream.InputPayloadKey).
 const inputPayloadKey = "batonInput"
 
+// InputToolName is the name under which an input call is shown to those
+// who answer it (a page's form, an A2A caller's function call), with the
+// InputRequest as its arguments (uistream.InputToolName is the same).
+const InputToolName = "baton_input"
+
 // Actions a person takes on an input request, as MCP names them.
 const (
 	InputAccept  = "accept"
@@ -83,11 +88,11 @@ func RequestInput(ctx agent.Context, req InputRequest) error {
 	if ctx.ToolConfirmation() != nil {
 		// A tool run again with an answer runs from ADK's confirmation
 		// processor, which (ADK v2.2.0) neither turns a new request into a
-		// confirmation call nor stops: the model would be called at once.
-		// The invocation ends here, and its session service stores the
-		// confirmation call ADK does not (followUp).
+		// confirmation call nor stops: the model would be called at once
+		// (and a tool context cannot end the invocation). The invocation's
+		// session service stores the confirmation call ADK does not
+		// (followUp), and the engine stops the runner after it.
 		payload[inputAgainKey] = true
-		ctx.EndInvocation()
 	}
 	return ctx.RequestConfirmation(req.Message, payload)
 }
@@ -110,6 +115,18 @@ func InputReplyOf(ctx agent.Context) (*InputReply, error) {
 		return nil, errors.New("the confirmation of this call is not an answer to an input request")
 	}
 	return p.Reply, nil
+}
+
+// CancelInput is the answer that cancels every request of the input call
+// c, for a caller that gives up on it.
+func CancelInput(c *Call) Answer {
+	responses := map[string]any{}
+	if c.Input != nil {
+		for id := range c.Input.Requests {
+			responses[id] = map[string]any{"action": InputCancel}
+		}
+	}
+	return Answer{Output: map[string]any{"responses": responses}}
 }
 
 // inputOf reads an input request from a confirmation's payload.
