@@ -267,7 +267,7 @@ type crashWorld struct {
 	djTools  []tool.Tool
 	booked   atomic.Int32
 	renamed  atomic.Int32 // renames done: the input tool's last round
-	kept     []string // messages sent before the doomed part
+	kept     []string     // messages sent before the doomed part
 }
 
 const crashChat, crashClient = "s1", "tab-a"
