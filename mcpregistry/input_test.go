@@ -461,6 +461,9 @@ func TestInputTwoRounds(t *testing.T) {
 		t.Fatalf("first answer: %+v, %v", res, err)
 	}
 	again := inputCall(t, events(t, res.Invocation))
+	if n := in.model.Calls() + second.model.Calls(); n != 1 {
+		t.Errorf("the model was called %d times by the second round; want once, for the first call", n)
+	}
 	if again.ID == call.ID {
 		t.Fatalf("the second round reuses the first's call id %q", call.ID)
 	}
@@ -471,5 +474,29 @@ func TestInputTwoRounds(t *testing.T) {
 	got := in.resumed("chat-1", again.ID, map[string]any{"confirm": accept(map[string]any{"confirm": true})})
 	if !strings.Contains(got, "note n1 renamed to Groceries") || strings.Join(srv.done(), ",") != "renamed n1 to Groceries" || srv.calls.Load() != 3 {
 		t.Errorf("model saw %q, server did %v in %d calls; want n1 renamed in 3", got, srv.done(), srv.calls.Load())
+	}
+}
+
+func TestInputCancelledByNewMessage(t *testing.T) {
+	t.Parallel()
+	srv := newAskingServer(t, true)
+	in := newInputInstance(t, firestoretest.NewClient(t), srv.URL, nil)
+	call := in.ask("chat-1", "delete_note n1")
+	// The strict model checks that the new turn's request pairs the call
+	// with its cancellation.
+	second := in.ask("chat-1", "rename_note n2")
+	if second.ID == call.ID {
+		t.Fatal("the new turn did not ask again")
+	}
+	_, err := in.answer("chat-1", call.ID, map[string]any{"confirm": accept(map[string]any{"confirm": true})})
+	if !errors.Is(err, toolcallback.ErrExpired) {
+		t.Errorf("answer to the cancelled call: %v; want ErrExpired", err)
+	}
+	if srv.calls.Load() != 2 || len(srv.done()) != 0 {
+		t.Errorf("server got %d calls and did %v; want one call per tool and nothing done", srv.calls.Load(), srv.done())
+	}
+	last := in.model.LastRequest().Contents
+	if got := modeltest.DumpContents(last); !strings.Contains(got, "cancelled") {
+		t.Errorf("the model was not told the call was cancelled:\n%s", got)
 	}
 }
