@@ -37,6 +37,7 @@ type conn struct {
 	// stateless: the server speaks 2026-07-28; it keeps no session, asks
 	// for input by multi-round-trip results, and nothing is recorded.
 	stateless bool
+	live      liveCalls // calls in flight, for the server's elicitations
 
 	changes atomic.Uint64 // notifications/tools/list_changed received
 	mu      sync.Mutex
@@ -164,6 +165,9 @@ func (r *Registry) handshake(ctx context.Context, srv Server, t mcp.Transport, s
 		Logger:                 r.opts.Logger,
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { c.changes.Add(1) },
 		MultiRoundTrip:         &mcp.MultiRoundTripOptions{Disabled: true},
+		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return r.elicit(c, req)
+		},
 	})
 	cs, err := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {

@@ -53,6 +53,7 @@ func newAskingServer(t *testing.T, stateless bool) *askingServer {
 	schema := json.RawMessage(`{"type":"object","properties":{"id":{"type":"string"}},"required":["id"]}`)
 	s.AddTool(&mcp.Tool{Name: "delete_note", InputSchema: schema}, a.deleteNote)
 	s.AddTool(&mcp.Tool{Name: "rename_note", InputSchema: schema}, a.renameNote)
+	s.AddTool(&mcp.Tool{Name: "retitle_note", InputSchema: schema}, a.retitleNote)
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: stateless})
 	hs := httptest.NewServer(h)
 	a.URL = hs.URL
@@ -175,6 +176,25 @@ func (a *askingServer) renameNote(_ context.Context, req *mcp.CallToolRequest) (
 	return nil, errors.New("request state refused")
 }
 
+// retitleNote asks twice on the live call, as a server of 2025-11-25
+// does (elicitation/create): a title, then a confirmation.
+func (a *askingServer) retitleNote(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	a.calls.Add(1)
+	id := noteID(req)
+	title, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Mode: "form", Message: "New title?", RequestedSchema: map[string]any{
+		"type": "object", "properties": map[string]any{"title": map[string]any{"type": "string"}}, "required": []string{"title"},
+	}})
+	if err != nil || title.Action != "accept" {
+		return textResult("not renamed"), err
+	}
+	ok, err := req.Session.Elicit(ctx, confirmForm("Rename "+id+"?"))
+	if err != nil || ok.Action != "accept" || ok.Content["confirm"] != true {
+		return textResult("not renamed"), err
+	}
+	a.did(fmt.Sprintf("renamed %s to %v", id, title.Content["title"]))
+	return textResult("note %s renamed to %v", id, title.Content["title"]), nil
+}
+
 // inputInstance is one instance of a team whose one agent calls the notes
 // server's tool named in the user's message ("delete_note n1"), then says
 // what the tool answered. The strict model fails the test on any request
@@ -186,9 +206,13 @@ type inputInstance struct {
 }
 
 func newInputInstance(t *testing.T, client *firestore.Client, url string, opts *toolcallback.Options) *inputInstance {
+	return newInputInstanceWith(t, client, url, opts, nil)
+}
+
+func newInputInstanceWith(t *testing.T, client *firestore.Client, url string, opts *toolcallback.Options, regOpts *mcpregistry.Options) *inputInstance {
 	t.Helper()
 	sessions := sessionstore.New(client, nil)
-	reg := newRegistry(t, sessions, []mcpregistry.Server{{Name: "notes", URL: url}}, nil)
+	reg := newRegistry(t, sessions, []mcpregistry.Server{{Name: "notes", URL: url}}, regOpts)
 	ts, err := reg.Toolsets("concierge", "notes")
 	if err != nil {
 		t.Fatal(err)

@@ -73,6 +73,7 @@ type callDoc struct {
 	Hint       string    `firestore:"hint"`
 	Input      []byte    `firestore:"input"`      // KindInput: JSON of the InputRequest shown
 	InputState string    `firestore:"inputState"` // KindInput: the server's request state, never shown
+	Live       bool      `firestore:"live"`       // asked by AskLive: answered to the waiting tool, never resumed
 	Status     string    `firestore:"status"`
 	Answer     []byte    `firestore:"answer"` // JSON of Answer
 	ResolvedBy string    `firestore:"resolvedBy"`

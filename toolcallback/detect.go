@@ -20,6 +20,7 @@ import (
 type pausingTools struct {
 	mu    sync.Mutex
 	specs map[string]pauseSpec
+	live  *liveAsker // for tools that ask while they run (AskLive)
 }
 
 type pausingToolsKey struct{}
