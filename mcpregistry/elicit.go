@@ -19,13 +19,17 @@ import (
 // that instance keeps the turn open: toolcallback.AskLive shows the form to
 // the device that started the turn, records the answer in the ledger
 // whichever instance receives it, and the waiting handler reads it from
-// there. It waits at most four fifths of what is left of CallTimeout (the
-// rest lets the server finish); then it declines, and the tool's result
-// tells the model that the user did not answer in time.
+// there. It waits what is left of CallTimeout less a fifth of it (at
+// least answerMargin), which lets the server finish; then it declines, and
+// the tool's result tells the model that the user did not answer in time.
 //
 // The request names no call, so the connection attributes it to the one
 // call it is running; while it runs several (parallel calls of one model
 // step to one server), it declines.
+
+// answerMargin is the least time left to the server, after a question
+// nobody answered, to finish the call with the decline.
+const answerMargin = 2 * time.Second
 
 // liveCall is a tools/call in flight on a connection.
 type liveCall struct {
@@ -85,7 +89,8 @@ func (r *Registry) elicit(c *conn, req *mcp.ElicitRequest) (*mcp.ElicitResult, e
 	call.rounds++
 	round := call.rounds
 	call.mu.Unlock()
-	wait := time.Until(call.deadline) * 4 / 5
+	left := time.Until(call.deadline)
+	wait := max(left-max(left/5, answerMargin), 0)
 	in := toolcallback.InputRequest{Server: c.server, Tool: call.tool, Message: p.Message, Round: round,
 		Requests: map[string]any{"elicitation": map[string]any{"method": "elicitation/create", "params": p}}}
 	reply, err := toolcallback.AskLive(call.ctx, call.tool, in, wait)

@@ -162,7 +162,7 @@ func TestElicitationTwoQuestions(t *testing.T) {
 func TestElicitationUnansweredIsDeclined(t *testing.T) {
 	t.Parallel()
 	srv := newAskingServer(t, false)
-	in := newInputInstanceWith(t, firestoretest.NewClient(t), srv.URL, nil, &mcpregistry.Options{CallTimeout: 2 * time.Second})
+	in := newInputInstanceWith(t, firestoretest.NewClient(t), srv.URL, nil, &mcpregistry.Options{CallTimeout: 4 * time.Second})
 	var asked string
 	got := in.liveTurn("delete_note n1", func(id string, _ int) { asked = id })
 	if !strings.Contains(got, "note n1 kept: decline") || !strings.Contains(got, "did not answer") {

@@ -19,6 +19,7 @@ import { errorNotice, useNotices } from './notices.jsx';
 import { useLiveTurns } from './live.js';
 import { Message } from './Message.jsx';
 import { loadChat } from './chatapi.js';
+import { INPUT_TOOL, postLiveAnswer } from './InputForm.jsx';
 
 const SUGGESTIONS = [
   'change the music to track 2',
@@ -166,6 +167,20 @@ function ChatPage({ config, identity, device, chatId, initial, onNewChat }) {
     await addToolApprovalResponse({ id: part.approval.id, approved });
   }
 
+  /** A person's answer to a tool's question (InputForm.jsx). */
+  async function answerInput(part, output) {
+    live.current?.();
+    if (!part.input?.live) {
+      await addToolOutput({ tool: INPUT_TOOL, toolCallId: part.toolCallId, output });
+      return;
+    }
+    try {
+      await postLiveAnswer({ chatId, device, identity, part, output });
+    } catch (err) {
+      notices.add(errorNotice(err));
+    }
+  }
+
   notices.count.current = messages.length;
   const busy = status === 'submitted' || status === 'streaming';
   live.current = useLiveTurns({ chatId, identity, transport, messages, setMessages, idle: !busy && running.size === 0 });
@@ -209,7 +224,7 @@ function ChatPage({ config, identity, device, chatId, initial, onNewChat }) {
         {messages.map((m, i) => (
           <Fragment key={m.id}>
             {notices.render(i)}
-            <Message message={m} device={device} running={running} onDecide={decide} />
+            <Message message={m} device={device} running={running} onDecide={decide} onAnswer={answerInput} />
           </Fragment>
         ))}
         {notices.render(messages.length, true)}
