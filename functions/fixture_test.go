@@ -53,6 +53,7 @@ type httpFixture struct {
 	cfg      Config
 	members  []toolcallback.Member
 	booked   atomic.Int32
+	cleared  atomic.Int32 // clear_notes calls that ended with the user's yes
 	logs     *syncWriter
 
 	mu    sync.Mutex
@@ -121,7 +122,7 @@ func newHTTPFixtureWith(t *testing.T, opts func(*ServerOptions), mutate func(*Co
 	if err != nil {
 		t.Fatal(err)
 	}
-	root, err := llmagent.New(llmagent.Config{Name: "assistant", Model: f.model, Tools: []tool.Tool{bgm, loc, book, weather}})
+	root, err := llmagent.New(llmagent.Config{Name: "assistant", Model: f.model, Tools: []tool.Tool{bgm, loc, book, weather, f.clearTool()}})
 	if err != nil {
 		t.Fatal(err)
 	}
