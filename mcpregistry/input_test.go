@@ -225,7 +225,9 @@ func newInputInstanceWith(t *testing.T, client *firestore.Client, url string, op
 		}
 		return modeltest.EchoReply(req)
 	}}
-	a, err := llmagent.New(llmagent.Config{Name: "concierge", Model: m, Toolsets: ts})
+	// Mode set here: ADK v2.2.0's runner sets an unset Mode on the shared
+	// agent on each Run, a data race between an instance's first two runs.
+	a, err := llmagent.New(llmagent.Config{Name: "concierge", Model: m, Toolsets: ts, Mode: llmagent.ModeChat})
 	if err != nil {
 		t.Fatal(err)
 	}
