@@ -272,9 +272,12 @@ func (x *executor) Cancel(ctx context.Context, ec *a2asrv.ExecutorContext) iter.
 			}
 			for _, c := range calls {
 				a := toolcallback.Answer{Error: "cancelled: the A2A caller canceled the task"}
-				if c.Kind == toolcallback.KindApproval {
+				switch c.Kind {
+				case toolcallback.KindApproval:
 					no := false
 					a = toolcallback.Answer{Approved: &no}
+				case toolcallback.KindInput:
+					a = toolcallback.CancelInput(c)
 				}
 				_, err := x.team.Resume(ctx, toolcallback.Result{UserID: user, ChatID: ec.ContextID, CallID: c.ID, ClientID: client, Answer: a})
 				if err != nil && !errors.Is(err, toolcallback.ErrAlreadyResolved) && !errors.Is(err, toolcallback.ErrExpired) {
@@ -342,10 +345,17 @@ func agentText(task a2a.TaskInfoProvider, s string) *a2a.Message {
 // confirmation request, whose answer is {"confirmed": bool, "payload": ...}.
 func callPart(c *toolcallback.Call) (*a2a.Part, error) {
 	fc := &genai.FunctionCall{ID: c.ID, Name: c.Tool, Args: c.Args}
-	if c.Kind == toolcallback.KindApproval {
+	switch {
+	case c.Kind == toolcallback.KindApproval:
 		fc = &genai.FunctionCall{ID: c.ID, Name: toolconfirmation.FunctionCallName, Args: map[string]any{
 			"originalFunctionCall": map[string]any{"id": c.OriginalID, "name": c.Tool, "args": c.Args},
 			"toolConfirmation":     map[string]any{"hint": c.Hint, "confirmed": false},
+		}}
+	case c.Kind == toolcallback.KindInput && c.Input != nil:
+		// A tool's question: answered by a function response
+		// {"responses": {id: {"action", "content"}}}, as a page answers it.
+		fc = &genai.FunctionCall{ID: c.ID, Name: toolcallback.InputToolName, Args: map[string]any{
+			"server": c.Input.Server, "tool": c.Input.Tool, "message": c.Input.Message, "round": c.Input.Round, "requests": c.Input.Requests,
 		}}
 	}
 	parts, err := adka2a.ToA2AParts([]*genai.Part{{FunctionCall: fc}}, []string{c.ID})

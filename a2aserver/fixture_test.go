@@ -64,7 +64,7 @@ func newFixture(t *testing.T, n int, opts *Options, script ...modeltest.Reply) *
 	if err != nil {
 		t.Fatal(err)
 	}
-	root, err := llmagent.New(llmagent.Config{Name: "dj", Description: "plays music", Model: f.model, Tools: []tool.Tool{bgm}})
+	root, err := llmagent.New(llmagent.Config{Name: "dj", Description: "plays music", Model: f.model, Tools: []tool.Tool{bgm, askingTool(t)}})
 	if err != nil {
 		t.Fatal(err)
 	}

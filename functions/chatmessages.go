@@ -178,6 +178,9 @@ func uiMessages(events session.Events, shown int, open []*toolcallback.Call) []u
 		}
 		if item.ToolCallID != "" {
 			m.Parts = append(m.Parts, newToolPart(item, calls[item.ToolCallID]))
+			if open := calls[item.ToolCallID]; open != nil && open.Kind == toolcallback.KindInput {
+				m.Parts = append(m.Parts, newInputPart(open))
+			}
 		}
 	}
 	if len(switched) > 0 {
@@ -220,4 +223,13 @@ func deviceOf(open *toolcallback.Call) *callMetadata {
 	m := &callMetadata{}
 	m.Baton.DeviceID = open.ClientID
 	return m
+}
+
+// newInputPart is the question a paused call asks (docs/mcp-input.md): a
+// browser call of toolcallback.InputToolName that the device that started
+// the turn answers with its output, as the stream showed it.
+func newInputPart(open *toolcallback.Call) toolPart {
+	v := newCallView(open, "")
+	return toolPart{Type: "tool-" + v.ToolName, ToolCallID: v.ToolCallID, State: "input-available", Input: v.Input,
+		CallProviderMetadata: deviceOf(open)}
 }

@@ -54,6 +54,7 @@ type httpFixture struct {
 	cfg      Config
 	members  []toolcallback.Member
 	booked   atomic.Int32
+	cleared  atomic.Int32 // clear_notes calls that ended with the user's yes
 	logs     *syncWriter
 	gcs      *localgcs.Server // the files' bucket, served in process
 
@@ -123,7 +124,7 @@ func newHTTPFixtureWith(t *testing.T, opts func(*httpFixture, *ServerOptions), m
 	if err != nil {
 		t.Fatal(err)
 	}
-	root, err := llmagent.New(llmagent.Config{Name: "assistant", Model: f.model, Tools: []tool.Tool{bgm, loc, book, weather}})
+	root, err := llmagent.New(llmagent.Config{Name: "assistant", Model: f.model, Tools: []tool.Tool{bgm, loc, book, weather, f.clearTool()}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -107,6 +107,13 @@ func newCallView(c *toolcallback.Call, token string) callView {
 	if c.Kind == toolcallback.KindApproval {
 		v.ApprovalID = c.ID
 	}
+	if c.Kind == toolcallback.KindInput && c.Input != nil {
+		// A question is shown as the stream shows it: a call of the input
+		// tool, answered with {"responses": ...} under its own id.
+		v.ToolCallID, v.ToolName = c.ID, toolcallback.InputToolName
+		v.Input = map[string]any{"server": c.Input.Server, "tool": c.Input.Tool, "message": c.Input.Message,
+			"round": c.Input.Round, "requests": c.Input.Requests}
+	}
 	if c.Answer != nil {
 		v.Answer = c.Answer
 	}

@@ -18,10 +18,15 @@ import (
 	"github.com/baton-run/baton/sessionstore"
 )
 
-// protocolVersion is the MCP version Baton asks for: the last one with
-// sessions (Mcp-Session-Id), which is what lets a chat keep server-side
-// state. go-sdk v1.8.0 would otherwise try 2026-07-28, which has none.
-const protocolVersion = "2025-11-25"
+// Protocol versions. A new connection lets go-sdk negotiate: it offers
+// 2026-07-28 (stateless; a server that speaks it answers server/discover)
+// and falls back to the initialize handshake of 2025-11-25 for a server
+// that does not. A recorded session is continued with sessionsVersion, the
+// last version with sessions (Mcp-Session-Id): only such a server has one.
+const (
+	sessionsVersion  = "2025-11-25"
+	statelessVersion = "2026-07-28"
+)
 
 // conn is one client session and the tool list cached for it.
 type conn struct {
@@ -29,6 +34,10 @@ type conn struct {
 	cs     *mcp.ClientSession
 	http   *sessionTransport // nil for stdio
 	dead   atomic.Bool
+	// stateless: the server speaks 2026-07-28; it keeps no session, asks
+	// for input by multi-round-trip results, and nothing is recorded.
+	stateless bool
+	live      liveCalls // calls in flight, for the server's elicitations
 
 	changes atomic.Uint64 // notifications/tools/list_changed received
 	mu      sync.Mutex
@@ -80,7 +89,7 @@ func (r *Registry) open(ctx context.Context, chat Chat, srv Server) (*conn, erro
 		if len(srv.Env) > 0 {
 			cmd.Env = append(cmd.Environ(), srv.Env...)
 		}
-		return r.handshake(ctx, srv, &mcp.CommandTransport{Command: cmd, TerminateDuration: r.opts.CloseTimeout / 2}, nil)
+		return r.handshake(ctx, srv, &mcp.CommandTransport{Command: cmd, TerminateDuration: r.opts.CloseTimeout / 2}, nil, "")
 	}
 	if chat.Stored {
 		rec, err := r.sessions.GetChat(ctx, chat.App, chat.User, chat.ID)
@@ -110,7 +119,7 @@ func (r *Registry) open(ctx context.Context, chat Chat, srv Server) (*conn, erro
 		}
 	}
 	c, err := r.dial(ctx, srv, nil, true)
-	if err != nil || !chat.Stored {
+	if err != nil || !chat.Stored || c.stateless {
 		return c, err
 	}
 	init, err := json.Marshal(c.cs.InitializeResult())
@@ -136,24 +145,36 @@ func (r *Registry) dial(ctx context.Context, srv Server, resume *sessionstore.MC
 	st := &sessionTransport{base: base, headers: srv.Headers, resume: resume}
 	hc := *r.opts.HTTPClient
 	hc.Transport = st
-	c, err := r.handshake(ctx, srv, &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: &hc, MaxRetries: -1, DisableStandaloneSSE: !listen}, st)
+	version := "" // negotiate
+	if resume != nil {
+		version = sessionsVersion
+	}
+	c, err := r.handshake(ctx, srv, &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: &hc, MaxRetries: -1, DisableStandaloneSSE: !listen}, st, version)
 	if err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
-func (r *Registry) handshake(ctx context.Context, srv Server, t mcp.Transport, st *sessionTransport) (*conn, error) {
+// handshake connects over t, asking for version ("" lets go-sdk
+// negotiate). Multi-round-trip results are not fulfilled by go-sdk: they
+// reach the tool call, which pauses the turn on them (input.go).
+func (r *Registry) handshake(ctx context.Context, srv Server, t mcp.Transport, st *sessionTransport, version string) (*conn, error) {
 	c := &conn{server: srv.Name, http: st}
 	client := mcp.NewClient(&mcp.Implementation{Name: "baton", Version: "1"}, &mcp.ClientOptions{
 		Logger:                 r.opts.Logger,
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { c.changes.Add(1) },
+		MultiRoundTrip:         &mcp.MultiRoundTripOptions{Disabled: true},
+		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return r.elicit(c, req)
+		},
 	})
-	cs, err := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: protocolVersion})
+	cs, err := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		return nil, fmt.Errorf("connect to MCP server %s: %w", srv.Name, err)
 	}
 	c.cs = cs
+	c.stateless = cs.InitializeResult().ProtocolVersion >= statelessVersion
 	return c, nil
 }
 

@@ -38,9 +38,20 @@
 //
 // A tool appears to the model as "<server>_<tool>". Every failure (server
 // unreachable, connection broken, the tool's own error) is returned as the
-// call's error, which ADK gives the model as an error response. MCP calls do
-// not pause: the client advertises no elicitation, so a server cannot ask a
-// person mid-call, and a long task holds the turn until CallTimeout.
+// call's error, which ADK gives the model as an error response. A long task
+// holds the turn until CallTimeout.
+//
+// # Protocol versions and input
+//
+// A new connection negotiates (connect.go): a server that answers
+// server/discover speaks 2026-07-28 and keeps no session (nothing is
+// recorded); any other speaks 2025-11-25, whose session is recorded and
+// continued as above. A 2026-07-28 server asks for a person's input by
+// answering a call with input requests: the call pauses through the ledger
+// and resumes on any instance (input.go). A 2025-11-25 server asks with
+// elicitation/create on the live call: the instance holding it keeps the
+// turn open and waits for the answer in the ledger (elicit.go). See
+// docs/mcp-input.md.
 //
 // # Storage
 //

@@ -77,9 +77,15 @@ func (t *mcpTool) Run(ctx agent.Context, args any) (map[string]any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("MCP server %s unavailable: %w", k.server, err)
 	}
+	params, round, err := callParams(ctx, t.name, args)
+	if err != nil {
+		return nil, err
+	}
 	callCtx, cancel := context.WithTimeout(ctx, r.opts.CallTimeout)
 	defer cancel()
-	res, err := c.cs.CallTool(callCtx, &mcp.CallToolParams{Name: t.name, Arguments: args})
+	live, done := c.asking(ctx, t.decl.Name, callCtx)
+	res, err := c.cs.CallTool(callCtx, params)
+	done()
 	if errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, mcp.ErrSessionMissing) {
 		c.markBroken()
 		r.discard(k, c)
@@ -87,16 +93,31 @@ func (t *mcpTool) Run(ctx agent.Context, args any) (map[string]any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s on MCP server %s: %w", t.name, k.server, err)
 	}
+	if res.NeedsInput() {
+		return askInput(ctx, k.server, t.name, res, round+1)
+	}
 	if res.IsError {
 		return nil, fmt.Errorf("%s failed: %s", t.name, text(res))
 	}
+	return withNote(output(res), live.note()), nil
+}
+
+func output(res *mcp.CallToolResult) map[string]any {
 	if m, ok := res.StructuredContent.(map[string]any); ok {
-		return m, nil
+		return m
 	}
 	if res.StructuredContent != nil {
-		return map[string]any{"output": res.StructuredContent}, nil
+		return map[string]any{"output": res.StructuredContent}
 	}
-	return map[string]any{"output": text(res)}, nil
+	return map[string]any{"output": text(res)}
+}
+
+// withNote adds Baton's note for the model to a tool's output.
+func withNote(out map[string]any, note string) map[string]any {
+	if note != "" {
+		out["baton_note"] = note
+	}
+	return out
 }
 
 func text(res *mcp.CallToolResult) string {

@@ -34,12 +34,15 @@ type Call struct {
 	OriginalID string
 	AnyDevice  bool
 	Hint       string // approvals: ADK's explanation for the person
-	Status     Status
-	Answer     *Answer // the recorded answer, once resolved
-	Created    time.Time
-	Expires    time.Time
-	Resolved   time.Time
-	Resumed    bool // the agent has been resumed with this call's answer
+	// Input is what a KindInput call asks the person (without the
+	// server's request state, which stays in the ledger).
+	Input    *InputRequest
+	Status   Status
+	Answer   *Answer // the recorded answer, once resolved
+	Created  time.Time
+	Expires  time.Time
+	Resolved time.Time
+	Resumed  bool // the agent has been resumed with this call's answer
 }
 
 // Answer is the result of a paused call. Exactly one of Output, Error and
@@ -68,6 +71,9 @@ type callDoc struct {
 	OriginalID string    `firestore:"originalId"`
 	AnyDevice  bool      `firestore:"anyDevice"`
 	Hint       string    `firestore:"hint"`
+	Input      []byte    `firestore:"input"`      // KindInput: JSON of the InputRequest shown
+	InputState string    `firestore:"inputState"` // KindInput: the server's request state, never shown
+	Live       bool      `firestore:"live"`       // asked by AskLive: answered to the waiting tool, never resumed
 	Status     string    `firestore:"status"`
 	Answer     []byte    `firestore:"answer"` // JSON of Answer
 	ResolvedBy string    `firestore:"resolvedBy"`
@@ -93,6 +99,12 @@ func (d *callDoc) call() (*Call, error) {
 	}
 	if len(d.Args) > 0 {
 		if err := json.Unmarshal(d.Args, &c.Args); err != nil {
+			return nil, err
+		}
+	}
+	if len(d.Input) > 0 {
+		c.Input = &InputRequest{}
+		if err := json.Unmarshal(d.Input, c.Input); err != nil {
 			return nil, err
 		}
 	}

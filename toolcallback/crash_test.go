@@ -266,7 +266,8 @@ type crashWorld struct {
 	tools    []tool.Tool       // the assistant's
 	djTools  []tool.Tool
 	booked   atomic.Int32
-	kept     []string // messages sent before the doomed part
+	renamed  atomic.Int32 // renames done: the input tool's last round
+	kept     []string     // messages sent before the doomed part
 	// gone are texts that no model request may hold once a rewind mark
 	// is stored (rewindcrash_test.go).
 	gone []string
@@ -297,7 +298,7 @@ func newCrashWorld(t *testing.T) *crashWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.tools = []tool.Tool{bgm, book, add}
+	w.tools = []tool.Tool{bgm, book, add, w.renameTool()}
 	w.djTools = []tool.Tool{bgm}
 	return w
 }
@@ -430,6 +431,9 @@ func (w *crashWorld) recover(seen []*session.Event) {
 		if c.Kind == toolcallback.KindApproval {
 			a = toolcallback.Answer{Approved: ptr(true)}
 		}
+		if c.Kind == toolcallback.KindInput {
+			a = acceptInput(c)
+		}
 		if _, _, err := resume(team, ctx, crashChat, c.ID, crashClient, a); err != nil {
 			t.Errorf("answer %s after the crash: %v", c.ID, err)
 		}
@@ -443,6 +447,9 @@ func (w *crashWorld) recover(seen []*session.Event) {
 	w.checkGone(ctx, sessions, m)
 	if n := w.booked.Load(); n > 1 {
 		t.Errorf("approved tool ran %d times, want at most once", n)
+	}
+	if n := w.renamed.Load(); n > 1 {
+		t.Errorf("the input tool finished %d times, want at most once", n)
 	}
 	w.checkEveryMessageAnswered(ctx, sessions)
 }

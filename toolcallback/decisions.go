@@ -44,6 +44,9 @@ func Decisions(events session.Events) map[string]Decision {
 			if b, err := json.Marshal(fr.Response); err != nil || json.Unmarshal(b, &tc) != nil {
 				continue
 			}
+			if _, input := inputOf(tc.Payload); input {
+				continue // an answer to a tool's input request, not an approval
+			}
 			d := Decision{Approved: tc.Confirmed, Args: orig.args}
 			if patch, ok := tc.Payload.(map[string]any); ok && tc.Confirmed && len(patch) > 0 {
 				d.Args = mergePayload(orig.args, patch)

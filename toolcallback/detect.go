@@ -20,6 +20,7 @@ import (
 type pausingTools struct {
 	mu    sync.Mutex
 	specs map[string]pauseSpec
+	live  *liveAsker // for tools that ask while they run (AskLive)
 }
 
 type pausingToolsKey struct{}
@@ -54,6 +55,8 @@ type pausedCall struct {
 	id, tool, step, originalID, invocation, hint string
 	args                                         map[string]any
 	spec                                         pauseSpec
+	input                                        []byte // KindInput: the InputRequest shown, as JSON
+	state                                        string // KindInput: the server's request state
 	created                                      time.Time
 }
 
@@ -103,17 +106,26 @@ func approvalRequest(prior session.Events, ev *session.Event, fc *genai.Function
 			break
 		}
 	}
-	var hint string
-	if raw, err := json.Marshal(fc.Args["toolConfirmation"]); err == nil {
-		var tc toolconfirmation.ToolConfirmation
-		if json.Unmarshal(raw, &tc) == nil {
-			hint = tc.Hint
-		}
-	}
-	return pausedCall{
+	d := pausedCall{
 		id: fc.ID, tool: original.Name, step: step, originalID: original.ID, invocation: ev.InvocationID,
-		args: original.Args, spec: pauseSpec{Kind: KindApproval}, hint: hint, created: ev.Timestamp,
-	}, true
+		args: original.Args, spec: pauseSpec{Kind: KindApproval}, created: ev.Timestamp,
+	}
+	tc, ok := confirmationOf(fc.Args)
+	if !ok {
+		return d, true
+	}
+	d.hint = tc.Hint
+	if req, ok := inputOf(tc.Payload); ok {
+		// A tool asking for input: the request state leaves the event here,
+		// before it is stored or streamed, for the ledger record only.
+		shown, state := takeInputState(fc.Args, tc, req)
+		input, err := json.Marshal(shown)
+		if err != nil {
+			return pausedCall{}, false
+		}
+		d.spec.Kind, d.input, d.state = KindInput, input, state
+	}
+	return d, true
 }
 
 func holdsCall(ev *session.Event, id string) bool {

@@ -7,7 +7,10 @@
 // Browser and External declare long-running tools whose handler returns a
 // placeholder and sets SkipSummarization, which ends the invocation (ADK's
 // IsLongRunning alone would call the model again). Approval declares a Go
-// tool gated by ADK's tool confirmation.
+// tool gated by ADK's tool confirmation. A tool that needs a person's input
+// mid-call (an MCP server's question) asks with RequestInput, which pauses
+// like an approval (KindInput, input.go), or AskLive, which keeps the turn
+// open (live.go).
 //
 // # Ledger
 //

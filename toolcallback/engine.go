@@ -224,6 +224,7 @@ func (e *engine) start(ctx context.Context, run invocationRun) (*Invocation, err
 	}
 	svc.held = h
 	inv := newInvocation()
+	svc.tools.live = &liveAsker{e: e, client: run.client, inv: inv}
 	// The run is detached from the request's cancellation, not from its
 	// trace: its span, and ADK's under it, stay in the request's trace.
 	ctx, span := tracer.Start(ctx, "baton.invocation", trace.WithAttributes(attribute.String("baton.session.id", run.session)))
@@ -312,6 +313,14 @@ func (e *engine) run(ctx context.Context, svc *invocationSessions, run invocatio
 		if ev != nil {
 			sw.note(ev)
 			inv.push(ev)
+		}
+		if paused := svc.takeFollowUps(); len(paused) > 0 {
+			// A tool asked for input again: the invocation pauses on it.
+			// Leaving the loop stops the runner before it calls the model.
+			for _, ev := range paused {
+				inv.push(ev)
+			}
+			return nil
 		}
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/adk/v2/platform"
 	"google.golang.org/adk/v2/session"
+	"google.golang.org/adk/v2/tool/toolconfirmation"
 
 	"github.com/baton-run/baton/sessionstore"
 )
@@ -40,6 +41,9 @@ type invocationSessions struct {
 	// or of the invocation ending without one.
 	claimed     chan error
 	claimedOnce sync.Once
+	// followUps are events stored on the runner's behalf after one it
+	// appended (input.go), which readers get after it; guarded by mu.
+	followUps []*session.Event
 }
 
 // Get returns the handle the request read, once, for the session it names;
@@ -70,6 +74,7 @@ func (s *invocationSessions) AppendEvent(ctx context.Context, sess session.Sessi
 	opts := s.first
 	s.first = sessionstore.AppendOptions{}
 	s.mu.Unlock()
+	again := hideInputStates(ev)
 	records, err := s.ledgerRecords(sess, ev)
 	if n := tokensUsed(ev.UsageMetadata); n > 0 && s.e.opts.CountTokens {
 		// The tokens are counted with the event that reports them.
@@ -85,7 +90,38 @@ func (s *invocationSessions) AppendEvent(ctx context.Context, sess session.Sessi
 	if err != nil {
 		return fmt.Errorf("append event %q: %w", ev.ID, err)
 	}
+	if len(again) > 0 {
+		return s.followUp(ctx, sess, ev, again)
+	}
 	return nil
+}
+
+// followUp stores the confirmation call that pauses a tool which, run
+// again with an answer, asked for input again (ADK stores none then), with
+// its ledger record, and hands it to the invocation's readers after ev. A
+// crash before it leaves the tool's response as the call's last word.
+func (s *invocationSessions) followUp(ctx context.Context, sess session.Session, ev *session.Event, again map[string]toolconfirmation.ToolConfirmation) error {
+	conf := inputConfirmationEvent(ctx, sess.Events(), ev, again)
+	if conf == nil {
+		return nil
+	}
+	if err := s.AppendEvent(ctx, sess, conf); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.followUps = append(s.followUps, conf)
+	s.mu.Unlock()
+	return nil
+}
+
+// takeFollowUps returns the events stored on the runner's behalf since the
+// last call.
+func (s *invocationSessions) takeFollowUps() []*session.Event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := s.followUps
+	s.followUps = nil
+	return out
 }
 
 // ledgerRecords are the records of the calls ev pauses, for the commit

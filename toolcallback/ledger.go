@@ -44,7 +44,7 @@ func (e *engine) newCallDoc(user, sid string, d pausedCall, client string) (*cal
 	return &callDoc{
 		ID: d.id, App: e.app, Scope: e.scope(), Agent: e.agent, User: user, Session: sid, Invocation: d.invocation, Client: client,
 		Tool: d.tool, Args: args, Kind: string(d.spec.Kind), Step: d.step, OriginalID: d.originalID,
-		AnyDevice: anyDevice, Hint: d.hint, Status: string(StatusPending),
+		AnyDevice: anyDevice, Hint: d.hint, Input: d.input, InputState: d.state, Status: string(StatusPending),
 		Created: d.created, Expires: expires, SweepAt: &expires, GCAt: expires.Add(e.opts.Retention),
 	}, nil
 }

@@ -101,8 +101,12 @@ func (e *engine) acceptable(ctx context.Context, r Result, doc *callDoc) ([]byte
 	if len(answer) > e.opts.MaxAnswerBytes {
 		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrAnswerTooLarge, len(answer), e.opts.MaxAnswerBytes)
 	}
-	if err := checkAnswer(Kind(doc.Kind), r.Answer); err != nil {
-		return nil, err
+	check := checkAnswer(Kind(doc.Kind), r.Answer)
+	if Kind(doc.Kind) == KindInput {
+		check = checkInputAnswer(doc, r.Answer)
+	}
+	if check != nil {
+		return nil, check
 	}
 	if r.Token == "" && !doc.AnyDevice && r.ClientID != doc.Client {
 		return nil, fmt.Errorf("%w: call %q", ErrWrongClient, r.CallID)
@@ -261,11 +265,24 @@ func undelivered(sess session.Session, calls []*callDoc) []*callDoc {
 	return out
 }
 
+// confirms reports whether c is answered by a tool confirmation: ADK runs
+// its tool again from the latest user event.
+func confirms(c *callDoc) bool {
+	return Kind(c.Kind) == KindApproval || Kind(c.Kind) == KindInput
+}
+
+func answerNoun(c *callDoc) string {
+	if Kind(c.Kind) == KindInput {
+		return "answer"
+	}
+	return "approval"
+}
+
 // splitConfirmations separates the approvals of calls from the other
 // answers.
 func splitConfirmations(calls []*callDoc) (answers, approvals []*callDoc) {
 	for _, c := range calls {
-		if Kind(c.Kind) == KindApproval {
+		if confirms(c) {
 			approvals = append(approvals, c)
 		} else {
 			answers = append(answers, c)
@@ -287,12 +304,15 @@ func responseParts(calls []*callDoc, resuming bool) []*genai.Part {
 		}
 		fr := &genai.FunctionResponse{ID: c.ID, Name: c.Tool}
 		switch {
+		case Status(c.Status) == StatusResolved && Kind(c.Kind) == KindInput && resuming:
+			fr.Name = toolconfirmation.FunctionCallName
+			fr.Response = map[string]any{"confirmed": true, "payload": inputReplyPayload(c, a)}
 		case Status(c.Status) == StatusResolved && Kind(c.Kind) == KindApproval && resuming:
 			fr.Name = toolconfirmation.FunctionCallName
 			fr.Response = map[string]any{"confirmed": *a.Approved, "payload": a.Payload}
-		case Status(c.Status) == StatusResolved && Kind(c.Kind) == KindApproval:
+		case Status(c.Status) == StatusResolved && confirms(c):
 			fr.ID = c.OriginalID
-			fr.Response = map[string]any{"error": "not run: the user sent a new message before the approval was processed"}
+			fr.Response = map[string]any{"error": "not run: the user sent a new message before the " + answerNoun(c) + " was processed"}
 		case Status(c.Status) == StatusResolved && a.Error != "":
 			fr.Response = map[string]any{"error": a.Error}
 		case Status(c.Status) == StatusResolved:

@@ -24,6 +24,9 @@ const (
 	KindApproval Kind = "approval"
 	// KindExternal calls are answered by another system holding a call token.
 	KindExternal Kind = "external"
+	// KindInput calls are a tool's questions to a person (RequestInput), a
+	// form the device that started the turn fills in.
+	KindInput Kind = "input"
 )
 
 // pauseSpec is what the ledger needs to know of a pausing tool before it

@@ -457,7 +457,8 @@ func (s *Encoder) call(call *genai.FunctionCall, kindOf func(*genai.FunctionCall
 }
 
 // approval sends ADK's confirmation request as the original call awaiting
-// approval. The browser answers approvalId, the confirmation call's id.
+// approval. The browser answers approvalId, the confirmation call's id. A
+// confirmation that asks for input is sent as a form (inputForm).
 func (s *Encoder) approval(call *genai.FunctionCall) error {
 	s.step()
 	s.paused[call.ID] = true
@@ -467,6 +468,9 @@ func (s *Encoder) approval(call *genai.FunctionCall) error {
 		orig = call
 	}
 	s.paused[orig.ID] = true
+	if input, ok := inputRequest(call); ok {
+		return s.toolInput(&genai.FunctionCall{ID: call.ID, Name: InputToolName, Args: input}, CallBrowser)
+	}
 	encErr := s.toolInput(orig, CallApproval)
 	s.chunk(ToolApprovalRequest{ApprovalID: call.ID, ToolCallID: orig.ID})
 	return encErr

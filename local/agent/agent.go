@@ -25,7 +25,8 @@ const (
 	conciergeInstruction = `You are the concierge of Baton's demo. Use the tools: get_weather, calculate
 and get_current_time run on the server; get_location asks the user's browser where they are;
 book_table books a restaurant table once a person approves; notes_add_note and notes_list_notes
-keep notes for the conversation, when the notes server is connected. Earlier turns may hold records like
+keep notes for the conversation, and notes_clear_notes forgets them after asking the user, when the
+notes server is connected. Earlier turns may hold records like
 "[dj called change_bgm(track=2): ...]" of what another agent did. Answer briefly.`
 	djInstruction = `You are the DJ of Baton's demo. change_bgm switches the music playing in the
 user's page (tracks 1 to 3); get_location tells where the user is, to pick music for the place;

@@ -29,6 +29,8 @@ func TestOfflinePhrasings(t *testing.T) {
 		{"remember that the table is at 7", "notes_add_note", `{"text":"the table is at 7"}`},
 		{"show my notes", "notes_list_notes", `{}`},
 		{"what are my notes?", "notes_list_notes", `{}`},
+		{"clear my notes", "notes_clear_notes", `{}`},
+		{"forget all notes", "notes_clear_notes", `{}`},
 		{"hello", "", ""},
 	}
 	for _, tc := range tests {
@@ -61,6 +63,7 @@ func TestOfflineWordsResults(t *testing.T) {
 		{"calculate", map[string]any{"expression": "12*7", "result": float64(84)}, "12*7 = 84"},
 		{"notes_add_note", map[string]any{"session": "ab12cd34", "notes": []any{"buy milk"}}, "Noted. Your notes (MCP session ab12cd34): buy milk."},
 		{"notes_list_notes", map[string]any{"session": "ab12cd34", "notes": []any{}}, "No notes yet (MCP session ab12cd34)."},
+		{"notes_clear_notes", map[string]any{"session": "ab12cd34", "notes": []any{}, "outcome": "all notes forgotten"}, "Notes: all notes forgotten. No notes yet (MCP session ab12cd34)."},
 		{"book_table", map[string]any{"booked": true, "people": float64(6), "time": "19:00", "name": "Ada"}, "table for 6"},
 		{"book_table", map[string]any{"error": "error tool \"book_table\" tool call rejected"}, "not approved, so I did not book"},
 		{"book_table", map[string]any{"error": "a table is for 1 to 20 people, not 40"}, "I did not book the table: a table is for 1 to 20"},

@@ -133,6 +133,7 @@ var (
 	reRecord   = regexp.MustCompile(`\[[^\]]*\bcalled\b[^\]]*\]`)
 	reSlow     = regexp.MustCompile(`(?i)\bcount slowly to (\d+)\b`)
 	reNoteList = regexp.MustCompile(`(?i)\b(?:(?:show|list|read)(?: me)? (?:the |my )?notes|what are my notes|my notes\??$)`)
+	reNoteClr  = regexp.MustCompile(`(?i)\b(?:clear|delete|forget|erase)\b(?: all)?(?: of)? (?:the |my )?notes\b`)
 	reNoteAdd  = regexp.MustCompile(`(?i)^\s*(?:note|remember|take a note|add a note|write down)\b(?:\s+that)?[\s:,-]*(.+)$`)
 	reTZ       = regexp.MustCompile(`(?i)\bin\s+(tokyo|london|paris|new york|sydney|berlin)\b`)
 )
@@ -180,6 +181,8 @@ func answer(msg string, history []*genai.Content) *genai.Content {
 		return text("Counting: " + strings.Join(nums, ", ") + ". Done counting.")
 	case reRecap.MatchString(msg):
 		return text(recap(history))
+	case reNoteClr.MatchString(msg):
+		return call("notes_clear_notes", map[string]any{})
 	case reNoteList.MatchString(msg):
 		return call("notes_list_notes", map[string]any{})
 	case reNoteAdd.MatchString(msg):
@@ -266,6 +269,8 @@ func describe(r *genai.FunctionResponse) string {
 		return fmt.Sprintf("Booked: a table for %v at %v under the name %v.", num(resp["people"]), resp["time"], resp["name"])
 	case "notes_add_note", "notes_list_notes":
 		return describeNotes(r.Name, resp)
+	case "notes_clear_notes":
+		return fmt.Sprintf("Notes: %v. %s", resp["outcome"], describeNotes(r.Name, resp))
 	}
 	b, _ := json.Marshal(resp)
 	return fmt.Sprintf("%s returned %s.", r.Name, b)

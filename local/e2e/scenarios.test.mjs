@@ -648,3 +648,39 @@ scenario('an attached image reaches the model and is still shown after a reload'
   await screenshot(page, 'file');
   noPageErrors(page);
 });
+
+// --- MCP input (docs/mcp-input.md) ------------------------------------------------
+
+scenario('clear the notes: the notes server asks first, and only the asking tab answers its form', 'mcp-input', async (t) => {
+  const context = await t.newContext();
+  const page = await openTab(context);
+  const other = await openTab(context);
+  await send(page, 'note: buy milk');
+  await assistantSays(page, /Noted\. Your notes \(MCP session \w+\): buy milk\./);
+
+  // The server's question (asked on the live call: the notes server keeps
+  // sessions, so it speaks 2025-11-25) reaches the asking tab as a form;
+  // the other tab follows the turn and shows the call, with no form.
+  // Declined: nothing is forgotten.
+  await send(page, 'clear my notes');
+  await page.waitForSelector(sel('input-form'), { timeout: WAIT });
+  assert.match(await page.textContent(sel('input-message')), /Forget all 1 notes of this conversation\?/);
+  await other.waitForSelector(sel('tool-call', '[data-tool-name="notes_clear_notes"]'), { timeout: WAIT });
+  assert.equal(await count(other, sel('input-form')), 0, 'the other tab shows the form');
+  await screenshot(page, 'mcp-input-form');
+  await page.click(sel('input-decline'));
+  await assistantSays(page, /the user declined: nothing forgotten\. Your notes \(MCP session \w+\): buy milk\./);
+
+  // Asked again and accepted: the notes are gone.
+  await send(page, 'clear my notes');
+  const confirm = page.locator(sel('input-field-confirm'));
+  await confirm.waitFor({ timeout: WAIT });
+  await confirm.check();
+  await page.click(sel('input-accept'));
+  await assistantSays(page, /all notes forgotten\. No notes yet/);
+  await send(page, 'show my notes');
+  await assistantSays(page, /^No notes yet \(MCP session \w+\)\.$/m);
+  assert.equal(await count(page, sel('input-form')), 0, 'an answered form is still shown');
+  await screenshot(page, 'mcp-input');
+  noPageErrors(page, other);
+});

@@ -6,7 +6,9 @@ package notes
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -73,5 +75,64 @@ func Handler() http.Handler {
 		func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, Notes, error) {
 			return nil, s.add(req.Session.ID(), ""), nil
 		})
+	srv.AddTool(&mcp.Tool{Name: "clear_notes", Description: "Forget every note of this conversation (the user is asked first).",
+		InputSchema: json.RawMessage(`{"type":"object"}`)}, s.clear)
 	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+}
+
+// clear asks the user before it forgets the session's notes: it answers
+// with an input request (a confirmation form), and forgets them when
+// called again with the user's yes. Baton talks 2025-11-25 to this server
+// (it keeps sessions), so go-sdk puts the question to the client as
+// elicitation/create on the live call and calls this again with the
+// answer; a client of 2026-07-28 would get the request and the state
+// itself. The state names the session it was given for.
+func (s *store) clear(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	session := req.Session.ID()
+	count := len(s.add(session, "").Notes)
+	if req.Params.RequestState == "" {
+		if count == 0 {
+			return result(Notes{Session: short(session), Notes: []string{}}, "no notes to forget")
+		}
+		return &mcp.CallToolResult{
+			InputRequests: mcp.InputRequestMap{"confirm": &mcp.ElicitParams{
+				Mode:    "form",
+				Message: fmt.Sprintf("Forget all %d notes of this conversation?", count),
+				RequestedSchema: map[string]any{"type": "object", "required": []string{"confirm"},
+					"properties": map[string]any{"confirm": map[string]any{"type": "boolean", "title": "Yes, forget them"}}},
+			}},
+			RequestState: "clear:" + session,
+		}, nil
+	}
+	if req.Params.RequestState != "clear:"+session {
+		return nil, errors.New("this answer belongs to another conversation")
+	}
+	answer, _ := req.Params.InputResponses["confirm"].(*mcp.ElicitResult)
+	if answer == nil || answer.Action != "accept" || answer.Content["confirm"] != true {
+		action := "declined"
+		if answer != nil && answer.Action == "cancel" {
+			action = "cancelled"
+		}
+		return result(s.add(session, ""), "the user "+action+": nothing forgotten")
+	}
+	s.forget(session)
+	return result(Notes{Session: short(session), Notes: []string{}}, "all notes forgotten")
+}
+
+func (s *store) forget(session string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.notes[session]; ok {
+		s.notes[session] = nil
+	}
+}
+
+// result is a tool result holding notes and what happened.
+func result(n Notes, outcome string) (*mcp.CallToolResult, error) {
+	out := map[string]any{"session": n.Session, "notes": n.Notes, "outcome": outcome}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, err
+	}
+	return &mcp.CallToolResult{StructuredContent: out, Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil
 }

@@ -21,6 +21,7 @@ import { Message } from './Message.jsx';
 import { MessageActions } from './Rewind.jsx';
 import { loadChat, stopChat } from './chatapi.js';
 import { Attach } from './files.jsx';
+import { INPUT_TOOL, postLiveAnswer } from './InputForm.jsx';
 
 const SUGGESTIONS = [
   'change the music to track 2',
@@ -169,6 +170,20 @@ function ChatPage({ config, identity, device, chatId, initial, onNewChat }) {
     await addToolApprovalResponse({ id: part.approval.id, approved });
   }
 
+  /** A person's answer to a tool's question (InputForm.jsx). */
+  async function answerInput(part, output) {
+    live.current?.();
+    if (!part.input?.live) {
+      await addToolOutput({ tool: INPUT_TOOL, toolCallId: part.toolCallId, output });
+      return;
+    }
+    try {
+      await postLiveAnswer({ chatId, device, identity, part, output });
+    } catch (err) {
+      notices.add(errorNotice(err));
+    }
+  }
+
   notices.count.current = messages.length;
   const busy = status === 'submitted' || status === 'streaming';
   live.current = useLiveTurns({ chatId, identity, transport, messages, setMessages, idle: !busy && running.size === 0 });
@@ -229,7 +244,7 @@ function ChatPage({ config, identity, device, chatId, initial, onNewChat }) {
         {messages.map((m, i) => (
           <Fragment key={m.id}>
             {notices.render(i)}
-            <Message message={m} device={device} running={running} onDecide={decide} />
+            <Message message={m} device={device} running={running} onDecide={decide} onAnswer={answerInput} />
             <MessageActions message={m} last={m.id === lastAssistant} busy={busy || running.size > 0}
               onRegenerate={(messageId) => { live.current?.(); regenerate({ messageId }); }}
               onEdit={(messageId, text) => { live.current?.(); sendMessage({ text, messageId }); }} />

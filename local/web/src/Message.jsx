@@ -5,12 +5,13 @@
 import { Fragment, useState } from 'react';
 import { isBrowserTool } from './tools.js';
 import { FilePart } from './files.jsx';
+import { INPUT_TOOL, InputForm } from './InputForm.jsx';
 
 function switchedText({ from, to }) {
   return `Switched to ${to}${from ? ` from ${from}` : ''}.`;
 }
 
-export function Message({ message, device, running, onDecide }) {
+export function Message({ message, device, running, onDecide, onAnswer }) {
   const switches = message.parts.filter((p) => p.type === 'data-agent' && p.data?.switched);
   const shown = message.parts.filter((p) => (p.type === 'text' && p.text) || p.type === 'file' || isTool(p));
   if (message.role === 'assistant' && shown.length === 0 && switches.length > 0 && message.parts.every((p) => p.type.startsWith('data-'))) {
@@ -25,7 +26,7 @@ export function Message({ message, device, running, onDecide }) {
             {p.type === 'text'
               ? <span className="text" data-testid="message-text">{p.text}</span>
               : p.type === 'file' ? <FilePart part={p} />
-              : <ToolCard part={p} device={device} running={running.get(p.toolCallId)} onDecide={onDecide} />}
+              : <ToolCard part={p} device={device} running={running.get(p.toolCallId)} onDecide={onDecide} onAnswer={onAnswer} />}
           </Fragment>
         ))}
         {message.metadata?.stopped && <span className="stopped" data-testid="message-stopped">Stopped</span>}
@@ -61,6 +62,9 @@ function view(part, name, mine, running) {
   switch (part.state) {
     case 'input-streaming':
     case 'input-available':
+      if (name === INPUT_TOOL) {
+        return mine ? { status: 'approval', label: 'needs your answer', answer: true } : { status: 'waiting', label: 'waiting for an answer' };
+      }
       if (isBrowserTool(name) && !part.providerExecuted) {
         return mine ? { status: 'running', label: running ?? 'runs in this tab' } : { status: 'waiting', label: 'waiting for an answer' };
       }
@@ -86,7 +90,7 @@ function view(part, name, mine, running) {
   }
 }
 
-function ToolCard({ part, device, running, onDecide }) {
+function ToolCard({ part, device, running, onDecide, onAnswer }) {
   const name = toolName(part);
   const owner = (part.callProviderMetadata ?? part.providerMetadata)?.baton?.deviceId;
   const v = view(part, name, owner === device, running);
@@ -99,6 +103,7 @@ function ToolCard({ part, device, running, onDecide }) {
       </div>
       <code className="tool-output" data-testid="tool-output">{v.output ?? ''}</code>
       {v.ask && <ApprovalForm part={part} onDecide={onDecide} />}
+      {v.answer && <InputForm part={part} onAnswer={onAnswer} />}
     </div>
   );
 }

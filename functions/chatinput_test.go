@@ -1,0 +1,145 @@
+package functions
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"google.golang.org/adk/v2/agent"
+	"google.golang.org/adk/v2/tool"
+	"google.golang.org/adk/v2/tool/functiontool"
+
+	"github.com/baton-run/baton/modeltest"
+	"github.com/baton-run/baton/toolcallback"
+)
+
+// inputState is the request state clear_notes gives with its question; no
+// client may ever see it.
+const inputState = "state-only-the-server-knows"
+
+// clearTool asks before it acts, as an MCP server's multi-round-trip
+// request does (docs/mcp-input.md): the first run asks, the run with the
+// answer acts on it.
+func (f *httpFixture) clearTool() tool.Tool {
+	t, err := functiontool.New(functiontool.Config{Name: "clear_notes", Description: "forgets the notes, after asking"},
+		func(ctx agent.Context, _ struct{}) (map[string]any, error) {
+			reply, err := toolcallback.InputReplyOf(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if reply == nil {
+				return map[string]any{"status": "asking"}, toolcallback.RequestInput(ctx, toolcallback.InputRequest{
+					Server: "notes", Tool: "clear_notes", Message: "Forget the notes?", Round: 1, State: inputState,
+					Requests: map[string]any{"confirm": map[string]any{"method": "elicitation/create", "params": map[string]any{
+						"mode": "form", "message": "Forget the notes?",
+						"requestedSchema": map[string]any{"type": "object", "properties": map[string]any{"confirm": map[string]any{"type": "boolean"}}},
+					}}},
+				})
+			}
+			if reply.State != inputState {
+				return nil, toolcallback.ErrInvalidAnswer
+			}
+			r := reply.Responses["confirm"]
+			if r.Action != toolcallback.InputAccept || r.Content["confirm"] != true {
+				return map[string]any{"cleared": false, "action": r.Action}, nil
+			}
+			f.cleared.Add(1)
+			return map[string]any{"cleared": true}, nil
+		})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return t
+}
+
+// inputAnswered is the assistant message of a turn paused on a question,
+// as useChat holds it after addToolOutput on the baton_input part.
+func inputAnswered(messageID, callID string, input, output map[string]any) map[string]any {
+	return map[string]any{"id": messageID, "role": "assistant", "parts": []any{
+		map[string]any{"type": "step-start"},
+		map[string]any{"type": "tool-clear_notes", "toolCallId": "q1", "state": "input-available", "input": map[string]any{}, "providerExecuted": true},
+		map[string]any{"type": "tool-" + toolcallback.InputToolName, "toolCallId": callID, "state": "output-available", "input": input, "output": output},
+	}}
+}
+
+// TestChatAnswersAToolsQuestion: a tool's question reaches the page as a
+// baton_input browser call for the device that started the turn (in the
+// stream and in GET /Chat after a reload), never with the request state;
+// the page's answer, posted as that call's output, runs the tool again
+// once, and a re-POST runs nothing.
+func TestChatAnswersAToolsQuestion(t *testing.T) {
+	t.Parallel()
+	f := newHTTPFixture(t, nil, modeltest.CallReply(modeltest.Call("q1", "clear_notes", map[string]any{})), modeltest.EchoReply)
+	resp := f.chat("ada", chatBody("chat1", "tab-a", userMessage("u1", "clear my notes")))
+	chunks := f.stream(resp)
+	var form map[string]any
+	for _, c := range chunksOfType(chunks, "tool-input-available") {
+		if c["toolName"] == toolcallback.InputToolName {
+			form = c
+		}
+	}
+	meta, _ := form["providerMetadata"].(map[string]any)
+	if baton, _ := meta["baton"].(map[string]any); form == nil || form["providerExecuted"] != nil || baton["deviceId"] != "tab-a" {
+		t.Fatalf("the stream's form = %v; want a browser call of %s for tab-a", form, toolcallback.InputToolName)
+	}
+	input, _ := form["input"].(map[string]any)
+	if requests, _ := input["requests"].(map[string]any); requests["confirm"] == nil || input["message"] != "Forget the notes?" {
+		t.Errorf("form input = %v; want the confirm request", input)
+	}
+	if raw, _ := json.Marshal(chunks); strings.Contains(string(raw), inputState) {
+		t.Errorf("the stream shows the request state: %s", raw)
+	}
+	callID := form["toolCallId"].(string)
+	messageID := chunksOfType(chunks, "start")[0]["messageId"].(string)
+
+	reloaded := f.messages("ada", "chat1")
+	var shown bool
+	for _, m := range reloaded.Messages {
+		for _, p := range m.Parts {
+			if p["type"] == "tool-"+toolcallback.InputToolName && p["toolCallId"] == callID && p["state"] == "input-available" {
+				shown = true
+			}
+		}
+	}
+	if raw, _ := json.Marshal(reloaded); strings.Contains(string(raw), inputState) {
+		t.Errorf("GET /Chat shows the request state: %s", raw)
+	}
+	if !shown {
+		t.Errorf("GET /Chat does not show the question %s: %v", callID, reloaded.Messages)
+	}
+
+	answer := map[string]any{"responses": map[string]any{"confirm": map[string]any{"action": "accept", "content": map[string]any{"confirm": true}}}}
+	body := chatBody("chat1", "tab-a", inputAnswered(messageID, callID, input, answer))
+	resumed := f.stream(f.chat("ada", body), "q1")
+	if got := text(resumed); !strings.Contains(got, `"cleared":true`) {
+		t.Errorf("after the answer the model said %q; want the tool's result", got)
+	}
+	f.stream(f.chat("ada", body), "q1") // the page's re-POST
+	if n := f.cleared.Load(); n != 1 {
+		t.Errorf("the tool acted %d times; want once", n)
+	}
+	if got := f.logs.String(); strings.Contains(got, inputState) {
+		t.Errorf("the logs show the request state")
+	}
+}
+
+// TestChatQuestionOnlyForItsDevice: another tab's answer is refused.
+func TestChatQuestionOnlyForItsDevice(t *testing.T) {
+	t.Parallel()
+	f := newHTTPFixture(t, nil, modeltest.CallReply(modeltest.Call("q1", "clear_notes", map[string]any{})))
+	chunks := f.stream(f.chat("ada", chatBody("chat1", "tab-a", userMessage("u1", "clear my notes"))))
+	var callID string
+	var input map[string]any
+	for _, c := range chunksOfType(chunks, "tool-input-available") {
+		if c["toolName"] == toolcallback.InputToolName {
+			callID, input = c["toolCallId"].(string), c["input"].(map[string]any)
+		}
+	}
+	answer := map[string]any{"responses": map[string]any{"confirm": map[string]any{"action": "accept", "content": map[string]any{"confirm": true}}}}
+	resp := f.chat("ada", chatBody("chat1", "tab-b", inputAnswered(chunksOfType(chunks, "start")[0]["messageId"].(string), callID, input, answer)))
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusOK || f.cleared.Load() != 0 {
+		t.Errorf("another tab's answer: status %d, tool acted %d times; want refused", resp.StatusCode, f.cleared.Load())
+	}
+}

@@ -1,0 +1,49 @@
+package uistream
+
+import (
+	"encoding/json"
+
+	"google.golang.org/genai"
+)
+
+// A tool that asks a person for input mid-call (an MCP server's input
+// requests, see toolcallback.RequestInput) pauses on ADK's confirmation
+// request, whose payload holds {InputPayloadKey: request}. The stream shows
+// it not as an approval but as a call of a browser tool named
+// InputToolName, with the confirmation call's id as its toolCallId and the
+// request as its input:
+//
+//	{"server": "notes", "tool": "delete_note", "message": "Delete?", "round": 1,
+//	 "requests": {"<id>": {"method": "elicitation/create",
+//	   "params": {"mode": "form", "message": "...", "requestedSchema": {...}}}}}
+//
+// For a page it carries providerMetadata {"baton": {"deviceId"}} like any
+// browser call, and the page answers it like one, with the tool's output:
+//
+//	{"responses": {"<id>": {"action": "accept", "content": {...}}}}
+//
+// (action "decline" or "cancel" without content). The original call stays
+// open until the tool, run again with the answer, responds.
+const (
+	InputPayloadKey = "batonInput"
+	InputToolName   = "baton_input"
+)
+
+// inputRequest returns the input request an adk_request_confirmation call
+// carries, if it asks for input.
+func inputRequest(call *genai.FunctionCall) (map[string]any, bool) {
+	var args struct {
+		Confirmation struct {
+			Payload map[string]json.RawMessage `json:"payload"`
+		} `json:"toolConfirmation"`
+	}
+	raw, err := json.Marshal(call.Args)
+	if err != nil || json.Unmarshal(raw, &args) != nil {
+		return nil, false
+	}
+	var input map[string]any
+	if json.Unmarshal(args.Confirmation.Payload[InputPayloadKey], &input) != nil || input == nil {
+		return nil, false
+	}
+	return input, true
+}
