@@ -441,6 +441,7 @@ func (w *crashWorld) recover(seen []*session.Event) {
 	if m.Calls() == 0 {
 		t.Error("the model was not called after the crash")
 	}
+	checkNoPlaceholderLeft(t, m)
 	if n := w.booked.Load(); n > 1 {
 		t.Errorf("approved tool ran %d times, want at most once", n)
 	}
