@@ -445,6 +445,7 @@ func (w *crashWorld) recover(seen []*session.Event) {
 		t.Error("the model was not called after the crash")
 	}
 	w.checkGone(ctx, sessions, m)
+	checkNoPlaceholderLeft(t, m)
 	if n := w.booked.Load(); n > 1 {
 		t.Errorf("approved tool ran %d times, want at most once", n)
 	}

@@ -3,12 +3,14 @@ package toolcallback_test
 import (
 	"errors"
 	"fmt"
+	"testing"
 
 	"google.golang.org/adk/v2/agent"
 	"google.golang.org/adk/v2/session"
 	"google.golang.org/adk/v2/tool"
 	"google.golang.org/adk/v2/tool/functiontool"
 
+	"github.com/baton-run/baton/modeltest"
 	"github.com/baton-run/baton/toolcallback"
 )
 
@@ -103,4 +105,22 @@ func (w *crashWorld) answerInput(team *toolcallback.Team) []*session.Event {
 		w.t.Fatalf("Pending() = %v, %v; want the input call", state, err)
 	}
 	return w.answer(team, state.Calls[0].ID, acceptInput(state.Calls[0]))
+}
+
+// checkNoPlaceholderLeft: after the recovery, the model never reads the
+// input tool's placeholder as the outcome of its call: the call ended,
+// expired, or was closed as interrupted.
+func checkNoPlaceholderLeft(t *testing.T, m *modeltest.Strict) {
+	t.Helper()
+	req := m.LastRequest()
+	if req == nil {
+		return
+	}
+	for _, c := range req.Contents {
+		for _, p := range c.Parts {
+			if fr := p.FunctionResponse; fr != nil && fr.Name == "rename" && fr.Response["status"] == "asking" {
+				t.Errorf("the model reads the rename call's placeholder as its outcome:\n%s", modeltest.DumpContents(req.Contents))
+			}
+		}
+	}
 }

@@ -99,7 +99,8 @@ func (s *invocationSessions) AppendEvent(ctx context.Context, sess session.Sessi
 // followUp stores the confirmation call that pauses a tool which, run
 // again with an answer, asked for input again (ADK stores none then), with
 // its ledger record, and hands it to the invocation's readers after ev. A
-// crash before it leaves the tool's response as the call's last word.
+// crash before it leaves a question without its call, which repair closes
+// (interruptedReruns).
 func (s *invocationSessions) followUp(ctx context.Context, sess session.Session, ev *session.Event, again map[string]toolconfirmation.ToolConfirmation) error {
 	conf := inputConfirmationEvent(ctx, sess.Events(), ev, again)
 	if conf == nil {

@@ -31,7 +31,11 @@ import (
 //
 // An approval tool's response saying confirmation is required, stored by a
 // process that died before ADK stored the confirmation request, stays as
-// it is: the model sees that the call was not confirmed.
+// it is: the model sees that the call was not confirmed. A tool's question
+// whose confirmation call was never stored, and a call whose confirmation
+// (an approval, an answer to a question) was delivered but whose tool, run
+// again, died before responding, are closed like interrupted calls
+// (interruptedReruns).
 
 // interruptedKey marks, in an event's CustomMetadata, the note Baton stores
 // for a message whose invocation died before answering it.
@@ -110,7 +114,7 @@ func interruptedCalls(events session.Events, known map[string]bool) []*genai.Par
 			}
 		}
 	}
-	var out []*genai.Part
+	out := interruptedReruns(events)
 	for ev := range events.All() {
 		if ev.Content == nil || ev.Author == "user" {
 			continue

@@ -121,6 +121,10 @@ func Concierge(m model.LLM, toolsets ...tool.Toolset) (agent.Agent, error) {
 		Instruction: conciergeInstruction,
 		Tools:       pick(tools, "get_weather", "calculate", "get_current_time", "get_location", "book_table"),
 		Toolsets:    toolsets,
+		// Set here: ADK v2.2.0's runner sets an unset root mode on every
+		// run, a write that races between an instance's first concurrent
+		// turns.
+		Mode: llmagent.ModeChat,
 	})
 }
 
@@ -137,6 +141,10 @@ func DJ(m model.LLM, toolsets ...tool.Toolset) (agent.Agent, error) {
 		Instruction: djInstruction,
 		Tools:       pick(tools, "change_bgm", "get_location"),
 		Toolsets:    toolsets,
+		// Set here: ADK v2.2.0's runner sets an unset root mode on every
+		// run, a write that races between an instance's first concurrent
+		// turns.
+		Mode: llmagent.ModeChat,
 	})
 }
 
