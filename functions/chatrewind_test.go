@@ -158,6 +158,7 @@ func TestChatRegenerateAndEdit(t *testing.T) {
 				t.Errorf("requests sent again called the model %d times, want 0", n-calls)
 			}
 
+			before := f.counter.Snapshot()
 			for _, tc := range []struct {
 				name      string
 				body      map[string]any
@@ -177,6 +178,9 @@ func TestChatRegenerateAndEdit(t *testing.T) {
 			}
 			if n := f.model.Calls(); n != calls {
 				t.Errorf("refused requests called the model %d times", n-calls)
+			}
+			if w := f.counter.Snapshot().Sub(before).Writes; w != 0 {
+				t.Errorf("refused requests wrote %d documents, want none", w)
 			}
 		})
 	}
