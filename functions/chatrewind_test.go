@@ -160,16 +160,15 @@ func TestChatRegenerateAndEdit(t *testing.T) {
 
 			before := f.counter.Snapshot()
 			for _, tc := range []struct {
-				name      string
-				body      map[string]any
-				status    int
-				code      string
-				messageID string
+				name   string
+				body   map[string]any
+				status int
+				code   string
 			}{
-				{"regenerate an unknown message", c.body("regenerate-message", "nope"), http.StatusNotFound, "not_found", ""},
-				{"edit an unknown message", editBody(c, "nope"), http.StatusNotFound, "not_found", ""},
-				{"regenerate an answer taken back", c.body("regenerate-message", a2), http.StatusConflict, "rewound", ""},
-				{"edit a message taken back", editBody(c, "u2"), http.StatusConflict, "rewound", ""},
+				{"regenerate an unknown message", c.body("regenerate-message", "nope"), http.StatusNotFound, "not_found"},
+				{"edit an unknown message", editBody("nope"), http.StatusNotFound, "not_found"},
+				{"regenerate an answer taken back", c.body("regenerate-message", a2), http.StatusConflict, "rewound"},
+				{"edit a message taken back", editBody("u2"), http.StatusConflict, "rewound"},
 			} {
 				resp := f.devChat(tc.body)
 				if e := errorOf(t, resp); resp.StatusCode != tc.status || e.Code != tc.code {
@@ -187,7 +186,7 @@ func TestChatRegenerateAndEdit(t *testing.T) {
 }
 
 // editBody is an edit of the message id, to "edited".
-func editBody(c *pageChat, id string) map[string]any {
+func editBody(id string) map[string]any {
 	b := chatBody("chat1", "tab-a", userMessage(id, "edited"))
 	b["messageId"] = id
 	return b
