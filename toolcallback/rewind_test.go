@@ -3,7 +3,10 @@ package toolcallback_test
 import (
 	"errors"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"google.golang.org/adk/v2/model"
 	"google.golang.org/adk/v2/session"
@@ -360,5 +363,57 @@ func TestRewindBeforeAnAgentSwitch(t *testing.T) {
 	chat, err := w.sessions.GetChat(t.Context(), "app", "user-1", crashChat)
 	if err != nil || chat.Agent != "dj" {
 		t.Errorf("chat after the rewind = %+v, %v; want the DJ's", chat, err)
+	}
+}
+
+// TestRewindEnqueueWaitsForTheTurn: under LeaseEnqueue a rewind that
+// finds a turn running waits for it (taking the lease the long way), then
+// takes that turn back too.
+func TestRewindEnqueueWaitsForTheTurn(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, &toolcallback.Options{LeasePolicy: toolcallback.LeaseEnqueue, MaxWait: 20 * time.Second},
+		textReply("one"), textReply("two"), textReply("edited answer"))
+	f.idTurn("s1", "m1", "first")
+	gate := make(chan struct{})
+	f.model.Gate = gate
+	inv, _, err := f.team.Turn(t.Context(), textTurn("s1", "tab-a", "second"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The rewind's second read is its first try at the lease: it waits.
+	var gets atomic.Int32
+	waiting := make(chan struct{})
+	var once sync.Once
+	f.counter.SetHook(func(method string, _ any) error {
+		if strings.HasSuffix(method, "/BatchGetDocuments") && gets.Add(1) == 2 {
+			once.Do(func() { close(waiting) })
+		}
+		return nil
+	})
+	type outcome struct {
+		events []*session.Event
+		err    error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		events, err := f.rewind(toolcallback.Rewind{Message: "m1", Content: genai.NewContentFromText("first, edited", genai.RoleUser)})
+		done <- outcome{events, err}
+	}()
+	select {
+	case <-waiting:
+	case r := <-done:
+		t.Fatalf("the rewind ended while the turn ran: %v", r.err)
+	}
+	f.counter.SetHook(nil)
+	close(gate)
+	if _, err := collect(inv); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil || finalText(r.events) != "edited answer" {
+		t.Fatalf("Rewind() after waiting = %q, %v; want the edited answer", finalText(r.events), r.err)
+	}
+	if got := f.userTexts("s1"); strings.Join(got, "|") != "first, edited" {
+		t.Errorf("user messages after the rewind = %q, want the edited one alone", got)
 	}
 }
