@@ -158,17 +158,17 @@ func TestChatRegenerateAndEdit(t *testing.T) {
 				t.Errorf("requests sent again called the model %d times, want 0", n-calls)
 			}
 
+			before := f.counter.Snapshot()
 			for _, tc := range []struct {
-				name      string
-				body      map[string]any
-				status    int
-				code      string
-				messageID string
+				name   string
+				body   map[string]any
+				status int
+				code   string
 			}{
-				{"regenerate an unknown message", c.body("regenerate-message", "nope"), http.StatusNotFound, "not_found", ""},
-				{"edit an unknown message", editBody(c, "nope"), http.StatusNotFound, "not_found", ""},
-				{"regenerate an answer taken back", c.body("regenerate-message", a2), http.StatusConflict, "rewound", ""},
-				{"edit a message taken back", editBody(c, "u2"), http.StatusConflict, "rewound", ""},
+				{"regenerate an unknown message", c.body("regenerate-message", "nope"), http.StatusNotFound, "not_found"},
+				{"edit an unknown message", editBody("nope"), http.StatusNotFound, "not_found"},
+				{"regenerate an answer taken back", c.body("regenerate-message", a2), http.StatusConflict, "rewound"},
+				{"edit a message taken back", editBody("u2"), http.StatusConflict, "rewound"},
 			} {
 				resp := f.devChat(tc.body)
 				if e := errorOf(t, resp); resp.StatusCode != tc.status || e.Code != tc.code {
@@ -178,12 +178,15 @@ func TestChatRegenerateAndEdit(t *testing.T) {
 			if n := f.model.Calls(); n != calls {
 				t.Errorf("refused requests called the model %d times", n-calls)
 			}
+			if w := f.counter.Snapshot().Sub(before).Writes; w != 0 {
+				t.Errorf("refused requests wrote %d documents, want none", w)
+			}
 		})
 	}
 }
 
 // editBody is an edit of the message id, to "edited".
-func editBody(c *pageChat, id string) map[string]any {
+func editBody(id string) map[string]any {
 	b := chatBody("chat1", "tab-a", userMessage(id, "edited"))
 	b["messageId"] = id
 	return b

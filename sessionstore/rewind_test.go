@@ -2,11 +2,15 @@ package sessionstore_test
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"cloud.google.com/go/firestore"
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/adk/v2/model"
+	"google.golang.org/adk/v2/platform"
 	"google.golang.org/adk/v2/session"
 	"google.golang.org/genai"
 
@@ -205,5 +209,51 @@ func TestRewindUpdateConflict(t *testing.T) {
 	}
 	if snap, err = beside.Get(ctx); err != nil || snap.Data()["status"] != "cancelled" {
 		t.Errorf("beside document after the rewind = %v, %v; want status cancelled", snap.Data(), err)
+	}
+}
+
+// TestRewindIntoSealedChunks: a mark rewinds events that were sealed into
+// chunk documents, and reads with a window of recent events or a time
+// bound leave them out as a whole read does.
+func TestRewindIntoSealedChunks(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	svc := newService(t)
+	created, err := svc.Create(ctx, &session.CreateRequest{AppName: "app", UserID: "u", SessionID: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	text := strings.Repeat("x", 200_000)
+	for i := range 12 { // ~2.4 MB: three chunks; invocation i/3 holds events 3k..3k+2
+		ev := &session.Event{ID: fmt.Sprint(i), InvocationID: fmt.Sprint("inv", i/3), Author: "user",
+			Timestamp: base.Add(time.Duration(i) * time.Second), LLMResponse: model.LLMResponse{Content: genai.NewContentFromText(text, "user")}}
+		if err := svc.AppendEvent(ctx, created.Session, ev); err != nil {
+			t.Fatalf("AppendEvent(%d) error = %v", i, err)
+		}
+	}
+	sess, _ := leased(t, svc)
+	if _, err := svc.RewindSession(platform.WithTimeProvider(ctx, func() time.Time { return base.Add(time.Minute) }),
+		sess, "agent", sessionstore.Rewind{Before: "inv1"}, sessionstore.AppendOptions{}); err != nil {
+		t.Fatalf("RewindSession() error = %v", err)
+	}
+	for _, tc := range []struct {
+		name    string
+		req     session.GetRequest
+		wantIDs string
+	}{
+		{"all", session.GetRequest{}, "0 1 2 mark"},
+		{"recent 4", session.GetRequest{NumRecentEvents: 4}, "mark"},
+		{"after 1s", session.GetRequest{After: base.Add(time.Second)}, "1 2 mark"},
+	} {
+		req := tc.req
+		req.AppName, req.UserID, req.SessionID = "app", "u", "s"
+		got, err := svc.Get(ctx, &req)
+		if err != nil {
+			t.Fatalf("%s: Get() error = %v", tc.name, err)
+		}
+		if diff := cmp.Diff(tc.wantIDs, strings.Join(eventIDs(collect(got.Session.Events())), " ")); diff != "" {
+			t.Errorf("%s: event ids (-want +got):\n%s", tc.name, diff)
+		}
 	}
 }

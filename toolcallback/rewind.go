@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	"cloud.google.com/go/firestore"
 	"google.golang.org/adk/v2/platform"
@@ -19,12 +18,15 @@ import (
 // Both take a turn back, with everything after it, and run a user message
 // in its place, under the session's lease like any turn:
 //
-//  1. take the lease (busy: a *sessionstore.BusyError);
-//  2. read the session whole under it and find the turn;
-//  3. one commit stores the rewind mark (sessionstore.RewindSession), which
-//     puts session-scoped state back, and closes the ledger records of the
-//     calls still open in the part taken back: pending ones become
-//     cancelled (a late answer gets ErrExpired), and none is resumed;
+//  1. read the chat and the session whole, and find the turn: a request
+//     refused here (unknown or taken-back message, served before) writes
+//     nothing;
+//  2. query the ledger for the records still open;
+//  3. one commit takes the session's lease (conditional on the session as
+//     read: else busy, writing nothing), stores the rewind mark
+//     (sessionstore.RewindSession), which puts session-scoped state back,
+//     and closes those records: pending ones become cancelled (a late
+//     answer gets ErrExpired), and none is resumed;
 //  4. the user message runs as a turn (its commit, then the agent).
 //
 // The mark names the request that made it (Rewind.key), so the same
@@ -84,21 +86,71 @@ func (t *Team) Rewind(ctx context.Context, req Rewind) (*Invocation, error) {
 	if req.Content != nil && (req.Message == "" || len(req.Content.Parts) == 0) {
 		return nil, fmt.Errorf("%w: an edit names its message and has content", ErrInvalidAnswer)
 	}
-	chat, err := t.sessions.GetChat(ctx, t.app, req.UserID, req.ChatID)
+	// One round trip reads the chat with the session it is believed to
+	// point at (see activeSessions), as a turn does.
+	chat, sess, _, err := t.sessions.GetChatSession(ctx, t.app, req.UserID, req.ChatID, t.active.guess(req.UserID, req.ChatID), !t.opts.SessionStateOnly)
 	if err != nil {
 		return nil, err
 	}
 	t.active.put(req.UserID, req.ChatID, chat.SessionID)
-	return t.engine(chat.Agent).rewind(ctx, req, chat.SessionID)
+	return t.engine(chat.Agent).rewind(ctx, req, chat.SessionID, sess)
 }
 
-// rewind takes the lease of session sid, rewinds it and runs the turn.
-func (e *engine) rewind(ctx context.Context, req Rewind, sid string) (*Invocation, error) {
-	wait := time.Duration(0)
-	if e.opts.LeasePolicy == LeaseEnqueue {
-		wait = e.opts.MaxWait
+// rewind rewinds session sid (sess, when the caller read it whole, not
+// under a lease) and runs the turn. The request is checked on the session
+// as read, so a refused one writes nothing; then the commit that stores
+// the mark takes the session's lease, conditional on the session being as
+// read (claimedRewind). Under LeaseEnqueue, a busy session is waited for
+// (heldRewind).
+func (e *engine) rewind(ctx context.Context, req Rewind, sid string, sess session.Session) (*Invocation, error) {
+	var err error
+	if sess == nil {
+		if sess, err = e.getSession(ctx, nil, req.UserID, sid, 0, !e.opts.SessionStateOnly); err != nil {
+			return nil, err
+		}
 	}
-	h, err := e.acquire(ctx, req.UserID, sid, req.ClientID, wait, false)
+	plan, err := planRewind(sess, req)
+	if err != nil {
+		return nil, err
+	}
+	inv, err := e.claimedRewind(ctx, req, sess, plan)
+	if !errors.Is(err, sessionstore.ErrBusy) || e.opts.LeasePolicy != LeaseEnqueue {
+		return inv, err
+	}
+	return e.heldRewind(ctx, req, sid)
+}
+
+// claimedRewind stores plan's mark on sess in the commit that takes the
+// session's lease, and runs the turn under it. A mark the same request
+// stored before is not stored again: the turn's first commit takes the
+// lease, as a plain turn's does.
+func (e *engine) claimedRewind(ctx context.Context, req Rewind, sess session.Session, plan *rewindPlan) (*Invocation, error) {
+	claim, err := e.sessions.ClaimLease(ctx, sess, holderID(ctx, req.ClientID), e.opts.LeaseTTL)
+	if err != nil {
+		return nil, err
+	}
+	turn := turnRequest{UserID: req.UserID, SessionID: sess.ID(), ClientID: req.ClientID, Content: plan.content, MessageID: plan.messageID}
+	run := turn.run(sess)
+	// The rewind closes every open ledger record (or, stored before,
+	// closed them).
+	run.docsClosed = true
+	if plan.stored {
+		run.claim = claim
+		return e.start(ctx, run)
+	}
+	if err := e.commitRewind(ctx, sess, plan, claim); err != nil {
+		return nil, err
+	}
+	h := &heldLease{lease: claim.Lease()}
+	e.keep(ctx, h)
+	run.held = h
+	return e.start(ctx, run)
+}
+
+// heldRewind takes the lease of session sid, waiting up to MaxWait, then
+// rewinds it and runs the turn.
+func (e *engine) heldRewind(ctx context.Context, req Rewind, sid string) (*Invocation, error) {
+	h, err := e.acquire(ctx, req.UserID, sid, req.ClientID, e.opts.MaxWait, false)
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +159,6 @@ func (e *engine) rewind(ctx context.Context, req Rewind, sid string) (*Invocatio
 		e.release(ctx, h)
 		return nil, err
 	}
-	// The rewind closed every open ledger record.
 	run.held, run.docsClosed = h, true
 	return e.start(ctx, *run)
 }
@@ -127,7 +178,7 @@ func (e *engine) rewindHeld(ctx context.Context, h *heldLease, req Rewind, sid s
 			return nil, err
 		}
 		if !plan.stored {
-			err = e.commitRewind(ctx, sess, plan)
+			err = e.commitRewind(ctx, sess, plan, nil)
 			if errors.Is(err, sessionstore.ErrConflict) && !errors.Is(err, sessionstore.ErrLeaseLost) && attempt < 3 {
 				continue
 			}
@@ -274,7 +325,8 @@ func sameText(a, b *genai.Content) bool {
 // commitRewind stores the mark of plan in sess, closing in the same commit
 // every ledger record still open: each belongs to a call of the part taken
 // back (a turn settles the calls before it), and none will be delivered.
-func (e *engine) commitRewind(ctx context.Context, sess session.Session, plan *rewindPlan) error {
+// With claim, the commit takes the session's lease.
+func (e *engine) commitRewind(ctx context.Context, sess session.Session, plan *rewindPlan, claim *sessionstore.LeaseClaim) error {
 	docs, snaps, err := queryCalls(ctx, e.callsOf(sess.UserID(), sess.ID()).Where("resumed", "==", false))
 	if err != nil {
 		return err
@@ -296,6 +348,6 @@ func (e *engine) commitRewind(ctx context.Context, sess session.Session, plan *r
 		updates = append(updates, sessionstore.DocUpdate{Ref: snaps[i].Ref, Updates: ups, Pre: firestore.LastUpdateTime(snaps[i].UpdateTime)})
 	}
 	_, err = e.sessions.RewindSession(ctx, sess, e.agent, sessionstore.Rewind{Before: plan.before, Request: plan.key},
-		sessionstore.AppendOptions{Update: updates, DocsClosed: true})
+		sessionstore.AppendOptions{Update: updates, DocsClosed: true, Claim: claim})
 	return err
 }

@@ -3,7 +3,10 @@ package toolcallback_test
 import (
 	"errors"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"google.golang.org/adk/v2/model"
 	"google.golang.org/adk/v2/session"
@@ -140,7 +143,7 @@ func TestEditEarlierMessage(t *testing.T) {
 	if got, want := f.userTexts("s1"), []string{"first, edited"}; strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("user messages after the edit = %q, want %q", got, want)
 	}
-	calls := f.model.Calls()
+	calls, before := f.model.Calls(), f.counter.Snapshot()
 	for _, tc := range []struct {
 		name string
 		req  toolcallback.Rewind
@@ -158,6 +161,9 @@ func TestEditEarlierMessage(t *testing.T) {
 	}
 	if f.model.Calls() != calls {
 		t.Errorf("refused rewinds called the model %d times", f.model.Calls()-calls)
+	}
+	if w := f.counter.Snapshot().Sub(before).Writes; w != 0 {
+		t.Errorf("refused rewinds wrote %d documents, want none", w)
 	}
 	// The message id still names the edited message: a plain re-send of
 	// it is the message taken.
@@ -287,9 +293,10 @@ func dumpEvents(events session.Events) string {
 func eventlistOf(events []*session.Event) session.Events { return eventlist.List(events) }
 
 // TestRewindCost holds a rewind to its Firestore operations (the
-// figures docs/conversation-control.md gives): the lease, the session read
-// whole, the ledger query, the mark's commit (with one write per ledger
-// record it closes), then the turn's own writes.
+// figures docs/conversation-control.md gives): the chat and the session
+// read whole, the ledger query, the mark's commit, which takes the lease
+// (with one write per ledger record it closes), then the turn's own
+// writes.
 func TestRewindCost(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -298,9 +305,9 @@ func TestRewindCost(t *testing.T) {
 		// The most round trips, lookups and writes it may take.
 		roundTrips, lookups, writes int64
 	}{
-		{"regenerate a plain answer", textReply("two"), 9, 4, 5},
+		{"regenerate a plain answer", textReply("two"), 6, 3, 4},
 		{"regenerate a step paused on two calls", callReply(call("c1", "change_bgm", map[string]any{"track": 3}),
-			call("b1", "book_table", map[string]any{"people": 4, "name": "Ada"})), 9, 5, 7},
+			call("b1", "book_table", map[string]any{"people": 4, "name": "Ada"})), 6, 4, 6},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -312,6 +319,7 @@ func TestRewindCost(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := f.counter.Snapshot().Sub(before)
+			t.Logf("%s: %d round trips, %d lookups, %d writes", tc.name, got.RoundTrips, got.Lookups(), got.Writes)
 			if got.RoundTrips > tc.roundTrips || got.Lookups() > tc.lookups || got.Writes > tc.writes {
 				t.Errorf("%s: %d round trips, %d lookups, %d writes; want at most %d, %d, %d",
 					tc.name, got.RoundTrips, got.Lookups(), got.Writes, tc.roundTrips, tc.lookups, tc.writes)
@@ -355,5 +363,57 @@ func TestRewindBeforeAnAgentSwitch(t *testing.T) {
 	chat, err := w.sessions.GetChat(t.Context(), "app", "user-1", crashChat)
 	if err != nil || chat.Agent != "dj" {
 		t.Errorf("chat after the rewind = %+v, %v; want the DJ's", chat, err)
+	}
+}
+
+// TestRewindEnqueueWaitsForTheTurn: under LeaseEnqueue a rewind that
+// finds a turn running waits for it (taking the lease the long way), then
+// takes that turn back too.
+func TestRewindEnqueueWaitsForTheTurn(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, &toolcallback.Options{LeasePolicy: toolcallback.LeaseEnqueue, MaxWait: 20 * time.Second},
+		textReply("one"), textReply("two"), textReply("edited answer"))
+	f.idTurn("s1", "m1", "first")
+	gate := make(chan struct{})
+	f.model.Gate = gate
+	inv, _, err := f.team.Turn(t.Context(), textTurn("s1", "tab-a", "second"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The rewind's second read is its first try at the lease: it waits.
+	var gets atomic.Int32
+	waiting := make(chan struct{})
+	var once sync.Once
+	f.counter.SetHook(func(method string, _ any) error {
+		if strings.HasSuffix(method, "/BatchGetDocuments") && gets.Add(1) == 2 {
+			once.Do(func() { close(waiting) })
+		}
+		return nil
+	})
+	type outcome struct {
+		events []*session.Event
+		err    error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		events, err := f.rewind(toolcallback.Rewind{Message: "m1", Content: genai.NewContentFromText("first, edited", genai.RoleUser)})
+		done <- outcome{events, err}
+	}()
+	select {
+	case <-waiting:
+	case r := <-done:
+		t.Fatalf("the rewind ended while the turn ran: %v", r.err)
+	}
+	f.counter.SetHook(nil)
+	close(gate)
+	if _, err := collect(inv); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil || finalText(r.events) != "edited answer" {
+		t.Fatalf("Rewind() after waiting = %q, %v; want the edited answer", finalText(r.events), r.err)
+	}
+	if got := f.userTexts("s1"); strings.Join(got, "|") != "first, edited" {
+		t.Errorf("user messages after the rewind = %q, want the edited one alone", got)
 	}
 }

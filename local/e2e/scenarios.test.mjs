@@ -556,7 +556,6 @@ scenario('edit the first message of three turns: the later turns disappear from 
   const context = await t.newContext();
   const editor = await openTab(context);
   const other = await openTab(context);
-  await other.waitForTimeout(500); // its live wait is open
   for (const n of [1, 2, 3]) {
     await send(editor, `what is ${n}*7?`);
     await assistantSays(editor, new RegExp(`${n}\\*7 = ${n * 7}`));
