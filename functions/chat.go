@@ -141,7 +141,7 @@ func (s *Server) chatPost(w http.ResponseWriter, r *http.Request, log *slog.Logg
 	switch req.Trigger {
 	case "submit-message":
 	case "regenerate-message":
-		return s.chatRegenerate(w, r, log, user, device, req)
+		return s.chatRegenerate(w, r, log, c, device, req)
 	default:
 		return fmt.Errorf("%w: trigger must be submit-message or regenerate-message", errBadRequest)
 	}
@@ -155,7 +155,7 @@ func (s *Server) chatPost(w http.ResponseWriter, r *http.Request, log *slog.Logg
 	switch last.Role {
 	case "user":
 		if req.MessageID != "" {
-			return s.chatEdit(w, r, log, user, device, req, last)
+			return s.chatEdit(w, r, log, c, device, req, last)
 		}
 		return s.chatMessage(w, r, log, c, device, req.ID, req.Agent, last)
 	case "assistant":

@@ -79,7 +79,7 @@ func (s *Server) turn(w http.ResponseWriter, r *http.Request, log *slog.Logger) 
 		return err
 	}
 	if req.Replace != "" {
-		return s.turnReplace(w, r, log, c.user, &req)
+		return s.turnReplace(w, r, log, c, &req)
 	}
 	msg, err := req.content()
 	if err != nil {

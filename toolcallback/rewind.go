@@ -55,6 +55,10 @@ type Rewind struct {
 	// Content, when set, is an edit: it replaces the turn's user message.
 	// When nil, the user message runs again as it was (a regenerate).
 	Content *genai.Content
+	// Limits are the caller's turn limits, as ChatTurn's: a rewind runs the
+	// model, so it counts as a turn (a replay of a request served before
+	// does not).
+	Limits Limits
 }
 
 // key names the request in the mark it stores; "" when it cannot be told
@@ -86,14 +90,22 @@ func (t *Team) Rewind(ctx context.Context, req Rewind) (*Invocation, error) {
 	if req.Content != nil && (req.Message == "" || len(req.Content.Parts) == 0) {
 		return nil, fmt.Errorf("%w: an edit names its message and has content", ErrInvalidAnswer)
 	}
+	content, err := t.storeFiles(ctx, req.UserID, req.ChatID, req.Content)
+	if err != nil {
+		return nil, err
+	}
+	req.Content = content
 	// One round trip reads the chat with the session it is believed to
-	// point at (see activeSessions), as a turn does.
-	chat, sess, _, err := t.sessions.GetChatSession(ctx, t.app, req.UserID, req.ChatID, t.active.guess(req.UserID, req.ChatID), !t.opts.SessionStateOnly)
+	// point at (see activeSessions), and what the limits count, as a turn
+	// does.
+	now := platform.Now(ctx)
+	chat, sess, snaps, err := t.sessions.GetChatSession(ctx, t.app, req.UserID, req.ChatID, t.active.guess(req.UserID, req.ChatID), !t.opts.SessionStateOnly,
+		t.meterRefs(req.UserID, req.Limits, now)...)
 	if err != nil {
 		return nil, err
 	}
 	t.active.put(req.UserID, req.ChatID, chat.SessionID)
-	return t.engine(chat.Agent).rewind(ctx, req, chat.SessionID, sess)
+	return t.engine(chat.Agent).rewind(ctx, req, chat.SessionID, sess, newMeter(req.Limits, now, snaps))
 }
 
 // rewind rewinds session sid (sess, when the caller read it whole, not
@@ -102,7 +114,7 @@ func (t *Team) Rewind(ctx context.Context, req Rewind) (*Invocation, error) {
 // the mark takes the session's lease, conditional on the session being as
 // read (claimedRewind). Under LeaseEnqueue, a busy session is waited for
 // (heldRewind).
-func (e *engine) rewind(ctx context.Context, req Rewind, sid string, sess session.Session) (*Invocation, error) {
+func (e *engine) rewind(ctx context.Context, req Rewind, sid string, sess session.Session, m *meter) (*Invocation, error) {
 	var err error
 	if sess == nil {
 		if sess, err = e.getSession(ctx, nil, req.UserID, sid, 0, !e.opts.SessionStateOnly); err != nil {
@@ -113,18 +125,22 @@ func (e *engine) rewind(ctx context.Context, req Rewind, sid string, sess sessio
 	if err != nil {
 		return nil, err
 	}
-	inv, err := e.claimedRewind(ctx, req, sess, plan)
+	// Limits after the plan: a request served before is replayed, not run.
+	if err := errors.Join(m.checkUser(), m.checkChat(sess)); err != nil {
+		return nil, err
+	}
+	inv, err := e.claimedRewind(ctx, req, sess, plan, m)
 	if !errors.Is(err, sessionstore.ErrBusy) || e.opts.LeasePolicy != LeaseEnqueue {
 		return inv, err
 	}
-	return e.heldRewind(ctx, req, sid)
+	return e.heldRewind(ctx, req, sid, m)
 }
 
 // claimedRewind stores plan's mark on sess in the commit that takes the
 // session's lease, and runs the turn under it. A mark the same request
 // stored before is not stored again: the turn's first commit takes the
 // lease, as a plain turn's does.
-func (e *engine) claimedRewind(ctx context.Context, req Rewind, sess session.Session, plan *rewindPlan) (*Invocation, error) {
+func (e *engine) claimedRewind(ctx context.Context, req Rewind, sess session.Session, plan *rewindPlan, m *meter) (*Invocation, error) {
 	claim, err := e.sessions.ClaimLease(ctx, sess, holderID(ctx, req.ClientID), e.opts.LeaseTTL)
 	if err != nil {
 		return nil, err
@@ -134,11 +150,14 @@ func (e *engine) claimedRewind(ctx context.Context, req Rewind, sess session.Ses
 	// The rewind closes every open ledger record (or, stored before,
 	// closed them).
 	run.docsClosed = true
+	// The commit that takes the lease counts the turn, as a turn's does.
+	counts := sessionstore.AppendOptions{TurnLog: m.chatLog(sess), Writes: m.userWrites(true)}
 	if plan.stored {
 		run.claim = claim
+		run.turnLog, run.writes = counts.TurnLog, counts.Writes
 		return e.start(ctx, run)
 	}
-	if err := e.commitRewind(ctx, sess, plan, claim); err != nil {
+	if err := e.commitRewind(ctx, sess, plan, claim, counts); err != nil {
 		return nil, err
 	}
 	h := &heldLease{lease: claim.Lease()}
@@ -149,12 +168,12 @@ func (e *engine) claimedRewind(ctx context.Context, req Rewind, sess session.Ses
 
 // heldRewind takes the lease of session sid, waiting up to MaxWait, then
 // rewinds it and runs the turn.
-func (e *engine) heldRewind(ctx context.Context, req Rewind, sid string) (*Invocation, error) {
+func (e *engine) heldRewind(ctx context.Context, req Rewind, sid string, m *meter) (*Invocation, error) {
 	h, err := e.acquire(ctx, req.UserID, sid, req.ClientID, e.opts.MaxWait, false)
 	if err != nil {
 		return nil, err
 	}
-	run, err := e.rewindHeld(ctx, h, req, sid)
+	run, err := e.rewindHeld(ctx, h, req, sid, m)
 	if err != nil {
 		e.release(ctx, h)
 		return nil, err
@@ -167,7 +186,7 @@ func (e *engine) heldRewind(ctx context.Context, req Rewind, sid string) (*Invoc
 // request stored it before) and returns the turn to run. A ledger record
 // that changed between its read and the commit (an answer landed) makes
 // it read again.
-func (e *engine) rewindHeld(ctx context.Context, h *heldLease, req Rewind, sid string) (*invocationRun, error) {
+func (e *engine) rewindHeld(ctx context.Context, h *heldLease, req Rewind, sid string, m *meter) (*invocationRun, error) {
 	for attempt := 0; ; attempt++ {
 		sess, err := e.getSession(ctx, h.lease, req.UserID, sid, 0, !e.opts.SessionStateOnly)
 		if err != nil {
@@ -177,8 +196,10 @@ func (e *engine) rewindHeld(ctx context.Context, h *heldLease, req Rewind, sid s
 		if err != nil {
 			return nil, err
 		}
+		// The lease is taken: the counts join whatever is stored by now.
+		counts := sessionstore.AppendOptions{TurnLog: m.chatLog(sess), Writes: m.userWrites(false)}
 		if !plan.stored {
-			err = e.commitRewind(ctx, sess, plan, nil)
+			err = e.commitRewind(ctx, sess, plan, nil, counts)
 			if errors.Is(err, sessionstore.ErrConflict) && !errors.Is(err, sessionstore.ErrLeaseLost) && attempt < 3 {
 				continue
 			}
@@ -188,6 +209,9 @@ func (e *engine) rewindHeld(ctx context.Context, h *heldLease, req Rewind, sid s
 		}
 		turn := turnRequest{UserID: req.UserID, SessionID: sid, ClientID: req.ClientID, Content: plan.content, MessageID: plan.messageID}
 		run := turn.run(sess)
+		if plan.stored {
+			run.turnLog, run.writes = counts.TurnLog, counts.Writes
+		}
 		return &run, nil
 	}
 }
@@ -326,7 +350,7 @@ func sameText(a, b *genai.Content) bool {
 // every ledger record still open: each belongs to a call of the part taken
 // back (a turn settles the calls before it), and none will be delivered.
 // With claim, the commit takes the session's lease.
-func (e *engine) commitRewind(ctx context.Context, sess session.Session, plan *rewindPlan, claim *sessionstore.LeaseClaim) error {
+func (e *engine) commitRewind(ctx context.Context, sess session.Session, plan *rewindPlan, claim *sessionstore.LeaseClaim, counts sessionstore.AppendOptions) error {
 	docs, snaps, err := queryCalls(ctx, e.callsOf(sess.UserID(), sess.ID()).Where("resumed", "==", false))
 	if err != nil {
 		return err
@@ -348,6 +372,6 @@ func (e *engine) commitRewind(ctx context.Context, sess session.Session, plan *r
 		updates = append(updates, sessionstore.DocUpdate{Ref: snaps[i].Ref, Updates: ups, Pre: firestore.LastUpdateTime(snaps[i].UpdateTime)})
 	}
 	_, err = e.sessions.RewindSession(ctx, sess, e.agent, sessionstore.Rewind{Before: plan.before, Request: plan.key},
-		sessionstore.AppendOptions{Update: updates, DocsClosed: true, Claim: claim})
+		sessionstore.AppendOptions{Update: updates, DocsClosed: true, Claim: claim, TurnLog: counts.TurnLog, Writes: counts.Writes})
 	return err
 }
