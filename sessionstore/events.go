@@ -112,23 +112,22 @@ type AppendOptions struct {
 	// and ClaimNewSession). The append then fails with a *BusyError,
 	// writing nothing, when the session changed since it was read.
 	Claim *LeaseClaim
-	// Update are updates of documents beside the session made in the same
-	// commit (a rewind closes the ledger records of the calls it takes
-	// back). A precondition of one that fails fails the append with
-	// ErrConflict, writing nothing; the lease, if any, is kept.
-	Update []DocUpdate
-
-	rewind *rewindPlan // set by RewindSession
-
 	// TurnLog, when not nil, replaces the session's log of recent turn
 	// times (see TurnLog).
 	TurnLog []time.Time
 	// Writes are writes of documents beside the session made in the same
-	// commit (a user's turn and token counts). A precondition of one that
-	// fails makes the append fail as the session's own would: with a
-	// claim, as busy.
+	// commit (a user's turn and token counts, the ledger records a rewind
+	// closes). A precondition of one that fails fails the append, writing
+	// nothing: with a claim, as busy; without, with ErrConflict (the lease,
+	// if any, kept).
 	Writes []DocWrite
+
+	rewind *rewindPlan // set by RewindSession
 }
+
+// DocWrite adds a write of a document beside a session to the commit of an
+// append (AppendOptions.Writes).
+type DocWrite func(*firestore.WriteBatch)
 
 // DocCreate is a document an append creates in the commit that stores
 // its event.
@@ -286,7 +285,7 @@ func (s *Service) planAppend(ctx context.Context, ss *storedSession, event *sess
 	p := &appendPlan{
 		batch: s.client.Batch(), chatWrite: -1, event: stored, delta: event.Actions.StateDelta, revision: b.revision,
 		chunks: b.chunks, tail: b.tail, stateSize: b.stateSize, docsOpen: b.docsOpen, claim: opts.Claim,
-		rewind: opts.rewind, besides: len(opts.Update), turnLog: opts.TurnLog,
+		rewind: opts.rewind, besides: len(opts.Writes), turnLog: opts.TurnLog,
 	}
 	switch {
 	case len(opts.Create) > 0:
@@ -313,9 +312,6 @@ func (s *Service) planAppend(ctx context.Context, ss *storedSession, event *sess
 	}
 	for _, d := range opts.Create {
 		p.batch.Create(d.Ref, d.Data)
-	}
-	for _, u := range opts.Update {
-		p.batch.Update(u.Ref, u.Updates, u.Pre)
 	}
 	if c := opts.Claim; c != nil {
 		for _, u := range c.updates {

@@ -14,9 +14,6 @@ import (
 // of its own; the user's counts live in documents of the caller's, written
 // in that same commit (AppendOptions.Writes).
 
-// DocWrite adds a write of a document beside a session to the commit of an
-// append (AppendOptions.Writes).
-type DocWrite func(*firestore.WriteBatch)
 
 // TurnLog returns the times of the recent turns stored in sess's session
 // document (AppendOptions.TurnLog), oldest first as written; nil for a

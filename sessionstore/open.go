@@ -43,6 +43,11 @@ type DocUpdate struct {
 	Pre     firestore.Precondition
 }
 
+// Write is u as a write of an append's commit (AppendOptions.Writes).
+func (u DocUpdate) Write() DocWrite {
+	return func(b *firestore.WriteBatch) { b.Update(u.Ref, u.Updates, u.Pre) }
+}
+
 // newSessionDoc is a session (and its chat) that a claiming append stores.
 type newSessionDoc struct {
 	state   []byte

@@ -109,7 +109,7 @@ type rewindPlan struct {
 
 // RewindSession appends to sess (read with its whole history, under the
 // session's lease) a mark rewinding r.Before and everything after it, in
-// one commit with what opts asks (AppendOptions.Update closes the rewound
+// one commit with what opts asks (AppendOptions.Writes close the rewound
 // part's ledger records). The mark's author is author (an agent of the
 // session, so that ADK's runner knows it). On success the handle holds
 // the kept events and the mark, and the state as restored. An invocation

@@ -180,9 +180,8 @@ func TestRewindUpdateConflict(t *testing.T) {
 	if _, err := beside.Update(ctx, []firestore.Update{{Path: "status", Value: "resolved"}}); err != nil {
 		t.Fatal(err)
 	}
-	opts := sessionstore.AppendOptions{Update: []sessionstore.DocUpdate{{
-		Ref: beside, Updates: []firestore.Update{{Path: "status", Value: "cancelled"}}, Pre: firestore.LastUpdateTime(wr.UpdateTime),
-	}}}
+	cancel := sessionstore.DocUpdate{Ref: beside, Updates: []firestore.Update{{Path: "status", Value: "cancelled"}}, Pre: firestore.LastUpdateTime(wr.UpdateTime)}
+	opts := sessionstore.AppendOptions{Writes: []sessionstore.DocWrite{cancel.Write()}}
 	if _, err := svc.RewindSession(ctx, sess, "agent", sessionstore.Rewind{Before: "inv2"}, opts); !errors.Is(err, sessionstore.ErrConflict) || errors.Is(err, sessionstore.ErrLeaseLost) {
 		t.Fatalf("RewindSession(stale beside document) error = %v, want ErrConflict", err)
 	}
@@ -203,7 +202,8 @@ func TestRewindUpdateConflict(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts.Update[0].Pre = firestore.LastUpdateTime(snap.UpdateTime)
+	cancel.Pre = firestore.LastUpdateTime(snap.UpdateTime)
+	opts.Writes = []sessionstore.DocWrite{cancel.Write()}
 	if _, err := svc.RewindSession(ctx, got.Session, "agent", sessionstore.Rewind{Before: "inv2"}, opts); err != nil {
 		t.Fatalf("RewindSession() after reading again error = %v", err)
 	}

@@ -356,7 +356,7 @@ func (e *engine) commitRewind(ctx context.Context, sess session.Session, plan *r
 		return err
 	}
 	now := platform.Now(ctx)
-	var updates []sessionstore.DocUpdate
+	writes := counts.Writes
 	for i, d := range docs {
 		if !plan.calls[d.ID] && !plan.calls[d.OriginalID] {
 			return fmt.Errorf("rewind session %q: call %q is open outside the part taken back", sess.ID(), d.ID)
@@ -369,9 +369,9 @@ func (e *engine) commitRewind(ctx context.Context, sess session.Session, plan *r
 			}
 			ups = append(ups, firestore.Update{Path: "status", Value: string(next)}, firestore.Update{Path: "resolved", Value: now})
 		}
-		updates = append(updates, sessionstore.DocUpdate{Ref: snaps[i].Ref, Updates: ups, Pre: firestore.LastUpdateTime(snaps[i].UpdateTime)})
+		writes = append(writes, sessionstore.DocUpdate{Ref: snaps[i].Ref, Updates: ups, Pre: firestore.LastUpdateTime(snaps[i].UpdateTime)}.Write())
 	}
 	_, err = e.sessions.RewindSession(ctx, sess, e.agent, sessionstore.Rewind{Before: plan.before, Request: plan.key},
-		sessionstore.AppendOptions{Update: updates, DocsClosed: true, Claim: claim, TurnLog: counts.TurnLog, Writes: counts.Writes})
+		sessionstore.AppendOptions{Writes: writes, DocsClosed: true, Claim: claim, TurnLog: counts.TurnLog})
 	return err
 }
