@@ -166,10 +166,14 @@ func TestTurnCost(t *testing.T) {
 			}
 			pre := atModel.Sub(before)
 			t.Logf("%s: %d round trips before the model, %+v, %d lookups", tt.name, pre.RoundTrips, got, got.Lookups())
-			if pre.RoundTrips > tt.bound.beforeModel || got.RoundTrips > tt.bound.roundTrips ||
-				got.Lookups() > tt.bound.lookups || got.Writes > tt.bound.writes {
-				t.Errorf("%s cost %d round trips before the model, %d in all, %d lookups, %d writes; want at most %+v",
-					tt.name, pre.RoundTrips, got.RoundTrips, got.Lookups(), got.Writes, tt.bound)
+			// A turn that runs longer than toolcallback's stop delay (500 ms)
+			// also listens for a Stop, after the model was called: one
+			// listen stream, counted apart, since it depends on how long
+			// this machine takes, not on what the turn does.
+			if pre.RoundTrips > tt.bound.beforeModel || got.RoundTrips-got.Listens > tt.bound.roundTrips ||
+				got.Lookups() > tt.bound.lookups || got.Writes > tt.bound.writes || got.Listens > 1 {
+				t.Errorf("%s cost %d round trips before the model, %d in all (%d of them listens, at most 1 allowed), %d lookups, %d writes; want at most %+v",
+					tt.name, pre.RoundTrips, got.RoundTrips, got.Listens, got.Lookups(), got.Writes, tt.bound)
 			}
 		})
 	}

@@ -14,7 +14,6 @@ import (
 // of its own; the user's counts live in documents of the caller's, written
 // in that same commit (AppendOptions.Writes).
 
-
 // TurnLog returns the times of the recent turns stored in sess's session
 // document (AppendOptions.TurnLog), oldest first as written; nil for a
 // session not read from this service or not stored yet.

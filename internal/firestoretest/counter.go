@@ -22,6 +22,10 @@ type Ops struct {
 	// bills each as a read: it is a lookup like any other.
 	Missing int64
 	Writes  int64
+	// Listens counts the listen streams opened (snapshot listeners), each
+	// also a round trip: a cost that depends on how long the listener's
+	// owner lives rather than on what it does.
+	Listens int64
 }
 
 // Lookups returns the documents looked up, found or not: what Firestore
@@ -35,6 +39,7 @@ func (o Ops) Add(p Ops) Ops {
 		Reads:      o.Reads + p.Reads,
 		Missing:    o.Missing + p.Missing,
 		Writes:     o.Writes + p.Writes,
+		Listens:    o.Listens + p.Listens,
 	}
 }
 
@@ -45,6 +50,7 @@ func (o Ops) Sub(p Ops) Ops {
 		Reads:      o.Reads - p.Reads,
 		Missing:    o.Missing - p.Missing,
 		Writes:     o.Writes - p.Writes,
+		Listens:    o.Listens - p.Listens,
 	}
 }
 
@@ -170,6 +176,8 @@ func (c *Counter) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.Cl
 		return nil, err
 	}
 	switch path.Base(method) {
+	case "Listen":
+		c.add(Ops{Listens: 1})
 	case "BatchGetDocuments":
 		return &batchGetStream{ClientStream: s, c: c}, nil
 	case "RunQuery", "RunAggregationQuery":

@@ -42,7 +42,8 @@
 //     alone would let a path grow by lookups that find nothing;
 //   - writes: the writes in a successful Commit or BatchWrite.
 //
-// Listen and Write streams count round trips only.
+// Listen and Write streams count round trips only; listen streams are also
+// counted apart (Ops.Listens).
 //
 // The Counter also injects faults for crash tests: [Counter.FailNext] fails the
 // next call of a method, [Counter.SetHook] can fail any call. A failed call is
