@@ -23,6 +23,13 @@ import (
 	"github.com/baton-run/baton/toolcallback"
 )
 
+// slowRequests is the request timeout of the tests that send files of
+// several MiB: under the race detector on a shared machine, reading and
+// storing 10 MiB takes longer than the 30 s the other tests allow (without
+// it, well under a second of the request is the file's: see the log of
+// TestChatFileAtLimit).
+const slowRequests = 5 * time.Minute
+
 // fileMessage is a user message with text and one file, as useChat sends
 // an attachment: a data URL.
 func fileMessage(id string, data []byte, mediaType string) map[string]any {
@@ -136,7 +143,7 @@ func fetch(t *testing.T, u string) (int, []byte, http.Header) {
 // expired; deleting the chat (Sweep's idle cleanup) deletes the object.
 func TestChatFile(t *testing.T) {
 	t.Parallel()
-	f := newHTTPFixture(t, nil, modeltest.TextReply("a cat"))
+	f := newHTTPFixture(t, func(c *Config) { c.RequestTimeout = slowRequests }, modeltest.TextReply("a cat"))
 	image := randomBytes(5 << 20)
 	f.stream(f.chat("ada", chatBody("c1", "tab-a", fileMessage("u1", image, "image/png"))))
 
@@ -220,9 +227,11 @@ func forgedFileURLs(t *testing.T, f *httpFixture, link string) map[string]string
 // 413).
 func TestChatFileAtLimit(t *testing.T) {
 	t.Parallel()
-	f := newHTTPFixture(t, func(c *Config) { c.MaxFileBytes = 10 << 20 }, modeltest.TextReply("seen"))
+	f := newHTTPFixture(t, func(c *Config) { c.MaxFileBytes = 10 << 20; c.RequestTimeout = slowRequests }, modeltest.TextReply("seen"))
 	data := randomBytes(10 << 20)
+	start := time.Now()
 	f.stream(f.chat("ada", chatBody("c1", "tab-a", fileMessage("u1", data, "application/pdf"))))
+	t.Logf("a 10 MiB file: answered in %v", time.Since(start))
 	files := inlineFiles(f.model.LastRequest())
 	if len(files) != 1 || !bytes.Equal(files[0].Data, data) {
 		t.Errorf("the model got %d inline files, want the 10 MiB file", len(files))

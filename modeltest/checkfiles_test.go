@@ -20,6 +20,7 @@ func TestCheckFiles(t *testing.T) {
 		{"an application's reference", genai.NewPartFromURI("baton-file:c1/upload-1/1", "image/png"), false},
 		{"inline without bytes", &genai.Part{InlineData: &genai.Blob{MIMEType: "image/png"}}, false},
 		{"inline without media type", &genai.Part{InlineData: &genai.Blob{Data: []byte("x")}}, false},
+		{"inline with a display name", &genai.Part{InlineData: &genai.Blob{Data: []byte("x"), MIMEType: "image/png", DisplayName: "cat.png"}}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := CheckFiles([]*genai.Content{{Role: genai.RoleUser, Parts: []*genai.Part{genai.NewPartFromText("look"), tc.part}}})

@@ -175,7 +175,9 @@ func CheckPairing(contents []*genai.Content) error {
 }
 
 // CheckFiles returns an error when contents hold a file part the model
-// could not read: inline data without bytes or media type, or a file URI
+// could not read: inline data without bytes or media type, or with a
+// display name (the Gemini API refuses one; ADK removes it before the
+// before-model callbacks run), or a file URI
 // that is neither a Cloud Storage (gs://) nor an https URI, such as an
 // application's own reference left in the request.
 func CheckFiles(contents []*genai.Content) error {
@@ -184,6 +186,8 @@ func CheckFiles(contents []*genai.Content) error {
 			switch {
 			case p.InlineData != nil && (len(p.InlineData.Data) == 0 || p.InlineData.MIMEType == ""):
 				return fmt.Errorf("content %d part %d: inline data needs bytes and a media type", i, j)
+			case p.InlineData != nil && p.InlineData.DisplayName != "":
+				return fmt.Errorf("content %d part %d: the Gemini API takes no display name on inline data", i, j)
 			case p.FileData != nil && !strings.HasPrefix(p.FileData.FileURI, "gs://") && !strings.HasPrefix(p.FileData.FileURI, "https://"):
 				return fmt.Errorf("content %d part %d: file URI %q is not one the model can fetch", i, j, p.FileData.FileURI)
 			}

@@ -224,7 +224,9 @@ func filesPlugin(files artifact.Service, app string) (*plugin.Plugin, error) {
 						loaded[p.FileData.FileURI] = blob
 						mu.Unlock()
 					}
-					c.Parts[i] = &genai.Part{InlineData: &genai.Blob{Data: blob.Data, MIMEType: cmp.Or(ref.MIMEType, blob.MIMEType), DisplayName: ref.DisplayName}}
+					// No display name: the Gemini API refuses one, and ADK's
+					// processor that removes it has run before this callback.
+					c.Parts[i] = &genai.Part{InlineData: &genai.Blob{Data: blob.Data, MIMEType: cmp.Or(ref.MIMEType, blob.MIMEType)}}
 				}
 			}
 			return nil, nil
