@@ -97,7 +97,8 @@ func TestBudgetExhaustedStatus(t *testing.T) {
 
 // TestLimitsNeverBlockAnswers: a user at the turn limit still answers the
 // calls the turn paused on, through /Chat and through /ToolResult, and the
-// agent resumes each time; only a new message is refused.
+// agent resumes each time; a resent message gets its turn again; only a
+// new message is refused.
 func TestLimitsNeverBlockAnswers(t *testing.T) {
 	t.Parallel()
 	f := newHTTPFixture(t, func(c *Config) {
@@ -109,6 +110,12 @@ func TestLimitsNeverBlockAnswers(t *testing.T) {
 	chunks := f.stream(f.chat("ada", chatBody("chat1", "tab-a", userMessage("u1", "music please"))))
 	turn := chunksOfType(chunks, "start")[0]["messageId"].(string)
 	wantRefused(t, f.chat("ada", chatBody("chat1", "tab-a", userMessage("u2", "and more"))), "rate_limited", 60)
+	// The same message sent again starts nothing: it is answered with its
+	// turn, at the limit too.
+	again := f.stream(f.chat("ada", chatBody("chat1", "tab-a", userMessage("u1", "music please"))), "c1")
+	if id := chunksOfType(again, "start")[0]["messageId"]; id != turn {
+		t.Errorf("the resent message was answered with message %v, want its turn %q", id, turn)
+	}
 
 	msgs := []map[string]any{userMessage("u1", "music please"), answered(turn, "c1", map[string]any{"playing": 2})}
 	resumed := f.stream(f.chat("ada", chatBody("chat1", "tab-a", msgs...)), "c1", "c2")

@@ -121,9 +121,13 @@ func (t *Team) Turn(ctx context.Context, req ChatTurn) (*Invocation, *SwitchRepo
 	now := platform.Now(ctx)
 	chat, sess, snaps, err := t.sessions.GetChatSession(ctx, t.app, req.UserID, req.ChatID, t.active.guess(req.UserID, req.ChatID), !t.opts.SessionStateOnly,
 		t.meterRefs(req.UserID, req.Limits, now)...)
-	m := newMeter(req.Limits, now, snaps)
+	var m *meter
 	if err == nil || errors.Is(err, sessionstore.ErrNotFound) {
-		if lerr := m.checkUser(); lerr != nil {
+		// Refused before anything is written (an agent switch, the
+		// chat's activity): the engine checks the chat again once it
+		// has read a session this read did not find.
+		m = newMeter(req.Limits, now, snaps)
+		if lerr := m.check(sess, req.MessageID); lerr != nil {
 			return nil, nil, lerr
 		}
 	}
