@@ -154,9 +154,7 @@ func (t *Team) Turn(ctx context.Context, req ChatTurn) (*Invocation, *SwitchRepo
 		t.touch(ctx, chat)
 	}
 	t.active.put(req.UserID, req.ChatID, chat.SessionID)
-	in := req.in(chat.SessionID)
-	in.meter = m
-	inv, err := t.engines[chat.Agent].turn(ctx, in, sess)
+	inv, err := t.engines[chat.Agent].turn(ctx, req.in(chat.SessionID, m), sess)
 	return inv, report, err
 }
 
@@ -166,9 +164,7 @@ func (t *Team) Turn(ctx context.Context, req ChatTurn) (*Invocation, *SwitchRepo
 // invocation, and the turn goes the usual way.
 func (t *Team) newChatTurn(ctx context.Context, req ChatTurn, m *meter) (*Invocation, *sessionstore.Chat, error) {
 	chat := t.chatFor(ctx, req.UserID, req.ChatID, req.Agent)
-	in := req.in(chat.SessionID)
-	in.meter = m
-	inv, err := t.engines[chat.Agent].firstTurn(ctx, in, chat)
+	inv, err := t.engines[chat.Agent].firstTurn(ctx, req.in(chat.SessionID, m), chat)
 	if err == nil {
 		t.active.put(req.UserID, req.ChatID, chat.SessionID)
 		return inv, chat, nil
@@ -180,9 +176,10 @@ func (t *Team) newChatTurn(ctx context.Context, req ChatTurn, m *meter) (*Invoca
 	return nil, chat, err
 }
 
-// in is the message of req for the chat's ADK session sid.
-func (req ChatTurn) in(sid string) turnRequest {
-	return turnRequest{UserID: req.UserID, SessionID: sid, ClientID: req.ClientID, Content: req.Content, MessageID: req.MessageID}
+// in is the message of req for the chat's ADK session sid, held to the
+// limits m read (nil: none).
+func (req ChatTurn) in(sid string, m *meter) turnRequest {
+	return turnRequest{UserID: req.UserID, SessionID: sid, ClientID: req.ClientID, Content: req.Content, MessageID: req.MessageID, meter: m}
 }
 
 // newChat creates a chat known not to exist, with agent (or the default);
