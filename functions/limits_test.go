@@ -52,7 +52,7 @@ func TestTurnLimitsByCaller(t *testing.T) {
 	wantRefused(t, f.turn("anon", "s2", "tab", "two"), "rate_limited", 60)
 	wantRefused(t, f.chat("anon", chatBody("chat3", "tab", userMessage("u3", "three"))), "rate_limited", 60)
 
-	bea := authtest.SignUpWithEmail(t, f.authAddr, "bea@example.com").IDToken
+	bea := authtest.SignUpWithEmail(t, f.authAddr, fmt.Sprintf("bea-%d@example.com", time.Now().UnixNano())).IDToken
 	turn := func(sid string) *http.Response {
 		return f.do(http.MethodPost, NameTurn, bea, map[string]any{"sessionId": sid, "clientId": "tab", "text": "hi"}, nil)
 	}
