@@ -150,11 +150,14 @@ func (t *Team) Turn(ctx context.Context, req ChatTurn) (*Invocation, *SwitchRepo
 		if t.opts.ChatSwitched != nil {
 			t.opts.ChatSwitched(ctx, chat, report.From)
 		}
-	} else {
-		t.touch(ctx, chat)
 	}
 	t.active.put(req.UserID, req.ChatID, chat.SessionID)
 	inv, err := t.engines[chat.Agent].turn(ctx, req.in(chat.SessionID, m), sess)
+	if err == nil && !report.Switched {
+		// Once the turn runs: a turn refused (busy, over a limit) writes
+		// nothing.
+		t.touch(ctx, chat)
+	}
 	return inv, report, err
 }
 
