@@ -127,6 +127,7 @@ func (s *Server) chatPost(w http.ResponseWriter, r *http.Request, log *slog.Logg
 		return err
 	}
 	user := c.user
+	r = s.withLimits(r, c)
 	req, err := s.readChatBody(w, r)
 	if err != nil {
 		return err
@@ -151,7 +152,7 @@ func (s *Server) chatPost(w http.ResponseWriter, r *http.Request, log *slog.Logg
 	}
 	switch last.Role {
 	case "user":
-		return s.chatMessage(w, r, log, c, device, req.ID, req.Agent, last)
+		return s.chatMessage(w, r, log, user, device, req.ID, req.Agent, last)
 	case "assistant":
 		return s.chatAnswers(w, r, log, user, device, req.ID, last)
 	}
@@ -161,8 +162,7 @@ func (s *Server) chatPost(w http.ResponseWriter, r *http.Request, log *slog.Logg
 // chatMessage runs a turn on the user's new message. A message the chat
 // took already (the same message id, sent again) is answered with the
 // stream of the turn it started.
-func (s *Server) chatMessage(w http.ResponseWriter, r *http.Request, log *slog.Logger, c caller, device, chatID, agentName string, m *uiMessage) error {
-	user := c.user
+func (s *Server) chatMessage(w http.ResponseWriter, r *http.Request, log *slog.Logger, user, device, chatID, agentName string, m *uiMessage) error {
 	// The message id is stored, not used as a path; it is bounded like one.
 	if err := sessionstore.ValidateID("message id", m.ID); err != nil {
 		return err
@@ -172,7 +172,7 @@ func (s *Server) chatMessage(w http.ResponseWriter, r *http.Request, log *slog.L
 		return err
 	}
 	inv, report, err := s.team.Turn(r.Context(), toolcallback.ChatTurn{
-		UserID: user, ChatID: chatID, ClientID: device, Agent: agentName, Content: content, MessageID: m.ID, Limits: s.limitsOf(c),
+		UserID: user, ChatID: chatID, ClientID: device, Agent: agentName, Content: content, MessageID: m.ID, Limits: limitsFor(r),
 	})
 	if errors.Is(err, toolcallback.ErrMessageTaken) {
 		return s.chatReplay(w, r, log, user, chatID)

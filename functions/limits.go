@@ -91,6 +91,20 @@ func (d devIdentity) caller(ctx context.Context, r *http.Request) (caller, error
 // limitsOf are the turn limits of c.
 func (s *Server) limitsOf(c caller) toolcallback.Limits { return s.cfg.TurnLimits.of(c.kind) }
 
+type limitsKey struct{}
+
+// withLimits notes on r the turn limits of its verified caller c, for the
+// parts of a handler that start turns (chatMessage); limitsFor reads them
+// (none when not noted).
+func (s *Server) withLimits(r *http.Request, c caller) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), limitsKey{}, s.limitsOf(c)))
+}
+
+func limitsFor(r *http.Request) toolcallback.Limits {
+	l, _ := r.Context().Value(limitsKey{}).(toolcallback.Limits)
+	return l
+}
+
 // limitedStatus is the answer to a turn refused for a limit: 429 with the
 // wait in whole seconds.
 func limitedStatus(e *toolcallback.LimitError) (int, apiErrorBody) {
