@@ -88,7 +88,7 @@ func (e *engine) turn(ctx context.Context, req turnRequest, sess session.Session
 	}
 	if err == nil {
 		// Refused before anything is written.
-		if err := req.meter.checkChat(sess); err != nil {
+		if err := req.meter.checkChat(sess, req.MessageID); err != nil {
 			return nil, err
 		}
 	}

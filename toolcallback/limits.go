@@ -136,11 +136,27 @@ func newMeter(l Limits, now time.Time, snaps []*firestore.DocumentSnapshot) *met
 	return m
 }
 
-// checkUser refuses the turn when the user is at a limit.
-func (m *meter) checkUser() error {
-	if m == nil {
+// check refuses the turn when the user, or the chat whose session is sess
+// (nil: not read yet, or not stored), is at a limit. A message the session
+// took already is not refused: it is a resend, answered with the turn it
+// started (ErrMessageTaken), and starts nothing.
+func (m *meter) check(sess session.Session, messageID string) error {
+	if m == nil || resent(sess, messageID) {
 		return nil
 	}
+	if err := m.checkUser(); err != nil {
+		return err
+	}
+	return m.checkChat(sess, messageID)
+}
+
+// resent reports whether sess took the message messageID already.
+func resent(sess session.Session, messageID string) bool {
+	return sess != nil && messageID != "" && takenMessage(sess) == messageID
+}
+
+// checkUser refuses the turn when the user is at a limit.
+func (m *meter) checkUser() error {
 	if m.tokens != nil && m.tokens.Exists() {
 		var d tokensDoc
 		if err := m.tokens.DataTo(&d); err != nil {
@@ -159,9 +175,9 @@ func (m *meter) checkUser() error {
 }
 
 // checkChat refuses the turn when the chat, whose session is sess (nil:
-// not stored yet), is at its limit.
-func (m *meter) checkChat(sess session.Session) error {
-	if m == nil || sess == nil {
+// not stored yet), is at its limit, unless it resends messageID.
+func (m *meter) checkChat(sess session.Session, messageID string) error {
+	if m == nil || sess == nil || resent(sess, messageID) {
 		return nil
 	}
 	return checkRate("chat", sessionstore.TurnLog(sess), m.limits.ChatTurnsPerMinute, m.now)

@@ -126,7 +126,7 @@ func (e *engine) rewind(ctx context.Context, req Rewind, sid string, sess sessio
 		return nil, err
 	}
 	// Limits after the plan: a request served before is replayed, not run.
-	if err := errors.Join(m.checkUser(), m.checkChat(sess)); err != nil {
+	if err := errors.Join(m.checkUser(), m.checkChat(sess, "")); err != nil {
 		return nil, err
 	}
 	inv, err := e.claimedRewind(ctx, req, sess, plan, m)

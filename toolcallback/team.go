@@ -126,9 +126,13 @@ func (t *Team) Turn(ctx context.Context, req ChatTurn) (*Invocation, *SwitchRepo
 	now := platform.Now(ctx)
 	chat, sess, snaps, err := t.sessions.GetChatSession(ctx, t.app, req.UserID, req.ChatID, t.active.guess(req.UserID, req.ChatID), !t.opts.SessionStateOnly,
 		t.meterRefs(req.UserID, req.Limits, now)...)
-	m := newMeter(req.Limits, now, snaps)
+	var m *meter
 	if err == nil || errors.Is(err, sessionstore.ErrNotFound) {
-		if lerr := m.checkUser(); lerr != nil {
+		// Refused before anything is written (an agent switch, the
+		// chat's activity): the engine checks the chat again once it
+		// has read a session this read did not find.
+		m = newMeter(req.Limits, now, snaps)
+		if lerr := m.check(sess, req.MessageID); lerr != nil {
 			return nil, nil, lerr
 		}
 	}
@@ -151,13 +155,14 @@ func (t *Team) Turn(ctx context.Context, req ChatTurn) (*Invocation, *SwitchRepo
 		if t.opts.ChatSwitched != nil {
 			t.opts.ChatSwitched(ctx, chat, report.From)
 		}
-	} else {
-		t.touch(ctx, chat)
 	}
 	t.active.put(req.UserID, req.ChatID, chat.SessionID)
-	in := req.in(chat.SessionID)
-	in.meter = m
-	inv, err := t.engines[chat.Agent].turn(ctx, in, sess)
+	inv, err := t.engines[chat.Agent].turn(ctx, req.in(chat.SessionID, m), sess)
+	if err == nil && !report.Switched {
+		// Once the turn runs: a turn refused (busy, over a limit) writes
+		// nothing.
+		t.touch(ctx, chat)
+	}
 	return inv, report, err
 }
 
@@ -167,9 +172,7 @@ func (t *Team) Turn(ctx context.Context, req ChatTurn) (*Invocation, *SwitchRepo
 // invocation, and the turn goes the usual way.
 func (t *Team) newChatTurn(ctx context.Context, req ChatTurn, m *meter) (*Invocation, *sessionstore.Chat, error) {
 	chat := t.chatFor(ctx, req.UserID, req.ChatID, req.Agent)
-	in := req.in(chat.SessionID)
-	in.meter = m
-	inv, err := t.engines[chat.Agent].firstTurn(ctx, in, chat)
+	inv, err := t.engines[chat.Agent].firstTurn(ctx, req.in(chat.SessionID, m), chat)
 	if err == nil {
 		t.active.put(req.UserID, req.ChatID, chat.SessionID)
 		return inv, chat, nil
@@ -181,9 +184,10 @@ func (t *Team) newChatTurn(ctx context.Context, req ChatTurn, m *meter) (*Invoca
 	return nil, chat, err
 }
 
-// in is the message of req for the chat's ADK session sid.
-func (req ChatTurn) in(sid string) turnRequest {
-	return turnRequest{UserID: req.UserID, SessionID: sid, ClientID: req.ClientID, Content: req.Content, MessageID: req.MessageID}
+// in is the message of req for the chat's ADK session sid, held to the
+// limits m read (nil: none).
+func (req ChatTurn) in(sid string, m *meter) turnRequest {
+	return turnRequest{UserID: req.UserID, SessionID: sid, ClientID: req.ClientID, Content: req.Content, MessageID: req.MessageID, meter: m}
 }
 
 // newChat creates a chat known not to exist, with agent (or the default);
