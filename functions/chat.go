@@ -169,15 +169,8 @@ func (s *Server) chatPost(w http.ResponseWriter, r *http.Request, log *slog.Logg
 // stream of the turn it started.
 func (s *Server) chatMessage(w http.ResponseWriter, r *http.Request, log *slog.Logger, c caller, device, chatID, agentName string, m *uiMessage) error {
 	user := c.user
-	// The message id is stored, not used as a path; it is bounded like one.
-	if err := sessionstore.ValidateID("message id", m.ID); err != nil {
-		return err
-	}
-	content, err := m.content(s.maxFile())
+	content, err := s.newContent(m)
 	if err != nil {
-		return err
-	}
-	if err := s.checkFiles(content); err != nil {
 		return err
 	}
 	inv, report, err := s.team.Turn(r.Context(), toolcallback.ChatTurn{
@@ -191,6 +184,20 @@ func (s *Server) chatMessage(w http.ResponseWriter, r *http.Request, log *slog.L
 	}
 	s.respond(w, r, log, inv, reply{data: map[string]any{"agent": report}, page: true, device: device})
 	return nil
+}
+
+// newContent is the new user message m as a turn takes it: its id checked,
+// its files within the limit and storable.
+func (s *Server) newContent(m *uiMessage) (*genai.Content, error) {
+	// The message id is stored, not used as a path; it is bounded like one.
+	if err := sessionstore.ValidateID("message id", m.ID); err != nil {
+		return nil, err
+	}
+	content, err := m.content(s.maxFile())
+	if err != nil {
+		return nil, err
+	}
+	return content, s.checkFiles(content)
 }
 
 // content is the user message as ADK takes it: text parts, and file parts

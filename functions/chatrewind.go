@@ -52,14 +52,8 @@ func (s *Server) chatEdit(w http.ResponseWriter, r *http.Request, log *slog.Logg
 	if m.ID != req.MessageID {
 		return fmt.Errorf("%w: an edit's last message is the edited message, with messageId as its id", errBadRequest)
 	}
-	if err := sessionstore.ValidateID("message id", m.ID); err != nil {
-		return err
-	}
-	content, err := m.content(s.maxFile())
+	content, err := s.newContent(m)
 	if err != nil {
-		return err
-	}
-	if err := s.checkFiles(content); err != nil {
 		return err
 	}
 	inv, err := s.team.Rewind(r.Context(), toolcallback.Rewind{UserID: c.user, ChatID: req.ID, ClientID: device, Message: m.ID, Content: content, Limits: s.limitsOf(c)})

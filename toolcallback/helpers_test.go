@@ -10,7 +10,6 @@ import (
 
 	"cloud.google.com/go/firestore"
 	"google.golang.org/adk/v2/agent"
-	"google.golang.org/adk/v2/agent/llmagent"
 	"google.golang.org/adk/v2/session"
 	"google.golang.org/adk/v2/tool"
 	"google.golang.org/genai"
@@ -108,15 +107,7 @@ func (f *fixture) newInstance() *toolcallback.Team { return f.instanceOn(f.clien
 // calls a test's fault hook does not see.
 func (f *fixture) instanceOn(client *firestore.Client) *toolcallback.Team {
 	f.t.Helper()
-	a, err := llmagent.New(llmagent.Config{Name: "assistant", Model: f.model, Tools: f.tools})
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	team, err := toolcallback.NewTeam(client, sessionstore.New(client, nil), "app", []toolcallback.Member{{Agent: a}}, f.opts)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	return team
+	return f.instanceWith(client, f.model)
 }
 
 // turn sends user-1's message to chat from client and returns the
