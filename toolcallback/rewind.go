@@ -90,11 +90,13 @@ func (t *Team) Rewind(ctx context.Context, req Rewind) (*Invocation, error) {
 	if req.Content != nil && (req.Message == "" || len(req.Content.Parts) == 0) {
 		return nil, fmt.Errorf("%w: an edit names its message and has content", ErrInvalidAnswer)
 	}
-	content, err := t.storeFiles(ctx, req.UserID, req.ChatID, req.Content)
-	if err != nil {
-		return nil, err
+	if req.Content != nil { // an edit: its files are stored as a turn's are
+		content, err := t.storeFiles(ctx, req.UserID, req.ChatID, req.Content)
+		if err != nil {
+			return nil, err
+		}
+		req.Content = content
 	}
-	req.Content = content
 	// One round trip reads the chat with the session it is believed to
 	// point at (see activeSessions), and what the limits count, as a turn
 	// does.
@@ -126,7 +128,7 @@ func (e *engine) rewind(ctx context.Context, req Rewind, sid string, sess sessio
 		return nil, err
 	}
 	// Limits after the plan: a request served before is replayed, not run.
-	if err := errors.Join(m.checkUser(), m.checkChat(sess, "")); err != nil {
+	if err := m.check(sess, ""); err != nil {
 		return nil, err
 	}
 	inv, err := e.claimedRewind(ctx, req, sess, plan, m)
