@@ -99,8 +99,8 @@ func FileRefOf(p *genai.Part) (ref FileRef, ok bool) {
 //
 // A file is saved before the message is committed: a turn that then fails
 // leaves an object no session refers to, under the chat's prefix, which
-// deleting the chat (or the bucket's lifecycle, for a chat never created)
-// removes.
+// deleting the chat removes (a chat never created keeps it: see
+// docs/files-and-long-chats.md).
 func (t *Team) storeFiles(ctx context.Context, user, chat string, c *genai.Content) (*genai.Content, error) {
 	if t.opts.Files == nil || !hasInlineData(c) {
 		return c, nil
