@@ -50,11 +50,17 @@ type teamInstance struct {
 
 func newTeamInstance(t *testing.T, client *firestore.Client, servers []mcpregistry.Server) *teamInstance {
 	t.Helper()
+	return newTeamInstanceWith(t, client, servers, whoamiModel{t})
+}
+
+// newTeamInstanceWith is newTeamInstance with the agents on llm.
+func newTeamInstanceWith(t *testing.T, client *firestore.Client, servers []mcpregistry.Server, llm model.LLM) *teamInstance {
+	t.Helper()
 	sessions := sessionstore.New(client, nil)
 	reg := newRegistry(t, sessions, servers, nil)
 	var members []toolcallback.Member
 	for _, name := range []string{"concierge", "dj", "quiet"} {
-		cfg := llmagent.Config{Name: name, Model: whoamiModel{t}}
+		cfg := llmagent.Config{Name: name, Model: llm}
 		if name != "quiet" {
 			ts, err := reg.Toolsets(name, "notes")
 			if err != nil {
