@@ -7,8 +7,10 @@ import (
 	"testing"
 
 	"google.golang.org/adk/v2/model"
+	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/internal/firestoretest"
+	"github.com/baton-run/baton/internal/polltest"
 	"github.com/baton-run/baton/mcpregistry"
 	"github.com/baton-run/baton/sessionstore"
 )
@@ -90,4 +92,37 @@ func TestMCPOffTheCriticalPath(t *testing.T) {
 		t.Fatalf("MCP session on instance B %q, on instance A %q; want the one recorded", second.Session, first.Session)
 	}
 	srv.initialized(t, 1)
+}
+
+// textModel answers every request with text, calling no tool.
+type textModel struct{}
+
+func (textModel) Name() string { return "text" }
+
+func (textModel) GenerateContent(context.Context, *model.LLMRequest, bool) iter.Seq2[*model.LLMResponse, error] {
+	return func(yield func(*model.LLMResponse, error) bool) {
+		yield(&model.LLMResponse{Content: genai.NewContentFromText("hello", genai.RoleModel), TurnComplete: true}, nil)
+	}
+}
+
+// TestUnusedSessionIsNotRecorded: a turn that lists a server's tools but
+// calls none writes nothing for MCP, and the session it opened, which no
+// other instance knows of, ends when this instance lets go of it.
+func TestUnusedSessionIsNotRecorded(t *testing.T) {
+	t.Parallel()
+	srv := newHTTPServer(t)
+	client := firestoretest.NewClient(t)
+	ti := newTeamInstanceWith(t, client, []mcpregistry.Server{{Name: "notes", URL: srv.URL}}, textModel{})
+	if got := ti.whoami("chat-1", ""); got.Session != "" {
+		t.Fatalf("the text model called notes_whoami: %+v", got)
+	}
+	srv.initialized(t, 1) // the turn listed the tools on a new session
+	chat := getChat(t, sessionstore.New(client, nil), mcpregistry.Chat{App: "app", User: "user-1", ID: "chat-1", Stored: true})
+	if len(chat.MCP) != 0 {
+		t.Errorf("chat records MCP sessions %+v after a turn that called no tool; want none", chat.MCP)
+	}
+	if err := ti.reg.Close(); err != nil {
+		t.Fatal(err)
+	}
+	polltest.Until(t, "the server to end the session nobody recorded", func() bool { return srv.live() == 0 })
 }
