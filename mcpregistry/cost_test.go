@@ -3,8 +3,11 @@ package mcpregistry_test
 import (
 	"context"
 	"iter"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"google.golang.org/adk/v2/model"
 	"google.golang.org/genai"
@@ -13,6 +16,7 @@ import (
 	"github.com/baton-run/baton/internal/polltest"
 	"github.com/baton-run/baton/mcpregistry"
 	"github.com/baton-run/baton/sessionstore"
+	"github.com/baton-run/baton/toolcallback"
 )
 
 // atFirstRequest is whoamiModel that notes its instance's Firestore
@@ -125,4 +129,78 @@ func TestUnusedSessionIsNotRecorded(t *testing.T) {
 		t.Fatal(err)
 	}
 	polltest.Until(t, "the server to end the session nobody recorded", func() bool { return srv.live() == 0 })
+}
+
+// gatedModel is whoamiModel that, on its first request, says so (asked)
+// and waits for gate.
+type gatedModel struct {
+	whoamiModel
+	once  sync.Once
+	asked chan struct{}
+	gate  chan struct{}
+}
+
+func (m *gatedModel) GenerateContent(ctx context.Context, req *model.LLMRequest, stream bool) iter.Seq2[*model.LLMResponse, error] {
+	first := false
+	m.once.Do(func() { first = true })
+	if first {
+		close(m.asked)
+		select {
+		case <-m.gate:
+		case <-ctx.Done():
+		}
+	}
+	return m.whoamiModel.GenerateContent(ctx, req, stream)
+}
+
+// TestWaitedTurnRereadsTheChat: a turn that read its chat, found the
+// session busy and waited for the lease does not trust that read for its
+// MCP sessions: the turn it waited for may have recorded one meanwhile,
+// which it continues.
+func TestWaitedTurnRereadsTheChat(t *testing.T) {
+	t.Parallel()
+	srv := newHTTPServer(t)
+	servers := []mcpregistry.Server{{Name: "notes", URL: srv.URL}}
+	clientA, _ := firestoretest.NewCountingClient(t)
+	clientB, counterB := firestoretest.Reopen(t, clientA)
+	enqueue := func(o *toolcallback.Options) { o.LeasePolicy, o.MaxWait = toolcallback.LeaseEnqueue, 20*time.Second }
+	modelA := &gatedModel{whoamiModel: whoamiModel{t}, asked: make(chan struct{}), gate: make(chan struct{})}
+	a := newTeamInstanceWith(t, clientA, servers, modelA, enqueue)
+	b := newTeamInstanceWith(t, clientB, servers, whoamiModel{t}, enqueue)
+
+	// A's turn holds the chat's lease, its model not yet answered: no MCP
+	// session is recorded.
+	type result struct {
+		w   whoami
+		err error
+	}
+	firstDone := make(chan result, 1)
+	go func() {
+		w, err := a.tryWhoami("chat-1", "")
+		firstDone <- result{w, err}
+	}()
+	<-modelA.asked
+	// B reads the chat with its session, finds it busy, and waits.
+	var reads atomic.Int32
+	counterB.SetHook(func(method string, _ any) error {
+		if strings.HasSuffix(method, "/BatchGetDocuments") {
+			reads.Add(1)
+		}
+		return nil
+	})
+	secondDone := make(chan result, 1)
+	go func() {
+		w, err := b.tryWhoami("chat-1", "")
+		secondDone <- result{w, err}
+	}()
+	polltest.Until(t, "instance B's turn to find the chat busy and wait", func() bool { return reads.Load() >= 2 })
+	close(modelA.gate) // A calls notes_whoami, recording its session
+	first, second := <-firstDone, <-secondDone
+	if first.err != nil || second.err != nil {
+		t.Fatalf("turns on A and B: %v, %v", first.err, second.err)
+	}
+	if first.w.Session == "" || second.w.Session != first.w.Session {
+		t.Fatalf("MCP session of the turn on A %q, of the turn that waited on B %q; want the one A recorded", first.w.Session, second.w.Session)
+	}
+	srv.initialized(t, 1)
 }
