@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/baton-run/baton/sessionstore"
+	"github.com/baton-run/baton/toolcallback"
 )
 
 // Protocol versions. A new connection lets go-sdk negotiate: it offers
@@ -38,6 +39,11 @@ type conn struct {
 	// for input by multi-round-trip results, and nothing is recorded.
 	stateless bool
 	live      liveCalls // calls in flight, for the server's elicitations
+
+	// unrecorded: a new session of a stored chat, not yet recorded in
+	// it (see Registry.record), which recordMu serializes.
+	recordMu   sync.Mutex
+	unrecorded atomic.Bool
 
 	changes atomic.Uint64 // notifications/tools/list_changed received
 	mu      sync.Mutex
@@ -82,7 +88,8 @@ func (c *conn) toolList(ctx context.Context) ([]*mcp.Tool, error) {
 
 // open connects chat to srv. A Streamable HTTP server's session recorded
 // in the chat is continued; when the server no longer has it, or none is
-// recorded, a new one is started and recorded.
+// recorded, a new one is started, which record records before its first
+// use.
 func (r *Registry) open(ctx context.Context, chat Chat, srv Server) (*conn, error) {
 	if srv.Transport() == "stdio" {
 		cmd := exec.Command(srv.Command[0], srv.Command[1:]...)
@@ -92,15 +99,14 @@ func (r *Registry) open(ctx context.Context, chat Chat, srv Server) (*conn, erro
 		return r.handshake(ctx, srv, &mcp.CommandTransport{Command: cmd, TerminateDuration: r.opts.CloseTimeout / 2}, nil, "")
 	}
 	if chat.Stored {
-		rec, err := r.sessions.GetChat(ctx, chat.App, chat.User, chat.ID)
+		recorded, err := r.recorded(ctx, chat)
 		switch {
 		case errors.Is(err, sessionstore.ErrNotFound):
 			chat.Stored = false // nowhere to record a session
-			rec = &sessionstore.Chat{}
 		case err != nil:
 			return nil, err
 		}
-		if stored, ok := rec.MCP[srv.Name]; ok {
+		if stored, ok := recorded[srv.Name]; ok {
 			c, err := r.dial(ctx, srv, &stored, true)
 			if err != nil {
 				return nil, err
@@ -119,18 +125,50 @@ func (r *Registry) open(ctx context.Context, chat Chat, srv Server) (*conn, erro
 		}
 	}
 	c, err := r.dial(ctx, srv, nil, true)
-	if err != nil || !chat.Stored || c.stateless {
-		return c, err
+	if err != nil {
+		return nil, err
+	}
+	// Recorded before its first use (record), not here: a turn's
+	// connect comes before its first model request.
+	c.unrecorded.Store(chat.Stored && !c.stateless)
+	return c, nil
+}
+
+// recorded returns the chat's recorded MCP sessions: as the running turn
+// read them with its chat (toolcallback.ChatMCPRead), or else read from
+// the chat record. A missing chat wraps sessionstore.ErrNotFound.
+func (r *Registry) recorded(ctx context.Context, chat Chat) (map[string]sessionstore.MCPSession, error) {
+	if m, ok := toolcallback.ChatMCPRead(ctx); ok {
+		return m, nil
+	}
+	rec, err := r.sessions.GetChat(ctx, chat.App, chat.User, chat.ID)
+	if err != nil {
+		return nil, err
+	}
+	return rec.MCP, nil
+}
+
+// record records c's session in chat, once, so that any instance can
+// continue it: before the first request that may leave state on the
+// server (a tool call, or a caller's own use of Session). Until then a
+// session no other instance knows of ends with this connection. A chat
+// deleted meanwhile leaves nowhere to record it, which is no failure;
+// another failure is, and the next use tries again.
+func (r *Registry) record(ctx context.Context, chat Chat, c *conn) error {
+	c.recordMu.Lock()
+	defer c.recordMu.Unlock()
+	if !c.unrecorded.Load() {
+		return nil
 	}
 	init, err := json.Marshal(c.cs.InitializeResult())
 	if err == nil {
-		err = r.sessions.SetChatMCP(ctx, chat.App, chat.User, chat.ID, srv.Name, &sessionstore.MCPSession{ID: c.cs.ID(), Init: string(init)})
+		err = r.sessions.SetChatMCP(ctx, chat.App, chat.User, chat.ID, c.server, &sessionstore.MCPSession{ID: c.cs.ID(), Init: string(init)})
 	}
-	if err != nil {
-		r.closeConn(c, true)
-		return nil, fmt.Errorf("record MCP session: %w", err)
+	if err != nil && !errors.Is(err, sessionstore.ErrNotFound) {
+		return fmt.Errorf("record MCP session: %w", err)
 	}
-	return c, nil
+	c.unrecorded.Store(false)
+	return nil
 }
 
 // dial opens a Streamable HTTP connection: a new session, or, with

@@ -18,8 +18,20 @@
 // transport answers the initialize handshake from the record instead of
 // starting a new session, which the server would do for a second
 // initialize. A session the server no longer has is replaced and recorded
-// again. Closing a connection (idle, broken, instance shutdown) leaves the
-// server's session alone; only the chat's end (CloseChat) or an agent
+// again.
+//
+// A new session is recorded before its first use that may leave state on
+// the server (a tool call, or a caller's use of Registry.Session), not
+// when it connects: a turn's connect (listing the tools) comes before the
+// model's first request, and is kept off that path. The recorded sessions
+// a turn starts from come with the Team's own read of the chat
+// (toolcallback.ChatMCPRead), so a chat's first turn through a Team makes
+// no Firestore round trip for MCP before the model. A session never
+// recorded is ended when its connection closes, since no other instance
+// can continue it.
+//
+// Closing a connection (idle, broken, instance shutdown) leaves a recorded
+// server session alone; only the chat's end (CloseChat) or an agent
 // switch to an agent that does not declare the server (Switched) ends it,
 // with the DELETE go-sdk sends, from whichever instance sees the end.
 // stdio servers are processes of one instance, at most Options.MaxStdio of
@@ -56,5 +68,6 @@
 // # Storage
 //
 // It stores nothing of its own: the chat document's "mcp" map field
-// (sessionstore.SetChatMCP), written once per new session.
+// (sessionstore.SetChatMCP), written once per new session, at its first
+// tool call.
 package mcpregistry

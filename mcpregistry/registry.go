@@ -148,6 +148,10 @@ func New(sessions *sessionstore.Service, servers []Server, opts *Options) (*Regi
 // connection found broken is dropped and replaced.
 func (r *Registry) Session(ctx context.Context, chat Chat, server string) (*mcp.ClientSession, error) {
 	c, err := r.conn(ctx, chat, server)
+	if err == nil {
+		// The caller may do anything with it.
+		err = r.record(ctx, chat, c)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -288,7 +292,8 @@ func (r *Registry) closeEntry(e *entry) error {
 // closeConn closes c, waiting at most CloseTimeout: a server that hangs
 // on close delays nobody beyond that.
 func (r *Registry) closeConn(c *conn, endSession bool) error {
-	if endSession {
+	// A session no other instance knows of cannot be continued.
+	if endSession || c.unrecorded.Load() {
 		c.endSession()
 	}
 	done := make(chan error, 1)

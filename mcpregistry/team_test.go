@@ -2,6 +2,7 @@ package mcpregistry_test
 
 import (
 	"context"
+	"fmt"
 	"iter"
 	"testing"
 	"time"
@@ -50,11 +51,17 @@ type teamInstance struct {
 
 func newTeamInstance(t *testing.T, client *firestore.Client, servers []mcpregistry.Server) *teamInstance {
 	t.Helper()
+	return newTeamInstanceWith(t, client, servers, whoamiModel{t})
+}
+
+// newTeamInstanceWith is newTeamInstance with the agents on llm.
+func newTeamInstanceWith(t *testing.T, client *firestore.Client, servers []mcpregistry.Server, llm model.LLM, tune ...func(*toolcallback.Options)) *teamInstance {
+	t.Helper()
 	sessions := sessionstore.New(client, nil)
 	reg := newRegistry(t, sessions, servers, nil)
 	var members []toolcallback.Member
 	for _, name := range []string{"concierge", "dj", "quiet"} {
-		cfg := llmagent.Config{Name: name, Model: whoamiModel{t}}
+		cfg := llmagent.Config{Name: name, Model: llm}
 		if name != "quiet" {
 			ts, err := reg.Toolsets(name, "notes")
 			if err != nil {
@@ -68,7 +75,7 @@ func newTeamInstance(t *testing.T, client *firestore.Client, servers []mcpregist
 		}
 		members = append(members, toolcallback.Member{Agent: a})
 	}
-	team, err := toolcallback.NewTeam(client, sessions, "app", members, &toolcallback.Options{
+	opts := &toolcallback.Options{
 		IdleRetention: time.Hour,
 		ChatSwitched: func(ctx context.Context, chat *sessionstore.Chat, from string) {
 			if err := reg.Switched(ctx, chat, from); err != nil {
@@ -80,7 +87,11 @@ func newTeamInstance(t *testing.T, client *firestore.Client, servers []mcpregist
 				t.Errorf("CloseChat: %v", err)
 			}
 		},
-	})
+	}
+	for _, f := range tune {
+		f(opts)
+	}
+	team, err := toolcallback.NewTeam(client, sessions, "app", members, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,26 +102,35 @@ func newTeamInstance(t *testing.T, client *firestore.Client, servers []mcpregist
 // returns what notes_whoami answered, or a zero whoami if it was not called.
 func (ti *teamInstance) whoami(chat, agentName string) whoami {
 	ti.t.Helper()
+	got, err := ti.tryWhoami(chat, agentName)
+	if err != nil {
+		ti.t.Fatal(err)
+	}
+	return got
+}
+
+// tryWhoami is whoami returning its failure, for another goroutine.
+func (ti *teamInstance) tryWhoami(chat, agentName string) (whoami, error) {
 	inv, _, err := ti.team.Turn(ti.t.Context(), toolcallback.ChatTurn{UserID: "user-1", ChatID: chat, ClientID: "tab", Agent: agentName,
 		Content: genai.NewContentFromText("who am I talking to?", genai.RoleUser)})
 	if err != nil {
-		ti.t.Fatal(err)
+		return whoami{}, err
 	}
 	var got whoami
 	for ev, err := range inv.Events() {
 		if err != nil {
-			ti.t.Fatal(err)
+			return whoami{}, err
 		}
 		for _, p := range partsOf(ev.Content) {
 			if r := p.FunctionResponse; r != nil && r.Name == "notes_whoami" {
 				if e, ok := r.Response["error"]; ok {
-					ti.t.Fatalf("notes_whoami failed: %v", e)
+					return whoami{}, fmt.Errorf("notes_whoami failed: %v", e)
 				}
 				got.Session, _ = r.Response["session"].(string)
 			}
 		}
 	}
-	return got
+	return got, nil
 }
 
 // idleOut lets the team's Sweep delete chat as idle.

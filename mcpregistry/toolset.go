@@ -74,6 +74,9 @@ func (t *mcpTool) ProcessRequest(_ agent.Context, req *model.LLMRequest) error {
 func (t *mcpTool) Run(ctx agent.Context, args any) (map[string]any, error) {
 	r, k := t.set.r, key{chat: chatOfContext(ctx), server: t.set.server}
 	c, err := r.conn(ctx, k.chat, k.server)
+	if err == nil {
+		err = r.record(ctx, k.chat, c)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("MCP server %s unavailable: %w", k.server, err)
 	}

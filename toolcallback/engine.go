@@ -147,6 +147,8 @@ func (e *engine) firstTurn(ctx context.Context, req turnRequest, chat *sessionst
 // calls, a dead invocation's leftovers) and runs the turn on the session
 // as read under the lease.
 func (e *engine) settledTurn(ctx context.Context, req turnRequest) (*Invocation, error) {
+	// The chat may have changed while the lease was waited for.
+	ctx = withoutChatRead(ctx)
 	if e.opts.PendingPolicy == PendingReject {
 		// Refuse before taking the lease, so a refused message writes
 		// nothing; settleOpenCalls checks again under the lease.

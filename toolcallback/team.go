@@ -157,7 +157,13 @@ func (t *Team) Turn(ctx context.Context, req ChatTurn) (*Invocation, *SwitchRepo
 		}
 	}
 	t.active.put(req.UserID, req.ChatID, chat.SessionID)
-	inv, err := t.engines[chat.Agent].turn(ctx, req.in(chat.SessionID, m), sess)
+	turnCtx := ctx
+	if sess != nil && !report.Switched {
+		// The chat and its session, read together: the commit that
+		// claims the lease on that session says the chat read is current.
+		turnCtx = withChatRead(ctx, chat)
+	}
+	inv, err := t.engines[chat.Agent].turn(turnCtx, req.in(chat.SessionID, m), sess)
 	if err == nil && !report.Switched {
 		// Once the turn runs: a turn refused (busy, over a limit) writes
 		// nothing.
@@ -172,7 +178,7 @@ func (t *Team) Turn(ctx context.Context, req ChatTurn) (*Invocation, *SwitchRepo
 // invocation, and the turn goes the usual way.
 func (t *Team) newChatTurn(ctx context.Context, req ChatTurn, m *meter) (*Invocation, *sessionstore.Chat, error) {
 	chat := t.chatFor(ctx, req.UserID, req.ChatID, req.Agent)
-	inv, err := t.engines[chat.Agent].firstTurn(ctx, req.in(chat.SessionID, m), chat)
+	inv, err := t.engines[chat.Agent].firstTurn(withChatRead(ctx, chat), req.in(chat.SessionID, m), chat)
 	if err == nil {
 		t.active.put(req.UserID, req.ChatID, chat.SessionID)
 		return inv, chat, nil
