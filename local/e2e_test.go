@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -66,15 +67,20 @@ func TestBrowserScenarios(t *testing.T) {
 	}
 
 	url := startForTest(t)
-	// One node process (and browser) per page build, side by side: most of
-	// a scenario's time is spent waiting for the page and the model.
+	// Two node processes (each with its browser) per page build, side by
+	// side, each with half of the scenarios: most of a scenario's time is
+	// spent waiting for the page and the model.
+	const shards = 2
 	for _, sdk := range []string{"7", "6"} {
-		t.Run("ai"+sdk, func(t *testing.T) {
-			t.Parallel()
-			cmd := exec.CommandContext(ctx, node, "--test", "--test-reporter=spec", "scenarios.test.mjs")
-			cmd.Env = append(os.Environ(), "BATON_URL="+url, "CHROMIUM="+chromium, "BATON_E2E_SDK="+sdk)
-			runLogged(ctx, t, cmd, dir)
-		})
+		for shard := range shards {
+			t.Run(fmt.Sprintf("ai%s-%d", sdk, shard), func(t *testing.T) {
+				t.Parallel()
+				cmd := exec.CommandContext(ctx, node, "--test", "--test-reporter=spec", "scenarios.test.mjs")
+				cmd.Env = append(os.Environ(), "BATON_URL="+url, "CHROMIUM="+chromium, "BATON_E2E_SDK="+sdk,
+					fmt.Sprintf("BATON_E2E_SHARD=%d/%d", shard, shards))
+				runLogged(ctx, t, cmd, dir)
+			})
+		}
 	}
 }
 

@@ -3,7 +3,8 @@
 //
 //   cd local/e2e && npm ci && BATON_URL=http://127.0.0.1:8080 node --test scenarios.test.mjs
 //
-// (BATON_E2E_SDK=7 or 6 limits the run to one of the two pages below.)
+// (BATON_E2E_SDK=7 or 6 limits the run to one of the two pages below, and
+// BATON_E2E_SHARD=i/n to a share of the scenarios.)
 //
 // Every scenario runs twice: on the page built with ai 7 and @ai-sdk/react 4
 // (served at /) and on the same page built with ai 6 and @ai-sdk/react 3
@@ -31,6 +32,12 @@ const SDKS = [
   { label: 'ai 6', path: '/ai6/', sdk: ai6, major: '6' },
 ].filter(({ major }) => !process.env.BATON_E2E_SDK || process.env.BATON_E2E_SDK === major);
 if (SDKS.length === 0) throw new Error(`BATON_E2E_SDK=${process.env.BATON_E2E_SDK} names no page build (7 or 6)`);
+
+// BATON_E2E_SHARD=i/n runs every n-th scenario from the i-th (0-based),
+// so that several node processes can share the scenarios.
+const [SHARD, SHARDS] = (process.env.BATON_E2E_SHARD || '0/1').split('/').map(Number);
+if (!(SHARDS >= 1 && SHARD >= 0 && SHARD < SHARDS)) throw new Error(`BATON_E2E_SHARD=${process.env.BATON_E2E_SHARD}: want i/n with 0 <= i < n`);
+let scenarios = 0; // declared so far
 
 const BASE = (process.env.BATON_URL || 'http://127.0.0.1:8080').replace(/\/$/, '');
 const OUT = join(import.meta.dirname ?? new URL('.', import.meta.url).pathname, 'test-output');
@@ -61,6 +68,7 @@ const sel = (id, attrs = '') => `[data-testid="${id}"]${attrs}`;
  * its contexts close.
  */
 function scenario(title, slug, fn) {
+  if (scenarios++ % SHARDS !== SHARD) return;
   for (const { label, path, sdk, major } of SDKS) {
     const prefix = major === '7' ? '' : `ai${major}-`;
     test(`${label}: ${title}`, async (t) => {
