@@ -38,9 +38,13 @@ export function useLiveTurns({ chatId, identity, transport, messages, setMessage
     const ctrl = new AbortController();
     stop.current = () => ctrl.abort();
     const { signal } = ctrl;
+    // The id this tab tells the next wait it has seen, when not the last
+    // one it shows (see below).
+    let followed = null;
     const showConversation = async () => {
       const fresh = await loadChat(chatId, identity);
       if (!signal.aborted) setMessages(fresh.messages);
+      return fresh.messages;
     };
     (async () => {
       // Give an automatic request (a tool's answer) the chance to start.
@@ -49,7 +53,7 @@ export function useLiveTurns({ chatId, identity, transport, messages, setMessage
         let res;
         try {
           res = await fetch(`/Chat/${encodeURIComponent(chatId)}/stream`, {
-            headers: { ...(await identity.headers()), 'X-Baton-Wait': String(WAIT_SECONDS), 'X-Baton-Seen': seen.current },
+            headers: { ...(await identity.headers()), 'X-Baton-Wait': String(WAIT_SECONDS), 'X-Baton-Seen': followed ?? seen.current },
             signal,
           });
         } catch {
@@ -66,12 +70,20 @@ export function useLiveTurns({ chatId, identity, transport, messages, setMessage
           // failed load still shows the stream; the load at its end retries.
           await showConversation().catch(() => {});
           if (signal.aborted) return;
+          followed = null;
           const stream = transport.processResponseStream(res.body);
+          let streamed = null;
           for await (const message of readUIMessageStream({ stream })) {
             if (signal.aborted) return;
+            streamed = message.id;
             setMessages((ms) => upsert(ms, message));
           }
-          await showConversation();
+          // A load can catch a newer turn than the one streamed, in its
+          // middle (an agent switch wakes the wait on the old session):
+          // the next wait names the streamed one as seen, so that the
+          // newer turn is streamed to this tab whole, calls included.
+          const shown = (await showConversation()).findLast((m) => m.role === 'assistant')?.id;
+          if (streamed && shown && shown !== streamed) followed = streamed;
         } catch {
           await sleep(1000, signal);
         }
