@@ -107,10 +107,8 @@ func TestElicitationOnTheLiveCall(t *testing.T) {
 func TestElicitationDuplicateAnswers(t *testing.T) {
 	t.Parallel()
 	srv := newAskingServer(t, false)
-	client := firestoretest.NewClient(t)
-	in := newInputInstance(t, client, srv.URL, nil)
-	other, _ := firestoretest.Reopen(t, client)
-	instances := []*inputInstance{in, newInputInstance(t, other, srv.URL, nil)}
+	in, second := twoInputInstances(t, srv.URL)
+	instances := []*inputInstance{in, second}
 	var recorded, same atomic.Int32
 	got := in.liveTurn("delete_note n1", func(id string, _ int) {
 		var wg sync.WaitGroup
@@ -141,10 +139,7 @@ func TestElicitationDuplicateAnswers(t *testing.T) {
 func TestElicitationTwoQuestions(t *testing.T) {
 	t.Parallel()
 	srv := newAskingServer(t, false)
-	client := firestoretest.NewClient(t)
-	in := newInputInstance(t, client, srv.URL, nil)
-	other, _ := firestoretest.Reopen(t, client)
-	second := newInputInstance(t, other, srv.URL, nil)
+	in, second := twoInputInstances(t, srv.URL)
 	got := in.liveTurn("retitle_note n1", func(id string, round int) {
 		if round == 1 {
 			second.mustAnswer(id, map[string]any{"elicitation": accept(map[string]any{"title": "Groceries"})})

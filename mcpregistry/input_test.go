@@ -205,6 +205,15 @@ type inputInstance struct {
 	model *modeltest.Strict
 }
 
+// twoInputInstances are two instances on one emulator project, each with
+// its own client, both using the MCP server at url.
+func twoInputInstances(t *testing.T, url string) (first, second *inputInstance) {
+	t.Helper()
+	client := firestoretest.NewClient(t)
+	other, _ := firestoretest.Reopen(t, client)
+	return newInputInstance(t, client, url, nil), newInputInstance(t, other, url, nil)
+}
+
 func newInputInstance(t *testing.T, client *firestore.Client, url string, opts *toolcallback.Options) *inputInstance {
 	return newInputInstanceWith(t, client, url, opts, nil)
 }
@@ -383,10 +392,8 @@ func TestInputDeclinedAndCancelled(t *testing.T) {
 func TestInputDuplicateAnswersResumeOnce(t *testing.T) {
 	t.Parallel()
 	srv := newAskingServer(t, true)
-	client := firestoretest.NewClient(t)
-	in := newInputInstance(t, client, srv.URL, nil)
-	other, _ := firestoretest.Reopen(t, client)
-	instances := []*inputInstance{in, newInputInstance(t, other, srv.URL, nil)}
+	in, second := twoInputInstances(t, srv.URL)
+	instances := []*inputInstance{in, second}
 	call := in.ask("chat-1", "delete_note n1")
 
 	const n = 20
@@ -476,10 +483,7 @@ func TestInputStateCannotBeForged(t *testing.T) {
 func TestInputTwoRounds(t *testing.T) {
 	t.Parallel()
 	srv := newAskingServer(t, true)
-	client := firestoretest.NewClient(t)
-	in := newInputInstance(t, client, srv.URL, nil)
-	other, _ := firestoretest.Reopen(t, client)
-	second := newInputInstance(t, other, srv.URL, nil)
+	in, second := twoInputInstances(t, srv.URL)
 
 	call := in.ask("chat-1", "rename_note n1")
 	res, err := second.answer("chat-1", call.ID, map[string]any{"title": accept(map[string]any{"title": "Groceries"})})
