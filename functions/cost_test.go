@@ -2,8 +2,11 @@ package functions
 
 import (
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"google.golang.org/adk/v2/model"
 	"google.golang.org/genai"
@@ -50,11 +53,45 @@ func TestTurnCost(t *testing.T) {
 		stateOnly bool
 		// budget sets a token budget, with a model that reports usage.
 		budget bool
+		// warm keeps warm turns on (see toolcallback/warm.go); the other
+		// rows turn them off, so that they measure what a cold instance
+		// pays. A warm row holds every commit until the model was asked
+		// (for at most 5 s): a turn that waited for one before asking
+		// counts it as a round trip before the model.
+		warm   bool
+		config func(*Config)
 		script []modeltest.Reply
 		setup  func(f *httpFixture) // runs before counting starts
 		run    func(f *httpFixture)
 		bound  costBound
 	}{{
+		// The instance that served the chat's last turn kept its session:
+		// nothing is read, the message's commit (with the lease and the
+		// user's turns document) runs beside the model request, and the
+		// reply is stored with the lease's release.
+		name:      "warm plain turn",
+		stateOnly: true,
+		warm:      true,
+		script:    []modeltest.Reply{modeltest.TextReply("first"), modeltest.TextReply("second")},
+		setup:     func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "hello")) },
+		run:       func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "again")) },
+		bound:     costBound{beforeModel: 0, roundTrips: 2, lookups: 0, writes: 3},
+	}, {
+		name:      "warm plain turn, 5 MB of history",
+		stateOnly: true,
+		warm:      true,
+		config:    func(c *Config) { c.MaxBodyBytes = 1 << 20 },
+		script:    slices.Repeat([]modeltest.Reply{modeltest.TextReply("noted")}, 7),
+		setup: func(f *httpFixture) {
+			// Six messages of 900 kB: each fills a session document of its
+			// own.
+			for range 6 {
+				f.stream(f.turn("ada", "s1", "tab-a", strings.Repeat("x", 900_000)))
+			}
+		},
+		run:   func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "again")) },
+		bound: costBound{beforeModel: 0, roundTrips: 2, lookups: 0, writes: 3},
+	}, {
 		name:      "plain turn, existing chat",
 		stateOnly: true,
 		script:    []modeltest.Reply{modeltest.TextReply("first"), modeltest.TextReply("second")},
@@ -125,6 +162,7 @@ func TestTurnCost(t *testing.T) {
 				mu       sync.Mutex
 				counting bool
 				atModel  *firestoretest.Ops
+				asked    = make(chan struct{})
 			)
 			// Each reply notes the operations so far when the model is
 			// first asked during the request under test.
@@ -135,13 +173,22 @@ func TestTurnCost(t *testing.T) {
 					if counting && atModel == nil {
 						ops := f.counter.Snapshot()
 						atModel = &ops
+						close(asked)
 					}
 					mu.Unlock()
 					return r(req)
 				}
 			}
-			f = newHTTPFixtureWith(t, func(_ *httpFixture, o *ServerOptions) { o.SessionStateOnly = tt.stateOnly }, func(c *Config) {
+			f = newHTTPFixtureWith(t, func(_ *httpFixture, o *ServerOptions) {
+				o.SessionStateOnly = tt.stateOnly
+				if !tt.warm {
+					o.WarmChats = -1
+				}
+			}, func(c *Config) {
 				c.TurnLimits = defaultTurnLimits(t)
+				if tt.config != nil {
+					tt.config(c)
+				}
 				if tt.budget {
 					c.TurnLimits.User.UserTokensPerDay, c.TurnLimits.Anonymous.UserTokensPerDay = 1_000_000, 1_000_000
 				}
@@ -149,9 +196,17 @@ func TestTurnCost(t *testing.T) {
 			if tt.budget {
 				f.model.Usage = &genai.GenerateContentResponseUsageMetadata{TotalTokenCount: 100}
 			}
+			t.Cleanup(func() {
+				if t.Failed() {
+					t.Log(f.logs.String())
+				}
+			})
 			f.token("ada") // sign in before counting: the Auth emulator is not Firestore
 			if tt.setup != nil {
 				tt.setup(f)
+			}
+			if tt.warm {
+				gateCommits(f, asked)
 			}
 			before := f.counter.Snapshot()
 			mu.Lock()
@@ -177,4 +232,19 @@ func TestTurnCost(t *testing.T) {
 			}
 		})
 	}
+}
+
+// gateCommits holds each commit of f's client until asked is closed (the
+// model was asked), or for at most 5 s: a request that waits for a commit
+// before asking the model is then seen to send it first.
+func gateCommits(f *httpFixture, asked <-chan struct{}) {
+	f.counter.SetHook(func(method string, _ any) error {
+		if strings.HasSuffix(method, "/Commit") {
+			select {
+			case <-asked:
+			case <-time.After(5 * time.Second):
+			}
+		}
+		return nil
+	})
 }

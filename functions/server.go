@@ -46,6 +46,11 @@ type ServerOptions struct {
 	// is a property of the agents' code, not of a deployment, so it is an
 	// option here rather than an environment variable.
 	SessionStateOnly bool
+	// WarmChats and WarmBytes bound the sessions an instance keeps for
+	// warm turns (toolcallback.Options.WarmChats): defaults 1,000 chats
+	// and 32 MiB of stored session; WarmChats < 0 turns warm turns off.
+	// Warm turns need SessionStateOnly.
+	WarmChats, WarmBytes int
 	// PushClient posts A2A push notifications. Default: a client with a
 	// 10 s timeout.
 	PushClient *http.Client
@@ -82,6 +87,8 @@ func NewServer(cfg Config, client *firestore.Client, members []toolcallback.Memb
 		TokenKey:          cfg.TokenKey,
 		IdleRetention:     cfg.IdleRetention,
 		SessionStateOnly:  opts.SessionStateOnly,
+		WarmChats:         opts.WarmChats,
+		WarmBytes:         opts.WarmBytes,
 		CountTokens:       cfg.TurnLimits.countsTokens(),
 		Logger:            s.log,
 	}

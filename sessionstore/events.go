@@ -123,6 +123,16 @@ type AppendOptions struct {
 	Writes []DocWrite
 
 	rewind *rewindPlan // set by RewindSession
+	// Committed, when set, is called once the commit is made, with its
+	// time: Firestore gives every write of a commit that time as its
+	// update time, so it is also the version of each document in Writes.
+	Committed func(commitTime time.Time)
+
+	// staged: the event was staged (StageEvent), and is visible already.
+	staged bool
+	// release frees the lease the handle holds in the same commit (see
+	// ReleaseSession).
+	release bool
 }
 
 // DocWrite adds a write of a document beside a session to the commit of an
@@ -158,6 +168,15 @@ func (s *Service) AppendEventWith(ctx context.Context, sess session.Session, eve
 	}
 	ss.appendMu.Lock()
 	defer ss.appendMu.Unlock()
+	if err := s.flushLocked(ctx, ss, nil, false); err != nil {
+		return err
+	}
+	return s.appendLocked(ctx, ss, event, opts)
+}
+
+// appendLocked plans, makes and applies the commit of one append; the
+// caller holds ss.appendMu.
+func (s *Service) appendLocked(ctx context.Context, ss *storedSession, event *session.Event, opts AppendOptions) error {
 	if l := ss.lease; l != nil {
 		l.mu.Lock()
 		defer l.mu.Unlock()
@@ -171,6 +190,9 @@ func (s *Service) AppendEventWith(ctx context.Context, sess session.Session, eve
 		return err
 	}
 	ss.applyAppend(plan, results)
+	if opts.Committed != nil {
+		opts.Committed(results[plan.sessionWrite].UpdateTime)
+	}
 	return nil
 }
 
@@ -215,6 +237,8 @@ type appendPlan struct {
 	rewind    *rewindPlan // what a rewind mark takes back
 	besides   int         // how many documents beside the session it updates
 	turnLog   []time.Time // nil: unchanged
+	staged    bool        // the event is staged: visible already
+	release   bool        // the commit frees the lease
 }
 
 // appendBase is what an append reads of the handle.
@@ -285,7 +309,10 @@ func (s *Service) planAppend(ctx context.Context, ss *storedSession, event *sess
 	p := &appendPlan{
 		batch: s.client.Batch(), chatWrite: -1, event: stored, delta: event.Actions.StateDelta, revision: b.revision,
 		chunks: b.chunks, tail: b.tail, stateSize: b.stateSize, docsOpen: b.docsOpen, claim: opts.Claim,
-		rewind: opts.rewind, besides: len(opts.Writes), turnLog: opts.TurnLog,
+		rewind: opts.rewind, besides: len(opts.Writes), turnLog: opts.TurnLog, staged: opts.staged, release: opts.release,
+	}
+	if p.release && ss.lease == nil && opts.Claim == nil {
+		return nil, fmt.Errorf("append event: session %q: no lease to release", ss.id)
 	}
 	switch {
 	case len(opts.Create) > 0:
@@ -301,6 +328,9 @@ func (s *Service) planAppend(ctx context.Context, ss *storedSession, event *sess
 	}
 	if c := opts.Claim; c != nil {
 		p.leaseDoc = leaseDoc{Holder: c.lease.Holder, Fence: c.lease.Fence, Expires: platform.Now(ctx).Add(c.ttl)}
+		if p.release {
+			p.leaseDoc = leaseDoc{Fence: c.lease.Fence}
+		}
 	}
 	if c := opts.Claim; c != nil && c.create != nil {
 		s.planCreate(p, ref, ss, b.state, event.Timestamp)
@@ -369,8 +399,11 @@ func (p *appendPlan) sessionUpdates(b appendBase, element chunkElement, sealed b
 	if p.docsOpen != b.docsOpen {
 		updates = append(updates, firestore.Update{Path: "sideDocsClosed", Value: !p.docsOpen})
 	}
-	if p.claim != nil {
+	switch {
+	case p.claim != nil:
 		updates = append(updates, firestore.Update{Path: "lease", Value: p.leaseDoc})
+	case p.release:
+		updates = append(updates, releaseUpdates()...)
 	}
 	if p.turnLog != nil {
 		updates = append(updates, firestore.Update{Path: "turnLog", Value: p.turnLog})
@@ -420,6 +453,9 @@ func (ss *storedSession) applyAppend(p *appendPlan, results []*firestore.WriteRe
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	maps.Copy(ss.state, p.delta) // temp: keys live on for the invocation
+	if p.staged {
+		ss.staged = ss.staged[1:]
+	}
 	ss.events = append(ss.events, p.event)
 	ss.updated = p.event.Timestamp
 	ss.revision = p.revision
@@ -443,6 +479,9 @@ func (ss *storedSession) applyAppend(p *appendPlan, results []*firestore.WriteRe
 	}
 	if l := ss.lease; l != nil {
 		l.version, l.revision = ss.version, ss.revision
+	}
+	if p.release {
+		ss.released()
 	}
 }
 

@@ -188,10 +188,7 @@ func (s *Service) ReleaseLease(ctx context.Context, l *Lease) (err error) {
 	ctx, span := startSpan(ctx, "baton.lease.release", l.SessionID)
 	defer func() { endSpan(span, err) }()
 	ref := s.sessionRef(l.App, l.User, l.SessionID)
-	free := []firestore.Update{
-		{Path: "lease.holder", Value: ""},
-		{Path: "lease.expires", Value: time.Time{}},
-	}
+	free := releaseUpdates()
 	l.mu.Lock()
 	_, err = ref.Update(ctx, free, firestore.LastUpdateTime(l.version))
 	l.mu.Unlock()

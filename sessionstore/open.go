@@ -109,6 +109,9 @@ func (s *Service) ClaimLease(ctx context.Context, sess session.Session, holder s
 	}
 	ss.mu.RLock()
 	defer ss.mu.RUnlock()
+	if ss.broken != nil || len(ss.staged) > 0 {
+		return nil, fmt.Errorf("claim lease on %q: the handle has events not stored", ss.id)
+	}
 	now := platform.Now(ctx)
 	if cur := ss.stored; cur.Holder != "" && cur.Expires.After(now) {
 		return nil, &BusyError{SessionID: ss.id, RetryAfter: cur.Expires.Sub(now)}

@@ -51,6 +51,12 @@ type storedSession struct {
 	docsOpen bool
 	// turnLog mirrors the document's log of recent turn times.
 	turnLog []time.Time
+	// staged are events readers see but not stored yet, oldest first
+	// (see staged.go).
+	staged []*StagedEvent
+	// broken, once a staged event failed to be stored, fails every later
+	// append: the handle is ahead of the store.
+	broken error
 }
 
 var _ session.Session = (*storedSession)(nil)
@@ -64,6 +70,9 @@ func (s *storedSession) State() session.State { return &sessionState{s: s} }
 func (s *storedSession) Events() session.Events {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	if len(s.staged) > 0 {
+		return eventlist.List(s.visibleEvents())
+	}
 	return eventlist.List(slices.Clone(s.events))
 }
 
@@ -78,7 +87,10 @@ type sessionState struct{ s *storedSession }
 func (st *sessionState) Get(key string) (any, error) {
 	st.s.mu.RLock()
 	defer st.s.mu.RUnlock()
-	v, ok := st.s.state[key]
+	v, ok := st.s.stagedState(key)
+	if !ok {
+		v, ok = st.s.state[key]
+	}
 	if !ok {
 		return nil, session.ErrStateKeyNotExist
 	}
@@ -97,6 +109,9 @@ func (st *sessionState) Set(key string, value any) error {
 func (st *sessionState) All() iter.Seq2[string, any] {
 	st.s.mu.RLock()
 	snapshot := maps.Clone(st.s.state)
+	for _, staged := range st.s.staged {
+		maps.Copy(snapshot, staged.event.Actions.StateDelta)
+	}
 	st.s.mu.RUnlock()
 	return maps.All(snapshot)
 }

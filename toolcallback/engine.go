@@ -59,6 +59,9 @@ type turnRequest struct {
 	MessageID string
 	// meter is what the caller's limits read; nil: no limits.
 	meter *meter
+	// keep receives the session the invocation leaves, for a warm turn
+	// (invocationRun.keep); nil: not kept.
+	keep func(session.Session)
 }
 
 // runOptions stores the client's message id with the user message, so a
@@ -98,7 +101,7 @@ func (e *engine) turn(ctx context.Context, req turnRequest, sess session.Session
 	case err != nil:
 		return nil, err
 	case !sessionstore.MayHaveOpenDocs(sess) && !needsRepair(sess.Events(), nil):
-		inv, err = e.fastTurn(ctx, req, sess)
+		inv, err = e.fastTurn(ctx, req, sess, false)
 	default:
 		return e.settledTurn(ctx, req)
 	}
@@ -111,8 +114,9 @@ func (e *engine) turn(ctx context.Context, req turnRequest, sess session.Session
 // fastTurn runs the turn on sess, read by the request: the commit that
 // stores the user message claims the lease, conditional on the session
 // being as read, so the model is called after two round trips (the read
-// and that commit).
-func (e *engine) fastTurn(ctx context.Context, req turnRequest, sess session.Session) (*Invocation, error) {
+// and that commit). warm: sess is this instance's copy (see warm.go), and
+// the model is called at once, beside that commit.
+func (e *engine) fastTurn(ctx context.Context, req turnRequest, sess session.Session, warm bool) (*Invocation, error) {
 	// Checked on the session as read: the claiming commit fails if another
 	// request took a message since.
 	if req.MessageID != "" && takenMessage(sess) == req.MessageID {
@@ -123,8 +127,8 @@ func (e *engine) fastTurn(ctx context.Context, req turnRequest, sess session.Ses
 		return nil, err
 	}
 	run := req.run(sess)
-	run.claim = claim
-	run.turnLog, run.writes = req.meter.chatLog(sess), req.meter.userWrites(true)
+	run.claim, run.warm = claim, warm
+	run.turnLog, run.writes, run.committed = req.meter.chatLog(sess), req.meter.userWrites(true), req.meter.committed
 	return e.start(ctx, run)
 }
 
@@ -139,7 +143,7 @@ func (e *engine) firstTurn(ctx context.Context, req turnRequest, chat *sessionst
 	}
 	run := req.run(sess)
 	run.claim = claim
-	run.turnLog, run.writes = req.meter.chatLog(nil), req.meter.userWrites(true)
+	run.turnLog, run.writes, run.committed = req.meter.chatLog(nil), req.meter.userWrites(true), req.meter.committed
 	return e.start(ctx, run)
 }
 
@@ -193,17 +197,23 @@ type invocationRun struct {
 	// no open record of the session.
 	docsClosed bool
 	// turnLog and writes count the turn against its limits in the
-	// message's commit (see limits.go).
-	turnLog []time.Time
-	writes  []sessionstore.DocWrite
+	// message's commit (see limits.go), and committed learns its time.
+	turnLog   []time.Time
+	writes    []sessionstore.DocWrite
+	committed func(time.Time)
 	// after runs once the runner is done, before the lease is released,
 	// if the lease was held (a claim that lost its race delivered nothing).
 	after func(context.Context)
+	// warm stages the claiming append (see invocationSessions.stageClaim).
+	warm bool
+	// keep, when set, receives the session once the invocation released
+	// it, if the handle is still the session as stored (a warm copy).
+	keep func(session.Session)
 }
 
 // run is the invocation that answers req on sess.
 func (req turnRequest) run(sess session.Session) invocationRun {
-	return invocationRun{user: req.UserID, session: req.SessionID, client: req.ClientID, msg: req.Content, opts: req.runOptions(), handle: sess}
+	return invocationRun{user: req.UserID, session: req.SessionID, client: req.ClientID, msg: req.Content, opts: req.runOptions(), handle: sess, keep: req.keep}
 }
 
 // start runs the agent in the background, detached from the caller's
@@ -218,7 +228,9 @@ func (req turnRequest) run(sess session.Session) invocationRun {
 // reader never sees a call that has no record.
 func (e *engine) start(ctx context.Context, run invocationRun) (*Invocation, error) {
 	svc := &invocationSessions{Service: e.sessions, e: e, client: run.client, tools: &pausingTools{}, handle: run.handle,
-		first: sessionstore.AppendOptions{Claim: run.claim, DocsClosed: run.docsClosed, TurnLog: run.turnLog, Writes: run.writes}}
+		first: sessionstore.AppendOptions{Claim: run.claim, DocsClosed: run.docsClosed, TurnLog: run.turnLog, Writes: run.writes,
+			Committed: run.committed},
+		stageClaim: run.warm && run.claim != nil, claimStored: make(chan struct{})}
 	h := run.held
 	if run.claim != nil {
 		h = &heldLease{lease: run.claim.Lease()}
@@ -245,7 +257,11 @@ func (e *engine) start(ctx context.Context, run invocationRun) (*Invocation, err
 		defer func() { endSpan(span, runErr) }()
 		defer cancel()
 		defer inv.close()
-		defer e.release(runCtx, h)
+		defer func() {
+			if sess := svc.finish(runCtx, h, inv); sess != nil && run.keep != nil {
+				run.keep(sess)
+			}
+		}()
 		// A run that ends (or panics) before its claiming append reports
 		// that the claim was not taken; once the append reported, this
 		// report does not count.
@@ -255,6 +271,7 @@ func (e *engine) start(ctx context.Context, run invocationRun) (*Invocation, err
 			}
 			svc.claimDone(runCtx, errNoClaimingAppend)
 		}()
+		defer svc.awaitStagedClaim()
 		defer func() {
 			// A panicking tool or model must not take the instance down
 			// with every other request on it.
@@ -265,33 +282,52 @@ func (e *engine) start(ctx context.Context, run invocationRun) (*Invocation, err
 			}
 		}()
 		runErr = e.run(sw.ctx, svc, run, inv, sw)
-		if sw.asked.Load() && h.stop != nil {
-			runErr = e.endStopped(runCtx, h, run, sw, runErr != nil, inv)
-			if runErr != nil {
-				e.opts.Logger.Error("store what a stop leaves", "session", run.session, "error", runErr)
-				inv.fail(runErr)
-			}
-		}
-		// A claim that was not taken delivered nothing: there is nothing
-		// to follow up.
-		if run.after != nil && h.stop != nil {
-			run.after(runCtx)
-		}
+		svc.awaitStagedClaim() // then h says whether the lease is held
+		runErr = e.afterRun(runCtx, svc, run, h, sw, inv, runErr)
 	}()
 	if svc.claimed == nil {
 		return inv, nil
 	}
-	var err error
 	select {
-	case err = <-svc.claimed:
+	case err := <-svc.claimed:
+		if err != nil {
+			// Nothing was stored; the invocation ends (a warm turn's
+			// model request, already sent, is cancelled).
+			cancel()
+			return nil, err
+		}
+		return inv, nil
 	case <-ctx.Done():
-		err = ctx.Err()
+		return nil, ctx.Err()
 	}
-	if err != nil {
-		// Nothing was stored; the invocation ends on its own.
-		return nil, err
+}
+
+// afterRun follows up a run that ended with runErr, when the lease was
+// held: the staged replies are stored before anything else is appended,
+// what a stop leaves is stored, then run.after. It returns the run's
+// outcome.
+func (e *engine) afterRun(ctx context.Context, svc *invocationSessions, run invocationRun, h *heldLease, sw *stopWatch, inv *Invocation, runErr error) error {
+	if h.stop == nil {
+		return runErr // a claim that was not taken delivered nothing
 	}
-	return inv, nil
+	if sw.asked.Load() || run.after != nil {
+		// What follows appends through other handles.
+		if err := svc.pushHeld(ctx, inv); err != nil {
+			inv.fail(err)
+			return err
+		}
+	}
+	if sw.asked.Load() {
+		runErr = e.endStopped(ctx, h, run, sw, runErr != nil, inv)
+		if runErr != nil {
+			e.opts.Logger.Error("store what a stop leaves", "session", run.session, "error", runErr)
+			inv.fail(runErr)
+		}
+	}
+	if run.after != nil {
+		run.after(ctx)
+	}
+	return runErr
 }
 
 // run runs the agent through a runner built around svc, pushing its events
@@ -314,6 +350,13 @@ func (e *engine) run(ctx context.Context, svc *invocationSessions, run invocatio
 		}
 		if ev != nil {
 			sw.note(ev)
+			if svc.holds(ev) {
+				continue // pushed once stored
+			}
+			if err := svc.pushHeld(ctx, inv); err != nil {
+				inv.fail(err)
+				return err
+			}
 			inv.push(ev)
 		}
 		if paused := svc.takeFollowUps(); len(paused) > 0 {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
+	"time"
 
 	"google.golang.org/adk/v2/platform"
 	"google.golang.org/adk/v2/session"
@@ -44,6 +46,20 @@ type invocationSessions struct {
 	// followUps are events stored on the runner's behalf after one it
 	// appended (input.go), which readers get after it; guarded by mu.
 	followUps []*session.Event
+
+	// stageClaim: the first append stages the user's message and stores it
+	// (taking the claimed lease) in the background, so the model is called
+	// at once; the invocation is handed to the caller only once it is
+	// stored (a warm turn, see warm.go).
+	stageClaim bool
+	// claimStored is closed once a staged claim's commit reported.
+	claimStored chan struct{}
+	// sess is the handle the runner appends through.
+	sess session.Session
+	// held are final replies staged to be stored with the lease's release
+	// (see finish), not yet pushed to readers; last is the latest staged.
+	heldBack []*session.Event
+	last     *sessionstore.StagedEvent
 }
 
 // Get returns the handle the request read, once, for the session it names;
@@ -65,7 +81,9 @@ func (s *invocationSessions) Get(ctx context.Context, req *session.GetRequest) (
 }
 
 // AppendEvent stores ev with the ledger records of the calls it pauses
-// and, for the invocation's first event, what the request asked of it.
+// and, for the invocation's first event, what the request asked of it. A
+// final reply is staged instead: stored by the next append, or with the
+// lease's release when the invocation ends, and pushed to readers then.
 func (s *invocationSessions) AppendEvent(ctx context.Context, sess session.Session, ev *session.Event) error {
 	if ev == nil || ev.Partial {
 		return s.Service.AppendEvent(ctx, sess, ev)
@@ -73,6 +91,7 @@ func (s *invocationSessions) AppendEvent(ctx context.Context, sess session.Sessi
 	s.mu.Lock()
 	opts := s.first
 	s.first = sessionstore.AppendOptions{}
+	s.sess = sess
 	s.mu.Unlock()
 	again := hideInputStates(ev)
 	records, err := s.ledgerRecords(sess, ev)
@@ -80,12 +99,21 @@ func (s *invocationSessions) AppendEvent(ctx context.Context, sess session.Sessi
 		// The tokens are counted with the event that reports them.
 		opts.Writes = append(opts.Writes, tokenWrite(s.e.sessions, s.e.app, sess.UserID(), platform.Now(ctx), n))
 	}
-	if err == nil {
-		opts.Create = records
+	opts.Create = records
+	switch {
+	case err != nil:
+		if opts.Claim != nil {
+			s.claimDone(ctx, err)
+		}
+	case opts.Claim != nil && s.stageClaim:
+		err = s.stageClaimed(ctx, sess, ev, opts)
+	case opts.Claim == nil && len(records) == 0 && len(again) == 0 && finalReply(ev):
+		err = s.stageFinal(sess, ev, opts)
+	default:
 		err = s.Service.AppendEventWith(ctx, sess, ev, opts)
-	}
-	if opts.Claim != nil {
-		s.claimDone(ctx, err)
+		if opts.Claim != nil {
+			s.claimDone(ctx, err)
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("append event %q: %w", ev.ID, err)
@@ -94,6 +122,110 @@ func (s *invocationSessions) AppendEvent(ctx context.Context, sess session.Sessi
 		return s.followUp(ctx, sess, ev, again)
 	}
 	return nil
+}
+
+// finalReply reports whether ev looks like the last event of its
+// invocation: an agent's reply that calls nothing and pauses nothing.
+func finalReply(ev *session.Event) bool {
+	return ev.Author != "user" && len(ev.LongRunningToolIDs) == 0 && ev.IsFinalResponse()
+}
+
+// stageClaimed stages the user's message, which takes the claimed lease,
+// and stores it in the background; the runner goes on to the model.
+func (s *invocationSessions) stageClaimed(ctx context.Context, sess session.Session, ev *session.Event, opts sessionstore.AppendOptions) error {
+	st, err := s.Service.StageEvent(sess, ev, opts)
+	if err != nil {
+		s.claimDone(ctx, err)
+		close(s.claimStored)
+		return err
+	}
+	go func() {
+		defer close(s.claimStored)
+		s.claimDone(ctx, st.Commit(ctx))
+	}()
+	return nil
+}
+
+// stageFinal stages a final reply, held back from readers until stored.
+func (s *invocationSessions) stageFinal(sess session.Session, ev *session.Event, opts sessionstore.AppendOptions) error {
+	st, err := s.Service.StageEvent(sess, ev, opts)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.heldBack, s.last = append(s.heldBack, ev), st
+	s.mu.Unlock()
+	return nil
+}
+
+// holds reports whether ev is a staged reply not yet pushed.
+func (s *invocationSessions) holds(ev *session.Event) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Contains(s.heldBack, ev)
+}
+
+// pushHeld stores the staged replies, if any, and pushes them to inv.
+func (s *invocationSessions) pushHeld(ctx context.Context, inv *Invocation) error {
+	s.mu.Lock()
+	held, last := s.heldBack, s.last
+	s.heldBack, s.last = nil, nil
+	s.mu.Unlock()
+	if last == nil {
+		return nil
+	}
+	if err := last.Commit(ctx); err != nil {
+		return err
+	}
+	for _, ev := range held {
+		inv.push(ev)
+	}
+	return nil
+}
+
+// awaitStagedClaim waits until a staged claim's commit reported, so that
+// the invocation's end knows whether it holds the lease.
+func (s *invocationSessions) awaitStagedClaim() {
+	if s.stageClaim {
+		<-s.claimStored
+	}
+}
+
+// finish ends the invocation's hold on the session: the staged replies
+// are stored with the lease's release (or the lease released alone),
+// then pushed to inv. It returns the handle when it is still the session
+// as stored (sessionstore.Claimable), for a later warm turn; nil
+// otherwise.
+func (s *invocationSessions) finish(ctx context.Context, h *heldLease, inv *Invocation) session.Session {
+	s.mu.Lock()
+	sess, held := s.sess, s.heldBack
+	s.heldBack, s.last = nil, nil
+	s.mu.Unlock()
+	if sess == nil || h.stop == nil || sessionstore.HeldLease(sess) != h.lease {
+		s.e.release(ctx, h)
+		return nil
+	}
+	h.stop()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := s.Service.ReleaseSession(ctx, sess); err != nil {
+		s.e.opts.Logger.Warn("release lease", "session", sess.ID(), "error", err)
+		if len(held) > 0 {
+			inv.fail(fmt.Errorf("store the reply: %w", err))
+			// The lease is still held if the reply's commit failed.
+			if err := s.Service.ReleaseLease(ctx, h.lease); err != nil {
+				s.e.opts.Logger.Warn("release lease", "session", sess.ID(), "error", err)
+			}
+		}
+		return nil
+	}
+	for _, ev := range held {
+		inv.push(ev)
+	}
+	if !sessionstore.Claimable(sess) {
+		return nil
+	}
+	return sess
 }
 
 // followUp stores the confirmation call that pauses a tool which, run

@@ -99,13 +99,27 @@ func tokensRef(sessions *sessionstore.Service, app, user string, now time.Time) 
 	return sessions.UserRef(app, user).Collection(limitsCollection).Doc("tokens-" + now.UTC().Format(time.DateOnly))
 }
 
-// meter is what one turn's limits read (in the turn's first round trip)
-// and what its message's commit writes.
+// meter is what one turn's limits read (in the turn's first round trip,
+// or from this instance's copy, see userTurnsCache) and what its message's
+// commit writes.
 type meter struct {
 	limits Limits
 	now    time.Time
-	turns  *firestore.DocumentSnapshot // nil: no user rate limit
+	turns  *userTurns                  // nil: no user rate limit
 	tokens *firestore.DocumentSnapshot // nil: no budget
+	err    error                       // decoding what was read
+	// remember, when set, keeps the user's turn times the message's
+	// commit stores (see userTurnsCache).
+	remember func(userTurns)
+}
+
+// userTurns is a user's turns document as read: its times and update
+// time, the condition of the commit that writes it.
+type userTurns struct {
+	ref     *firestore.DocumentRef
+	times   []time.Time
+	exists  bool
+	version time.Time
 }
 
 // meterRefs are the documents a turn with limits l reads beside its chat.
@@ -128,12 +142,28 @@ func newMeter(l Limits, now time.Time, snaps []*firestore.DocumentSnapshot) *met
 	}
 	m := &meter{limits: l, now: now}
 	if l.UserTurnsPerMinute > 0 {
-		m.turns, snaps = snaps[0], snaps[1:]
+		m.turns, m.err = turnsFrom(snaps[0])
+		snaps = snaps[1:]
 	}
 	if l.UserTokensPerDay > 0 {
 		m.tokens = snaps[0]
 	}
 	return m
+}
+
+// turnsFrom decodes a user's turns document.
+func turnsFrom(snap *firestore.DocumentSnapshot) (*userTurns, error) {
+	u := &userTurns{ref: snap.Ref, exists: snap.Exists()}
+	if !u.exists {
+		return u, nil
+	}
+	u.version = snap.UpdateTime
+	var d turnsDoc
+	if err := snap.DataTo(&d); err != nil {
+		return nil, fmt.Errorf("decode turn times: %w", err)
+	}
+	u.times = d.Times
+	return u, nil
 }
 
 // check refuses the turn when the user, or the chat whose session is sess
@@ -143,6 +173,9 @@ func newMeter(l Limits, now time.Time, snaps []*firestore.DocumentSnapshot) *met
 func (m *meter) check(sess session.Session, messageID string) error {
 	if m == nil || resent(sess, messageID) {
 		return nil
+	}
+	if m.err != nil {
+		return m.err
 	}
 	if err := m.checkUser(); err != nil {
 		return err
@@ -167,11 +200,7 @@ func (m *meter) checkUser() error {
 			return &LimitError{Err: ErrBudgetExhausted, Scope: "user", Limit: m.limits.UserTokensPerDay, RetryAfter: next.Sub(m.now)}
 		}
 	}
-	times, err := m.userTimes()
-	if err != nil {
-		return err
-	}
-	return checkRate("user", times, m.limits.UserTurnsPerMinute, m.now)
+	return checkRate("user", m.userTimes(), m.limits.UserTurnsPerMinute, m.now)
 }
 
 // checkChat refuses the turn when the chat, whose session is sess (nil:
@@ -183,15 +212,11 @@ func (m *meter) checkChat(sess session.Session, messageID string) error {
 	return checkRate("chat", sessionstore.TurnLog(sess), m.limits.ChatTurnsPerMinute, m.now)
 }
 
-func (m *meter) userTimes() ([]time.Time, error) {
-	if m.turns == nil || !m.turns.Exists() {
-		return nil, nil
+func (m *meter) userTimes() []time.Time {
+	if m.turns == nil {
+		return nil
 	}
-	var d turnsDoc
-	if err := m.turns.DataTo(&d); err != nil {
-		return nil, fmt.Errorf("decode turn times: %w", err)
-	}
-	return d.Times, nil
+	return m.turns.times
 }
 
 // checkRate refuses a turn at now when times holds limit turns or more in
@@ -256,22 +281,31 @@ func (m *meter) userWrites(exact bool) []sessionstore.DocWrite {
 	if m == nil || m.turns == nil {
 		return nil
 	}
-	ref, limit := m.turns.Ref, m.limits.UserTurnsPerMinute
+	ref, limit := m.turns.ref, m.limits.UserTurnsPerMinute
 	expires := m.now.Add(rateWindow)
 	if !exact {
 		return []sessionstore.DocWrite{func(b *firestore.WriteBatch) {
 			b.Set(ref, map[string]any{"times": firestore.ArrayUnion(m.now), "gcAt": expires}, firestore.MergeAll)
 		}}
 	}
-	times, _ := m.userTimes() // decoded by checkUser already
-	doc := turnsDoc{Times: logged(times, m.now, limit), Expires: expires}
-	if !m.turns.Exists() {
+	doc := turnsDoc{Times: logged(m.turns.times, m.now, limit), Expires: expires}
+	if !m.turns.exists {
 		return []sessionstore.DocWrite{func(b *firestore.WriteBatch) { b.Create(ref, doc) }}
 	}
-	pre := firestore.LastUpdateTime(m.turns.UpdateTime)
+	pre := firestore.LastUpdateTime(m.turns.version)
 	return []sessionstore.DocWrite{func(b *firestore.WriteBatch) {
 		b.Update(ref, []firestore.Update{{Path: "times", Value: doc.Times}, {Path: "gcAt", Value: doc.Expires}}, pre)
 	}}
+}
+
+// committed is what the message's commit, made at commitTime with
+// userWrites(true), left in the user's turns document, for remember: every
+// write of a Firestore commit takes the commit's time as its update time.
+func (m *meter) committed(commitTime time.Time) {
+	if m == nil || m.turns == nil || m.remember == nil {
+		return
+	}
+	m.remember(userTurns{ref: m.turns.ref, times: logged(m.turns.times, m.now, m.limits.UserTurnsPerMinute), exists: true, version: commitTime})
 }
 
 // tokensUsed is what a model response's usage metadata counts.

@@ -78,6 +78,13 @@ type Options struct {
 	// bills as reads whether or not the documents exist. With it set, an
 	// agent reading such a key does not find it.
 	SessionStateOnly bool
+	// WarmChats and WarmBytes bound the copies of sessions a Team keeps
+	// for warm turns (see warm.go): at most WarmChats chats, whose
+	// sessions take at most WarmBytes in the store
+	// (sessionstore.StoredSize), the least recently used dropped first.
+	// Defaults 1,000 chats and 32 MiB; WarmChats < 0 turns warm turns
+	// off. Warm turns need SessionStateOnly.
+	WarmChats, WarmBytes int
 	// CountTokens counts each user's model tokens per UTC day, from the
 	// usage metadata of every model response, in the commit that stores
 	// it (one more document write per response that reports usage). A
@@ -122,6 +129,12 @@ func (o *Options) withDefaults() Options {
 	def(&out.AnswerGrace, time.Minute)
 	def(&out.Retention, 7*24*time.Hour)
 	def(&out.IdleRetention, 30*24*time.Hour)
+	if out.WarmChats == 0 {
+		out.WarmChats = 1000
+	}
+	if out.WarmBytes <= 0 {
+		out.WarmBytes = 32 << 20
+	}
 	if out.MaxAnswerBytes <= 0 {
 		out.MaxAnswerBytes = 256 << 10
 	}

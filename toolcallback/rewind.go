@@ -82,6 +82,7 @@ func (t *Team) Rewind(ctx context.Context, req Rewind) (*Invocation, error) {
 	if err := validIDs("user id", req.UserID, "chat id", req.ChatID, "client id", req.ClientID); err != nil {
 		return nil, err
 	}
+	t.warm.drop(req.UserID, req.ChatID) // the rewind writes the session
 	if req.Message != "" {
 		if err := validIDs("message id", req.Message); err != nil {
 			return nil, err

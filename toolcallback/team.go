@@ -43,6 +43,8 @@ type Team struct {
 	names    []string // in order; the first is the default agent
 	opts     Options
 	active   activeSessions
+	warm     *warmChats // nil: warm turns off
+	turns    userTurnsCache
 }
 
 // NewTeam returns a Team of members for app; the first member is the agent
@@ -52,6 +54,9 @@ func NewTeam(client *firestore.Client, sessions *sessionstore.Service, app strin
 		return nil, errors.New("a team needs at least one agent")
 	}
 	t := &Team{app: app, sessions: sessions, client: client, engines: map[string]*engine{}, members: map[string]Member{}, opts: opts.withDefaults()}
+	if t.opts.SessionStateOnly && t.opts.WarmChats > 0 {
+		t.warm = newWarmChats(t.opts.WarmChats, t.opts.WarmBytes)
+	}
 	for _, m := range members {
 		name := m.Agent.Name()
 		if _, dup := t.engines[name]; dup {
@@ -120,6 +125,9 @@ func (t *Team) Turn(ctx context.Context, req ChatTurn) (*Invocation, *SwitchRepo
 		return nil, nil, err
 	}
 	req.Content = content
+	if inv, report, ok, err := t.warmTurn(ctx, req); ok {
+		return inv, report, err
+	}
 	// One round trip reads the chat with the session it is believed to
 	// point at (see activeSessions), and what the caller's limits count;
 	// the engine hands that read to the runner.
@@ -132,6 +140,10 @@ func (t *Team) Turn(ctx context.Context, req ChatTurn) (*Invocation, *SwitchRepo
 		// chat's activity): the engine checks the chat again once it
 		// has read a session this read did not find.
 		m = newMeter(req.Limits, now, snaps)
+		if m != nil && m.turns != nil && m.err == nil {
+			t.turns.put(req.UserID, *m.turns, false)
+			m.remember = t.rememberTurns(req.UserID)
+		}
 		if lerr := m.check(sess, req.MessageID); lerr != nil {
 			return nil, nil, lerr
 		}
@@ -163,7 +175,9 @@ func (t *Team) Turn(ctx context.Context, req ChatTurn) (*Invocation, *SwitchRepo
 		// claims the lease on that session says the chat read is current.
 		turnCtx = withChatRead(ctx, chat)
 	}
-	inv, err := t.engines[chat.Agent].turn(turnCtx, req.in(chat.SessionID, m), sess)
+	in := req.in(chat.SessionID, m)
+	in.keep = t.keepWarm(chat)
+	inv, err := t.engines[chat.Agent].turn(turnCtx, in, sess)
 	if err == nil && !report.Switched {
 		// Once the turn runs: a turn refused (busy, over a limit) writes
 		// nothing.
@@ -178,7 +192,9 @@ func (t *Team) Turn(ctx context.Context, req ChatTurn) (*Invocation, *SwitchRepo
 // invocation, and the turn goes the usual way.
 func (t *Team) newChatTurn(ctx context.Context, req ChatTurn, m *meter) (*Invocation, *sessionstore.Chat, error) {
 	chat := t.chatFor(ctx, req.UserID, req.ChatID, req.Agent)
-	inv, err := t.engines[chat.Agent].firstTurn(withChatRead(ctx, chat), req.in(chat.SessionID, m), chat)
+	in := req.in(chat.SessionID, m)
+	in.keep = t.keepWarm(chat)
+	inv, err := t.engines[chat.Agent].firstTurn(withChatRead(ctx, chat), in, chat)
 	if err == nil {
 		t.active.put(req.UserID, req.ChatID, chat.SessionID)
 		return inv, chat, nil
@@ -304,6 +320,7 @@ func (t *Team) Resume(ctx context.Context, r Result) (*Resumption, error) {
 	if err := validIDs("user id", r.UserID, "chat id", r.ChatID, "client id", r.ClientID, "call id", r.CallID); err != nil {
 		return nil, err
 	}
+	t.warm.drop(r.UserID, r.ChatID) // the resume writes the session
 	// One round trip reads the chat, the session it is believed to point
 	// at (see activeSessions) and the call in that session.
 	e := t.engine(t.names[0])

@@ -1,0 +1,143 @@
+package toolcallback_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"google.golang.org/adk/v2/model"
+	"google.golang.org/genai"
+
+	"github.com/baton-run/baton/sessionstore"
+	"github.com/baton-run/baton/toolcallback"
+)
+
+// heardReply answers with the user messages of the request that start
+// with "turn ", in order, and counts the requests that missed any of the
+// messages sent so far (want returns them).
+func heardReply(want func() []string, stale *atomic.Int32) reply {
+	return func(req *model.LLMRequest) *genai.Content {
+		var heard []string
+		for _, c := range req.Contents {
+			for _, p := range c.Parts {
+				if c.Role == genai.RoleUser && strings.HasPrefix(p.Text, "turn ") {
+					heard = append(heard, p.Text)
+				}
+			}
+		}
+		if strings.Join(heard, ",") != strings.Join(want(), ",") {
+			stale.Add(1)
+		}
+		return genai.NewContentFromText("heard: "+strings.Join(heard, ","), genai.RoleModel)
+	}
+}
+
+// TestWarmTurnsAlternateInstances: two instances keep warm copies of one
+// chat, and its turns alternate between them, so from the third turn on
+// every turn starts on a copy the other instance made stale. Each such turn
+// costs one model request that is cancelled and never shown, and each
+// turn's answer, and the stored history, come from a request that had the
+// full, current history.
+func TestWarmTurnsAlternateInstances(t *testing.T) {
+	t.Parallel()
+	var (
+		mu    sync.Mutex
+		sent  []string
+		stale atomic.Int32
+	)
+	want := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), sent...)
+	}
+	f := newFixture(t, &toolcallback.Options{SessionStateOnly: true})
+	f.model.Repeat = heardReply(want, &stale)
+	teams := []*toolcallback.Team{f.team, f.newInstance()}
+	const turns = 8
+	for k := range turns {
+		text := fmt.Sprintf("turn %d", k)
+		mu.Lock()
+		sent = append(sent, text)
+		mu.Unlock()
+		events, err := f.turn(teams[k%2], "s1", "tab-a", text)
+		if err != nil {
+			t.Fatalf("turn %d: %v", k, err)
+		}
+		if got, want := finalText(events), "heard: "+strings.Join(want(), ","); got != want {
+			t.Fatalf("turn %d answered %q, want %q", k, got, want)
+		}
+	}
+	if got, want := int(stale.Load()), turns-2; got != want {
+		t.Errorf("%d model requests on a stale copy, want %d (one per turn after the second)", got, want)
+	}
+	if got, want := f.model.Calls(), 2*turns-2; got != want {
+		t.Errorf("model called %d times, want %d", got, want)
+	}
+	var stored []string
+	for _, ev := range f.history("s1") {
+		if ev.Content != nil && len(ev.Content.Parts) > 0 {
+			stored = append(stored, ev.Content.Parts[0].Text)
+		}
+	}
+	for k, text := range stored {
+		if k%2 == 0 && text != fmt.Sprintf("turn %d", k/2) || k%2 == 1 && !strings.HasPrefix(text, "heard: turn 0") {
+			t.Fatalf("stored history %q: event %d is %q", stored, k, text)
+		}
+	}
+	if len(stored) != 2*turns {
+		t.Errorf("stored %d events, want %d: %q", len(stored), 2*turns, stored)
+	}
+}
+
+// TestWarmTurnRacesColdTurn: a turn on an instance's warm copy and a turn
+// on another instance, sent at once, give one turn and one ErrBusy,
+// whichever commits first.
+func TestWarmTurnRacesColdTurn(t *testing.T) {
+	t.Parallel()
+	for round := range 4 {
+		f := newFixture(t, &toolcallback.Options{SessionStateOnly: true}, textReply("first"))
+		if _, err := f.turn(f.team, "s1", "tab-a", "hello"); err != nil {
+			t.Fatal(err)
+		}
+		f.model.Repeat = textReply("raced")
+		f.model.Gate = make(chan struct{}) // the winner runs until both returned
+		teams := []*toolcallback.Team{f.team, f.newInstance()}
+		invs := make([]*toolcallback.Invocation, 2)
+		errs := make([]error, 2)
+		var wg sync.WaitGroup
+		for i := range 2 {
+			wg.Go(func() {
+				invs[i], _, errs[i] = teams[i].Turn(t.Context(), textTurn("s1", "tab-a", fmt.Sprintf("racer %d", i)))
+			})
+		}
+		wg.Wait()
+		close(f.model.Gate)
+		won := -1
+		for i := range 2 {
+			switch {
+			case errs[i] == nil:
+				won = i
+				if _, err := collect(invs[i]); err != nil {
+					t.Fatalf("round %d: the winner failed: %v", round, err)
+				}
+			case !errors.Is(errs[i], sessionstore.ErrBusy):
+				t.Fatalf("round %d: racer %d: %v, want ErrBusy", round, i, errs[i])
+			}
+		}
+		if won < 0 || errs[1-won] == nil {
+			t.Fatalf("round %d: errors %v, want exactly one ErrBusy", round, errs)
+		}
+		var racers []string
+		for _, ev := range f.history("s1") {
+			if ev.Content != nil && strings.HasPrefix(ev.Content.Parts[0].Text, "racer ") {
+				racers = append(racers, ev.Content.Parts[0].Text)
+			}
+		}
+		if want := fmt.Sprintf("racer %d", won); len(racers) != 1 || racers[0] != want {
+			t.Errorf("round %d: stored %q, want only %q", round, racers, want)
+		}
+	}
+}
