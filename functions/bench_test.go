@@ -12,8 +12,10 @@ import (
 
 	"google.golang.org/adk/v2/agent"
 	"google.golang.org/adk/v2/agent/llmagent"
+	"google.golang.org/adk/v2/model"
 	"google.golang.org/adk/v2/runner"
 	"google.golang.org/adk/v2/session"
+	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/internal/firestoretest"
 	"github.com/baton-run/baton/modeltest"
@@ -28,22 +30,47 @@ import (
 // floor: "-inmem"), their ratios, and the Firestore operations.
 // Each iteration sends one turn to each, so both are measured in the same
 // run under the same load. "new-chat" starts a chat per turn (creating the
-// chat and its session); "same-chat" continues one chat. The agent keeps no
-// app: or user: state (ServerOptions.SessionStateOnly).
+// chat and its session); "same-chat-cold" continues one chat on an instance
+// that keeps no session between turns (as after a restart, or with the
+// chat's previous turn served elsewhere); "same-chat-warm" continues one
+// chat on the instance that served its previous turn (a warm turn, see
+// toolcallback/warm.go). The agent keeps no app: or user: state
+// (ServerOptions.SessionStateOnly).
 func BenchmarkTurn(b *testing.B) {
 	b.Run("new-chat", func(b *testing.B) {
-		benchFirestoreTurns(b, func(i int) string { return fmt.Sprintf("bench-%d", i) })
+		benchFirestoreTurns(b, true, func(i int) string { return fmt.Sprintf("bench-%d", i) })
 	})
-	b.Run("same-chat", func(b *testing.B) {
-		benchFirestoreTurns(b, func(int) string { return "bench-chat" })
+	b.Run("same-chat-cold", func(b *testing.B) {
+		benchFirestoreTurns(b, false, func(int) string { return "bench-chat" })
+	})
+	b.Run("same-chat-warm", func(b *testing.B) {
+		benchFirestoreTurns(b, true, func(int) string { return "bench-chat" })
+	})
+	// With a model that takes 10 ms to answer (a real one takes longer):
+	// a warm turn's commit is made while the model works.
+	b.Run("same-chat-cold-model-10ms", func(b *testing.B) {
+		benchFirestoreTurnsWith(b, false, 10*time.Millisecond, func(int) string { return "bench-chat" })
+	})
+	b.Run("same-chat-warm-model-10ms", func(b *testing.B) {
+		benchFirestoreTurnsWith(b, true, 10*time.Millisecond, func(int) string { return "bench-chat" })
 	})
 }
 
+// slowReply answers "It is sunny." after latency.
+func slowReply(latency time.Duration) modeltest.Reply {
+	sunny := modeltest.TextReply("It is sunny.")
+	return func(req *model.LLMRequest) *genai.Content {
+		time.Sleep(latency) // the model's own time: what a warm turn overlaps
+		return sunny(req)
+	}
+}
+
 // inMemoryServer serves turns over ADK's runner with its in-memory session
-// service, through the same decoding and stream encoding as Turn.
-func inMemoryServer(b *testing.B) *httptest.Server {
-	model := &modeltest.Strict{T: b, Repeat: modeltest.TextReply("It is sunny.")}
-	root, err := llmagent.New(llmagent.Config{Name: "assistant", Model: model})
+// service, through the same decoding and stream encoding as Turn, with a
+// model that answers after latency.
+func inMemoryServer(b *testing.B, latency time.Duration) *httptest.Server {
+	m := &modeltest.Strict{T: b, Repeat: slowReply(latency)}
+	root, err := llmagent.New(llmagent.Config{Name: "assistant", Model: m})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -60,8 +87,13 @@ func inMemoryServer(b *testing.B) *httptest.Server {
 		}
 		msg, _ := body.content()
 		sw := uistream.NewEncoder(uistream.NewSSE(w), "msg")
-		_ = sw.Start()
+		started := false
 		for ev, err := range r.Run(req.Context(), req.Header.Get("X-Baton-User"), body.SessionID, msg, agent.RunConfig{StreamingMode: agent.StreamingModeSSE}) {
+			if !started {
+				// As Turn does: the stream starts with the first event.
+				_ = sw.Start()
+				started = true
+			}
 			if err != nil {
 				_ = sw.Error("failed")
 				continue
@@ -74,27 +106,43 @@ func inMemoryServer(b *testing.B) *httptest.Server {
 	return srv
 }
 
-// benchFirestoreTurns sends turns through the Turn function, turn i on the
-// chat chatID(i), each followed by the same turn over ADK's in-memory
-// session service, and reports times, their ratios and Firestore
-// operations per turn: reads of documents found, lookups of missing ones,
-// and lookups (both, what Firestore bills as reads).
-func benchFirestoreTurns(b *testing.B, chatID func(int) string) {
+// benchFirestoreTurns sends turns through the Turn function (with warm
+// turns on or off), turn i on the chat chatID(i), each followed by the
+// same turn over ADK's in-memory session service, and reports times, their
+// ratios and Firestore operations per turn: reads of documents found,
+// lookups of missing ones, and lookups (both, what Firestore bills as
+// reads). A chat's first turn is sent before the timer starts.
+func benchFirestoreTurns(b *testing.B, warm bool, chatID func(int) string) {
+	benchFirestoreTurnsWith(b, warm, 0, chatID)
+}
+
+// benchFirestoreTurnsWith is benchFirestoreTurns with a model that answers
+// after latency.
+func benchFirestoreTurnsWith(b *testing.B, warm bool, latency time.Duration, chatID func(int) string) {
 	client, counter := firestoretest.NewCountingClient(b)
-	model := &modeltest.Strict{T: b, Repeat: modeltest.TextReply("It is sunny.")}
-	root, err := llmagent.New(llmagent.Config{Name: "assistant", Model: model})
+	m := &modeltest.Strict{T: b, Repeat: slowReply(latency)}
+	root, err := llmagent.New(llmagent.Config{Name: "assistant", Model: m})
 	if err != nil {
 		b.Fatal(err)
 	}
 	cfg := testConfig()
 	cfg.DevIdentity = true
-	s, err := NewServer(cfg, client, []toolcallback.Member{{Agent: root}}, &ServerOptions{Logger: NewLogger(io.Discard), SessionStateOnly: true})
+	opts := &ServerOptions{Logger: NewLogger(io.Discard), SessionStateOnly: true}
+	if !warm {
+		opts.WarmChats = -1
+	}
+	s, err := NewServer(cfg, client, []toolcallback.Member{{Agent: root}}, opts)
 	if err != nil {
 		b.Fatal(err)
 	}
 	srv := httptest.NewServer(s.Handler(NameTurn))
 	defer srv.Close()
-	mem := inMemoryServer(b)
+	mem := inMemoryServer(b, latency)
+	if chatID(0) == chatID(1) {
+		sendTurn(b, srv.URL, chatID(0))
+		sendTurn(b, mem.URL, chatID(0))
+	}
+	b.ResetTimer()
 	var fs, inmem turnTimes
 	var ops firestoretest.Ops
 	for i := 0; i < b.N; i++ {

@@ -82,6 +82,31 @@ var crashPaths = []crashPath{
 		took:        tookExistingChat,
 	},
 	{
+		// The doomed instance served the chat's last turn and kept its
+		// session: the turn reads nothing.
+		name:        "warm-plain-turn",
+		setupScript: []reply{textReply("hello")},
+		setup:       func(w *crashWorld, team *toolcallback.Team) error { return w.turnErr(team, "", "hi") },
+		script:      []reply{textReply("again")},
+		run:         func(w *crashWorld, team *toolcallback.Team) []*session.Event { return w.turn(team, "", "hi again") },
+		took:        tookWarm(true),
+	},
+	{
+		// Another instance wrote the chat since: the warm attempt's commit
+		// fails, its model request is dropped, and the turn reads.
+		name:        "plain-turn-on-a-stale-warm-copy",
+		setupScript: []reply{textReply("hello"), textReply("elsewhere")},
+		setup: func(w *crashWorld, team *toolcallback.Team) error {
+			if err := w.turnErr(team, "", "hi"); err != nil {
+				return err
+			}
+			return w.turnErr(w.team(w.client, w.model), "", "from another tab")
+		},
+		script: []reply{textReply("dropped"), textReply("again")},
+		run:    func(w *crashWorld, team *toolcallback.Team) []*session.Event { return w.turn(team, "", "hi again") },
+		took:   tookWarm(false),
+	},
+	{
 		name:   "turn-with-a-server-tool",
 		script: []reply{callReply(call("a1", "add", map[string]any{"a": 1, "b": 2})), echoReply},
 		run:    func(w *crashWorld, team *toolcallback.Team) []*session.Event { return w.turn(team, "", "1+2") },
@@ -245,7 +270,9 @@ func runCrashPath(t *testing.T, p crashPath, survive int) (*crashWorld, []*fires
 		return nil
 	})
 	armed.Store(true)
+	before := w.counter.Snapshot()
 	seen := p.run(w, team)
+	w.runOps = w.counter.Snapshot().Sub(before)
 	mu.Lock()
 	done := slices.Clone(commits)
 	mu.Unlock()
@@ -273,6 +300,8 @@ type crashWorld struct {
 	// gone are texts that no model request may hold once a rewind mark
 	// is stored (rewindcrash_test.go).
 	gone []string
+	// runOps are the operations of the doomed part.
+	runOps firestoretest.Ops
 }
 
 const crashChat, crashClient = "s1", "tab-a"
@@ -319,6 +348,9 @@ func (w *crashWorld) team(client *firestore.Client, m *modeltest.Strict) *toolca
 	team, err := toolcallback.NewTeam(client, sessionstore.New(client, nil), "app",
 		[]toolcallback.Member{{Agent: assistant}, {Agent: dj}}, &toolcallback.Options{
 			LeaseTTL: crashLeaseTTL, TokenKey: []byte("test-key-0123456789abcdef0123456789"),
+			// The agents keep no app: or user: state: a chat's next turn on
+			// the instance that served its last one is a warm turn.
+			SessionStateOnly: true,
 		})
 	if err != nil {
 		w.t.Fatal(err)
@@ -559,6 +591,20 @@ func tookExistingChat(w *crashWorld, commits []*firestorepb.CommitRequest) error
 		}
 	}
 	return nil
+}
+
+// tookWarm: an existing chat's turn that read nothing (warm), or that
+// read after its warm attempt lost (not warm).
+func tookWarm(warm bool) func(*crashWorld, []*firestorepb.CommitRequest) error {
+	return func(w *crashWorld, commits []*firestorepb.CommitRequest) error {
+		if err := tookExistingChat(w, commits); err != nil {
+			return err
+		}
+		if read := w.runOps.Lookups() > 0; read == warm {
+			return fmt.Errorf("the turn looked up %d documents; warm = %v", w.runOps.Lookups(), warm)
+		}
+		return nil
+	}
 }
 
 // tookSwitch: the chat moves to a second session, and the first is

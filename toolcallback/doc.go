@@ -115,6 +115,19 @@
 // path, which reads everything again under the lease: the short paths only
 // skip work whose outcome the conditional commit would contradict.
 //
+// # Warm turns
+//
+// An instance keeps the session handle its last turn of a chat left
+// (warm.go): the invocation's final reply is staged and stored with the
+// lease's release, so the handle is then the session exactly as stored.
+// The chat's next turn on that instance reads nothing: it stages the
+// message on the copy and starts the model at once, while the commit that
+// stores the message and claims the lease, conditional on the copy's
+// version, runs beside it. The copy may be stale (another instance wrote),
+// so nothing is shown until that commit succeeds, and a failed one cancels
+// the model request and falls back to the read: speculation costs one
+// cancelled model request on a lost race, never a wrong history.
+//
 // # Turn limits
 //
 // A turn's limits (limits.go) add no round trip: the user's counts
