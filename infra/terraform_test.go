@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -201,16 +202,62 @@ func imageBuild(t *testing.T, m *tfModule) tfInstance {
 	if len(builds) != 1 {
 		t.Fatalf("%d terraform_data, want 1 (the image build)", len(builds))
 	}
-	b := builds[0]
-	exec := b.block(t, "provisioner")
-	envs, _ := stringMap(t, exec.addr+".environment", exec.value(t, "environment"))
-	if !slices.Contains(functions.Names, envs["TARGET"]) {
-		t.Errorf("%s builds with GOOGLE_FUNCTION_TARGET %q, want a registered entry point (it selects the functions buildpack)", exec.addr, envs["TARGET"])
+	return builds[0]
+}
+
+// TestTerraformImageBuild: the build submits the Cloud Build config next to
+// the Terraform with exactly the substitutions it uses (Cloud Build refuses
+// a build with an undefined or an unused one), builds with the functions
+// buildpack for a registered entry point, and pushes the image the
+// services run.
+func TestTerraformImageBuild(t *testing.T) {
+	m := loadModule(t, terraformDir(t), nil)
+	build := imageBuild(t, m)
+	exec := build.block(t, "provisioner")
+	env, unknown := stringMap(t, exec.addr+".environment", exec.value(t, "environment"))
+	expand := func(s string) string {
+		return os.Expand(s, func(k string) string {
+			if unknown[k] {
+				return "stand-in"
+			}
+			return env[k]
+		})
 	}
-	if _, err := os.Stat(filepath.Join(terraformDir(t), filepath.Base(envs["CONFIG"]))); err != nil {
-		t.Errorf("%s build config: %v", exec.addr, err)
+	command := expand(exec.str(t, "command"))
+	if !strings.HasPrefix(command, "gcloud builds submit ") {
+		t.Fatalf("%s command = %q, want gcloud builds submit", exec.addr, command)
 	}
-	return b
+	if !slices.Contains(functions.Names, env["TARGET"]) {
+		t.Errorf("%s builds with GOOGLE_FUNCTION_TARGET %q, want a registered entry point (it selects the functions buildpack)", exec.addr, env["TARGET"])
+	}
+	config, err := os.ReadFile(filepath.Join(terraformDir(t), filepath.Base(env["CONFIG"])))
+	if err != nil {
+		t.Fatalf("%s build config: %v", exec.addr, err)
+	}
+	m1 := regexp.MustCompile(`--substitutions="([^"]*)"`).FindStringSubmatch(command)
+	if m1 == nil {
+		t.Fatalf("%s command has no --substitutions: %q", exec.addr, command)
+	}
+	given := map[string]string{}
+	for _, kv := range strings.Split(m1[1], ",") {
+		k, v, _ := strings.Cut(kv, "=")
+		given[k] = v
+	}
+	used := map[string]string{}
+	for _, u := range regexp.MustCompile(`\$\{(_[A-Z0-9_]+)\}`).FindAllStringSubmatch(string(config), -1) {
+		used[u[1]] = given[u[1]]
+	}
+	if diff := cmp.Diff(sortedKeys(used), sortedKeys(given)); diff != "" {
+		t.Errorf("substitutions: used by %s vs given by the command (-want +got):\n%s", env["CONFIG"], diff)
+	}
+	for _, want := range []string{"--env=GOOGLE_FUNCTION_TARGET=${_TARGET}", "--env=GOOGLE_GO_VERSION=${_GO_VERSION}", "--builder=${_BUILDER}", "- ${_IMAGE}"} {
+		if !strings.Contains(string(config), want) {
+			t.Errorf("%s does not hold %q", env["CONFIG"], want)
+		}
+	}
+	if given["_IMAGE"] != build.str(t, "input") || given["_TARGET"] != env["TARGET"] {
+		t.Errorf("%s pushes %q for target %q, want the image the services run, %q", exec.addr, given["_IMAGE"], given["_TARGET"], build.str(t, "input"))
+	}
 }
 
 // affinityFunctions are the functions whose instances a chat's requests
