@@ -162,14 +162,25 @@ func (s *Server) timeout(name string) time.Duration {
 
 // cors sets CORS headers for allowed origins and answers preflights. It
 // returns false when the request has been answered.
+//
+// An origin listed by name may also send credentials. The functions
+// authenticate by the Authorization header and set no cookie; the one
+// cookie a browser holds for them is Cloud Run's session-affinity cookie,
+// which a page on another origin sends only in credentials mode, and only
+// if the answer allows it. "*" never allows credentials: any page could
+// then send them.
 func (s *Server) cors(w http.ResponseWriter, r *http.Request, methods []string) bool {
 	origin := r.Header.Get("Origin")
-	allowed := origin != "" && (slices.Contains(s.cfg.AllowedOrigins, origin) || slices.Contains(s.cfg.AllowedOrigins, "*"))
+	named := origin != "" && slices.Contains(s.cfg.AllowedOrigins, origin)
+	allowed := named || (origin != "" && slices.Contains(s.cfg.AllowedOrigins, "*"))
 	if allowed {
 		h := w.Header()
 		h.Set("Access-Control-Allow-Origin", origin)
 		h.Add("Vary", "Origin")
 		h.Set("Access-Control-Expose-Headers", "Retry-After")
+		if named {
+			h.Set("Access-Control-Allow-Credentials", "true")
+		}
 	}
 	if r.Method != http.MethodOptions || r.Header.Get("Access-Control-Request-Method") == "" {
 		return true

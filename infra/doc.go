@@ -1,11 +1,23 @@
-// Package infra holds the deployment: terraform/ (Cloud Run functions,
-// Firestore, identities, secrets, the Sweep schedule), package/ (the command
-// that builds the upload archive); the README's Deploy section explains them.
+// Package infra holds the deployment: terraform/ (the functions' Cloud Run
+// services and the image they run, Firestore, identities, secrets, the
+// Sweep schedule), package/ (the command that builds the upload archive);
+// the README's Deploy section and docs/deployment.md explain them.
+//
+// Every function is a google_cloud_run_v2_service, because only that
+// resource can turn on session affinity, which the functions that serve
+// chats need so that a chat's requests keep reaching the instance that holds
+// its session. Its build_config starts no build, so all six take one other
+// path: Cloud Build turns the archive into one image with Google's
+// buildpacks for Go functions (a terraform_data running gcloud builds
+// submit, tagged with the archive's SHA-256, so that a code change rolls
+// out), and each service runs that image with FUNCTION_TARGET set to its
+// entry point, which functions-framework-go serves alone.
 //
 // This package itself has no code, only the offline checks that hold the
-// Terraform to the code it deploys: the registered function names and
-// runtime, the environment functions.Config reads, and the Firestore TTL
-// fields and indexes the code's queries need. They parse the .tf files with
-// HCL and evaluate them with variable defaults, the way Terraform would,
-// without providers or credentials.
+// Terraform to the code it deploys: the registered function names and the
+// entry point each service serves, the image, session affinity, capacity,
+// the environment functions.Config reads, and the Firestore TTL fields and
+// indexes the code's queries need. They parse the .tf files with HCL and
+// evaluate them with variable defaults, the way Terraform would, without
+// providers or credentials.
 package infra

@@ -2,6 +2,9 @@ package infra
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -10,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
 
 	"github.com/baton-run/baton/a2aserver"
 	"github.com/baton-run/baton/functions"
@@ -79,11 +83,12 @@ func forEachMode(t *testing.T, check func(t *testing.T, m *tfModule)) {
 	}
 }
 
-// deployedFunction is one google_cloudfunctions2_function instance.
+// deployedFunction is one google_cloud_run_v2_service instance.
 type deployedFunction struct {
 	tfInstance
-	entryPoint string
+	entryPoint string // its FUNCTION_TARGET
 	name       string
+	image      string
 	env        map[string]string
 	unknownEnv map[string]bool // set, to a value known only at apply
 	secretEnv  []string
@@ -99,38 +104,211 @@ func inOrder(fns map[string]deployedFunction) []deployedFunction {
 	return out
 }
 
-// deployedFunctions returns the functions by entry point.
+// deployedFunctions returns the services by the entry point each serves.
 func deployedFunctions(t *testing.T, m *tfModule) map[string]deployedFunction {
 	t.Helper()
 	fns := map[string]deployedFunction{}
-	for _, in := range m.instances(t, "google_cloudfunctions2_function") {
-		build := in.block(t, "build_config")
-		svc := in.block(t, "service_config")
-		f := deployedFunction{tfInstance: in, entryPoint: build.str(t, "entry_point"), name: in.str(t, "name")}
+	for _, in := range m.instances(t, "google_cloud_run_v2_service") {
+		tmpl := in.block(t, "template")
+		container := tmpl.block(t, "containers")
+		f := deployedFunction{tfInstance: in, name: in.str(t, "name"), image: container.str(t, "image"), env: map[string]string{}, unknownEnv: map[string]bool{}}
+		for _, e := range container.blocks(t, "env") {
+			name := e.str(t, "name")
+			if _, dup := f.env[name]; dup || slices.Contains(f.secretEnv, name) {
+				t.Errorf("%s sets %s twice", in.addr, name)
+			}
+			if vs := e.blocks(t, "value_source"); len(vs) > 0 {
+				ref := e.block(t, "value_source", "secret_key_ref")
+				if !ref.has("secret") || !ref.has("version") {
+					t.Errorf("%s: secret %s without a secret and a version", in.addr, name)
+				}
+				f.secretEnv = append(f.secretEnv, name)
+				continue
+			}
+			v := e.value(t, "value")
+			if !v.IsWhollyKnown() {
+				f.env[name], f.unknownEnv[name] = "", true
+				continue
+			}
+			s, err := convert.Convert(v, cty.String)
+			if err != nil || s.IsNull() {
+				t.Fatalf("%s env %s = %#v, want a string", in.addr, name, v)
+			}
+			f.env[name] = s.AsString()
+		}
+		f.entryPoint = f.env["FUNCTION_TARGET"]
+		if f.entryPoint == "" || f.unknownEnv["FUNCTION_TARGET"] {
+			t.Fatalf("%s has no FUNCTION_TARGET known before apply: functions-framework-go would serve every function at its registered path", in.addr)
+		}
 		if other, dup := fns[f.entryPoint]; dup {
-			t.Fatalf("%s and %s both deploy entry point %q", other.addr, in.addr, f.entryPoint)
+			t.Fatalf("%s and %s both serve entry point %q", other.addr, in.addr, f.entryPoint)
 		}
-		f.env, f.unknownEnv = stringMap(t, svc.addr+".environment_variables", svc.value(t, "environment_variables"))
-		for _, s := range svc.blocks(t, "secret_environment_variables") {
-			f.secretEnv = append(f.secretEnv, s.str(t, "key"))
+		timeout, err := time.ParseDuration(tmpl.str(t, "timeout"))
+		if err != nil {
+			t.Fatalf("%s timeout: %v", tmpl.addr, err)
 		}
-		f.timeout = time.Duration(svc.num(t, "timeout_seconds")) * time.Second
+		f.timeout = timeout
 		fns[f.entryPoint] = f
 	}
 	return fns
 }
 
-// TestTerraformDeploysEveryFunction: every registered function is deployed,
-// under its registered name, on runtime go126, and nothing else is.
+// TestTerraformDeploysEveryFunction: every registered function is deployed
+// as a Cloud Run service serving that entry point (FUNCTION_TARGET, and
+// build_config's function_target for the console), under its registered
+// name; all run one image, built from the archive and tagged with its hash,
+// so that a code change rolls out to every service; nothing else is
+// deployed.
 func TestTerraformDeploysEveryFunction(t *testing.T) {
 	forEachMode(t, func(t *testing.T, m *tfModule) {
 		fns := deployedFunctions(t, m)
 		if diff := cmp.Diff(sorted(functions.Names), sortedKeys(fns)); diff != "" {
 			t.Errorf("entry points deployed vs functions.Names (-want +got):\n%s", diff)
 		}
+		build := imageBuild(t, m)
+		image := build.str(t, "input")
+		if hash := archiveHash(m.vars["source_archive"].AsString()); !strings.HasSuffix(image, ":"+hash) {
+			t.Errorf("%s input = %q, want an image tagged with the archive's SHA-256 %s", build.addr, image, hash)
+		}
+		triggers, _ := stringList(t, build.addr+".triggers_replace", build.value(t, "triggers_replace"))
+		if !slices.Contains(triggers, image) {
+			t.Errorf("%s triggers_replace = %q, want it to hold the image %q, so that a new archive builds again", build.addr, triggers, image)
+		}
 		for _, f := range inOrder(fns) {
-			if got := f.block(t, "build_config").str(t, "runtime"); got != "go126" {
-				t.Errorf("%s runtime = %q, want go126", f.addr, got)
+			if f.key != f.entryPoint {
+				t.Errorf("%s serves %s (FUNCTION_TARGET), keyed %q", f.addr, f.entryPoint, f.key)
+			}
+			bc := f.block(t, "build_config")
+			if got := bc.str(t, "function_target"); got != f.entryPoint {
+				t.Errorf("%s build_config.function_target = %q, want FUNCTION_TARGET %q", f.addr, got, f.entryPoint)
+			}
+			if f.image != image {
+				t.Errorf("%s image = %q, want the built image %q", f.addr, f.image, image)
+			}
+			if got := bc.str(t, "image_uri"); got != image {
+				t.Errorf("%s build_config.image_uri = %q, want %q", f.addr, got, image)
+			}
+			if f.value(t, "deletion_protection").True() || !f.has("deletion_protection") {
+				t.Errorf("%s: deletion_protection must be false, or terraform destroy fails", f.addr)
+			}
+		}
+	})
+}
+
+// imageBuild is the terraform_data that builds the functions' image.
+func imageBuild(t *testing.T, m *tfModule) tfInstance {
+	t.Helper()
+	builds := m.instances(t, "terraform_data")
+	if len(builds) != 1 {
+		t.Fatalf("%d terraform_data, want 1 (the image build)", len(builds))
+	}
+	return builds[0]
+}
+
+// TestTerraformImageBuild: the build submits the Cloud Build config next to
+// the Terraform with exactly the substitutions it uses (Cloud Build refuses
+// a build with an undefined or an unused one), builds with the functions
+// buildpack for a registered entry point, and pushes the image the
+// services run.
+func TestTerraformImageBuild(t *testing.T) {
+	m := loadModule(t, terraformDir(t), nil)
+	build := imageBuild(t, m)
+	exec := build.block(t, "provisioner")
+	env, unknown := stringMap(t, exec.addr+".environment", exec.value(t, "environment"))
+	expand := func(s string) string {
+		return os.Expand(s, func(k string) string {
+			if unknown[k] {
+				return "stand-in"
+			}
+			return env[k]
+		})
+	}
+	command := expand(exec.str(t, "command"))
+	if !strings.HasPrefix(command, "gcloud builds submit ") {
+		t.Fatalf("%s command = %q, want gcloud builds submit", exec.addr, command)
+	}
+	if !slices.Contains(functions.Names, env["TARGET"]) {
+		t.Errorf("%s builds with GOOGLE_FUNCTION_TARGET %q, want a registered entry point (it selects the functions buildpack)", exec.addr, env["TARGET"])
+	}
+	config, err := os.ReadFile(filepath.Join(terraformDir(t), filepath.Base(env["CONFIG"])))
+	if err != nil {
+		t.Fatalf("%s build config: %v", exec.addr, err)
+	}
+	m1 := regexp.MustCompile(`--substitutions="([^"]*)"`).FindStringSubmatch(command)
+	if m1 == nil {
+		t.Fatalf("%s command has no --substitutions: %q", exec.addr, command)
+	}
+	given := map[string]string{}
+	for _, kv := range strings.Split(m1[1], ",") {
+		k, v, _ := strings.Cut(kv, "=")
+		given[k] = v
+	}
+	used := map[string]string{}
+	for _, u := range regexp.MustCompile(`\$\{(_[A-Z0-9_]+)\}`).FindAllStringSubmatch(string(config), -1) {
+		used[u[1]] = given[u[1]]
+	}
+	if diff := cmp.Diff(sortedKeys(used), sortedKeys(given)); diff != "" {
+		t.Errorf("substitutions: used by %s vs given by the command (-want +got):\n%s", env["CONFIG"], diff)
+	}
+	for _, want := range []string{"--env=GOOGLE_FUNCTION_TARGET=${_TARGET}", "--env=GOOGLE_GO_VERSION=${_GO_VERSION}", "--builder=${_BUILDER}", "- ${_IMAGE}"} {
+		if !strings.Contains(string(config), want) {
+			t.Errorf("%s does not hold %q", env["CONFIG"], want)
+		}
+	}
+	if given["_IMAGE"] != build.str(t, "input") || given["_TARGET"] != env["TARGET"] {
+		t.Errorf("%s pushes %q for target %q, want the image the services run, %q", exec.addr, given["_IMAGE"], given["_TARGET"], build.str(t, "input"))
+	}
+}
+
+// affinityFunctions are the functions whose instances a chat's requests
+// should keep reaching: they run turns or read a chat's session. Sweep is
+// called by the scheduler, which keeps no cookie.
+var affinityFunctions = []string{functions.NameA2A, functions.NameChat, functions.NamePending, functions.NameToolResult, functions.NameTurn}
+
+// TestTerraformSessionAffinity: the functions that serve a chat's turns
+// turn on Cloud Run's session affinity, and only those.
+func TestTerraformSessionAffinity(t *testing.T) {
+	forEachMode(t, func(t *testing.T, m *tfModule) {
+		for _, f := range inOrder(deployedFunctions(t, m)) {
+			tmpl := f.block(t, "template")
+			got := tmpl.value(t, "session_affinity")
+			want := slices.Contains(affinityFunctions, f.entryPoint)
+			if !got.IsKnown() || got.IsNull() || got.True() != want {
+				t.Errorf("%s session_affinity = %#v, want %v", f.addr, got, want)
+			}
+		}
+	})
+}
+
+// TestTerraformCapacity: each service keeps what its function had: the
+// browser-facing ones the capacity variables, Sweep one instance serving
+// one request; CPU only while serving; open ingress (the functions check
+// tokens) and all traffic on the latest revision.
+func TestTerraformCapacity(t *testing.T) {
+	forEachMode(t, func(t *testing.T, m *tfModule) {
+		num := func(name string) int64 { n, _ := m.vars[name].AsBigFloat().Int64(); return n }
+		for _, f := range inOrder(deployedFunctions(t, m)) {
+			tmpl := f.block(t, "template")
+			scaling := tmpl.block(t, "scaling")
+			res := tmpl.block(t, "containers", "resources")
+			limits, _ := stringMap(t, res.addr+".limits", res.value(t, "limits"))
+			got := []any{tmpl.num(t, "max_instance_request_concurrency"), scaling.num(t, "min_instance_count"), scaling.num(t, "max_instance_count"), limits["cpu"], limits["memory"]}
+			want := []any{num("concurrency"), num("min_instances"), num("max_instances"), m.vars["cpu"].AsString(), m.vars["memory"].AsString()}
+			if f.entryPoint == functions.NameSweep {
+				want = []any{int64(1), int64(0), int64(1), "1", "512Mi"}
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("%s concurrency, min, max, cpu, memory (-want +got):\n%s", f.addr, diff)
+			}
+			if !res.value(t, "cpu_idle").True() {
+				t.Errorf("%s cpu_idle is not true: instances would be billed between requests", res.addr)
+			}
+			if got := f.str(t, "ingress"); got != "INGRESS_TRAFFIC_ALL" {
+				t.Errorf("%s ingress = %q, want INGRESS_TRAFFIC_ALL", f.addr, got)
+			}
+			traffic := f.block(t, "traffic")
+			if traffic.str(t, "type") != "TRAFFIC_TARGET_ALLOCATION_TYPE_LATEST" || traffic.num(t, "percent") != 100 {
+				t.Errorf("%s: want all traffic on the latest revision", traffic.addr)
 			}
 		}
 	})
@@ -235,10 +413,10 @@ func TestTerraformTimeouts(t *testing.T) {
 				continue
 			}
 			if f.timeout <= least {
-				t.Errorf("%s timeout_seconds = %v, want more than %v (before the stream %v, invocation %v)", f.addr, f.timeout, least, request, invocation)
+				t.Errorf("%s timeout = %v, want more than %v (before the stream %v, invocation %v)", f.addr, f.timeout, least, request, invocation)
 			}
 			if f.timeout > time.Hour {
-				t.Errorf("%s timeout_seconds = %v, above Cloud Run's 60 min", f.addr, f.timeout)
+				t.Errorf("%s timeout = %v, above Cloud Run's 60 min", f.addr, f.timeout)
 			}
 		}
 	})
@@ -269,13 +447,13 @@ func TestTerraformInvokers(t *testing.T) {
 		fns := deployedFunctions(t, m)
 		byService := map[string]string{}
 		for ep, f := range fns {
-			byService[serviceOf(f.name)] = ep
+			byService[f.name] = ep
 		}
 		members := map[string][]string{}
-		for _, in := range m.instances(t, "google_cloud_run_service_iam_member") {
-			ep, ok := byService[in.str(t, "service")]
+		for _, in := range m.instances(t, "google_cloud_run_v2_service_iam_member") {
+			ep, ok := byService[in.str(t, "name")]
 			if !ok {
-				t.Errorf("%s grants on %q, not the service of a deployed function", in.addr, in.str(t, "service"))
+				t.Errorf("%s grants on %q, not the service of a deployed function", in.addr, in.str(t, "name"))
 				continue
 			}
 			if role := in.str(t, "role"); role != "roles/run.invoker" {
@@ -283,9 +461,9 @@ func TestTerraformInvokers(t *testing.T) {
 			}
 			members[ep] = append(members[ep], in.str(t, "member"))
 		}
-		for _, typ := range []string{"google_cloud_run_v2_service_iam_member", "google_cloud_run_service_iam_binding", "google_cloud_run_service_iam_policy", "google_cloudfunctions2_function_iam_member", "google_cloudfunctions2_function_iam_binding"} {
+		for _, typ := range []string{"google_cloud_run_service_iam_member", "google_cloud_run_service_iam_binding", "google_cloud_run_service_iam_policy", "google_cloud_run_v2_service_iam_binding", "google_cloud_run_v2_service_iam_policy", "google_cloudfunctions2_function_iam_member", "google_cloudfunctions2_function_iam_binding"} {
 			if n := len(m.instances(t, typ)); n > 0 {
-				t.Errorf("%d %s: grant invoker access with google_cloud_run_service_iam_member only, so this test sees every grant", n, typ)
+				t.Errorf("%d %s: grant invoker access with google_cloud_run_v2_service_iam_member only, so this test sees every grant", n, typ)
 			}
 		}
 		for _, typ := range []string{"google_project_iam_member", "google_project_iam_binding"} {
@@ -498,7 +676,7 @@ func TestTerraformRuntimeRoles(t *testing.T) {
 		fns := deployedFunctions(t, m)
 		runtime := ""
 		for _, f := range inOrder(fns) {
-			email := f.block(t, "service_config").str(t, "service_account_email")
+			email := f.block(t, "template").str(t, "service_account")
 			if runtime != "" && email != runtime {
 				t.Errorf("%s runs as %s, others as %s", f.addr, email, runtime)
 			}

@@ -1,7 +1,10 @@
 package infra
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -62,6 +65,15 @@ func loadModule(t *testing.T, dir string, overrides map[string]cty.Value) *tfMod
 		t.Fatalf("no .tf files in %s", dir)
 	}
 	slices.Sort(paths)
+	// The project is the one the stand-ins below name (service accounts'
+	// emails, the project number), unless a test sets another.
+	if _, ok := overrides["project"]; !ok {
+		overrides = maps.Clone(overrides)
+		if overrides == nil {
+			overrides = map[string]cty.Value{}
+		}
+		overrides["project"] = cty.StringVal(testProject)
+	}
 	m := &tfModule{vars: map[string]cty.Value{}, locals: map[string]cty.Value{}}
 	parser := hclparse.NewParser()
 	localExprs := map[string]hcl.Expression{}
@@ -101,6 +113,7 @@ func loadModule(t *testing.T, dir string, overrides map[string]cty.Value) *tfMod
 	m.refresh()
 	// Service accounts only depend on variables; locals use their emails.
 	m.ctx.Variables["google_service_account"] = m.serviceAccounts(t)
+	m.ctx.Variables["google_artifact_registry_repository"] = m.repositories(t)
 	m.ctx.Variables["data"] = cty.ObjectVal(map[string]cty.Value{
 		"google_project": cty.ObjectVal(map[string]cty.Value{
 			"this": cty.ObjectVal(map[string]cty.Value{
@@ -130,7 +143,8 @@ func loadModule(t *testing.T, dir string, overrides map[string]cty.Value) *tfMod
 			t.Fatalf("cannot evaluate locals:\n%s", strings.Join(errs, "\n"))
 		}
 	}
-	m.ctx.Variables["google_cloudfunctions2_function"] = m.functionStandIns(t)
+	m.ctx.Variables["google_cloud_run_v2_service"] = m.serviceStandIns(t)
+	m.ctx.Variables["terraform_data"] = m.terraformData(t)
 	return m
 }
 
@@ -201,14 +215,35 @@ func (m *tfModule) serviceAccounts(t *testing.T) cty.Value {
 	return cty.ObjectVal(accounts)
 }
 
-// functionStandIns stands in for google_cloudfunctions2_function: instance
-// attributes name the function, so that references to a function's service
-// or URI can be traced back to it.
-func (m *tfModule) functionStandIns(t *testing.T) cty.Value {
+// repositories stands in for google_artifact_registry_repository: its
+// repository_id and location are its own arguments, so the image's name is
+// known before apply, as it is to Terraform.
+func (m *tfModule) repositories(t *testing.T) cty.Value {
+	t.Helper()
+	repos := map[string]cty.Value{}
+	for _, r := range m.resources {
+		if r.kind != "resource" || r.typ != "google_artifact_registry_repository" {
+			continue
+		}
+		in := tfInstance{addr: r.typ + "." + r.name, body: r.body, ctx: m.ctx}
+		id, location := in.str(t, "repository_id"), in.str(t, "location")
+		repos[r.name] = cty.ObjectVal(map[string]cty.Value{
+			"repository_id": cty.StringVal(id),
+			"location":      cty.StringVal(location),
+			"name":          cty.StringVal("projects/" + testProject + "/locations/" + location + "/repositories/" + id),
+		})
+	}
+	return cty.ObjectVal(repos)
+}
+
+// serviceStandIns stands in for google_cloud_run_v2_service: instance
+// attributes name the service, so that references to a service's name or
+// URI can be traced back to it.
+func (m *tfModule) serviceStandIns(t *testing.T) cty.Value {
 	t.Helper()
 	byName := map[string]cty.Value{}
 	for _, r := range m.resources {
-		if r.kind != "resource" || r.typ != "google_cloudfunctions2_function" {
+		if r.kind != "resource" || r.typ != "google_cloud_run_v2_service" {
 			continue
 		}
 		instances := map[string]cty.Value{}
@@ -217,12 +252,9 @@ func (m *tfModule) functionStandIns(t *testing.T) cty.Value {
 			name := in.str(t, "name")
 			v := cty.ObjectVal(map[string]cty.Value{
 				"name":     cty.StringVal(name),
-				"url":      cty.StringVal(functionURL(name)),
+				"id":       cty.StringVal(serviceOf(name)),
+				"uri":      cty.StringVal(serviceURI(name)),
 				"location": in.value(t, "location"),
-				"service_config": cty.TupleVal([]cty.Value{cty.ObjectVal(map[string]cty.Value{
-					"service": cty.StringVal(serviceOf(name)),
-					"uri":     cty.StringVal(serviceURI(name)),
-				})}),
 			})
 			instances[in.key] = v
 			single = v
@@ -236,9 +268,33 @@ func (m *tfModule) functionStandIns(t *testing.T) cty.Value {
 	return cty.ObjectVal(byName)
 }
 
-func functionURL(name string) string { return "https://stand-in.cloudfunctions.net/" + name }
-func serviceOf(name string) string   { return "stand-in/services/" + name }
-func serviceURI(name string) string  { return "https://" + name + "-stand-in.a.run.app" }
+// terraformData stands in for terraform_data: its output is its input, as
+// Terraform plans it.
+func (m *tfModule) terraformData(t *testing.T) cty.Value {
+	t.Helper()
+	out := map[string]cty.Value{}
+	for _, r := range m.resources {
+		if r.kind != "resource" || r.typ != "terraform_data" {
+			continue
+		}
+		in := tfInstance{addr: r.typ + "." + r.name, body: r.body, ctx: m.ctx}
+		input := in.value(t, "input")
+		out[r.name] = cty.ObjectVal(map[string]cty.Value{"input": input, "output": input})
+	}
+	return cty.ObjectVal(out)
+}
+
+func serviceOf(name string) string {
+	return "projects/" + testProject + "/locations/stand-in/services/" + name
+}
+func serviceURI(name string) string { return "https://" + name + "-stand-in.a.run.app" }
+
+// archiveHash stands in for filesha256(path): a known value, distinct per
+// path, so that names derived from the archive's hash can be checked.
+func archiveHash(path string) string {
+	sum := sha256.Sum256([]byte("stand-in archive " + path))
+	return hex.EncodeToString(sum[:])
+}
 
 // instances returns every instance of the resources of a type.
 func (m *tfModule) instances(t *testing.T, typ string) []tfInstance {
@@ -401,13 +457,20 @@ func tfFunctions() map[string]function.Function {
 			return cty.UnknownVal(cty.String), nil // a file's hash: known only to the real run
 		},
 	})
+	fileHash := function.New(&function.Spec{
+		Params: []function.Parameter{{Name: "path", Type: cty.String}},
+		Type:   function.StaticReturnType(cty.String),
+		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+			return cty.StringVal(archiveHash(args[0].AsString())), nil
+		},
+	})
 	return map[string]function.Function{
 		"ceil":       stdlib.CeilFunc,
 		"coalesce":   stdlib.CoalesceFunc,
 		"concat":     stdlib.ConcatFunc,
 		"contains":   stdlib.ContainsFunc,
 		"filemd5":    unknownString,
-		"filesha256": unknownString,
+		"filesha256": fileHash,
 		"format":     stdlib.FormatFunc,
 		"join":       stdlib.JoinFunc,
 		"keys":       stdlib.KeysFunc,

@@ -1,13 +1,12 @@
 locals {
   apis = concat([
-    "artifactregistry.googleapis.com", # images built from the source
-    "cloudbuild.googleapis.com",       # builds the functions
-    "cloudfunctions.googleapis.com",
-    "cloudscheduler.googleapis.com", # the Sweep job
+    "artifactregistry.googleapis.com", # the functions' image
+    "cloudbuild.googleapis.com",       # builds it from the archive
+    "cloudscheduler.googleapis.com",   # the Sweep job
     "firestore.googleapis.com",
     "iam.googleapis.com",
     "logging.googleapis.com",
-    "run.googleapis.com", # functions run as Cloud Run services
+    "run.googleapis.com", # the functions' services
     "secretmanager.googleapis.com",
     "storage.googleapis.com", # the source bucket
     ],

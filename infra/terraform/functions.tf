@@ -1,5 +1,10 @@
-# One Cloud Run function (2nd gen) per name registered in functions.Names,
-# all built from the same archive, each with its entry point.
+# One Cloud Run service per name registered in functions.Names. All six run
+# the same image, built once from the upload archive (image.tf); each picks
+# its entry point with FUNCTION_TARGET, which functions-framework-go reads
+# at start to serve that one function at every path. The services that
+# serve a chat's turns turn on session affinity, so that a chat's next
+# request tends to reach the instance that holds its session
+# (docs/deployment.md, "Session affinity").
 
 locals {
   # A turn or a resume first authenticates, takes the session's lease (maybe
@@ -17,19 +22,22 @@ locals {
   }
 
   # Keyed by entry point (the name the functions package registers).
+  # affinity: the function serves a chat's turns or reads its session, so a
+  # client's next request should find the instance that served its last.
   functions = {
-    Turn       = merge(local.browser, { timeout = local.invocation_request_timeout, browser = true })
-    ToolResult = merge(local.browser, { timeout = local.invocation_request_timeout, browser = true })
-    Pending    = merge(local.browser, { timeout = 60, browser = true })
+    Turn       = merge(local.browser, { timeout = local.invocation_request_timeout, browser = true, affinity = true })
+    ToolResult = merge(local.browser, { timeout = local.invocation_request_timeout, browser = true, affinity = true })
+    Pending    = merge(local.browser, { timeout = 60, browser = true, affinity = true })
     # A2A callers (users' agents, service accounts) reach it as browsers do;
     # a blocking send or a stream follows one execution, like a turn.
-    A2A = merge(local.browser, { timeout = local.invocation_request_timeout, browser = true })
+    A2A = merge(local.browser, { timeout = local.invocation_request_timeout, browser = true, affinity = true })
     # useChat's endpoint: POST /Chat runs turns and resumes, GET
     # /Chat/{chatId}/stream follows a running turn (or a live tab's wait).
-    Chat = merge(local.browser, { timeout = local.invocation_request_timeout, browser = true })
+    Chat = merge(local.browser, { timeout = local.invocation_request_timeout, browser = true, affinity = true })
     # One sweep at a time: a scheduler run that finds Sweep busy is turned
-    # away (429) instead of running alongside it.
-    Sweep = { memory = "512Mi", cpu = "1", concurrency = 1, min = 0, max = 1, timeout = var.sweep_timeout_seconds, browser = false }
+    # away (429) instead of running alongside it. The scheduler has no
+    # cookie jar: affinity would do nothing.
+    Sweep = { memory = "512Mi", cpu = "1", concurrency = 1, min = 0, max = 1, timeout = var.sweep_timeout_seconds, browser = false, affinity = false }
   }
 
   sweep_name = "${var.name_prefix}-sweep"
@@ -109,7 +117,7 @@ locals {
   )
 }
 
-resource "google_cloudfunctions2_function" "fn" {
+resource "google_cloud_run_v2_service" "fn" {
   for_each = local.functions
 
   project     = var.project
@@ -117,48 +125,86 @@ resource "google_cloudfunctions2_function" "fn" {
   name        = "${var.name_prefix}-${lower(each.key)}"
   description = "Baton ${each.key}"
 
-  build_config {
-    runtime         = "go126"
-    entry_point     = each.key
-    service_account = google_service_account.build.id
+  # Browsers call the browser-facing functions directly; Cloud Scheduler is
+  # outside any VPC. Access is decided by IAM below and by the functions'
+  # own token checks.
+  ingress = "INGRESS_TRAFFIC_ALL"
 
-    source {
-      storage_source {
-        bucket = google_storage_bucket.source.name
-        object = google_storage_bucket_object.source.name
+  # terraform destroy removes the services (the provider protects them by
+  # default); nothing is stored in them.
+  deletion_protection = false
+
+  # What the image was built from, for the console's function view. It
+  # starts no build: image.tf builds the image (terraform-provider-google
+  # issues 22263 and 23057).
+  build_config {
+    source_location = "gs://${google_storage_bucket.source.name}/${google_storage_bucket_object.source.name}"
+    function_target = each.key
+    image_uri       = terraform_data.image.output
+    service_account = google_service_account.build.id
+  }
+
+  template {
+    service_account                  = google_service_account.runtime.email
+    timeout                          = "${each.value.timeout}s"
+    max_instance_request_concurrency = each.value.concurrency
+    session_affinity                 = each.value.affinity
+
+    scaling {
+      min_instance_count = each.value.min
+      max_instance_count = each.value.max
+    }
+
+    containers {
+      # The same image in every service; a new archive is a new tag, so a
+      # code change rolls out a new revision of each.
+      image = terraform_data.image.output
+
+      resources {
+        limits = {
+          cpu    = each.value.cpu
+          memory = each.value.memory
+        }
+        # CPU only while a request is served, billed per request, as Cloud
+        # Run functions are.
+        cpu_idle = true
+      }
+
+      # The entry point this service serves (functions-framework-go).
+      env {
+        name  = "FUNCTION_TARGET"
+        value = each.key
+      }
+
+      dynamic "env" {
+        for_each = local.env
+        content {
+          name  = env.key
+          value = env.value
+        }
+      }
+
+      dynamic "env" {
+        for_each = local.secret_env
+        content {
+          name = env.key
+          value_source {
+            secret_key_ref {
+              secret  = env.value.secret
+              version = env.value.version
+            }
+          }
+        }
       }
     }
   }
 
-  service_config {
-    service_account_email            = google_service_account.runtime.email
-    available_memory                 = each.value.memory
-    available_cpu                    = each.value.cpu
-    max_instance_request_concurrency = each.value.concurrency
-    min_instance_count               = each.value.min
-    max_instance_count               = each.value.max
-    timeout_seconds                  = each.value.timeout
-    # Browsers call Turn, ToolResult and Pending directly; Cloud Scheduler
-    # is outside any VPC. Access is decided by IAM below and by the
-    # functions' own token checks.
-    ingress_settings               = "ALLOW_ALL"
-    all_traffic_on_latest_revision = true
-
-    environment_variables = local.env
-
-    dynamic "secret_environment_variables" {
-      for_each = local.secret_env
-      content {
-        key        = secret_environment_variables.key
-        project_id = var.project
-        secret     = secret_environment_variables.value.secret
-        version    = secret_environment_variables.value.version
-      }
-    }
+  traffic {
+    type    = "TRAFFIC_TARGET_ALLOCATION_TYPE_LATEST"
+    percent = 100
   }
 
   depends_on = [
-    google_project_iam_member.build,
     google_project_iam_member.runtime_firestore,
     google_project_iam_member.runtime_vertex,
     google_secret_manager_secret_iam_member.runtime_token_key,
@@ -166,12 +212,9 @@ resource "google_cloudfunctions2_function" "fn" {
   ]
 }
 
-# Invoker access is granted on the underlying Cloud Run services, not on
-# the function resources.
-
 # Browser-facing functions and A2A: var.invokers (allUsers by default; the
 # functions verify the caller's token themselves).
-resource "google_cloud_run_service_iam_member" "browser_invoker" {
+resource "google_cloud_run_v2_service_iam_member" "browser_invoker" {
   for_each = {
     for pair in setproduct([for name, f in local.functions : name if f.browser], var.invokers) :
     "${pair[0]} ${pair[1]}" => { function = pair[0], member = pair[1] }
@@ -179,16 +222,16 @@ resource "google_cloud_run_service_iam_member" "browser_invoker" {
 
   project  = var.project
   location = var.region
-  service  = google_cloudfunctions2_function.fn[each.value.function].service_config[0].service
+  name     = google_cloud_run_v2_service.fn[each.value.function].name
   role     = "roles/run.invoker"
   member   = each.value.member
 }
 
 # Sweep: only the scheduler's service account.
-resource "google_cloud_run_service_iam_member" "sweep_invoker" {
+resource "google_cloud_run_v2_service_iam_member" "sweep_invoker" {
   project  = var.project
   location = var.region
-  service  = google_cloudfunctions2_function.fn["Sweep"].service_config[0].service
+  name     = google_cloud_run_v2_service.fn["Sweep"].name
   role     = "roles/run.invoker"
   member   = google_service_account.scheduler.member
 }

@@ -42,11 +42,10 @@ resource "google_project_iam_member" "runtime_vertex" {
   member  = google_service_account.runtime.member
 }
 
-# Cloud Build builds the functions' images as this account instead of the
-# project's default build or compute account. These are the roles the
-# Cloud Run functions documentation lists for a custom build account: build
-# logs, the gcf-artifacts repository and the source buckets Cloud Functions
-# manages (whose names it chooses, hence project scope).
+# Cloud Build builds the functions' image as this account instead of the
+# project's default build or compute account: it writes build logs here,
+# reads the archive from the source bucket and pushes to the images
+# repository (both granted on those resources, image.tf).
 resource "google_service_account" "build" {
   project      = var.project
   account_id   = "${var.name_prefix}-build"
@@ -58,8 +57,6 @@ resource "google_service_account" "build" {
 resource "google_project_iam_member" "build" {
   for_each = toset([
     "roles/logging.logWriter",
-    "roles/artifactregistry.writer",
-    "roles/storage.objectAdmin",
   ])
 
   project = var.project

@@ -1,31 +1,31 @@
 output "function_urls" {
   description = "URL of each function, by entry point. Browsers call Turn, ToolResult and Pending."
-  value       = { for name, f in google_cloudfunctions2_function.fn : name => f.service_config[0].uri }
+  value       = { for name, f in google_cloud_run_v2_service.fn : name => f.uri }
 }
 
 output "turn_url" {
   description = "URL of Turn (POST a chat turn)."
-  value       = google_cloudfunctions2_function.fn["Turn"].service_config[0].uri
+  value       = google_cloud_run_v2_service.fn["Turn"].uri
 }
 
 output "tool_result_url" {
   description = "URL of ToolResult (POST the result of a browser tool or an approval)."
-  value       = google_cloudfunctions2_function.fn["ToolResult"].service_config[0].uri
+  value       = google_cloud_run_v2_service.fn["ToolResult"].uri
 }
 
 output "chat_url" {
   description = "URL of Chat (the api option of the AI SDK's useChat / DefaultChatTransport)."
-  value       = google_cloudfunctions2_function.fn["Chat"].service_config[0].uri
+  value       = google_cloud_run_v2_service.fn["Chat"].uri
 }
 
 output "pending_url" {
   description = "URL of Pending (the calls of a session still waiting for an answer)."
-  value       = google_cloudfunctions2_function.fn["Pending"].service_config[0].uri
+  value       = google_cloud_run_v2_service.fn["Pending"].uri
 }
 
 output "a2a_url" {
   description = "URL of A2A (JSON-RPC); its agent card is at <url>/.well-known/agent-card.json."
-  value       = google_cloudfunctions2_function.fn["A2A"].service_config[0].uri
+  value       = google_cloud_run_v2_service.fn["A2A"].uri
 }
 
 output "a2a_audience" {
@@ -41,6 +41,11 @@ output "sweep_audience" {
 output "runtime_service_account" {
   description = "Email of the functions' service account."
   value       = google_service_account.runtime.email
+}
+
+output "image" {
+  description = "The image every function runs, tagged with the archive's SHA-256."
+  value       = terraform_data.image.output
 }
 
 output "source_object" {

@@ -18,7 +18,7 @@ resource "google_cloud_scheduler_job" "sweep" {
 
   http_target {
     http_method = "POST"
-    uri         = google_cloudfunctions2_function.fn["Sweep"].service_config[0].uri
+    uri         = google_cloud_run_v2_service.fn["Sweep"].uri
 
     oidc_token {
       service_account_email = google_service_account.scheduler.email
@@ -26,5 +26,5 @@ resource "google_cloud_scheduler_job" "sweep" {
     }
   }
 
-  depends_on = [google_cloud_run_service_iam_member.sweep_invoker]
+  depends_on = [google_cloud_run_v2_service_iam_member.sweep_invoker]
 }

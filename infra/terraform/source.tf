@@ -1,6 +1,6 @@
 # The upload: one archive backs every function (each picks its entry point).
 # The object's name carries the archive's SHA-256, so any code change is a
-# new object and every function is rebuilt.
+# new object, a new image (image.tf) and a new revision of every function.
 
 resource "google_storage_bucket" "source" {
   project                     = var.project

@@ -279,9 +279,21 @@ variable "sweep_audience" {
 # ---- source ------------------------------------------------------------------------
 
 variable "source_archive" {
-  description = "Path of the archive built by `go run ./infra/package -out baton.zip` (relative paths are relative to infra/terraform). Its SHA-256 names the uploaded object, so a code change redeploys every function."
+  description = "Path of the archive built by `go run ./infra/package -out baton.zip` (relative paths are relative to infra/terraform). Its SHA-256 names the uploaded object and tags the image built from it, so a code change redeploys every function."
   type        = string
   default     = "../../baton.zip"
+}
+
+variable "buildpacks_builder" {
+  description = "Buildpacks builder image Cloud Build turns the archive into the functions' image with (image.tf)."
+  type        = string
+  default     = "gcr.io/buildpacks/builder:google-24"
+}
+
+variable "go_version" {
+  description = "Go version the buildpack compiles with (GOOGLE_GO_VERSION, a semver constraint); at least go.mod's go line."
+  type        = string
+  default     = "1.26.x"
 }
 
 variable "trace_export" {

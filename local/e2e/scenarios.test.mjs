@@ -691,3 +691,37 @@ scenario('clear the notes: the notes server asks first, and only the asking tab 
   await screenshot(page, 'mcp-input');
   noPageErrors(page, other);
 });
+
+// --- session affinity (docs/deployment.md) ------------------------------------------
+
+scenario('every request to the functions is credentialed, so it carries Cloud Run\'s affinity cookie from any origin', 'credentials', async (t) => {
+  const context = await t.newContext();
+  // Records the credentials mode of every fetch the page makes.
+  await context.addInitScript(() => {
+    const original = window.fetch;
+    window.batonFetches = [];
+    window.fetch = (input, init) => {
+      const url = new URL(typeof input === 'string' ? input : input.url, location.href);
+      window.batonFetches.push({ method: init?.method ?? 'GET', path: url.pathname, credentials: init?.credentials ?? null });
+      return original(input, init);
+    };
+  });
+  const page = await openTab(context);
+  await chooseAgent(page, 'dj');
+  await send(page, 'change the music to track 2');
+  await page.waitForSelector(sel('bgm', '[data-track="2"]'), { timeout: WAIT });
+  await assistantSays(page, /track 2/i);
+  // The live wait starts again once the turn is over.
+  await page.waitForFunction(() => window.batonFetches.filter((f) => /^\/Chat\/[^/]+\/stream$/.test(f.path)).length >= 2, null, { timeout: WAIT });
+
+  const fetches = await page.evaluate(() => window.batonFetches);
+  const own = fetches.filter((f) => /^\/(Chat|Turn|ToolResult|Pending)(\/|$)/.test(f.path));
+  const kinds = new Set(own.map((f) => `${f.method} ${f.path.replace(/^\/Chat\/[^/]+/, '/Chat/{id}')}`));
+  for (const kind of ['POST /Chat', 'GET /Chat/{id}', 'GET /Chat/{id}/stream']) {
+    assert.ok(kinds.has(kind), `no ${kind} among the page's requests: ${[...kinds].join(', ')}`);
+  }
+  assert.deepEqual(own.filter((f) => f.credentials !== 'include'), [], 'requests to the functions without credentials: include');
+  const config = fetches.find((f) => f.path === '/config.json');
+  assert.equal(config?.credentials, null, 'the page\'s own config is fetched with the default credentials');
+  noPageErrors(page);
+});

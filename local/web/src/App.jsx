@@ -19,7 +19,7 @@ import { errorNotice, useNotices } from './notices.jsx';
 import { useLiveTurns } from './live.js';
 import { Message } from './Message.jsx';
 import { MessageActions } from './Rewind.jsx';
-import { loadChat, stopChat } from './chatapi.js';
+import { apiCredentials, loadChat, stopChat } from './chatapi.js';
 import { Attach } from './files.jsx';
 import { INPUT_TOOL, postLiveAnswer } from './InputForm.jsx';
 
@@ -106,6 +106,7 @@ function ChatPage({ config, identity, device, chatId, initial, onNewChat }) {
   const transport = useMemo(() => new DefaultChatTransport({
     api: '/Chat',
     headers: () => identity.headers(),
+    credentials: apiCredentials, // also the resume GET (reconnectToStream)
     body: () => {
       const a = agent.current;
       return { deviceId: device, ...(a.picked && a.picked !== a.current ? { agent: a.picked } : {}) };

@@ -7,6 +7,7 @@
 // /ToolResult, since useChat sends answers only once the stream ends.
 
 import { Fragment, useState } from 'react';
+import { apiCredentials } from './chatapi.js';
 
 export const INPUT_TOOL = 'baton_input';
 
@@ -89,6 +90,7 @@ export async function postLiveAnswer({ chatId, device, identity, part, output })
   const res = await fetch('/ToolResult', {
     method: 'POST',
     headers: { 'Content-Type': 'application/json', ...(await identity.headers()) },
+    credentials: apiCredentials,
     body: JSON.stringify({ sessionId: chatId, toolCallId: part.toolCallId, clientId: device, output }),
   });
   if (!res.ok) {

@@ -12,7 +12,7 @@
 
 import { useEffect, useRef } from 'react';
 import { readUIMessageStream } from 'ai';
-import { loadChat } from './chatapi.js';
+import { apiCredentials, loadChat } from './chatapi.js';
 
 const WAIT_SECONDS = 25;
 const sleep = (ms, signal) => new Promise((resolve) => {
@@ -54,6 +54,7 @@ export function useLiveTurns({ chatId, identity, transport, messages, setMessage
         try {
           res = await fetch(`/Chat/${encodeURIComponent(chatId)}/stream`, {
             headers: { ...(await identity.headers()), 'X-Baton-Wait': String(WAIT_SECONDS), 'X-Baton-Seen': followed ?? seen.current },
+            credentials: apiCredentials,
             signal,
           });
         } catch {
