@@ -52,7 +52,7 @@ func (s *Server) chatEdit(w http.ResponseWriter, r *http.Request, log *slog.Logg
 	if m.ID != req.MessageID {
 		return fmt.Errorf("%w: an edit's last message is the edited message, with messageId as its id", errBadRequest)
 	}
-	content, err := s.newContent(m)
+	content, err := s.newContent(m, c.user, req.ID)
 	if err != nil {
 		return err
 	}
