@@ -182,7 +182,7 @@ func (s *Server) chatMessage(w http.ResponseWriter, r *http.Request, log *slog.L
 	if err != nil {
 		return err
 	}
-	s.respond(w, r, log, inv, reply{data: map[string]any{"agent": report}, page: true, device: device})
+	s.respond(w, r, log, inv, reply{data: map[string]any{"agent": report}, page: true, device: device, files: s.fileLinks(r, user)})
 	return nil
 }
 
@@ -301,7 +301,7 @@ func (s *Server) chatAnswers(w http.ResponseWriter, r *http.Request, log *slog.L
 		}
 		return s.chatReplay(w, r, log, user, chatID)
 	}
-	s.respond(w, r, log, resumed.Invocation, reply{turn: resumed.Turn, page: true, device: device})
+	s.respond(w, r, log, resumed.Invocation, reply{turn: resumed.Turn, page: true, device: device, files: s.fileLinks(r, user)})
 	return nil
 }
 

@@ -69,7 +69,7 @@ func (s *Server) chatRewound(w http.ResponseWriter, r *http.Request, log *slog.L
 	if err != nil {
 		return err
 	}
-	s.respond(w, r, log, inv, reply{page: true, device: device})
+	s.respond(w, r, log, inv, reply{page: true, device: device, files: s.fileLinks(r, user)})
 	return nil
 }
 

@@ -221,6 +221,29 @@ func parseFileURL(raw string) (chatID, name string, q url.Values, ok bool) {
 	return chatID, name, u.Query(), true
 }
 
+// fileLinks gives a file part of a stream's event the URL and media type
+// its file chunk carries ("" leaves it out): see uistream.Encoder.SetFiles.
+type fileLinks func(p *genai.Part) (url, mediaType string)
+
+// fileLinks shows a page the files of a turn (a model's image) as
+// GET /Chat/{chatId} does: a stored file at a URL signed for user, a file
+// the session holds inline at its data URL. Without a file store, a stored
+// file is left out.
+func (s *Server) fileLinks(r *http.Request, user string) fileLinks {
+	return func(p *genai.Part) (string, string) {
+		f := newHistoryFile(p)
+		switch {
+		case f == nil:
+			return "", ""
+		case f.ref == nil:
+			return f.URL, f.MediaType
+		case s.files == nil:
+			return "", ""
+		}
+		return s.files.url(r, user, *f.ref, time.Now()), f.MediaType
+	}
+}
+
 // checkFiles refuses a message with files when the deployment stores none.
 func (s *Server) checkFiles(c *genai.Content) error {
 	if s.files != nil {

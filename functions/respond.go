@@ -36,6 +36,9 @@ type reply struct {
 	// calls (see uistream.Encoder.SetDevice).
 	page   bool
 	device string
+	// files gives the files of the stream's events their URLs (a page's:
+	// see Server.fileLinks); nil: the stream carries no file chunks.
+	files fileLinks
 }
 
 // respond sends an invocation to the client: a UI message stream, or one
@@ -63,6 +66,9 @@ func (s *Server) openStream(w http.ResponseWriter, messageID string, out reply) 
 	enc = uistream.NewEncoder(sse, messageID)
 	if out.page {
 		enc.SetDevice(out.device)
+	}
+	if out.files != nil {
+		enc.SetFiles(out.files)
 	}
 	return sse, enc, keepAlive(sse, s.cfg.KeepAlive)
 }
