@@ -28,12 +28,14 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"google.golang.org/adk/v2/artifact"
 	"google.golang.org/adk/v2/artifact/gcsartifact"
+	"google.golang.org/adk/v2/session"
 	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/toolcallback"
@@ -242,6 +244,21 @@ func (s *Server) fileLinks(r *http.Request, user string) fileLinks {
 		}
 		return s.files.url(r, user, *f.ref, time.Now()), f.MediaType
 	}
+}
+
+// withSavedFiles is ev as a stream shows it: its parts, then a reference
+// part for each file its tools saved (toolcallback.SavedFiles), which
+// fileLinks gives a URL. ev is not changed.
+func withSavedFiles(ev *session.Event) *session.Event {
+	saved := toolcallback.SavedFiles(ev)
+	if len(saved) == 0 || ev.Content == nil {
+		return ev
+	}
+	out := *ev
+	c := *ev.Content
+	c.Parts = append(slices.Clip(c.Parts), saved...)
+	out.Content = &c
+	return &out
 }
 
 // checkFiles refuses a message with files when the deployment stores none.

@@ -130,7 +130,7 @@ func stream(ctx context.Context, enc *uistream.Encoder, log *slog.Logger, inv *t
 			continue
 		}
 		// Send errors mean the client left; the invocation goes on.
-		_ = enc.Event(ev, func(c *genai.FunctionCall) uistream.CallKind {
+		_ = enc.Event(withSavedFiles(ev), func(c *genai.FunctionCall) uistream.CallKind {
 			if slices.Contains(ev.LongRunningToolIDs, c.ID) {
 				return uistream.CallBrowser
 			}

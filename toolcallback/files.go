@@ -113,17 +113,21 @@ func (t *Team) storeFiles(ctx context.Context, user, chat string, c *genai.Conte
 // (a model's image output) as artifacts of the chat, as storeFiles does a
 // user's, and puts the event's content with references in their place in
 // ev itself: the runner yields the event it appended, so the invocation's
-// readers, and the session, get the references, never the bytes. The
-// chat is the one whose agent session sess is (ChatOfSession); a session
+// readers, and the session, get the references, never the bytes. It also
+// notes the files the event's tools saved (noteSavedFiles, toolfiles.go).
+// The chat is the one whose agent session sess is (chatOf); a session
 // whose chat id cannot be told (a hashed long id) keeps its files under
 // its own id, which deleting the chat removes too (deleteFiles).
 func (e *engine) storeEventFiles(ctx context.Context, sess session.Session, ev *session.Event) error {
-	if e.opts.Files == nil || ev.Content == nil || !hasInlineData(ev.Content) {
+	if e.opts.Files == nil {
 		return nil
 	}
-	chat, ok := ChatOfSession(sess.ID())
-	if !ok {
-		chat = sess.ID()
+	chat := chatOf(sess.ID())
+	if len(ev.Actions.ArtifactDelta) > 0 {
+		noteSavedFiles(ctx, e.opts.Files, e.opts.Logger, e.app, sess.UserID(), chat, ev)
+	}
+	if ev.Content == nil || !hasInlineData(ev.Content) {
+		return nil
 	}
 	c, err := saveInlineFiles(ctx, e.opts.Files, e.app, sess.UserID(), chat, "model-", ev.Content)
 	if err != nil {
