@@ -169,7 +169,7 @@ func (s *Server) chatPost(w http.ResponseWriter, r *http.Request, log *slog.Logg
 // stream of the turn it started.
 func (s *Server) chatMessage(w http.ResponseWriter, r *http.Request, log *slog.Logger, c caller, device, chatID, agentName string, m *uiMessage) error {
 	user := c.user
-	content, err := s.newContent(m)
+	content, err := s.newContent(m, user, chatID)
 	if err != nil {
 		return err
 	}
@@ -182,19 +182,23 @@ func (s *Server) chatMessage(w http.ResponseWriter, r *http.Request, log *slog.L
 	if err != nil {
 		return err
 	}
-	s.respond(w, r, log, inv, reply{data: map[string]any{"agent": report}, page: true, device: device})
+	s.respond(w, r, log, inv, reply{data: map[string]any{"agent": report}, page: true, device: device, files: s.fileLinks(r, user)})
 	return nil
 }
 
-// newContent is the new user message m as a turn takes it: its id checked,
-// its files within the limit and storable.
-func (s *Server) newContent(m *uiMessage) (*genai.Content, error) {
+// newContent is the new user message m to user's chat chatID as a turn
+// takes it: its id checked, its files within the limit and storable, or
+// files of the chat sent back by URL (sentBackFiles).
+func (s *Server) newContent(m *uiMessage, user, chatID string) (*genai.Content, error) {
 	// The message id is stored, not used as a path; it is bounded like one.
 	if err := sessionstore.ValidateID("message id", m.ID); err != nil {
 		return nil, err
 	}
 	content, err := m.content(s.maxFile())
 	if err != nil {
+		return nil, err
+	}
+	if content, err = s.sentBackFiles(user, chatID, content); err != nil {
 		return nil, err
 	}
 	return content, s.checkFiles(content)
@@ -211,9 +215,14 @@ func (m *uiMessage) content(maxFile int64) (*genai.Content, error) {
 				c.Parts = append(c.Parts, genai.NewPartFromText(p.Text))
 			}
 		case "file":
+			if !strings.HasPrefix(p.URL, "data:") {
+				// A file by URL: newContent takes only a file URL of the chat.
+				c.Parts = append(c.Parts, &genai.Part{FileData: &genai.FileData{FileURI: p.URL, MIMEType: p.MediaType, DisplayName: p.Filename}})
+				continue
+			}
 			meta, data, ok := strings.Cut(strings.TrimPrefix(p.URL, "data:"), ",")
 			mediaType, isBase64 := strings.CutSuffix(meta, ";base64")
-			if !strings.HasPrefix(p.URL, "data:") || !ok || !isBase64 {
+			if !ok || !isBase64 {
 				return nil, fmt.Errorf("%w: parts[%d]: a file must be a base64 data URL", errBadRequest, i)
 			}
 			b, err := base64.StdEncoding.DecodeString(data)
@@ -292,7 +301,7 @@ func (s *Server) chatAnswers(w http.ResponseWriter, r *http.Request, log *slog.L
 		}
 		return s.chatReplay(w, r, log, user, chatID)
 	}
-	s.respond(w, r, log, resumed.Invocation, reply{turn: resumed.Turn, page: true, device: device})
+	s.respond(w, r, log, resumed.Invocation, reply{turn: resumed.Turn, page: true, device: device, files: s.fileLinks(r, user)})
 	return nil
 }
 

@@ -52,7 +52,7 @@ func (s *Server) chatEdit(w http.ResponseWriter, r *http.Request, log *slog.Logg
 	if m.ID != req.MessageID {
 		return fmt.Errorf("%w: an edit's last message is the edited message, with messageId as its id", errBadRequest)
 	}
-	content, err := s.newContent(m)
+	content, err := s.newContent(m, c.user, req.ID)
 	if err != nil {
 		return err
 	}
@@ -69,7 +69,7 @@ func (s *Server) chatRewound(w http.ResponseWriter, r *http.Request, log *slog.L
 	if err != nil {
 		return err
 	}
-	s.respond(w, r, log, inv, reply{page: true, device: device})
+	s.respond(w, r, log, inv, reply{page: true, device: device, files: s.fileLinks(r, user)})
 	return nil
 }
 

@@ -75,7 +75,7 @@ func (s *Server) chatReplay(w http.ResponseWriter, r *http.Request, log *slog.Lo
 	if err != nil {
 		return err
 	}
-	return s.streamTurn(ctx, w, log, cw, calls)
+	return s.streamTurn(ctx, w, log, cw, calls, s.fileLinks(r, user))
 }
 
 // resumeOpen streams the chat's last turn only while it is running or
@@ -99,7 +99,7 @@ func (s *Server) resumeOpen(w http.ResponseWriter, r *http.Request, log *slog.Lo
 		w.WriteHeader(http.StatusNoContent)
 		return nil
 	}
-	return s.streamTurn(ctx, w, log, cw, calls)
+	return s.streamTurn(ctx, w, log, cw, calls, s.fileLinks(r, user))
 }
 
 // follow is a live tab's wait: the running turn, a finished one the tab
@@ -129,7 +129,7 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request, log *slog.Logger
 		w.WriteHeader(http.StatusNoContent)
 		return nil
 	}
-	return s.streamTurn(ctx, w, log, cw, nil)
+	return s.streamTurn(ctx, w, log, cw, nil, s.fileLinks(r, user))
 }
 
 // replayContext bounds a replay: it outlives the request's pre-stream
@@ -209,8 +209,8 @@ func (cw *chatWatch) awaitTurn(ctx context.Context, wait time.Duration) bool {
 }
 
 // streamTurn streams the last turn of the events seen, whose open calls
-// are calls, then follows it while it runs.
-func (s *Server) streamTurn(ctx context.Context, w http.ResponseWriter, log *slog.Logger, cw *chatWatch, calls []*toolcallback.Call) error {
+// are calls, then follows it while it runs; files gives its files URLs.
+func (s *Server) streamTurn(ctx context.Context, w http.ResponseWriter, log *slog.Logger, cw *chatWatch, calls []*toolcallback.Call, files fileLinks) error {
 	start := lastTurn(cw.events)
 	turn := ""
 	if start < len(cw.events) {
@@ -220,7 +220,7 @@ func (s *Server) streamTurn(ctx context.Context, w http.ResponseWriter, log *slo
 		turn = "msg-" + platform.NewUUID(ctx)
 	}
 	rp := newReplayer(cw.events[start:], calls)
-	sse, enc, stop := s.openStream(w, turn, reply{page: true, device: rp.device})
+	sse, enc, stop := s.openStream(w, turn, reply{page: true, device: rp.device, files: files})
 	defer stop()
 	if err := enc.Start(); err != nil {
 		return nil

@@ -28,12 +28,14 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"google.golang.org/adk/v2/artifact"
 	"google.golang.org/adk/v2/artifact/gcsartifact"
+	"google.golang.org/adk/v2/session"
 	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/toolcallback"
@@ -93,17 +95,27 @@ func (f *fileURLs) url(r *http.Request, owner string, ref toolcallback.FileRef, 
 // check returns the owner and file a URL names if its signature verifies
 // and it has not expired.
 func (f *fileURLs) check(chatID, name string, q url.Values, now time.Time) (string, toolcallback.FileRef, error) {
-	version, err1 := strconv.ParseInt(q.Get("v"), 10, 64)
-	exp, err2 := strconv.ParseInt(q.Get("exp"), 10, 64)
-	owner := q.Get("owner")
-	ref := toolcallback.FileRef{ChatID: chatID, Name: name, Version: version}
-	if err1 != nil || err2 != nil || owner == "" || !hmac.Equal([]byte(q.Get("sig")), []byte(f.sign(owner, ref, exp))) {
-		return "", ref, errBadFileURL
+	owner, ref, exp, err := f.verify(chatID, name, q)
+	if err != nil {
+		return "", ref, err
 	}
 	if now.Unix() > exp {
 		return "", ref, fmt.Errorf("%w (expired)", errBadFileURL)
 	}
 	return owner, ref, nil
+}
+
+// verify returns the owner and file a URL names, and the URL's expiry (in
+// Unix seconds), if its signature verifies; expired or not.
+func (f *fileURLs) verify(chatID, name string, q url.Values) (string, toolcallback.FileRef, int64, error) {
+	version, err1 := strconv.ParseInt(q.Get("v"), 10, 64)
+	exp, err2 := strconv.ParseInt(q.Get("exp"), 10, 64)
+	owner := q.Get("owner")
+	ref := toolcallback.FileRef{ChatID: chatID, Name: name, Version: version}
+	if err1 != nil || err2 != nil || owner == "" || !hmac.Equal([]byte(q.Get("sig")), []byte(f.sign(owner, ref, exp))) {
+		return "", ref, 0, errBadFileURL
+	}
+	return owner, ref, exp, nil
 }
 
 // chatBase is the absolute URL of the Chat function as r reached it:
@@ -153,6 +165,100 @@ func (s *Server) chatFile(w http.ResponseWriter, r *http.Request, chatID, rest s
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(blob.Data)
 	return nil
+}
+
+// errNotChatFile refuses a file part whose URL is neither a data URL nor
+// a URL Baton gave the caller for a file of the chat the message is sent
+// to.
+var errNotChatFile = fmt.Errorf("%w: a file must be a base64 data URL, or the URL GET /Chat/{chatId} gave for a file of this chat", errBadRequest)
+
+// sentBackFiles turns each file part of a new message that names a file by
+// URL (content leaves those as FileData parts holding the URL) back into
+// the reference the session stores: an edit sends the edited message's
+// files back as the URLs the history gave them (docs/files-and-long-chats.md).
+// The file is not read or copied. The URL must be Baton's, signed for
+// user, and name a file of chatID; it may have expired, since the caller
+// is the owner, who may read the chat's history and its file URLs anyway.
+// Any other URL is refused (errNotChatFile): another user's or another
+// chat's file never becomes part of this chat.
+func (s *Server) sentBackFiles(user, chatID string, c *genai.Content) (*genai.Content, error) {
+	for i, p := range c.Parts {
+		if p.FileData == nil {
+			continue
+		}
+		if s.files == nil {
+			return nil, errFilesOff
+		}
+		fileChat, name, q, ok := parseFileURL(p.FileData.FileURI)
+		if !ok || fileChat != chatID {
+			return nil, errNotChatFile
+		}
+		owner, ref, _, err := s.files.verify(fileChat, name, q)
+		if err != nil || owner != user {
+			return nil, errNotChatFile
+		}
+		ref.MIMEType, ref.DisplayName = p.FileData.MIMEType, p.FileData.DisplayName
+		c.Parts[i] = ref.Part()
+	}
+	return c, nil
+}
+
+// parseFileURL reads the chat, the file name and the query of a file URL
+// (fileURLs.url): its path ends in /{chatId}/files/{name}. The scheme and
+// host are not checked: the signature is what makes the URL Baton's.
+func parseFileURL(raw string) (chatID, name string, q url.Values, ok bool) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", "", nil, false
+	}
+	segs := strings.Split(u.EscapedPath(), "/")
+	if n := len(segs); n < 3 || segs[n-2] != "files" {
+		return "", "", nil, false
+	}
+	chatID, err1 := url.PathUnescape(segs[len(segs)-3])
+	name, err2 := url.PathUnescape(segs[len(segs)-1])
+	if err1 != nil || err2 != nil || chatID == "" || name == "" {
+		return "", "", nil, false
+	}
+	return chatID, name, u.Query(), true
+}
+
+// fileLinks gives a file part of a stream's event the URL and media type
+// its file chunk carries ("" leaves it out): see uistream.Encoder.SetFiles.
+type fileLinks func(p *genai.Part) (url, mediaType string)
+
+// fileLinks shows a page the files of a turn (a model's image) as
+// GET /Chat/{chatId} does: a stored file at a URL signed for user, a file
+// the session holds inline at its data URL. Without a file store, a stored
+// file is left out.
+func (s *Server) fileLinks(r *http.Request, user string) fileLinks {
+	return func(p *genai.Part) (string, string) {
+		f := newHistoryFile(p)
+		switch {
+		case f == nil:
+			return "", ""
+		case f.ref == nil:
+			return f.URL, f.MediaType
+		case s.files == nil:
+			return "", ""
+		}
+		return s.files.url(r, user, *f.ref, time.Now()), f.MediaType
+	}
+}
+
+// withSavedFiles is ev as a stream shows it: its parts, then a reference
+// part for each file its tools saved (toolcallback.SavedFiles), which
+// fileLinks gives a URL. ev is not changed.
+func withSavedFiles(ev *session.Event) *session.Event {
+	saved := toolcallback.SavedFiles(ev)
+	if len(saved) == 0 || ev.Content == nil {
+		return ev
+	}
+	out := *ev
+	c := *ev.Content
+	c.Parts = append(slices.Clip(c.Parts), saved...)
+	out.Content = &c
+	return &out
 }
 
 // checkFiles refuses a message with files when the deployment stores none.

@@ -46,7 +46,8 @@ type historyItem struct {
 	// Stopped, on an assistant item, says the user stopped its turn: it
 	// is what the model had generated (toolcallback.Stopped).
 	Stopped bool `json:"stopped,omitempty"`
-	// File is a file the message holds (a user's upload).
+	// File is a file the message holds: a user's upload, a model's
+	// output, or a file a tool saved (toolcallback.SavedFiles).
 	File *historyFile `json:"file,omitempty"`
 	From string       `json:"from,omitempty"`
 	To   string       `json:"to,omitempty"`
@@ -160,6 +161,9 @@ func eventItems(ev *session.Event, turn string, records []sessionstore.MovedCall
 			continue
 		}
 		out = append(out, item)
+	}
+	for _, p := range toolcallback.SavedFiles(ev) {
+		out = append(out, historyItem{Role: role, MessageID: turn, Time: ev.Timestamp, File: newHistoryFile(p)})
 	}
 	return out
 }

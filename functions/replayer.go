@@ -63,6 +63,7 @@ func (rp *replayer) write(sw *uistream.Encoder, log *slog.Logger, ev *session.Ev
 		}
 		content.Parts = append(content.Parts, p)
 	}
+	content.Parts = append(content.Parts, toolcallback.SavedFiles(ev)...)
 	out.Content = &content
 	err := sw.Event(&out, func(c *genai.FunctionCall) uistream.CallKind {
 		switch {

@@ -36,6 +36,9 @@ type reply struct {
 	// calls (see uistream.Encoder.SetDevice).
 	page   bool
 	device string
+	// files gives the files of the stream's events their URLs (a page's:
+	// see Server.fileLinks); nil: the stream carries no file chunks.
+	files fileLinks
 }
 
 // respond sends an invocation to the client: a UI message stream, or one
@@ -63,6 +66,9 @@ func (s *Server) openStream(w http.ResponseWriter, messageID string, out reply) 
 	enc = uistream.NewEncoder(sse, messageID)
 	if out.page {
 		enc.SetDevice(out.device)
+	}
+	if out.files != nil {
+		enc.SetFiles(out.files)
 	}
 	return sse, enc, keepAlive(sse, s.cfg.KeepAlive)
 }
@@ -124,7 +130,7 @@ func stream(ctx context.Context, enc *uistream.Encoder, log *slog.Logger, inv *t
 			continue
 		}
 		// Send errors mean the client left; the invocation goes on.
-		_ = enc.Event(ev, func(c *genai.FunctionCall) uistream.CallKind {
+		_ = enc.Event(withSavedFiles(ev), func(c *genai.FunctionCall) uistream.CallKind {
 			if slices.Contains(ev.LongRunningToolIDs, c.ID) {
 				return uistream.CallBrowser
 			}

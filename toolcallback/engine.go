@@ -380,7 +380,7 @@ func (e *engine) newRunner(svc session.Service) (*runner.Runner, error) {
 		if err != nil {
 			return nil, err
 		}
-		cfg.ArtifactService = e.opts.Files
+		cfg.ArtifactService = chatArtifacts{e.opts.Files} // tools' files are keyed by the chat (toolfiles.go)
 		cfg.PluginConfig = runner.PluginConfig{Plugins: []*plugin.Plugin{files}}
 	}
 	return runner.New(cfg)

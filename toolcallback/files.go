@@ -36,6 +36,7 @@ import (
 	"google.golang.org/adk/v2/model"
 	"google.golang.org/adk/v2/platform"
 	"google.golang.org/adk/v2/plugin"
+	"google.golang.org/adk/v2/session"
 	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/sessionstore"
@@ -105,14 +106,49 @@ func (t *Team) storeFiles(ctx context.Context, user, chat string, c *genai.Conte
 	if t.opts.Files == nil || !hasInlineData(c) {
 		return c, nil
 	}
+	return saveInlineFiles(ctx, t.opts.Files, t.app, user, chat, "upload-", c)
+}
+
+// storeEventFiles saves the inline files of an event the runner appends
+// (a model's image output) as artifacts of the chat, as storeFiles does a
+// user's, and puts the event's content with references in their place in
+// ev itself: the runner yields the event it appended, so the invocation's
+// readers, and the session, get the references, never the bytes. It also
+// notes the files the event's tools saved (noteSavedFiles, toolfiles.go).
+// The chat is the one whose agent session sess is (chatOf); a session
+// whose chat id cannot be told (a hashed long id) keeps its files under
+// its own id, which deleting the chat removes too (deleteFiles).
+func (e *engine) storeEventFiles(ctx context.Context, sess session.Session, ev *session.Event) error {
+	if e.opts.Files == nil {
+		return nil
+	}
+	chat := chatOf(sess.ID())
+	if len(ev.Actions.ArtifactDelta) > 0 {
+		noteSavedFiles(ctx, e.opts.Files, e.opts.Logger, e.app, sess.UserID(), chat, ev)
+	}
+	if ev.Content == nil || !hasInlineData(ev.Content) {
+		return nil
+	}
+	c, err := saveInlineFiles(ctx, e.opts.Files, e.app, sess.UserID(), chat, "model-", ev.Content)
+	if err != nil {
+		return fmt.Errorf("event %q: %w", ev.ID, err)
+	}
+	ev.Content = c
+	return nil
+}
+
+// saveInlineFiles saves each inline file of c as an artifact of chat
+// named prefix and a new uuid, and returns a copy of c with a reference in
+// place of each.
+func saveInlineFiles(ctx context.Context, files artifact.Service, app, user, chat, prefix string, c *genai.Content) (*genai.Content, error) {
 	out := &genai.Content{Role: c.Role, Parts: make([]*genai.Part, len(c.Parts))}
 	for i, p := range c.Parts {
 		out.Parts[i] = p
 		if p == nil || p.InlineData == nil {
 			continue
 		}
-		ref := FileRef{ChatID: chat, Name: "upload-" + platform.NewUUID(ctx), MIMEType: p.InlineData.MIMEType, DisplayName: p.InlineData.DisplayName}
-		saved, err := t.opts.Files.Save(ctx, &artifact.SaveRequest{AppName: t.app, UserID: user, SessionID: chat, FileName: ref.Name,
+		ref := FileRef{ChatID: chat, Name: prefix + platform.NewUUID(ctx), MIMEType: p.InlineData.MIMEType, DisplayName: p.InlineData.DisplayName}
+		saved, err := files.Save(ctx, &artifact.SaveRequest{AppName: app, UserID: user, SessionID: chat, FileName: ref.Name,
 			Part: &genai.Part{InlineData: &genai.Blob{Data: p.InlineData.Data, MIMEType: p.InlineData.MIMEType}}})
 		if err != nil {
 			return nil, fmt.Errorf("save file %d of the message: %w", i, err)

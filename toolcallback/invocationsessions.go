@@ -95,6 +95,9 @@ func (s *invocationSessions) AppendEvent(ctx context.Context, sess session.Sessi
 	s.mu.Unlock()
 	again := hideInputStates(ev)
 	records, err := s.ledgerRecords(sess, ev)
+	if err == nil {
+		err = s.e.storeEventFiles(ctx, sess, ev) // files.go
+	}
 	if n := tokensUsed(ev.UsageMetadata); n > 0 && s.e.opts.CountTokens {
 		// The tokens are counted with the event that reports them.
 		opts.Writes = append(opts.Writes, tokenWrite(s.e.sessions, s.e.app, sess.UserID(), platform.Now(ctx), n))

@@ -67,6 +67,11 @@ type (
 		Name string          `json:"-"`
 		Data json.RawMessage `json:"data"`
 	}
+	// File is a file of the assistant message (a model's image), at URL.
+	File struct {
+		URL       string `json:"url"`
+		MediaType string `json:"mediaType"`
+	}
 	// Error reports a failure to the user; its text carries no internals.
 	Error struct {
 		ErrorText string `json:"errorText"`
@@ -90,6 +95,7 @@ func (ToolApprovalRequest) Type() string { return "tool-approval-request" }
 func (ToolOutputAvailable) Type() string { return "tool-output-available" }
 func (ToolOutputError) Type() string     { return "tool-output-error" }
 func (c Data) Type() string              { return "data-" + c.Name }
+func (File) Type() string                { return "file" }
 func (Error) Type() string               { return "error" }
 func (Finish) Type() string              { return "finish" }
 func (MessageMetadata) Type() string     { return "message-metadata" }
@@ -126,6 +132,7 @@ func (c ToolOutputError) MarshalJSON() ([]byte, error) {
 	return typed(c, plain(c))
 }
 func (c Data) MarshalJSON() ([]byte, error)   { type plain Data; return typed(c, plain(c)) }
+func (c File) MarshalJSON() ([]byte, error)   { type plain File; return typed(c, plain(c)) }
 func (c Error) MarshalJSON() ([]byte, error)  { type plain Error; return typed(c, plain(c)) }
 func (c Finish) MarshalJSON() ([]byte, error) { type plain Finish; return typed(c, plain(c)) }
 func (c MessageMetadata) MarshalJSON() ([]byte, error) {

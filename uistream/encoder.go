@@ -89,6 +89,20 @@ type Encoder struct {
 	// if set.
 	forPage bool
 	device  string
+
+	// fileURL gives a file part of an assistant event the URL and media
+	// type its file chunk carries ("": no chunk); nil: files are not sent.
+	fileURL func(*genai.Part) (url, mediaType string)
+}
+
+// SetFiles makes the stream carry a file chunk for each file part (inline
+// data or file data) of an event not the user's, at the URL url gives it;
+// a part for which url returns "" is left out. Without it, files are not
+// sent: a part's URL is the caller's to choose (a data URL, a signed one).
+func (s *Encoder) SetFiles(url func(p *genai.Part) (url, mediaType string)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fileURL = url
 }
 
 // SetDevice makes tool-input-available chunks say who runs each call, for
@@ -360,6 +374,9 @@ func (s *Encoder) final(ev *session.Event, kind func(*genai.FunctionCall) CallKi
 		}
 	}
 
+	if ev.Author != uiUserAuthor {
+		s.files(ev.Content)
+	}
 	var errs []error
 	for _, p := range ev.Content.Parts {
 		if p == nil || p.FunctionCall == nil {
@@ -375,6 +392,22 @@ func (s *Encoder) final(ev *session.Event, kind func(*genai.FunctionCall) CallKi
 		errs = append(errs, s.response(p.FunctionResponse, confirming))
 	}
 	return errors.Join(errs...)
+}
+
+// files sends a file chunk for each file part of c (see SetFiles).
+func (s *Encoder) files(c *genai.Content) {
+	if s.fileURL == nil {
+		return
+	}
+	for _, p := range c.Parts {
+		if p == nil || p.InlineData == nil && p.FileData == nil {
+			continue
+		}
+		if url, mediaType := s.fileURL(p); url != "" {
+			s.step()
+			s.chunk(File{URL: url, MediaType: mediaType})
+		}
+	}
 }
 
 // finalText ends the streamed text of a model response, sending only the

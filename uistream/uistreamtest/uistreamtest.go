@@ -90,6 +90,7 @@ var chunkFields = map[string]struct{ required, optional []string }{
 	"tool-approval-request": {required: []string{"approvalId", "toolCallId"}},
 	"tool-output-available": {required: []string{"toolCallId", "output"}, optional: []string{"providerExecuted", "dynamic", "preliminary"}},
 	"tool-output-error":     {required: []string{"toolCallId", "errorText"}, optional: []string{"providerExecuted", "dynamic"}},
+	"file":                  {required: []string{"url", "mediaType"}, optional: []string{"providerMetadata"}},
 	"error":                 {required: []string{"errorText"}},
 	"message-metadata":      {required: []string{"messageMetadata"}},
 	"data-":                 {required: []string{"data"}, optional: []string{"id", "transient"}},
@@ -177,7 +178,7 @@ func Check(t testing.TB, chunks []map[string]any, knownCalls ...string) {
 				t.Errorf("chunk %d: %s for unknown tool call %q", i, typ, callID)
 			}
 		}
-		if (strings.HasPrefix(typ, "text-") || strings.HasPrefix(typ, "tool-")) && !inStep {
+		if (strings.HasPrefix(typ, "text-") || strings.HasPrefix(typ, "tool-") || typ == "file") && !inStep {
 			t.Errorf("chunk %d: %s outside a step", i, typ)
 		}
 	}
