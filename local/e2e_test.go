@@ -52,7 +52,7 @@ func TestBrowserScenarios(t *testing.T) {
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	t.Cleanup(cancel) // after the parallel subtests below, not when this returns
+	defer cancel()
 	// ./test runs npm ci whenever the lockfile changes; this covers a bare
 	// go test ./local on a checkout that never had node_modules.
 	_, errPlaywright := os.Stat(filepath.Join(dir, "node_modules", "playwright-core"))
@@ -63,53 +63,63 @@ func TestBrowserScenarios(t *testing.T) {
 		if err != nil {
 			t.Fatalf("npm ci is needed in local/e2e and npm is missing: %v; %s", err, e2eInstallHint)
 		}
-		runLogged(ctx, t, exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund"), dir)
+		if err := runLogged(ctx, t, "", exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund"), dir); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	url := startForTest(t)
-	// Two node processes (each with its browser) per page build, side by
-	// side, each with half of the scenarios: most of a scenario's time is
-	// spent waiting for the page and the model.
+	// Two node processes (each with its browser) per page build, all four
+	// side by side, each with half of the scenarios: most of a scenario's
+	// time is spent waiting for the page and the model. They run as
+	// goroutines, not parallel subtests: go test runs at most -parallel
+	// (GOMAXPROCS, 2 here) of those at once, which ran the four two by two.
 	const shards = 2
+	var wg sync.WaitGroup
 	for _, sdk := range []string{"7", "6"} {
 		for shard := range shards {
-			t.Run(fmt.Sprintf("ai%s-%d", sdk, shard), func(t *testing.T) {
-				t.Parallel()
+			name := fmt.Sprintf("ai%s-%d", sdk, shard)
+			wg.Go(func() {
 				cmd := exec.CommandContext(ctx, node, "--test", "--test-reporter=spec", "scenarios.test.mjs")
 				cmd.Env = append(os.Environ(), "BATON_URL="+url, "CHROMIUM="+chromium, "BATON_E2E_SDK="+sdk,
 					fmt.Sprintf("BATON_E2E_SHARD=%d/%d", shard, shards))
-				runLogged(ctx, t, cmd, dir)
+				if err := runLogged(ctx, t, name+": ", cmd, dir); err != nil {
+					t.Errorf("%s: %v", name, err)
+				}
 			})
 		}
 	}
+	wg.Wait()
 }
 
 // runLogged runs cmd in dir, copying its output to the test log line by
-// line, and fails the test if it fails. On timeout its whole process group
-// (node and the browser it started) is killed.
-func runLogged(ctx context.Context, t *testing.T, cmd *exec.Cmd, dir string) {
+// line (each line after prefix), and says why it failed. On timeout its
+// whole process group (node and the browser it started) is killed.
+func runLogged(ctx context.Context, t *testing.T, prefix string, cmd *exec.Cmd, dir string) error {
 	t.Helper()
 	cmd.Dir = dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 10 * time.Second
-	out := &lineLogger{t: t}
+	out := &lineLogger{t: t, prefix: prefix}
 	cmd.Stdout, cmd.Stderr = out, out
 	err := cmd.Run()
 	out.flush()
 	if ctx.Err() != nil {
-		t.Fatalf("%s: timed out: %v", cmd, ctx.Err())
+		return fmt.Errorf("%s: timed out: %w", cmd, ctx.Err())
 	}
 	if err != nil {
-		t.Fatalf("%s: %v", cmd, err)
+		return fmt.Errorf("%s: %w", cmd, err)
 	}
+	return nil
 }
 
 // lineLogger writes complete lines to the test log as they arrive.
 type lineLogger struct {
-	t   *testing.T
-	mu  sync.Mutex
-	buf []byte
+	t      *testing.T
+	prefix string
+	mu     sync.Mutex
+	buf    []byte
 }
 
 func (l *lineLogger) Write(p []byte) (int, error) {
@@ -121,7 +131,7 @@ func (l *lineLogger) Write(p []byte) (int, error) {
 		if i < 0 {
 			return len(p), nil
 		}
-		l.t.Log(string(l.buf[:i]))
+		l.t.Log(l.prefix + string(l.buf[:i]))
 		l.buf = l.buf[i+1:]
 	}
 }
@@ -130,7 +140,7 @@ func (l *lineLogger) flush() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(l.buf) > 0 {
-		l.t.Log(string(l.buf))
+		l.t.Log(l.prefix + string(l.buf))
 		l.buf = nil
 	}
 }

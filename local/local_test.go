@@ -55,6 +55,7 @@ func startForTest(t *testing.T) string {
 }
 
 func TestServesPageAndFunctions(t *testing.T) {
+	t.Parallel() // its own runner, beside the browser scenarios'
 	url := startForTest(t)
 	resp, err := http.Get(url + "/")
 	if err != nil {

@@ -52,12 +52,18 @@ func TestWebBundle(t *testing.T) {
 		if err != nil {
 			t.Fatalf("npm ci is needed in local/web and npm is missing: %v; %s", err, e2eInstallHint)
 		}
-		runLogged(ctx, t, exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund"), dir)
+		if err := runLogged(ctx, t, "", exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund"), dir); err != nil {
+			t.Fatal(err)
+		}
 	}
 	out := t.TempDir()
 	vite := filepath.Join("node_modules", "vite", "bin", "vite.js")
-	runLogged(ctx, t, exec.CommandContext(ctx, node, vite, "build", "--logLevel", "warn", "--outDir", out), dir)
-	runLogged(ctx, t, exec.CommandContext(ctx, node, vite, "build", "--mode", "ai6", "--logLevel", "warn", "--outDir", filepath.Join(out, "ai6")), dir)
+	if err := runLogged(ctx, t, "", exec.CommandContext(ctx, node, vite, "build", "--logLevel", "warn", "--outDir", out), dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := runLogged(ctx, t, "", exec.CommandContext(ctx, node, vite, "build", "--mode", "ai6", "--logLevel", "warn", "--outDir", filepath.Join(out, "ai6")), dir); err != nil {
+		t.Fatal(err)
+	}
 
 	built, committed := tree(t, out), tree(t, filepath.Join(dir, "dist"))
 	for name, b := range built {

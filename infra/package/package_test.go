@@ -365,11 +365,13 @@ func unzip(t *testing.T, data []byte, dir string) {
 // goCmd runs the go command in dir without network: modules come from the
 // module cache (GOPROXY=off), go.mod may gain the buildpack main's
 // requirements (-mod=mod, as the buildpack's go mod tidy would add them).
+// -trimpath keeps the unpacked archive's temporary directory out of the
+// build cache's keys, so the packages of one build are reused by the next.
 func goCmd(t *testing.T, dir string, args ...string) {
 	t.Helper()
 	cmd := exec.Command("go", args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off", "GOTOOLCHAIN=local")
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod -trimpath", "GOPROXY=off", "GOWORK=off", "GOTOOLCHAIN=local")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("go %s in the unpacked archive: %v\n%s", strings.Join(args, " "), err, out)

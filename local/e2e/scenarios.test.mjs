@@ -652,6 +652,14 @@ scenario('an attached image reaches the model and is still shown after a reload'
   const bare = await page.evaluate(async (u) => (await fetch(u.split('?')[0])).status, src);
   assert.equal(bare, 404, 'the file without its URL\'s token');
   assert.equal(await count(page, sel('message', '[data-role="user"]')), 1);
+
+  // An edit keeps the image: the page sends it back as the URL it was
+  // given, and the model receives the same file again.
+  await page.locator(sel('edit')).first().click();
+  await page.fill(sel('edit-input'), 'and now?');
+  await page.click(sel('edit-save'));
+  await showsExactly(page, [/and now\?/, new RegExp(`I received a file of ${PNG.length} bytes \\(image/png\\)`)], 'the edited chat');
+  assert.match(await shown(), /\/Chat\/[^/?]+\/files\/[^?]+\?/, 'the edited message still shows its image');
   await screenshot(page, 'file');
   noPageErrors(page);
 });

@@ -248,7 +248,13 @@ function ChatPage({ config, identity, device, chatId, initial, onNewChat }) {
             <Message message={m} device={device} running={running} onDecide={decide} onAnswer={answerInput} />
             <MessageActions message={m} last={m.id === lastAssistant} busy={busy || running.size > 0}
               onRegenerate={(messageId) => { live.current?.(); regenerate({ messageId }); }}
-              onEdit={(messageId, text) => { live.current?.(); sendMessage({ text, messageId }); }} />
+              onEdit={(messageId, text) => {
+                live.current?.();
+                // The edited message keeps its files: sent back as the URLs
+                // Baton gave them, which /Chat takes as the same files.
+                const files = m.parts.filter((p) => p.type === 'file');
+                sendMessage(files.length > 0 ? { text, files, messageId } : { text, messageId });
+              }} />
           </Fragment>
         ))}
         {notices.render(messages.length, true)}
