@@ -290,3 +290,20 @@ func TestTurnFile(t *testing.T) {
 		t.Errorf("the file's URL %q: status %d, %d bytes; want the image", link, status, len(got))
 	}
 }
+
+// TestChatFileOfRefusedMessage: a message sent again (the same id) writes
+// nothing, and the file its second copy saved is deleted again: the chat
+// keeps one object, the first copy's.
+func TestChatFileOfRefusedMessage(t *testing.T) {
+	t.Parallel()
+	f := newHTTPFixture(t, nil, modeltest.TextReply("a cat"))
+	image := randomBytes(64 << 10)
+	f.stream(f.chat("ada", chatBody("c1", "tab-a", fileMessage("u1", image, "image/png"))))
+	resp := f.chat("ada", chatBody("c1", "tab-a", fileMessage("u1", image, "image/png")))
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	prefix := "app/" + f.user("ada").UID + "/c1/"
+	if objects, err := f.gcs.Objects(t.Context(), prefix); err != nil || len(objects) != 1 {
+		t.Errorf("objects under %s after the message was sent twice = %v (%v), want the first copy's only", prefix, objects, err)
+	}
+}

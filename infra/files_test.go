@@ -9,7 +9,7 @@ import (
 // TestTerraformFilesBucket: chats' files live in a bucket of their own,
 // never public, that the functions' account may use, and that deletes no
 // object by age: a chat still in use keeps its oldest files (Sweep deletes
-// a chat's files with the chat).
+// a chat's files with the chat). A deleted file is not kept soft-deleted.
 func TestTerraformFilesBucket(t *testing.T) {
 	for _, retention := range []string{"720h", "36h"} {
 		m := loadModule(t, terraformDir(t), map[string]cty.Value{"idle_retention": cty.StringVal(retention)})
@@ -30,6 +30,9 @@ func TestTerraformFilesBucket(t *testing.T) {
 		}
 		if rules := files.blocks(t, "lifecycle_rule"); len(rules) != 0 {
 			t.Errorf("idle_retention %s: %d lifecycle rules on the files bucket, want none", retention, len(rules))
+		}
+		if soft := files.blocks(t, "soft_delete_policy"); len(soft) != 1 || soft[0].value(t, "retention_duration_seconds").AsBigFloat().Sign() != 0 {
+			t.Errorf("idle_retention %s: the files bucket keeps deleted files (soft_delete_policy %v)", retention, soft)
 		}
 		granted := false
 		for _, in := range m.instances(t, "google_storage_bucket_iam_member") {

@@ -98,10 +98,11 @@ func FileRefOf(p *genai.Part) (ref FileRef, ok bool) {
 // caller's content is not changed). Without a file store, or without
 // inline files, it returns c as it is.
 //
-// A file is saved before the message is committed: a turn that then fails
-// leaves an object no session refers to, under the chat's prefix, which
-// deleting the chat removes (a chat never created keeps it: see
-// docs/files-and-long-chats.md).
+// A file is saved before the message is committed. A turn refused before
+// writing anything (busy, over a limit, a message sent again) deletes it
+// again (dropFiles); one that dies in between leaves an object no session
+// refers to, under the chat's prefix, which deleting the chat removes (a
+// chat never created keeps it: see docs/files-and-long-chats.md).
 func (t *Team) storeFiles(ctx context.Context, user, chat string, c *genai.Content) (*genai.Content, error) {
 	if t.opts.Files == nil || !hasInlineData(c) {
 		return c, nil
@@ -157,6 +158,34 @@ func saveInlineFiles(ctx context.Context, files artifact.Service, app, user, cha
 		out.Parts[i] = ref.Part()
 	}
 	return out, nil
+}
+
+// wroteNothing reports whether a turn's error says the turn wrote nothing
+// (so nothing refers to the files it saved). Any other error may come
+// after the message was stored (a client that left while the commit was
+// in flight), and its files stay.
+func wroteNothing(err error) bool {
+	return errors.Is(err, sessionstore.ErrBusy) || errors.Is(err, ErrMessageTaken) ||
+		errors.Is(err, ErrRateLimited) || errors.Is(err, ErrBudgetExhausted)
+}
+
+// dropFiles deletes the files storeFiles saved for sent (stored as the
+// references of saved), best effort: a failure leaves an object only
+// deleting the chat removes.
+func (t *Team) dropFiles(ctx context.Context, user string, sent, saved *genai.Content) {
+	if sent == saved {
+		return // nothing was saved
+	}
+	for i, p := range saved.Parts {
+		ref, ok := FileRefOf(p)
+		if !ok || sent.Parts[i].InlineData == nil {
+			continue
+		}
+		err := t.opts.Files.Delete(ctx, &artifact.DeleteRequest{AppName: t.app, UserID: user, SessionID: ref.ChatID, FileName: ref.Name})
+		if err != nil {
+			t.opts.Logger.Warn("delete the file of a refused message", "chat", ref.ChatID, "file", ref.Name, "error", err)
+		}
+	}
 }
 
 func hasInlineData(c *genai.Content) bool {

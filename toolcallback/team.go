@@ -120,11 +120,21 @@ func (t *Team) Turn(ctx context.Context, req ChatTurn) (*Invocation, *SwitchRepo
 	if req.Agent != "" && t.engines[req.Agent] == nil {
 		return nil, nil, &UnknownAgentError{Name: req.Agent, Known: t.Agents()}
 	}
-	content, err := t.storeFiles(ctx, req.UserID, req.ChatID, req.Content)
+	sent := req.Content
+	content, err := t.storeFiles(ctx, req.UserID, req.ChatID, sent)
 	if err != nil {
 		return nil, nil, err
 	}
 	req.Content = content
+	inv, report, err := t.turn(ctx, req)
+	if wroteNothing(err) {
+		t.dropFiles(ctx, req.UserID, sent, content)
+	}
+	return inv, report, err
+}
+
+// turn runs a message whose files are stored.
+func (t *Team) turn(ctx context.Context, req ChatTurn) (*Invocation, *SwitchReport, error) {
 	if inv, report, ok, err := t.warmTurn(ctx, req); ok {
 		return inv, report, err
 	}

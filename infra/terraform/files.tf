@@ -15,6 +15,12 @@ resource "google_storage_bucket" "files" {
   # idle_retention. No lifecycle rule deletes by age: it would delete the
   # older files of a chat still in use (docs/files-and-long-chats.md).
 
+  # A deleted chat's files are gone at once, not kept recoverable (and
+  # billed) for the 7 days of Cloud Storage's default soft delete.
+  soft_delete_policy {
+    retention_duration_seconds = 0
+  }
+
   depends_on = [google_project_service.apis]
 }
 
