@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -37,7 +39,9 @@ func startForTest(t *testing.T) string {
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, net.JoinHostPort("127.0.0.1", port), functions.NewLogger(io.Discard), ready) }()
+	logs := &runnerLogs{}
+	t.Cleanup(func() { logs.report(t) })
+	go func() { done <- run(ctx, net.JoinHostPort("127.0.0.1", port), functions.NewLogger(logs), ready) }()
 	select {
 	case url := <-ready:
 		t.Cleanup(func() {
@@ -52,6 +56,34 @@ func startForTest(t *testing.T) string {
 		t.Fatalf("local runner did not start: %v", err)
 	}
 	return ""
+}
+
+// runnerLogs keeps the runner's log lines of severity WARNING and above,
+// which a failed test prints.
+type runnerLogs struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *runnerLogs) Write(p []byte) (int, error) {
+	if bytes.Contains(p, []byte(`"severity":"ERROR"`)) || bytes.Contains(p, []byte(`"severity":"WARNING"`)) {
+		l.mu.Lock()
+		l.lines = append(l.lines, string(bytes.TrimSpace(p)))
+		l.mu.Unlock()
+	}
+	return len(p), nil
+}
+
+// report prints the kept lines if t failed.
+func (l *runnerLogs) report(t *testing.T) {
+	if !t.Failed() {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, line := range l.lines {
+		t.Log("runner: " + line)
+	}
 }
 
 func TestServesPageAndFunctions(t *testing.T) {

@@ -155,20 +155,27 @@ func (s *Service) RenewLease(ctx context.Context, l *Lease, ttl time.Duration) (
 // When the lease is lost, or cannot be renewed before it runs out (Firestore
 // unreachable), l.Lost() is closed and renewing stops: the holder must stop
 // writing, and its writes would fail anyway.
+//
+// stop waits for a renewal in flight to finish rather than cancelling it:
+// a cancelled commit may still be applied, and the holder's next write,
+// conditional on the version it knows, would then find the session changed
+// and read as a lost lease.
 func (s *Service) KeepLease(ctx context.Context, l *Lease, ttl time.Duration) (stop func()) {
-	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	done := make(chan struct{})
+	ctx = context.WithoutCancel(ctx)
+	quit, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
 		tick := time.NewTicker(ttl / 3)
 		defer tick.Stop()
 		for {
 			select {
-			case <-ctx.Done():
+			case <-quit:
 				return
 			case <-tick.C:
 			}
-			err := s.RenewLease(ctx, l, ttl)
+			rctx, cancel := context.WithTimeout(ctx, ttl) // past the term, a renewal is moot
+			err := s.RenewLease(rctx, l, ttl)
+			cancel()
 			if errors.Is(err, ErrLeaseLost) {
 				return
 			}
@@ -178,7 +185,8 @@ func (s *Service) KeepLease(ctx context.Context, l *Lease, ttl time.Duration) (s
 			}
 		}
 	}()
-	return func() { cancel(); <-done }
+	var once sync.Once
+	return func() { once.Do(func() { close(quit); <-done }) }
 }
 
 // ReleaseLease gives the lease back if it is still the one held. Releasing

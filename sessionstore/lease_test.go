@@ -3,6 +3,8 @@ package sessionstore_test
 import (
 	"context"
 	"errors"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 	"google.golang.org/adk/v2/platform"
 	"google.golang.org/adk/v2/session"
 
+	"github.com/baton-run/baton/internal/firestoretest"
 	"github.com/baton-run/baton/sessionstore"
 )
 
@@ -211,5 +214,57 @@ func TestKeepLease(t *testing.T) {
 	case <-l.Lost():
 		t.Error("Lost() closed although the lease was only let go")
 	default:
+	}
+}
+
+// TestKeepLeaseStopLetsRenewalFinish: stopping the renewals while one is
+// in flight waits for it instead of cancelling it (a cancelled commit may
+// still be applied, and the holder's next conditional write would then
+// read as a lost lease): the renewal lands, and the holder's next append
+// and release succeed.
+func TestKeepLeaseStopLetsRenewalFinish(t *testing.T) {
+	t.Parallel()
+	client, counter := firestoretest.NewCountingClient(t)
+	svc := sessionstore.New(client, nil)
+	ctx := t.Context()
+	if _, err := svc.Create(ctx, &session.CreateRequest{AppName: "app", UserID: "u", SessionID: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	const ttl = 600 * time.Millisecond
+	l, err := svc.AcquireLease(ctx, "app", "u", "s", "h", ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := svc.Get(sessionstore.WithLease(ctx, l), &session.GetRequest{AppName: "app", UserID: "u", SessionID: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	acquired := l.Expires()
+	inFlight, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	counter.SetHook(func(method string, _ any) error {
+		if strings.HasSuffix(method, "/Commit") {
+			once.Do(func() { close(inFlight); <-release }) // the first renewal
+		}
+		return nil
+	})
+	stop := svc.KeepLease(ctx, l, ttl)
+	<-inFlight
+	stopped := make(chan struct{})
+	go func() { stop(); close(stopped) }()
+	close(release)
+	<-stopped
+	counter.SetHook(nil)
+	if !l.Expires().After(acquired) {
+		t.Error("the renewal in flight when the renewals stopped did not land")
+	}
+	if err := svc.AppendEvent(ctx, held.Session, textEvent("e1", "user", "after the renewals")); err != nil {
+		t.Fatalf("append after stopping the renewals: %v", err)
+	}
+	if err := svc.ReleaseSession(ctx, held.Session); err != nil {
+		t.Fatalf("release after stopping the renewals: %v", err)
+	}
+	if !sessionstore.Claimable(held.Session) {
+		t.Error("the handle is not current after its release")
 	}
 }

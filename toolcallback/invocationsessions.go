@@ -52,8 +52,10 @@ type invocationSessions struct {
 	// at once; the invocation is handed to the caller only once it is
 	// stored (a warm turn, see warm.go).
 	stageClaim bool
-	// claimStored is closed once a staged claim's commit reported.
+	// claimStored is closed once a staged claim's commit reported;
+	// claimStaged says whether one was staged at all.
 	claimStored chan struct{}
+	claimStaged bool
 	// sess is the handle the runner appends through.
 	sess session.Session
 	// held are final replies staged to be stored with the lease's release
@@ -139,9 +141,11 @@ func (s *invocationSessions) stageClaimed(ctx context.Context, sess session.Sess
 	st, err := s.Service.StageEvent(sess, ev, opts)
 	if err != nil {
 		s.claimDone(ctx, err)
-		close(s.claimStored)
 		return err
 	}
+	s.mu.Lock()
+	s.claimStaged = true
+	s.mu.Unlock()
 	go func() {
 		defer close(s.claimStored)
 		s.claimDone(ctx, st.Commit(ctx))
@@ -186,10 +190,14 @@ func (s *invocationSessions) pushHeld(ctx context.Context, inv *Invocation) erro
 	return nil
 }
 
-// awaitStagedClaim waits until a staged claim's commit reported, so that
-// the invocation's end knows whether it holds the lease.
+// awaitStagedClaim waits until a staged claim's commit, if the run staged
+// one, reported, so that the invocation's end knows whether it holds the
+// lease. A run that ended before its first append staged none.
 func (s *invocationSessions) awaitStagedClaim() {
-	if s.stageClaim {
+	s.mu.Lock()
+	staged := s.claimStaged
+	s.mu.Unlock()
+	if staged {
 		<-s.claimStored
 	}
 }
