@@ -291,19 +291,24 @@ func TestTurnFile(t *testing.T) {
 	}
 }
 
-// TestChatFileOfRefusedMessage: a message sent again (the same id) writes
-// nothing, and the file its second copy saved is deleted again: the chat
-// keeps one object, the first copy's.
+// TestChatFileOfRefusedMessage: a message sent again (the same id), and an
+// edit of a message the chat does not have, write nothing, and the files
+// they saved are deleted again: the chat keeps one object, the first
+// copy's.
 func TestChatFileOfRefusedMessage(t *testing.T) {
 	t.Parallel()
 	f := newHTTPFixture(t, nil, modeltest.TextReply("a cat"))
 	image := randomBytes(64 << 10)
 	f.stream(f.chat("ada", chatBody("c1", "tab-a", fileMessage("u1", image, "image/png"))))
-	resp := f.chat("ada", chatBody("c1", "tab-a", fileMessage("u1", image, "image/png")))
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
+	edit := chatBody("c1", "tab-a", fileMessage("u9", image, "image/png"))
+	edit["messageId"] = "u9" // not a message of the chat
+	for _, body := range []map[string]any{chatBody("c1", "tab-a", fileMessage("u1", image, "image/png")), edit} {
+		resp := f.chat("ada", body)
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
 	prefix := "app/" + f.user("ada").UID + "/c1/"
 	if objects, err := f.gcs.Objects(t.Context(), prefix); err != nil || len(objects) != 1 {
-		t.Errorf("objects under %s after the message was sent twice = %v (%v), want the first copy's only", prefix, objects, err)
+		t.Errorf("objects under %s after a resend and an edit of an unknown message = %v (%v), want the first copy's only", prefix, objects, err)
 	}
 }

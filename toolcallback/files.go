@@ -98,8 +98,9 @@ func FileRefOf(p *genai.Part) (ref FileRef, ok bool) {
 // caller's content is not changed). Without a file store, or without
 // inline files, it returns c as it is.
 //
-// A file is saved before the message is committed. A turn refused before
-// writing anything (busy, over a limit, a message sent again) deletes it
+// A file is saved before the message is committed. A turn or an edit
+// refused before writing anything (busy, over a limit, a message sent
+// again, an unknown or rewound message to edit) deletes it
 // again (dropFiles); one that dies in between leaves an object no session
 // refers to, under the chat's prefix, which deleting the chat removes (a
 // chat never created keeps it: see docs/files-and-long-chats.md).
@@ -166,7 +167,8 @@ func saveInlineFiles(ctx context.Context, files artifact.Service, app, user, cha
 // in flight), and its files stay.
 func wroteNothing(err error) bool {
 	return errors.Is(err, sessionstore.ErrBusy) || errors.Is(err, ErrMessageTaken) ||
-		errors.Is(err, ErrRateLimited) || errors.Is(err, ErrBudgetExhausted)
+		errors.Is(err, ErrRateLimited) || errors.Is(err, ErrBudgetExhausted) ||
+		errors.Is(err, ErrMessageNotFound) || errors.Is(err, ErrRewound)
 }
 
 // dropFiles deletes the files storeFiles saved for sent (stored as the

@@ -91,13 +91,26 @@ func (t *Team) Rewind(ctx context.Context, req Rewind) (*Invocation, error) {
 	if req.Content != nil && (req.Message == "" || len(req.Content.Parts) == 0) {
 		return nil, fmt.Errorf("%w: an edit names its message and has content", ErrInvalidAnswer)
 	}
-	if req.Content != nil { // an edit: its files are stored as a turn's are
-		content, err := t.storeFiles(ctx, req.UserID, req.ChatID, req.Content)
-		if err != nil {
-			return nil, err
-		}
-		req.Content = content
+	if req.Content == nil {
+		return t.rewindChat(ctx, req)
 	}
+	// An edit: its files are stored as a turn's are, and deleted again if
+	// the edit is refused before anything is written.
+	sent := req.Content
+	content, err := t.storeFiles(ctx, req.UserID, req.ChatID, sent)
+	if err != nil {
+		return nil, err
+	}
+	req.Content = content
+	inv, err := t.rewindChat(ctx, req)
+	if wroteNothing(err) {
+		t.dropFiles(ctx, req.UserID, sent, content)
+	}
+	return inv, err
+}
+
+// rewindChat rewinds the chat as req asks, its files stored.
+func (t *Team) rewindChat(ctx context.Context, req Rewind) (*Invocation, error) {
 	// One round trip reads the chat with the session it is believed to
 	// point at (see activeSessions), and what the limits count, as a turn
 	// does.
