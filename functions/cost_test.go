@@ -97,23 +97,37 @@ func TestTurnCost(t *testing.T) {
 		script:    []modeltest.Reply{modeltest.TextReply("first"), modeltest.TextReply("second")},
 		setup:     func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "hello")) },
 		run:       func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "again")) },
-		bound:     costBound{beforeModel: 2, roundTrips: 4, lookups: 3, writes: 4},
+		bound:     costBound{beforeModel: 2, roundTrips: 3, lookups: 3, writes: 3},
 	}, {
-		// With a token budget, the day's count is read with the chat and
-		// incremented with the model's reply.
+		// Without turn limits: the floor the limits add to.
+		name:      "plain turn, existing chat, no limits",
+		stateOnly: true,
+		config:    func(c *Config) { c.TurnLimits = TurnLimits{} },
+		script:    []modeltest.Reply{modeltest.TextReply("first"), modeltest.TextReply("second")},
+		setup:     func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "hello")) },
+		run:       func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "again")) },
+		bound:     costBound{beforeModel: 2, roundTrips: 3, lookups: 2, writes: 2},
+	}, {
+		// With a token budget as well as the rate limits: the day's count
+		// of deleted sessions is read with the chat, and the sum over the
+		// user's sessions is queried beside that read (one more RPC before
+		// the model, not one more round trip after another: see
+		// TestTokenSumBesideRead); the reply's tokens are counted in the
+		// session document, which the reply's commit writes anyway. So
+		// both limits together add one write, the user's turn log.
 		name:      "plain turn, existing chat, token budget",
 		stateOnly: true,
 		budget:    true,
 		script:    []modeltest.Reply{modeltest.TextReply("first"), modeltest.TextReply("second")},
 		setup:     func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "hello")) },
 		run:       func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "again")) },
-		bound:     costBound{beforeModel: 2, roundTrips: 4, lookups: 4, writes: 5},
+		bound:     costBound{beforeModel: 3, roundTrips: 4, lookups: 5, writes: 3},
 	}, {
 		name:   "plain turn, existing chat, default",
 		script: []modeltest.Reply{modeltest.TextReply("first"), modeltest.TextReply("second")},
 		setup:  func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "hello")) },
 		run:    func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "again")) },
-		bound:  costBound{beforeModel: 2, roundTrips: 4, lookups: 5, writes: 4},
+		bound:  costBound{beforeModel: 2, roundTrips: 3, lookups: 5, writes: 3},
 	}, {
 		name:      "first turn of a new chat",
 		stateOnly: true,
@@ -247,4 +261,51 @@ func gateCommits(f *httpFixture, asked <-chan struct{}) {
 		}
 		return nil
 	})
+}
+
+// TestTokenSumBesideRead: with a token budget, the sum of the user's
+// sessions' tokens is queried beside the read of the chat, not after it.
+// The read is held until the query is sent, which a turn that queried
+// after the read would not do until the 5 s are up.
+func TestTokenSumBesideRead(t *testing.T) {
+	t.Parallel()
+	f := newHTTPFixtureWith(t, func(_ *httpFixture, o *ServerOptions) {
+		o.SessionStateOnly = true
+		o.WarmChats = -1
+	}, func(c *Config) {
+		c.TurnLimits.User.UserTokensPerDay, c.TurnLimits.Anonymous.UserTokensPerDay = 1_000_000, 1_000_000
+	}, modeltest.TextReply("first"), modeltest.TextReply("second"))
+	f.model.Usage = &genai.GenerateContentResponseUsageMetadata{TotalTokenCount: 100}
+	f.stream(f.turn("ada", "s1", "tab-a", "hello"))
+	var (
+		queried = make(chan struct{})
+		once    sync.Once
+		mu      sync.Mutex
+		reads   int
+		late    int
+	)
+	f.counter.SetHook(func(method string, _ any) error {
+		switch {
+		case strings.HasSuffix(method, "/RunAggregationQuery"):
+			once.Do(func() { close(queried) })
+		case strings.HasSuffix(method, "/BatchGetDocuments"):
+			mu.Lock()
+			reads++
+			mu.Unlock()
+			select {
+			case <-queried:
+			case <-time.After(5 * time.Second):
+				mu.Lock()
+				late++
+				mu.Unlock()
+			}
+		}
+		return nil
+	})
+	f.stream(f.turn("ada", "s1", "tab-a", "again"))
+	mu.Lock()
+	defer mu.Unlock()
+	if reads == 0 || late > 0 {
+		t.Errorf("%d reads, %d of them sent 5 s before the token sum was queried: want the sum queried beside the turn's read", reads, late)
+	}
 }

@@ -267,8 +267,15 @@ func (s *Service) PurgeSession(ctx context.Context, app, user, id string) (int, 
 			return deleted, err
 		}
 	}
-	if _, err := ref.Delete(ctx); err != nil && !errors.Is(FirestoreError(err), ErrNotFound) {
-		return deleted, fmt.Errorf("delete session %q: %w", id, FirestoreError(err))
+	// The document last, with the day's tokens it counted moved to the
+	// user's day document.
+	err := s.readModifyWrite(ctx, ref, func(doc *sessionDoc, batch *firestore.WriteBatch, pre firestore.Precondition) error {
+		batch.Delete(ref, pre)
+		s.carryTokens(ctx, batch, app, user, doc)
+		return nil
+	}, nil)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return deleted, fmt.Errorf("delete session %q: %w", id, err)
 	}
 	return deleted + 1, nil
 }

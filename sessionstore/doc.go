@@ -119,7 +119,10 @@
 // the single-field index on sessions.scope enabled for collection-group
 // scope. Cleanup queries the "chats" collection group with scope == X and a
 // range on cleanupAt or on lastActivity, which need the composite indexes in
-// Indexes. All are declared in infra/terraform.
+// Indexes. SessionTokens sums tokensUsed over a user's sessions with
+// tokensDay ==, which needs the composite index (tokensDay, tokensUsed) on
+// the sessions collection: a sum is computed from index entries. All are
+// declared in infra/terraform.
 package sessionstore
 
 // FieldIndex is a single-field index setting a query needs beyond
@@ -140,7 +143,7 @@ var FieldIndexes = []FieldIndex{
 // QueriedFields are the fields this package's queries filter or order on,
 // by collection group: their automatic indexes must not be exempted.
 var QueriedFields = map[string][]string{
-	"sessions": {"scope"},
+	"sessions": {"scope", "tokensDay", "tokensUsed"},
 	"chats":    {"scope", "cleanupAt", "lastActivity"},
 }
 
@@ -155,4 +158,5 @@ type Index struct {
 var Indexes = []Index{
 	{CollectionGroup: "chats", QueryScope: "COLLECTION_GROUP", Fields: []string{"scope", "cleanupAt"}},
 	{CollectionGroup: "chats", QueryScope: "COLLECTION_GROUP", Fields: []string{"scope", "lastActivity"}},
+	{CollectionGroup: "sessions", QueryScope: "COLLECTION", Fields: []string{"tokensDay", "tokensUsed"}},
 }

@@ -115,6 +115,9 @@ type AppendOptions struct {
 	// TurnLog, when not nil, replaces the session's log of recent turn
 	// times (see TurnLog).
 	TurnLog []time.Time
+	// Tokens counts, in the session document, the model tokens the
+	// event's response reported (see SessionTokens).
+	Tokens TokenUse
 	// Writes are writes of documents beside the session made in the same
 	// commit (a user's turn and token counts, the ledger records a rewind
 	// closes). A precondition of one that fails fails the append, writing
@@ -237,6 +240,7 @@ type appendPlan struct {
 	rewind    *rewindPlan // what a rewind mark takes back
 	besides   int         // how many documents beside the session it updates
 	turnLog   []time.Time // nil: unchanged
+	tokens    *tokenCount // nil: unchanged
 	staged    bool        // the event is staged: visible already
 	release   bool        // the commit frees the lease
 }
@@ -250,6 +254,7 @@ type appendBase struct {
 	stateSize int
 	state     []byte // the new session-scoped state, nil when unchanged
 	docsOpen  bool
+	tokens    tokenCount
 }
 
 // base reads, under the handle's lock, what an append of an event with
@@ -259,7 +264,7 @@ func (ss *storedSession) base(sessDelta map[string]any, claim *LeaseClaim) (appe
 	ss.mu.RLock()
 	b := appendBase{
 		revision: ss.revision + 1, version: ss.version, chunks: slices.Clone(ss.chunks), tail: slices.Clone(ss.tail),
-		stateSize: ss.stateSize, docsOpen: ss.docsOpen,
+		stateSize: ss.stateSize, docsOpen: ss.docsOpen, tokens: ss.tokens,
 	}
 	var err error
 	if len(sessDelta) > 0 {
@@ -309,7 +314,8 @@ func (s *Service) planAppend(ctx context.Context, ss *storedSession, event *sess
 	p := &appendPlan{
 		batch: s.client.Batch(), chatWrite: -1, event: stored, delta: event.Actions.StateDelta, revision: b.revision,
 		chunks: b.chunks, tail: b.tail, stateSize: b.stateSize, docsOpen: b.docsOpen, claim: opts.Claim,
-		rewind: opts.rewind, besides: len(opts.Writes), turnLog: opts.TurnLog, staged: opts.staged, release: opts.release,
+		rewind: opts.rewind, besides: len(opts.Writes), turnLog: opts.TurnLog, tokens: b.tokens.add(opts.Tokens),
+		staged: opts.staged, release: opts.release,
 	}
 	if p.release && ss.lease == nil && opts.Claim == nil {
 		return nil, fmt.Errorf("append event: session %q: no lease to release", ss.id)
@@ -408,6 +414,9 @@ func (p *appendPlan) sessionUpdates(b appendBase, element chunkElement, sealed b
 	if p.turnLog != nil {
 		updates = append(updates, firestore.Update{Path: "turnLog", Value: p.turnLog})
 	}
+	if t := p.tokens; t != nil {
+		updates = append(updates, firestore.Update{Path: "tokensDay", Value: t.day}, firestore.Update{Path: "tokensUsed", Value: t.n})
+	}
 	return updates
 }
 
@@ -418,11 +427,15 @@ func (s *Service) planCreate(p *appendPlan, ref *firestore.DocumentRef, ss *stor
 	if state == nil {
 		state = c.state
 	}
-	p.batch.Create(ref, sessionDoc{
+	doc := sessionDoc{
 		App: ss.app, User: ss.user, ID: ss.id, Scope: s.scope(ss.app), State: state,
 		Created: c.created, Updated: updated, Revision: p.revision,
 		Chunks: []chunkMeta{}, Tail: p.tail, Lease: p.leaseDoc, DocsClosed: !p.docsOpen, TurnLog: p.turnLog,
-	})
+	}
+	if t := p.tokens; t != nil {
+		doc.TokensDay, doc.TokensUsed = t.day, t.n
+	}
+	p.batch.Create(ref, doc)
 	if chat := c.chat; chat != nil {
 		p.batch.Create(s.chatRef(chat.App, chat.UserID, chat.ID), chat.doc(s.scope(chat.App)))
 		p.chatWrite = p.sessionWrite + 1
@@ -469,6 +482,9 @@ func (ss *storedSession) applyAppend(p *appendPlan, results []*firestore.WriteRe
 	}
 	if p.turnLog != nil {
 		ss.turnLog = p.turnLog
+	}
+	if p.tokens != nil {
+		ss.tokens = *p.tokens
 	}
 	if c := p.claim; c != nil {
 		if p.chatWrite >= 0 {

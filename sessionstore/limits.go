@@ -1,18 +1,29 @@
 package sessionstore
 
 import (
+	"context"
+	"fmt"
 	"slices"
 	"time"
 
 	"cloud.google.com/go/firestore"
+	"google.golang.org/adk/v2/platform"
 	"google.golang.org/adk/v2/session"
 )
 
 // What the turn limits (toolcallback's Limits) keep here: a chat's recent
 // turn times live in its session document, which the commit storing the
 // turn's message writes anyway, so counting a chat's turns costs no write
-// of its own; the user's counts live in documents of the caller's, written
-// in that same commit (AppendOptions.Writes).
+// of its own; the user's turn times live in a document of the caller's,
+// written in that same commit (AppendOptions.Writes).
+//
+// Model tokens are counted the same way: each session document counts the
+// tokens its events reported on the current UTC day, in the commit that
+// stores the event, and a user's day is the sum over the user's sessions,
+// one aggregation query (SessionTokens), plus what the user's sessions
+// deleted that day had counted: a delete moves the session's count to the
+// user's day document (DayTokensRef) in its own commit, so that deleting a
+// chat does not give its tokens back.
 
 // TurnLog returns the times of the recent turns stored in sess's session
 // document (AppendOptions.TurnLog), oldest first as written; nil for a
@@ -30,3 +41,90 @@ func TurnLog(sess session.Session) []time.Time {
 // UserRef is the user's state document, under which documents kept per
 // user beside the sessions live (the turn limits' counts).
 func (s *Service) UserRef(app, user string) *firestore.DocumentRef { return s.userRef(app, user) }
+
+// TokenUse is the model tokens an event's response reported, at the time
+// of the response (AppendOptions.Tokens).
+type TokenUse struct {
+	N  int64
+	At time.Time
+}
+
+// tokenCount is a session's count of one UTC day's tokens.
+type tokenCount struct {
+	day string
+	n   int64
+}
+
+// add is the count once u is added (nil when u adds nothing): a count of
+// another day starts again.
+func (c tokenCount) add(u TokenUse) *tokenCount {
+	if u.N <= 0 {
+		return nil
+	}
+	next := tokenCount{day: tokenDay(u.At), n: u.N}
+	if next.day == c.day {
+		next.n += c.n
+	}
+	return &next
+}
+
+// tokenDay is the UTC day of t, as tokens are counted.
+func tokenDay(t time.Time) string { return t.UTC().Format(time.DateOnly) }
+
+// DayTokensRef is the document that keeps the tokens user's deleted
+// sessions had counted on the UTC day of at ({user}/limits/tokens-{day},
+// with a TTL field gcAt a day after the day's end).
+func (s *Service) DayTokensRef(app, user string, at time.Time) *firestore.DocumentRef {
+	return s.userRef(app, user).Collection("limits").Doc("tokens-" + tokenDay(at))
+}
+
+// DayTokens decodes a snapshot of a DayTokensRef document: 0 when it does
+// not exist.
+func DayTokens(snap *firestore.DocumentSnapshot) (int64, error) {
+	if snap == nil || !snap.Exists() {
+		return 0, nil
+	}
+	var d dayTokensDoc
+	if err := snap.DataTo(&d); err != nil {
+		return 0, fmt.Errorf("decode token count: %w", err)
+	}
+	return d.Tokens, nil
+}
+
+type dayTokensDoc struct {
+	Tokens  int64     `firestore:"tokens"`
+	Expires time.Time `firestore:"gcAt"`
+}
+
+// SessionTokens sums the tokens user's stored sessions counted on the UTC
+// day of at: one aggregation query over the index (sessions: tokensDay,
+// tokensUsed), billed as one read per 1,000 sessions counted.
+func (s *Service) SessionTokens(ctx context.Context, app, user string, at time.Time) (int64, error) {
+	q := s.userRef(app, user).Collection("sessions").Where("tokensDay", "==", tokenDay(at))
+	res, err := q.NewAggregationQuery().WithSum("tokensUsed", "n").Get(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("sum tokens: %w", FirestoreError(err))
+	}
+	// A sum over integers is an integer, unless it overflows to a double.
+	switch n := res.Data()["n"].(type) {
+	case int64:
+		return n, nil
+	case float64:
+		return int64(n), nil
+	case nil:
+		return 0, nil
+	default:
+		return 0, fmt.Errorf("sum tokens: unexpected result %T", n)
+	}
+}
+
+// carryTokens adds to batch the move of a deleted session's count of
+// today's tokens to the user's day document.
+func (s *Service) carryTokens(ctx context.Context, batch *firestore.WriteBatch, app, user string, doc *sessionDoc) {
+	now := platform.Now(ctx)
+	if doc.TokensUsed <= 0 || doc.TokensDay != tokenDay(now) {
+		return
+	}
+	expires := now.UTC().Truncate(24 * time.Hour).Add(48 * time.Hour)
+	batch.Set(s.DayTokensRef(app, user, now), map[string]any{"tokens": firestore.Increment(doc.TokensUsed), "gcAt": expires}, firestore.MergeAll)
+}

@@ -320,6 +320,7 @@ func (s *Service) sessionFrom(ctx context.Context, req *session.GetRequest, snap
 		stored:    doc.Lease,
 		docsOpen:  !doc.DocsClosed,
 		turnLog:   doc.TurnLog,
+		tokens:    tokenCount{day: doc.TokensDay, n: doc.TokensUsed},
 	}, nil
 }
 
@@ -400,6 +401,7 @@ func (s *Service) Delete(ctx context.Context, req *session.DeleteRequest) error 
 			batch.Delete(chunkDocRef(ref, c.N))
 		}
 		batch.Delete(ref, pre)
+		s.carryTokens(ctx, batch, req.AppName, req.UserID, doc)
 		return nil
 	}, nil)
 	if errors.Is(err, ErrNotFound) {

@@ -51,6 +51,8 @@ type storedSession struct {
 	docsOpen bool
 	// turnLog mirrors the document's log of recent turn times.
 	turnLog []time.Time
+	// tokens mirrors the document's count of the day's model tokens.
+	tokens tokenCount
 	// staged are events readers see but not stored yet, oldest first
 	// (see staged.go).
 	staged []*StagedEvent

@@ -58,6 +58,11 @@ type sessionDoc struct {
 	// TurnLog holds the times of the chat's recent turns, for its turn
 	// rate limit (see TurnLog in limits.go).
 	TurnLog []time.Time `firestore:"turnLog,omitempty"`
+	// TokensDay and TokensUsed are the model tokens the session's events
+	// reported on one UTC day ("2006-01-02"; see AppendOptions.Tokens and
+	// SessionTokens).
+	TokensDay  string `firestore:"tokensDay,omitempty"`
+	TokensUsed int64  `firestore:"tokensUsed,omitempty"`
 }
 
 // chunkMeta describes one sealed chunk document so that Get can pick the

@@ -134,7 +134,13 @@
 // ({root}/{app}/users/{user}/limits/turns and tokens-{day}) are read with
 // the chat and session, a chat's recent turn times live in its session
 // document, and the turn is counted in the commit that stores its message.
-// A model response's tokens are counted in the commit that stores it.
+// A model response's tokens are counted in the session document the
+// commit that stores it writes anyway; a user's day is their sum over the
+// user's sessions, an aggregation query sent beside the turn's read.
+// Counting a chat's tokens per chat, rather than per user, is what saves
+// the write: a user's total is then only ever read, never written on the
+// turn path (a deleted session moves its count to tokens-{day}).
+//
 // # Files
 //
 // With Options.Files (an ADK artifact.Service), Team.Turn saves a user

@@ -101,8 +101,9 @@ func (s *invocationSessions) AppendEvent(ctx context.Context, sess session.Sessi
 		err = s.e.storeEventFiles(ctx, sess, ev) // files.go
 	}
 	if n := tokensUsed(ev.UsageMetadata); n > 0 && s.e.opts.CountTokens {
-		// The tokens are counted with the event that reports them.
-		opts.Writes = append(opts.Writes, tokenWrite(s.e.sessions, s.e.app, sess.UserID(), platform.Now(ctx), n))
+		// The tokens are counted with the event that reports them, in
+		// the session document (limits.go).
+		opts.Tokens = sessionstore.TokenUse{N: n, At: platform.Now(ctx)}
 	}
 	opts.Create = records
 	switch {

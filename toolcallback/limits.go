@@ -1,12 +1,14 @@
 package toolcallback
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"time"
 
 	"cloud.google.com/go/firestore"
+	"google.golang.org/adk/v2/platform"
 	"google.golang.org/adk/v2/session"
 	"google.golang.org/genai"
 
@@ -27,12 +29,16 @@ import (
 // rate holds exactly. A turn refused for its limits writes nothing.
 //
 // Tokens are counted from the usage metadata of each model response, in
-// the commit that stores the response's event: the day's document
-// {root}/{app}/users/{user}/limits/tokens-{yyyy-mm-dd} (UTC) is
-// incremented, unconditionally. A turn is refused once the day's count
-// has reached the budget, as read before the model is called, so a turn
-// may overrun the budget by what it uses, and turns racing at the edge by
-// what all of them use.
+// the commit that stores the response's event: the session document
+// counts its tokens of the day (sessionstore.AppendOptions.Tokens), so
+// counting costs no write of its own. A user's day is the sum over the
+// user's sessions, one aggregation query sent beside the turn's read, plus
+// the user's day document {root}/{app}/users/{user}/limits/tokens-{day}
+// (UTC), where a deleted session's count goes, read in the same round trip
+// as the chat. A turn is refused once the day's count has reached the
+// budget, as read before the model is called, so a turn may overrun the
+// budget by what it uses, and turns racing at the edge by what all of them
+// use.
 //
 // Answers to paused calls (resumes) are never refused: a turn that paused
 // must be able to finish. Their tokens are counted like any.
@@ -84,19 +90,8 @@ type turnsDoc struct {
 	Expires time.Time `firestore:"gcAt"`
 }
 
-// tokensDoc is a user's model tokens of one UTC day.
-type tokensDoc struct {
-	Tokens  int64     `firestore:"tokens"`
-	Expires time.Time `firestore:"gcAt"` // TTL field: the day after
-}
-
 func (t *Team) turnsRef(user string) *firestore.DocumentRef {
 	return t.sessions.UserRef(t.app, user).Collection(limitsCollection).Doc("turns")
-}
-
-// tokensRef is the document of user's tokens on the UTC day of now.
-func tokensRef(sessions *sessionstore.Service, app, user string, now time.Time) *firestore.DocumentRef {
-	return sessions.UserRef(app, user).Collection(limitsCollection).Doc("tokens-" + now.UTC().Format(time.DateOnly))
 }
 
 // meter is what one turn's limits read (in the turn's first round trip,
@@ -105,9 +100,9 @@ func tokensRef(sessions *sessionstore.Service, app, user string, now time.Time) 
 type meter struct {
 	limits Limits
 	now    time.Time
-	turns  *userTurns                  // nil: no user rate limit
-	tokens *firestore.DocumentSnapshot // nil: no budget
-	err    error                       // decoding what was read
+	turns  *userTurns // nil: no user rate limit
+	tokens int64      // the user's tokens of the day, with a budget
+	err    error      // reading or decoding what the limits count
 	// remember, when set, keeps the user's turn times the message's
 	// commit stores (see userTurnsCache).
 	remember func(userTurns)
@@ -129,14 +124,40 @@ func (t *Team) meterRefs(user string, l Limits, now time.Time) []*firestore.Docu
 		refs = append(refs, t.turnsRef(user))
 	}
 	if l.UserTokensPerDay > 0 {
-		refs = append(refs, tokensRef(t.sessions, t.app, user, now))
+		refs = append(refs, t.sessions.DayTokensRef(t.app, user, now))
 	}
 	return refs
 }
 
-// newMeter pairs the snapshots of meterRefs with the limits; nil when l
-// limits nothing.
-func newMeter(l Limits, now time.Time, snaps []*firestore.DocumentSnapshot) *meter {
+// readChat reads, in one round trip, the chat with the session it is
+// believed to point at (see activeSessions) and what the caller's limits
+// count; with a token budget, the sum of the user's sessions' tokens is
+// queried beside it. The meter is nil when l limits nothing, and set when
+// the chat does not exist (the error wraps ErrNotFound).
+func (t *Team) readChat(ctx context.Context, user, chatID string, l Limits) (*sessionstore.Chat, session.Session, *meter, error) {
+	now := platform.Now(ctx)
+	sum := func() (int64, error) { return 0, nil }
+	if l.UserTokensPerDay > 0 {
+		summed := make(chan error, 1)
+		var n int64
+		go func() {
+			var err error
+			n, err = t.sessions.SessionTokens(ctx, t.app, user, now)
+			summed <- err
+		}()
+		sum = func() (int64, error) { err := <-summed; return n, err }
+	}
+	chat, sess, snaps, err := t.sessions.GetChatSession(ctx, t.app, user, chatID, t.active.guess(user, chatID), !t.opts.SessionStateOnly,
+		t.meterRefs(user, l, now)...)
+	if err != nil && !errors.Is(err, sessionstore.ErrNotFound) {
+		return nil, nil, nil, err
+	}
+	return chat, sess, newMeter(l, now, snaps, sum), err
+}
+
+// newMeter pairs the snapshots of meterRefs and the session tokens' sum
+// with the limits; nil when l limits nothing.
+func newMeter(l Limits, now time.Time, snaps []*firestore.DocumentSnapshot, sum func() (int64, error)) *meter {
 	if l.zero() {
 		return nil
 	}
@@ -146,7 +167,9 @@ func newMeter(l Limits, now time.Time, snaps []*firestore.DocumentSnapshot) *met
 		snaps = snaps[1:]
 	}
 	if l.UserTokensPerDay > 0 {
-		m.tokens = snaps[0]
+		deleted, err := sessionstore.DayTokens(snaps[0])
+		stored, serr := sum()
+		m.tokens, m.err = deleted+stored, errors.Join(m.err, err, serr)
 	}
 	return m
 }
@@ -190,15 +213,9 @@ func resent(sess session.Session, messageID string) bool {
 
 // checkUser refuses the turn when the user is at a limit.
 func (m *meter) checkUser() error {
-	if m.tokens != nil && m.tokens.Exists() {
-		var d tokensDoc
-		if err := m.tokens.DataTo(&d); err != nil {
-			return fmt.Errorf("decode token count: %w", err)
-		}
-		if d.Tokens >= m.limits.UserTokensPerDay {
-			next := m.now.UTC().Truncate(24 * time.Hour).Add(24 * time.Hour)
-			return &LimitError{Err: ErrBudgetExhausted, Scope: "user", Limit: m.limits.UserTokensPerDay, RetryAfter: next.Sub(m.now)}
-		}
+	if budget := m.limits.UserTokensPerDay; budget > 0 && m.tokens >= budget {
+		next := m.now.UTC().Truncate(24 * time.Hour).Add(24 * time.Hour)
+		return &LimitError{Err: ErrBudgetExhausted, Scope: "user", Limit: budget, RetryAfter: next.Sub(m.now)}
 	}
 	return checkRate("user", m.userTimes(), m.limits.UserTurnsPerMinute, m.now)
 }
@@ -317,13 +334,4 @@ func tokensUsed(u *genai.GenerateContentResponseUsageMetadata) int64 {
 		return int64(u.TotalTokenCount)
 	}
 	return int64(u.PromptTokenCount) + int64(u.CandidatesTokenCount) + int64(u.ThoughtsTokenCount) + int64(u.ToolUsePromptTokenCount)
-}
-
-// tokenWrite counts n tokens of user at now, unconditionally.
-func tokenWrite(sessions *sessionstore.Service, app, user string, now time.Time, n int64) sessionstore.DocWrite {
-	ref := tokensRef(sessions, app, user, now)
-	expires := now.UTC().Truncate(24 * time.Hour).Add(48 * time.Hour)
-	return func(b *firestore.WriteBatch) {
-		b.Set(ref, map[string]any{"tokens": firestore.Increment(n), "gcAt": expires}, firestore.MergeAll)
-	}
 }

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/internal/firestoretest"
+	"github.com/baton-run/baton/modeltest"
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
 )
@@ -181,6 +182,35 @@ func TestTokenBudgetAcrossInstances(t *testing.T) {
 	}
 }
 
+// TestTokenBudgetAfterSwitch: an agent switch deletes the chat's old
+// session, whose document counted the tokens of the turns before it; they
+// still count, so the switch gives no budget back.
+func TestTokenBudgetAfterSwitch(t *testing.T) {
+	t.Parallel()
+	f := newTeamFixture(t, func(o *toolcallback.Options) { o.CountTokens = true })
+	for _, m := range []*modeltest.Strict{f.concierge, f.dj} {
+		m.Repeat = textReply("ok")
+		m.Usage = &genai.GenerateContentResponseUsageMetadata{TotalTokenCount: 100}
+	}
+	ctx := limitClock(t)(0)
+	lim := toolcallback.Limits{UserTokensPerDay: 250}
+	turn := func(agent string) error {
+		req := limitedTurn("user-1", "chat", lim)
+		req.Agent = agent
+		_, err := runTurn(ctx, f.team, req)
+		return err
+	}
+	for i, agent := range []string{"concierge", "concierge", "dj"} {
+		if err := turn(agent); err != nil {
+			t.Fatalf("turn %d: %v", i, err)
+		}
+	}
+	if ids := f.sessionIDs(); len(ids) != 1 {
+		t.Fatalf("sessions after the switch = %v, want the new one only", ids)
+	}
+	wantLimited(t, turn("dj"), toolcallback.ErrBudgetExhausted, "user", 14*time.Hour)
+}
+
 // TestTokenBudgetRace: turns racing at the edge of the budget all pass the
 // check before any of them has used anything, so they overrun it by at
 // most what the turns in flight use; every response is counted (no count
@@ -245,17 +275,22 @@ func warmUp(t *testing.T, teams ...*toolcallback.Team) {
 	}
 }
 
-// tokensOf reads user's token count for the day of ctx's clock.
+// tokensOf reads user's token count for the day of ctx's clock: what the
+// user's sessions counted, and what the deleted ones had.
 func (f *fixture) tokensOf(user string, ctx context.Context) int64 {
 	f.t.Helper()
-	day := platform.Now(ctx).UTC().Format(time.DateOnly)
-	snap, err := f.sessions.UserRef("app", user).Collection("limits").Doc("tokens-" + day).Get(f.t.Context())
+	at := platform.Now(ctx)
+	stored, err := f.sessions.SessionTokens(f.t.Context(), "app", user, at)
 	if err != nil {
+		f.t.Fatalf("sum tokens: %v", err)
+	}
+	snap, err := f.sessions.DayTokensRef("app", user, at).Get(f.t.Context())
+	if err != nil && !errors.Is(sessionstore.FirestoreError(err), sessionstore.ErrNotFound) {
 		f.t.Fatalf("read token count: %v", err)
 	}
-	n, err := snap.DataAt("tokens")
+	deleted, err := sessionstore.DayTokens(snap)
 	if err != nil {
-		f.t.Fatalf("token count: %v", err)
+		f.t.Fatal(err)
 	}
-	return n.(int64)
+	return stored + deleted
 }

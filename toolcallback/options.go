@@ -86,9 +86,9 @@ type Options struct {
 	// off. Warm turns need SessionStateOnly.
 	WarmChats, WarmBytes int
 	// CountTokens counts each user's model tokens per UTC day, from the
-	// usage metadata of every model response, in the commit that stores
-	// it (one more document write per response that reports usage). A
-	// ChatTurn's Limits.UserTokensPerDay needs it.
+	// usage metadata of every model response, in the session document
+	// the commit that stores the response writes anyway (no write of its
+	// own; see limits.go). A ChatTurn's Limits.UserTokensPerDay needs it.
 	CountTokens bool
 	// ChatSwitched, when set, is called after a Team's turn moved a chat to
 	// another agent (chat.Agent; from is the previous one). ChatDeleted is

@@ -112,16 +112,13 @@ func (t *Team) Rewind(ctx context.Context, req Rewind) (*Invocation, error) {
 // rewindChat rewinds the chat as req asks, its files stored.
 func (t *Team) rewindChat(ctx context.Context, req Rewind) (*Invocation, error) {
 	// One round trip reads the chat with the session it is believed to
-	// point at (see activeSessions), and what the limits count, as a turn
-	// does.
-	now := platform.Now(ctx)
-	chat, sess, snaps, err := t.sessions.GetChatSession(ctx, t.app, req.UserID, req.ChatID, t.active.guess(req.UserID, req.ChatID), !t.opts.SessionStateOnly,
-		t.meterRefs(req.UserID, req.Limits, now)...)
+	// point at, and what the limits count, as a turn does.
+	chat, sess, m, err := t.readChat(ctx, req.UserID, req.ChatID, req.Limits)
 	if err != nil {
 		return nil, err
 	}
 	t.active.put(req.UserID, req.ChatID, chat.SessionID)
-	return t.engine(chat.Agent).rewind(ctx, req, chat.SessionID, sess, newMeter(req.Limits, now, snaps))
+	return t.engine(chat.Agent).rewind(ctx, req, chat.SessionID, sess, m)
 }
 
 // rewind rewinds session sid (sess, when the caller read it whole, not

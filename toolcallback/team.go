@@ -139,17 +139,13 @@ func (t *Team) turn(ctx context.Context, req ChatTurn) (*Invocation, *SwitchRepo
 		return inv, report, err
 	}
 	// One round trip reads the chat with the session it is believed to
-	// point at (see activeSessions), and what the caller's limits count;
-	// the engine hands that read to the runner.
-	now := platform.Now(ctx)
-	chat, sess, snaps, err := t.sessions.GetChatSession(ctx, t.app, req.UserID, req.ChatID, t.active.guess(req.UserID, req.ChatID), !t.opts.SessionStateOnly,
-		t.meterRefs(req.UserID, req.Limits, now)...)
-	var m *meter
+	// point at, and what the caller's limits count; the engine hands that
+	// read to the runner.
+	chat, sess, m, err := t.readChat(ctx, req.UserID, req.ChatID, req.Limits)
 	if err == nil || errors.Is(err, sessionstore.ErrNotFound) {
 		// Refused before anything is written (an agent switch, the
 		// chat's activity): the engine checks the chat again once it
 		// has read a session this read did not find.
-		m = newMeter(req.Limits, now, snaps)
 		if m != nil && m.turns != nil && m.err == nil {
 			t.turns.put(req.UserID, *m.turns, false)
 			m.remember = t.rememberTurns(req.UserID)

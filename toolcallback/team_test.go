@@ -36,7 +36,7 @@ type teamFixture struct {
 	dj        *modeltest.Strict
 }
 
-func newTeamFixture(t *testing.T) *teamFixture {
+func newTeamFixture(t *testing.T, options ...func(*toolcallback.Options)) *teamFixture {
 	t.Helper()
 	f := &teamFixture{t: t, concierge: &modeltest.Strict{T: t}, dj: &modeltest.Strict{T: t}}
 	f.client, f.counter = firestoretest.NewCountingClient(t)
@@ -57,8 +57,11 @@ func newTeamFixture(t *testing.T) *teamFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.team, err = toolcallback.NewTeam(f.client, f.sessions, "app", []toolcallback.Member{{Agent: concierge}, {Agent: dj}},
-		&toolcallback.Options{IdleRetention: 24 * time.Hour})
+	opts := &toolcallback.Options{IdleRetention: 24 * time.Hour}
+	for _, o := range options {
+		o(opts)
+	}
+	f.team, err = toolcallback.NewTeam(f.client, f.sessions, "app", []toolcallback.Member{{Agent: concierge}, {Agent: dj}}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -160,6 +160,26 @@ resource "google_firestore_index" "chats_scope_last_activity" {
   }
 }
 
+# Token budgets (sessionstore.SessionTokens): the sum of tokensUsed over a
+# user's sessions with tokensDay == today. Firestore computes a sum from
+# index entries, so the summed field must be in the index.
+resource "google_firestore_index" "sessions_tokens" {
+  project     = var.project
+  database    = google_firestore_database.baton.name
+  collection  = "sessions"
+  query_scope = "COLLECTION"
+
+  fields {
+    field_path = "tokensDay"
+    order      = "ASCENDING"
+  }
+
+  fields {
+    field_path = "tokensUsed"
+    order      = "ASCENDING"
+  }
+}
+
 # sessionstore's List across all users of an app: collection group
 # "sessions", scope == X. An equality filter on one field needs only that
 # field's single-field index, but automatic indexes cover collection scope
