@@ -18,9 +18,13 @@
 // that imports Baton's functions and functions-framework's functions
 // package (which makes the buildpack generate its declarative main) and
 // registers the agent. Modules the builder cannot download, those replaced
-// by a directory and those GONOPROXY (GOPRIVATE) names, are copied under
-// _modules/<module path>/ and go.mod in the archive replaces them with that
-// copy; everything else comes from the module proxy.
+// by a directory and those GONOPROXY (GOPRIVATE) names, have the packages
+// the build needs copied under _modules/<module path>/ (the files go list
+// says they are built from, and their module's go.mod), and go.mod in the
+// archive replaces them with that copy; everything else comes from the
+// module proxy. Copying packages rather than the module's tree keeps a
+// checkout's build output and test files out, which would otherwise change
+// the archive while the checkout's own tests run.
 //
 // Baton's own module is arranged differently. The Go functions buildpack builds the package at the root of the upload
 // (it generates a main that blank-imports the module path and calls

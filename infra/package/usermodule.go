@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -36,6 +37,22 @@ type goPackage struct {
 	Name       string
 	Module     *goModule
 	Error      *struct{ Err string }
+
+	GoFiles, CgoFiles, IgnoredGoFiles                       []string
+	CFiles, CXXFiles, HFiles, SFiles, SysoFiles, EmbedFiles []string
+}
+
+// sourceFiles are the files, relative to its folder, that building the
+// package may read: its Go files for every platform (no tests), other
+// sources, and what it embeds.
+func (p *goPackage) sourceFiles() []string {
+	files := slices.Concat(p.GoFiles, p.CgoFiles, p.CFiles, p.CXXFiles, p.HFiles, p.SFiles, p.SysoFiles, p.EmbedFiles)
+	for _, f := range p.IgnoredGoFiles {
+		if !strings.HasSuffix(f, "_test.go") {
+			files = append(files, f)
+		}
+	}
+	return files
 }
 
 type goModule struct {
@@ -167,12 +184,15 @@ func (a *archive) addUserTree() (string, error) {
 	return name, nil
 }
 
-// addUnfetchable adds the source of every module that the deployed
-// packages need and the builder cannot download: those replaced by a
-// directory, and those GOPRIVATE or GONOPROXY name. It returns the
-// replacements go.mod needs, module path to archive folder.
+// addUnfetchable adds the packages the deployed build needs (with their
+// module's go.mod) of every module the builder cannot download: those
+// replaced by a directory, and those GOPRIVATE or GONOPROXY name. It
+// returns the replacements go.mod needs, module path to archive folder.
 func (a *archive) addUnfetchable(agent string) (map[string]string, error) {
-	out, err := goList(a.root, "-deps", "-json", agent, batonModule+"/functions")
+	// Every package of the module is in the archive and built (a main
+	// such as ./local too), so all of them count, with the agent and
+	// Baton's functions, which the generated root file imports.
+	out, err := goList(a.root, "-deps", "-json", agent, "./...", batonModule+"/functions")
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +208,7 @@ func (a *archive) addUnfetchable(agent string) (map[string]string, error) {
 			return nil, fmt.Errorf("go list: %w", err)
 		}
 		m := pkg.Module
-		if m == nil || m.Main || copied[m.Path] != "" {
+		if m == nil || m.Main {
 			continue
 		}
 		dirReplaced := m.Replace != nil && m.Replace.Version == ""
@@ -203,37 +223,35 @@ func (a *archive) addUnfetchable(agent string) (map[string]string, error) {
 			return nil, fmt.Errorf("module %s: no source on this machine (go mod download it)", m.Path)
 		}
 		folder := copiedDir + "/" + m.Path
-		if err := a.addModuleTree(dir, folder); err != nil {
+		if copied[m.Path] == "" {
+			if err := a.addFile(folder+"/go.mod", filepath.Join(dir, "go.mod")); err != nil {
+				return nil, fmt.Errorf("module %s: %w", m.Path, err)
+			}
+			copied[m.Path] = folder
+		}
+		if err := a.addPackageFiles(&pkg, dir, folder); err != nil {
 			return nil, fmt.Errorf("module %s: %w", m.Path, err)
 		}
-		copied[m.Path] = folder
 	}
 	return copied, nil
 }
 
-// addModuleTree adds a module's own files below folder: addTree, whose
-// rule against nested modules applies below the module's root.
-func (a *archive) addModuleTree(dir, folder string) error {
-	if err := a.addFile(folder+"/go.mod", filepath.Join(dir, "go.mod")); err != nil {
-		return err
+// addPackageFiles adds the source files of pkg, a package of the module in
+// dir, below folder. Only what the build reads is copied, not the module's
+// whole tree: a checkout holds build output, test screenshots and the like,
+// which would make the archive neither small nor reproducible.
+func (a *archive) addPackageFiles(pkg *goPackage, dir, folder string) error {
+	rel, err := filepath.Rel(dir, pkg.Dir)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return fmt.Errorf("package %s: folder %s is not inside %s", pkg.ImportPath, pkg.Dir, dir)
 	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return err
+	prefix := folder
+	if rel != "." {
+		prefix += "/" + filepath.ToSlash(rel)
 	}
-	for _, e := range entries {
-		n := e.Name()
-		src := filepath.Join(dir, n)
-		switch {
-		case skipName(n) || n == "go.mod":
-		case e.IsDir():
-			if err := a.addTree(src, folder+"/"+n); err != nil {
-				return err
-			}
-		case e.Type().IsRegular() && !skipFile(n):
-			if err := a.addFile(folder+"/"+n, src); err != nil {
-				return err
-			}
+	for _, f := range pkg.sourceFiles() {
+		if err := a.addFile(prefix+"/"+f, filepath.Join(pkg.Dir, filepath.FromSlash(f))); err != nil {
+			return err
 		}
 	}
 	return nil

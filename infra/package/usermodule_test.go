@@ -199,6 +199,16 @@ func TestUserModule(t *testing.T) {
 		t.Errorf("packaging the same module twice gave different archives")
 	}
 	names := archiveNames(t, data)
+	for _, name := range names {
+		// Of the Baton checkout, only the packages the build needs: not
+		// the browser scenarios (whose screenshots change while ./local's
+		// tests run), the docs, tests, or root files but go.mod.
+		if rest, ok := strings.CutPrefix(name, "_modules/github.com/baton-run/baton/"); ok &&
+			(strings.HasPrefix(rest, "local/e2e/") || strings.HasPrefix(rest, "docs/") || strings.HasSuffix(rest, "_test.go") ||
+				!strings.Contains(rest, "/") && rest != "go.mod") {
+			t.Errorf("archive holds %s, which no package the build needs reads", name)
+		}
+	}
 	for _, want := range []string{"go.mod", "go.sum", "agent/agent.go", "local/main.go", agentFile,
 		"_modules/github.com/baton-run/baton/go.mod", "_modules/github.com/baton-run/baton/functions/register.go"} {
 		if !contains(names, want) {
