@@ -3,6 +3,7 @@ package toolcallback_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -211,5 +212,47 @@ func TestCallerCancellation(t *testing.T) {
 	}
 	if f.model.Calls() != 2 {
 		t.Errorf("model called %d times, want 2", f.model.Calls())
+	}
+}
+
+// TestPendingDuringTurnTakesNoLease: a reader that loads a chat while a
+// turn runs sees a message not answered yet, as a dead turn would leave
+// it; with the turn's lease live as read, it does not try to take the
+// lease to repair it, which would only find it busy. So it reads the
+// chat, the session and the ledger, and nothing more.
+func TestPendingDuringTurnTakesNoLease(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	f.model.Repeat = textReply("ok")
+	gate := make(chan struct{})
+	f.model.Gate = gate
+	inv, _, err := f.team.Turn(t.Context(), textTurn("s1", "tab-a", "hello"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var sent []string
+	f.counter.SetHook(func(method string, _ any) error {
+		mu.Lock()
+		sent = append(sent, method[strings.LastIndexByte(method, '/')+1:])
+		mu.Unlock()
+		return nil
+	})
+	state, err := f.team.Pending(t.Context(), "user-1", "s1", "tab-b", 50)
+	f.counter.SetHook(nil)
+	close(gate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := collect(inv); err != nil {
+		t.Fatal(err)
+	}
+	if state.History.Len() == 0 {
+		t.Errorf("Pending during the turn shows no history")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"BatchGetDocuments", "BatchGetDocuments", "RunQuery"}; !slices.Equal(sent, want) {
+		t.Errorf("Pending during a turn sent %v; want %v (the chat, the session, the ledger)", sent, want)
 	}
 }

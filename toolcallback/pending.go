@@ -29,7 +29,11 @@ func (e *engine) pending(ctx context.Context, user, sid, client string) ([]*Call
 	if err != nil {
 		return nil, nil, err
 	}
-	if needsRepair(sess.Events(), knownCalls(docs)) {
+	// A turn in flight looks like one to repair (a message not answered
+	// yet): with its lease live as read, trying to take the lease would
+	// only find it busy, one lookup more for every reader of a running
+	// turn.
+	if _, live := sessionstore.LiveLease(ctx, sess); !live && needsRepair(sess.Events(), knownCalls(docs)) {
 		if sess, err = e.repairIfIdle(ctx, sess, docs); err != nil {
 			return nil, nil, err
 		}
