@@ -38,9 +38,15 @@ func TurnLog(sess session.Session) []time.Time {
 	return slices.Clone(ss.turnLog)
 }
 
-// UserRef is the user's state document, under which documents kept per
-// user beside the sessions live (the turn limits' counts).
-func (s *Service) UserRef(app, user string) *firestore.DocumentRef { return s.userRef(app, user) }
+// LimitsCollection is the collection, under each user's state document,
+// of the turn limits' counts: the caller's (toolcallback's turn log) and
+// the day documents of deleted sessions' tokens (DayTokensRef).
+const LimitsCollection = "limits"
+
+// LimitsRef is the document name of user's LimitsCollection.
+func (s *Service) LimitsRef(app, user, name string) *firestore.DocumentRef {
+	return s.userRef(app, user).Collection(LimitsCollection).Doc(name)
+}
 
 // TokenUse is the model tokens an event's response reported, at the time
 // of the response (AppendOptions.Tokens).
@@ -75,7 +81,7 @@ func tokenDay(t time.Time) string { return t.UTC().Format(time.DateOnly) }
 // sessions had counted on the UTC day of at ({user}/limits/tokens-{day},
 // with a TTL field gcAt a day after the day's end).
 func (s *Service) DayTokensRef(app, user string, at time.Time) *firestore.DocumentRef {
-	return s.userRef(app, user).Collection("limits").Doc("tokens-" + tokenDay(at))
+	return s.LimitsRef(app, user, "tokens-"+tokenDay(at))
 }
 
 // DayTokens decodes a snapshot of a DayTokensRef document: 0 when it does

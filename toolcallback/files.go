@@ -161,6 +161,21 @@ func saveInlineFiles(ctx context.Context, files artifact.Service, app, user, cha
 	return out, nil
 }
 
+// withFiles stores the inline files of the message sent (storeFiles) in
+// user's chat, runs the message with the content that refers to them, and
+// deletes them again when run wrote nothing (wroteNothing).
+func (t *Team) withFiles(ctx context.Context, user, chat string, sent *genai.Content, run func(*genai.Content) error) error {
+	content, err := t.storeFiles(ctx, user, chat, sent)
+	if err != nil {
+		return err
+	}
+	err = run(content)
+	if wroteNothing(err) {
+		t.dropFiles(ctx, user, sent, content)
+	}
+	return err
+}
+
 // wroteNothing reports whether a turn's error says the turn wrote nothing
 // (so nothing refers to the files it saved). Any other error may come
 // after the message was stored (a client that left while the commit was

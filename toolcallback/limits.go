@@ -80,8 +80,6 @@ func (e *LimitError) Unwrap() error { return e.Err }
 // rateWindow is the window of the turn rate limits.
 const rateWindow = time.Minute
 
-const limitsCollection = "limits"
-
 // turnsDoc is a user's recent turn times (the user's turns document).
 type turnsDoc struct {
 	Times []time.Time `firestore:"times"`
@@ -91,7 +89,7 @@ type turnsDoc struct {
 }
 
 func (t *Team) turnsRef(user string) *firestore.DocumentRef {
-	return t.sessions.UserRef(t.app, user).Collection(limitsCollection).Doc("turns")
+	return t.sessions.LimitsRef(t.app, user, "turns")
 }
 
 // meter is what one turn's limits read (in the turn's first round trip,

@@ -94,18 +94,13 @@ func (t *Team) Rewind(ctx context.Context, req Rewind) (*Invocation, error) {
 	if req.Content == nil {
 		return t.rewindChat(ctx, req)
 	}
-	// An edit: its files are stored as a turn's are, and deleted again if
-	// the edit is refused before anything is written.
-	sent := req.Content
-	content, err := t.storeFiles(ctx, req.UserID, req.ChatID, sent)
-	if err != nil {
-		return nil, err
-	}
-	req.Content = content
-	inv, err := t.rewindChat(ctx, req)
-	if wroteNothing(err) {
-		t.dropFiles(ctx, req.UserID, sent, content)
-	}
+	// An edit: its files are stored as a turn's are.
+	var inv *Invocation
+	err := t.withFiles(ctx, req.UserID, req.ChatID, req.Content, func(content *genai.Content) (err error) {
+		req.Content = content
+		inv, err = t.rewindChat(ctx, req)
+		return err
+	})
 	return inv, err
 }
 

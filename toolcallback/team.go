@@ -120,16 +120,13 @@ func (t *Team) Turn(ctx context.Context, req ChatTurn) (*Invocation, *SwitchRepo
 	if req.Agent != "" && t.engines[req.Agent] == nil {
 		return nil, nil, &UnknownAgentError{Name: req.Agent, Known: t.Agents()}
 	}
-	sent := req.Content
-	content, err := t.storeFiles(ctx, req.UserID, req.ChatID, sent)
-	if err != nil {
-		return nil, nil, err
-	}
-	req.Content = content
-	inv, report, err := t.turn(ctx, req)
-	if wroteNothing(err) {
-		t.dropFiles(ctx, req.UserID, sent, content)
-	}
+	var inv *Invocation
+	var report *SwitchReport
+	err := t.withFiles(ctx, req.UserID, req.ChatID, req.Content, func(content *genai.Content) (err error) {
+		req.Content = content
+		inv, report, err = t.turn(ctx, req)
+		return err
+	})
 	return inv, report, err
 }
 
