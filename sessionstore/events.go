@@ -1,6 +1,7 @@
 package sessionstore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -450,6 +451,11 @@ func (s *Service) commitAppend(ctx context.Context, ss *storedSession, p *append
 		return results, nil
 	}
 	err = FirestoreError(err)
+	if ctx.Err() == nil && mayHaveLanded(err) {
+		if results, ok := s.storedAnyway(ctx, ss, p); ok {
+			return results, nil
+		}
+	}
 	if p.claim != nil && (errors.Is(err, ErrConflict) || errors.Is(err, ErrAlreadyExists)) {
 		// Someone wrote the session since it was read: as good as busy.
 		return nil, &BusyError{SessionID: ss.id, RetryAfter: time.Second}
@@ -459,6 +465,44 @@ func (s *Service) commitAppend(ctx context.Context, ss *storedSession, p *append
 		return nil, fmt.Errorf("%w: a document beside session %q changed", ErrConflict, ss.id)
 	}
 	return nil, s.appendError(ctx, s.sessionRef(ss.app, ss.user, ss.id), ss.id, ss.lease, err)
+}
+
+// mayHaveLanded reports whether a commit that failed with err may have
+// been made all the same. The Firestore emulator fails a commit it made
+// (Canceled, or Unknown) when a listener of the written document closes
+// meanwhile; a reply lost on the way reads as unavailable; and a commit
+// the client retried (it retries Unavailable) can find its own first
+// attempt: a conflict, or for a create, the document existing.
+func mayHaveLanded(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, ErrUnavailable) ||
+		errors.Is(err, ErrConflict) || errors.Is(err, ErrAlreadyExists)
+}
+
+// storedAnyway reports whether the plan's commit, though it failed, was
+// made, and returns the results it would have: the session document holds
+// the plan's revision, and as its last event the plan's. All the writes of
+// one commit have its time.
+func (s *Service) storedAnyway(ctx context.Context, ss *storedSession, p *appendPlan) ([]*firestore.WriteResult, bool) {
+	snap, err := s.sessionRef(ss.app, ss.user, ss.id).Get(ctx)
+	if err != nil || !snap.Exists() {
+		return nil, false
+	}
+	var doc struct {
+		Revision int64          `firestore:"revision"`
+		Tail     []chunkElement `firestore:"tail"`
+	}
+	if snap.DataTo(&doc) != nil || doc.Revision != p.revision || len(doc.Tail) == 0 {
+		return nil, false
+	}
+	got, want := doc.Tail[len(doc.Tail)-1], p.tail[len(p.tail)-1]
+	if got.Revision != want.Revision || !bytes.Equal(got.Event, want.Event) {
+		return nil, false
+	}
+	results := make([]*firestore.WriteResult, max(p.sessionWrite, p.chatWrite)+1)
+	for i := range results {
+		results[i] = &firestore.WriteResult{UpdateTime: snap.UpdateTime}
+	}
+	return results, true
 }
 
 // applyAppend makes the handle what the plan's commit, now made, stored.

@@ -21,11 +21,13 @@ import (
 //   - FailedPrecondition: ErrConflict (the document changed since the
 //     update time a write was conditioned on), except a query's missing
 //     index, which is a deployment fault and stays as it is
-//   - Unavailable, DeadlineExceeded, ResourceExhausted: ErrUnavailable
+//   - Unavailable, DeadlineExceeded, ResourceExhausted, and Unknown from
+//     the server: ErrUnavailable
 //   - InvalidArgument for a document over Firestore's size limit:
 //     ErrTooLarge
 //   - Canceled: context.Canceled (the call was cancelled, by the caller or,
-//     on the emulator, sometimes by the server)
+//     on the emulator, sometimes by the server: a commit it made all the
+//     same, see mayHaveLanded)
 func FirestoreError(err error) error {
 	if err == nil {
 		return nil
@@ -49,6 +51,10 @@ func FirestoreError(err error) error {
 		}
 	case codes.Canceled:
 		return fmt.Errorf("%w: %w", context.Canceled, err)
+	case codes.Unknown:
+		if _, ok := status.FromError(err); ok {
+			return fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
 	}
 	return err
 }

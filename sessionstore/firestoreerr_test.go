@@ -32,6 +32,7 @@ func TestFirestoreError(t *testing.T) {
 		{"resource exhausted", status.Error(codes.ResourceExhausted, "quota"), sessionstore.ErrUnavailable},
 		{"document too large", status.Error(codes.InvalidArgument, "Document exceeds the maximum allowed size"), sessionstore.ErrTooLarge},
 		{"cancelled", status.Error(codes.Canceled, "call already cancelled"), context.Canceled},
+		{"unknown from the server", status.Error(codes.Unknown, ""), sessionstore.ErrUnavailable},
 		{"missing index", status.Error(codes.FailedPrecondition, "The query requires an index"), nil},
 		{"other invalid argument", status.Error(codes.InvalidArgument, "bad field path"), nil},
 		{"not a gRPC error", plain, nil},

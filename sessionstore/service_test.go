@@ -32,6 +32,16 @@ func newService(t testing.TB) *sessionstore.Service {
 	return sessionstore.New(firestoretest.NewClient(t), nil)
 }
 
+// getSession reads session id of user "u" in app "app", whole.
+func getSession(t testing.TB, svc *sessionstore.Service, id string) session.Session {
+	t.Helper()
+	got, err := svc.Get(context.Background(), &session.GetRequest{AppName: "app", UserID: "u", SessionID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got.Session
+}
+
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	sessiontestsuite.RunServiceTests(t, sessiontestsuite.SuiteOptions{SupportsUserProvidedSessionID: true},

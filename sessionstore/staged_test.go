@@ -20,18 +20,10 @@ func TestStagedTurn(t *testing.T) {
 	t.Parallel()
 	svc := newService(t)
 	ctx := t.Context()
-	get := func() session.Session {
-		t.Helper()
-		got, err := svc.Get(ctx, &session.GetRequest{AppName: "app", UserID: "u", SessionID: "s"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return got.Session
-	}
 	if _, err := svc.Create(ctx, &session.CreateRequest{AppName: "app", UserID: "u", SessionID: "s"}); err != nil {
 		t.Fatal(err)
 	}
-	warm := get()
+	warm := getSession(t, svc, "s")
 	for turn := range 2 {
 		if !sessionstore.Claimable(warm) {
 			t.Fatalf("turn %d: the handle is not claimable", turn)
@@ -46,7 +38,7 @@ func TestStagedTurn(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n, stored := warm.Events().Len(), get().Events().Len(); n != stored+1 {
+		if n, stored := warm.Events().Len(), getSession(t, svc, "s").Events().Len(); n != stored+1 {
 			t.Errorf("turn %d: handle shows %d events, store %d: want the staged one shown, not stored", turn, n, stored)
 		}
 		if v, err := warm.State().Get("last"); err != nil || v != turn {
@@ -61,7 +53,7 @@ func TestStagedTurn(t *testing.T) {
 		if err := svc.ReleaseSession(ctx, warm); err != nil {
 			t.Fatal(err)
 		}
-		fresh := get()
+		fresh := getSession(t, svc, "s")
 		if a, b := warm.Events().Len(), fresh.Events().Len(); a != b || b != 2*(turn+1) {
 			t.Errorf("turn %d: handle has %d events, store %d, want %d", turn, a, b, 2*(turn+1))
 		}
@@ -76,7 +68,7 @@ func TestStagedTurn(t *testing.T) {
 		if err := svc.ReleaseLease(ctx, l); err != nil {
 			t.Fatal(err)
 		}
-		warm = get() // the probe wrote: only a fresh read is current
+		warm = getSession(t, svc, "s") // the probe wrote: only a fresh read is current
 	}
 }
 

@@ -66,6 +66,7 @@ type Counter struct {
 type fault struct {
 	method string
 	err    error
+	sent   bool // the call is made, and err replaces its reply
 }
 
 // RoundTrips returns the number of calls sent: unary calls and streams opened.
@@ -100,7 +101,18 @@ func (c *Counter) Reset() {
 func (c *Counter) FailNext(method string, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.faults = append(c.faults, fault{method, err})
+	c.faults = append(c.faults, fault{method: method, err: err})
+}
+
+// LoseNextReply makes the next call whose full method name ends with
+// method (a unary one, such as "/Commit") be sent, and made, and return
+// err in place of its reply: a write whose outcome the caller cannot know
+// (the Firestore emulator answers so to a commit it made while a listener
+// of the written document was closing).
+func (c *Counter) LoseNextReply(method string, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.faults = append(c.faults, fault{method: method, err: err, sent: true})
 }
 
 // SetHook sets fn to be called before every call, with the full method name
@@ -119,30 +131,43 @@ func (c *Counter) add(o Ops) {
 	c.ops = c.ops.Add(o)
 }
 
-// before returns the error injected into a call, or counts it as sent.
-func (c *Counter) before(method string, req any) error {
+// before returns the error injected into a call, or counts it as sent;
+// lost is the error that replaces the reply of a call sent (LoseNextReply).
+func (c *Counter) before(method string, req any) (lost, err error) {
 	c.mu.Lock()
 	for i, f := range c.faults {
 		if strings.HasSuffix(method, f.method) {
 			c.faults = append(c.faults[:i], c.faults[i+1:]...)
+			if f.sent {
+				lost = f.err
+				break
+			}
 			c.mu.Unlock()
-			return f.err
+			return nil, f.err
 		}
 	}
 	hook := c.hook
 	c.mu.Unlock()
 	if hook != nil {
 		if err := hook(method, req); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	c.add(Ops{RoundTrips: 1})
-	return nil
+	return lost, nil
 }
 
-func (c *Counter) unary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-	if err := c.before(method, req); err != nil {
+func (c *Counter) unary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) (err error) {
+	lost, err := c.before(method, req)
+	if err != nil {
 		return err
+	}
+	if lost != nil {
+		defer func() {
+			if err == nil {
+				err = lost
+			}
+		}()
 	}
 	if err := invoker(ctx, method, req, reply, cc, opts...); err != nil {
 		if _, ok := req.(*firestorepb.GetDocumentRequest); ok && status.Code(err) == codes.NotFound {
@@ -168,7 +193,7 @@ func (c *Counter) unary(ctx context.Context, method string, req, reply any, cc *
 }
 
 func (c *Counter) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
-	if err := c.before(method, nil); err != nil {
+	if _, err := c.before(method, nil); err != nil { // LoseNextReply is for unary calls
 		return nil, err
 	}
 	s, err := streamer(ctx, desc, cc, method, opts...)

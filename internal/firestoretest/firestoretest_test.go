@@ -266,3 +266,30 @@ func TestNewClientIsolation(t *testing.T) {
 		t.Errorf("other client's query returned %d documents, want 0", len(docs))
 	}
 }
+
+// TestLoseNextReply: the call is made, and its caller gets the error.
+func TestLoseNextReply(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	client, counter := firestoretest.NewCountingClient(t)
+	lost := status.Error(codes.Canceled, "call already cancelled")
+	counter.LoseNextReply("/Commit", lost)
+
+	ref := client.Doc("c/a")
+	if _, err := ref.Set(ctx, doc{N: 1}); status.Code(err) != codes.Canceled {
+		t.Fatalf("Set error = %v, want the lost reply's %v", err, lost)
+	}
+	if got := counter.Snapshot(); got.RoundTrips != 1 || got.Writes != 1 {
+		t.Errorf("counted %+v, want the Set's round trip and write", got)
+	}
+	snap, err := ref.Get(ctx)
+	if err != nil {
+		t.Fatalf("Get after the Set whose reply was lost: %v, want the document", err)
+	}
+	if got := snap.Data()["n"]; got != int64(1) {
+		t.Errorf("n = %v, want 1", got)
+	}
+	if _, err := ref.Set(ctx, doc{N: 2}); err != nil {
+		t.Fatalf("second Set error = %v, want nil: one reply is lost", err)
+	}
+}

@@ -1,0 +1,117 @@
+package sessionstore_test
+
+import (
+	"testing"
+	"time"
+
+	"google.golang.org/adk/v2/session"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/baton-run/baton/internal/firestoretest"
+	"github.com/baton-run/baton/sessionstore"
+)
+
+// TestLostCommitReply: an append whose commit was made but answered with
+// an error (the emulator's Canceled or Unknown when a listener of the
+// session closes meanwhile, a reply lost on the way) is an append made:
+// the handle goes on from it, its claimed lease held. One that was not
+// made still fails, and stores nothing.
+func TestLostCommitReply(t *testing.T) {
+	t.Parallel()
+	// The client retries an unavailable commit by itself: the retry finds
+	// the session as the first attempt left it (a conflict).
+	replies := map[string]error{
+		"cancelled":   status.Error(codes.Canceled, "call already cancelled"),
+		"unknown":     status.Error(codes.Unknown, ""),
+		"unavailable": status.Error(codes.Unavailable, "connection reset"),
+	}
+	for name, reply := range replies {
+		retried := status.Code(reply) == codes.Unavailable
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			client, counter := firestoretest.NewCountingClient(t)
+			svc := sessionstore.New(client, nil)
+			if _, err := svc.Create(ctx, &session.CreateRequest{AppName: "app", UserID: "u", SessionID: "s"}); err != nil {
+				t.Fatal(err)
+			}
+					sess := getSession(t, svc, "s")
+
+			if !retried {
+				// Not made: the append fails, and nothing is stored.
+				counter.FailNext("/Commit", reply)
+				if err := svc.AppendEvent(ctx, sess, textEvent("e0", "user", "lost")); err == nil {
+					t.Fatal("an append whose commit was not made succeeded")
+				}
+				if n := getSession(t, svc, "s").Events().Len(); n != 0 {
+					t.Fatalf("the store holds %d events after a commit that was not made, want 0", n)
+				}
+			}
+
+			// Made, its reply lost: the claiming append succeeds.
+			sess = getSession(t, svc, "s")
+			claim, err := svc.ClaimLease(ctx, sess, "h", 10*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			counter.LoseNextReply("/Commit", reply)
+			if err := svc.AppendEventWith(ctx, sess, textEvent("e1", "user", "hello"), sessionstore.AppendOptions{Claim: claim}); err != nil {
+				t.Fatalf("append whose commit was made, its reply lost: %v, want nil", err)
+			}
+			if sessionstore.HeldLease(sess) == nil {
+				t.Fatal("the handle does not hold the lease its append took")
+			}
+			// The handle is the session as stored: it appends again, and
+			// releases the lease.
+			counter.LoseNextReply("/Commit", reply)
+			if err := svc.AppendEvent(ctx, sess, textEvent("e2", "agent", "hi")); err != nil {
+				t.Fatalf("second append, its reply lost too: %v, want nil", err)
+			}
+			if err := svc.ReleaseSession(ctx, sess); err != nil {
+				t.Fatalf("release after the appends: %v", err)
+			}
+			if !sessionstore.Claimable(sess) {
+				t.Error("the handle is not claimable after its release")
+			}
+			fresh := getSession(t, svc, "s")
+			if n := fresh.Events().Len(); n != 2 {
+				t.Errorf("the store holds %d events, want 2", n)
+			}
+			if _, err := svc.AcquireLease(ctx, "app", "u", "s", "probe", time.Second); err != nil {
+				t.Errorf("the lease after the release: %v, want it free", err)
+			}
+		})
+	}
+}
+
+// TestLostReplyOfNewChat: the commit that creates a chat with its session
+// and claims the lease, made but answered with an error, is made: the
+// handle holds the lease and appends on.
+func TestLostReplyOfNewChat(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	client, counter := firestoretest.NewCountingClient(t)
+	svc := sessionstore.New(client, nil)
+	chat := &sessionstore.Chat{App: "app", UserID: "u", ID: "c", Agent: "a", SessionID: "c~0"}
+	sess, claim, err := svc.ClaimNewSession(ctx, &session.CreateRequest{AppName: "app", UserID: "u", SessionID: "c~0"}, chat, "holder", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An unavailable reply is retried by the client, whose retry finds
+	// the documents created.
+	counter.LoseNextReply("/Commit", status.Error(codes.Unavailable, "connection reset"))
+	if err := svc.AppendEventWith(ctx, sess, textEvent("m1", "user", "hello"), sessionstore.AppendOptions{Claim: claim}); err != nil {
+		t.Fatalf("creating append, its reply lost: %v, want nil", err)
+	}
+	if err := svc.AppendEvent(ctx, sess, textEvent("m2", "model", "hi")); err != nil {
+		t.Fatalf("second append under the lease: %v", err)
+	}
+	if err := svc.ReleaseSession(ctx, sess); err != nil {
+		t.Fatal(err)
+	}
+	got, stored, _, err := svc.GetChatSession(ctx, "app", "u", "c", "c~0", false)
+	if err != nil || stored == nil || got.SessionID != "c~0" || stored.Events().Len() != 2 {
+		t.Fatalf("GetChatSession = %+v, %v, %v; want the chat and its session with two events", got, stored, err)
+	}
+}
