@@ -140,7 +140,14 @@ func (s *Service) RenewLease(ctx context.Context, l *Lease, ttl time.Duration) (
 	expires := platform.Now(ctx).Add(ttl)
 	res, uerr := s.sessionRef(l.App, l.User, l.SessionID).Update(ctx,
 		[]firestore.Update{{Path: "lease.expires", Value: expires}}, firestore.LastUpdateTime(l.version))
-	switch uerr = FirestoreError(uerr); {
+	uerr = FirestoreError(uerr)
+	if uerr != nil && ctx.Err() == nil && mayHaveLanded(uerr) {
+		// The renewal may be stored all the same (see mayHaveLanded).
+		if version, ok := s.leaseStored(ctx, l, expires); ok {
+			res, uerr = &firestore.WriteResult{UpdateTime: version}, nil
+		}
+	}
+	switch {
 	case uerr == nil:
 		l.version, l.expires = res.UpdateTime, expires
 		return nil
@@ -149,6 +156,28 @@ func (s *Service) RenewLease(ctx context.Context, l *Lease, ttl time.Duration) (
 		return fmt.Errorf("renew lease on %q: %w", l.SessionID, ErrLeaseLost)
 	}
 	return fmt.Errorf("renew lease on %q: %w", l.SessionID, uerr)
+}
+
+// leaseStored reports whether the session document holds l renewed until
+// expires, by l's own last write and no other since (its revision is the
+// one l knows), and returns the document's update time.
+func (s *Service) leaseStored(ctx context.Context, l *Lease, expires time.Time) (time.Time, bool) {
+	snap, err := s.sessionRef(l.App, l.User, l.SessionID).Get(ctx)
+	if err != nil || !snap.Exists() {
+		return time.Time{}, false
+	}
+	var doc struct {
+		Revision int64    `firestore:"revision"`
+		Lease    leaseDoc `firestore:"lease"`
+	}
+	if snap.DataTo(&doc) != nil {
+		return time.Time{}, false
+	}
+	want := leaseDoc{Holder: l.Holder, Fence: l.Fence, Expires: expires.Truncate(time.Microsecond)} // Firestore keeps microseconds
+	if doc.Revision != l.revision || doc.Lease.Holder != want.Holder || doc.Lease.Fence != want.Fence || !doc.Lease.Expires.Equal(want.Expires) {
+		return time.Time{}, false
+	}
+	return snap.UpdateTime, true
 }
 
 // KeepLease renews l every ttl/3 in the background until stop is called.

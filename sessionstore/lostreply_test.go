@@ -115,3 +115,33 @@ func TestLostReplyOfNewChat(t *testing.T) {
 		t.Fatalf("GetChatSession = %+v, %v, %v; want the chat and its session with two events", got, stored, err)
 	}
 }
+
+// TestLostReplyOfRenewal: a lease renewal that was stored, its reply lost,
+// is a renewal made: the lease is not taken for lost, and renews on.
+func TestLostReplyOfRenewal(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	client, counter := firestoretest.NewCountingClient(t)
+	svc := sessionstore.New(client, nil)
+	if _, err := svc.Create(ctx, &session.CreateRequest{AppName: "app", UserID: "u", SessionID: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	l, err := svc.AcquireLease(ctx, "app", "u", "s", "h", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, reply := range []error{status.Error(codes.Canceled, "call already cancelled"), status.Error(codes.Unavailable, "reset")} {
+		counter.LoseNextReply("/Commit", reply)
+		if err := svc.RenewLease(ctx, l, 10*time.Second); err != nil {
+			t.Fatalf("renewal stored, its reply lost (%v): %v, want nil", reply, err)
+		}
+	}
+	if err := svc.RenewLease(ctx, l, 10*time.Second); err != nil {
+		t.Fatalf("renewal after them: %v", err)
+	}
+	select {
+	case <-l.Lost():
+		t.Fatal("the lease reads as lost")
+	default:
+	}
+}
