@@ -36,7 +36,7 @@ func TestLostCommitReply(t *testing.T) {
 			if _, err := svc.Create(ctx, &session.CreateRequest{AppName: "app", UserID: "u", SessionID: "s"}); err != nil {
 				t.Fatal(err)
 			}
-					sess := getSession(t, svc, "s")
+			sess := getSession(t, svc, "s")
 
 			if !retried {
 				// Not made: the append fails, and nothing is stored.
