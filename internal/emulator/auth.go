@@ -1,6 +1,7 @@
 package emulator
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"embed"
@@ -43,12 +44,13 @@ const npmInstallTimeout = 10 * time.Minute
 // firebase/package.json, with its node_modules installed by npm ci at the
 // versions of its lockfile. The first call on a machine installs them (about
 // two minutes and 300 MB, from the npm registry) into the user's cache
-// directory, in a folder named after the lockfile's hash, so an updated
-// lockfile installs afresh; progress, if not nil, is told before. Concurrent
+// directory, in a folder named after the package files' hash, so an
+// updated lockfile installs afresh; progress, if not nil, is told before.
+// The launcher, auth-emulator.cjs, is written there each time it changed. Concurrent
 // callers, in this process or others, wait for one install.
 func FirebaseModules(progress func(msg string)) (string, error) {
 	hash := sha256.New()
-	for _, name := range []string{"package.json", "package-lock.json", "auth-emulator.cjs"} {
+	for _, name := range []string{"package.json", "package-lock.json"} {
 		b, err := firebaseFiles.ReadFile("firebase/" + name)
 		if err != nil {
 			return "", err
@@ -63,7 +65,7 @@ func FirebaseModules(progress func(msg string)) (string, error) {
 	parent := filepath.Join(cache, "baton")
 	dir := filepath.Join(parent, "firebase-"+hex.EncodeToString(hash.Sum(nil))[:16])
 	if installed(dir) {
-		return dir, nil
+		return dir, writeLauncher(dir)
 	}
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return "", fmt.Errorf("firebase modules: %w", err)
@@ -78,7 +80,7 @@ func FirebaseModules(progress func(msg string)) (string, error) {
 	}
 	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
 	if installed(dir) { // another process installed them while this one waited
-		return dir, nil
+		return dir, writeLauncher(dir)
 	}
 	npm, err := exec.LookPath("npm")
 	if err != nil {
@@ -110,6 +112,37 @@ func FirebaseModules(progress func(msg string)) (string, error) {
 		return "", fmt.Errorf("firebase modules: %w", err)
 	}
 	return dir, nil
+}
+
+// writeLauncher puts this build's auth-emulator.cjs into dir unless it is
+// there: the install is named after the packages only, so a changed
+// launcher needs no new install. The file is replaced whole (a rename), so
+// a node process starting meanwhile reads one version or the other.
+func writeLauncher(dir string) error {
+	want, err := firebaseFiles.ReadFile("firebase/auth-emulator.cjs")
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(dir, "auth-emulator.cjs")
+	if have, err := os.ReadFile(path); err == nil && bytes.Equal(have, want) {
+		return nil
+	}
+	tmp, err := os.CreateTemp(dir, "auth-emulator-*.cjs")
+	if err != nil {
+		return fmt.Errorf("firebase modules: %w", err)
+	}
+	defer os.Remove(tmp.Name()) // after the rename, there is nothing to remove
+	if _, err := tmp.Write(want); err != nil {
+		tmp.Close()
+		return fmt.Errorf("firebase modules: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("firebase modules: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("firebase modules: %w", err)
+	}
+	return nil
 }
 
 // installed reports whether dir holds a finished install (it is renamed into
