@@ -24,14 +24,24 @@ import (
 	"github.com/baton-run/baton/internal/firestoretest"
 )
 
-func TestMain(m *testing.M) { firestoretest.Main(m, authtest.Stop) }
+// localProject is the project of the runner's defaults (devserver), which
+// the Auth emulator's tokens must name.
+const localProject = "baton-local"
+
+// TestMain starts the Auth emulator the runners under test use in the
+// background first: it comes up while TestStartAndInterrupt, the first
+// test, starts the runner's own emulators.
+func TestMain(m *testing.M) {
+	authtest.Start(localProject)
+	firestoretest.Main(m, authtest.Stop)
+}
 
 // startForTest runs the whole local system on a free port against the test
 // emulator and stops it when the test ends.
 func startForTest(t *testing.T) string {
 	t.Helper()
-	firestoretest.NewClient(t)          // the shared emulator, started or skipped as the harness decides
-	authtest.Emulator(t, "baton-local") // the project of localDefaults
+	firestoretest.NewClient(t) // the shared emulator, started or skipped as the harness decides
+	authtest.Emulator(t, localProject)
 	port, err := emulator.FreePort()
 	if err != nil {
 		t.Fatal(err)
@@ -179,45 +189,14 @@ func TestServesPageAndFunctions(t *testing.T) {
 	}
 }
 
-// TestDevIdentityByHand: with BATON_DEV_IDENTITY=true (for scripts, and
-// what the runner falls back to without Node.js) the page is told so and
-// X-Baton-User names the user.
-func TestDevIdentityByHand(t *testing.T) {
-	t.Setenv("BATON_DEV_IDENTITY", "true")
-	url := startForTest(t)
-	resp, err := http.Get(url + "/config.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cfg struct {
-		Auth struct {
-			Mode string `json:"mode"`
-		} `json:"auth"`
-	}
-	json.NewDecoder(resp.Body).Decode(&cfg)
-	resp.Body.Close()
-	if cfg.Auth.Mode != "dev" {
-		t.Errorf("auth mode = %q, want dev", cfg.Auth.Mode)
-	}
-	req, _ := http.NewRequest(http.MethodGet, url+"/Pending?sessionId=s1&clientId=tab", nil)
-	req.Header.Set("X-Baton-User", "local-user")
-	resp, err = http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusNotFound {
-		t.Errorf("Pending as X-Baton-User = %d, want 404 (accepted; no such session)", resp.StatusCode)
-	}
-}
-
 // TestStartAndInterrupt builds the runner, starts it with its own
 // emulators (Firestore and Auth), interrupts it as Ctrl-C does, and checks
 // that it exits cleanly and leaves no emulator process behind.
 func TestStartAndInterrupt(t *testing.T) {
-	// Not parallel: starting both emulators is CPU-bound, and next to the
-	// browser scenarios the Auth emulator overran its start timeout on the
-	// loaded 2-core machine.
+	// Not parallel, and first: starting both emulators is CPU-bound, and
+	// next to the browser scenarios the Auth emulator overran its start
+	// timeout on the loaded 2-core machine. Beside it, only the tests' own
+	// Auth emulator starts (TestMain).
 	err := emulator.Check()
 	if _, errNode := exec.LookPath("node"); err == nil && errNode != nil {
 		err = fmt.Errorf("%w: %w; %s", emulator.ErrAuthMissing, errNode, emulator.AuthInstallHint)
@@ -295,6 +274,38 @@ func TestStartAndInterrupt(t *testing.T) {
 		if strings.Contains(line, "CloudFirestore") && strings.Contains(line, "--port="+emulatorPort) {
 			t.Errorf("java left behind: %s", line)
 		}
+	}
+}
+
+// TestDevIdentityByHand: with BATON_DEV_IDENTITY=true (for scripts, and
+// what the runner falls back to without Node.js) the page is told so and
+// X-Baton-User names the user.
+func TestDevIdentityByHand(t *testing.T) {
+	t.Setenv("BATON_DEV_IDENTITY", "true")
+	url := startForTest(t)
+	resp, err := http.Get(url + "/config.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		Auth struct {
+			Mode string `json:"mode"`
+		} `json:"auth"`
+	}
+	json.NewDecoder(resp.Body).Decode(&cfg)
+	resp.Body.Close()
+	if cfg.Auth.Mode != "dev" {
+		t.Errorf("auth mode = %q, want dev", cfg.Auth.Mode)
+	}
+	req, _ := http.NewRequest(http.MethodGet, url+"/Pending?sessionId=s1&clientId=tab", nil)
+	req.Header.Set("X-Baton-User", "local-user")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("Pending as X-Baton-User = %d, want 404 (accepted; no such session)", resp.StatusCode)
 	}
 }
 

@@ -3,7 +3,7 @@
 // production, minus the signature (the emulator's tokens are unsigned, and
 // the Admin SDK accepts them only while FIREBASE_AUTH_EMULATOR_HOST is set).
 //
-// The first call to [Emulator] in a test binary starts one (see
+// The first call to [Emulator] (or [Start]) in a test binary starts one (see
 // internal/emulator.StartAuth: node, and firebase-tools installed once with
 // npm ci) and sets FIREBASE_AUTH_EMULATOR_HOST for the rest of the binary, so
 // that every Admin SDK client made after it talks to the emulator. A package
@@ -50,24 +50,54 @@ const startTimeout = 3 * time.Minute
 var state struct {
 	sync.Mutex
 	project string
+	started chan struct{} // closed once the start ended, with e or err set
 	e       *emulator.Emulator
 	err     error
 }
 
+// Start starts the binary's emulator for project in the background, so
+// that it is ready, or nearer to it, when a test first asks for it
+// (Emulator). A TestMain calls it before the tests that start other
+// things run.
+func Start(project string) {
+	state.Lock()
+	defer state.Unlock()
+	startLocked(project)
+}
+
+// startLocked starts the emulator for project unless it was started, and
+// returns the channel closed once that start ended. state is locked.
+func startLocked(project string) <-chan struct{} {
+	if state.started == nil {
+		state.project = project
+		started := make(chan struct{})
+		state.started = started
+		go func() {
+			e, err := emulator.StartAuth(project, startTimeout, func(msg string) { fmt.Fprintln(os.Stderr, "authtest:", msg) })
+			if err == nil {
+				err = os.Setenv(HostEnv, e.Addr)
+			}
+			state.Lock()
+			state.e, state.err = e, err
+			state.Unlock()
+			close(started)
+		}()
+	}
+	return state.started
+}
+
 // Emulator returns the address of the binary's Auth emulator, started for
-// project on first use. If it cannot start, it skips the test, or fails it
-// under CI=true. Every call in a binary must name the same project.
+// project on first use (or by Start). If it cannot start, it skips the
+// test, or fails it under CI=true. Every call in a binary must name the
+// same project.
 func Emulator(tb testing.TB, project string) string {
 	tb.Helper()
 	state.Lock()
+	started := startLocked(project)
+	state.Unlock()
+	<-started
+	state.Lock()
 	defer state.Unlock()
-	if state.e == nil && state.err == nil {
-		state.project = project
-		state.e, state.err = emulator.StartAuth(project, startTimeout, func(msg string) { fmt.Fprintln(os.Stderr, "authtest:", msg) })
-		if state.err == nil {
-			state.err = os.Setenv(HostEnv, state.e.Addr)
-		}
-	}
 	if state.err != nil {
 		if os.Getenv("CI") == "true" {
 			tb.Fatalf("firebase auth emulator: %v\nCI=true, so this fails instead of skipping: %s", state.err, emulator.AuthInstallHint)
@@ -80,15 +110,23 @@ func Emulator(tb testing.TB, project string) string {
 	return state.e.Addr
 }
 
-// Stop stops the emulator this binary started, if any.
+// Stop stops the emulator this binary started, if any, once its start
+// ended.
 func Stop() {
+	state.Lock()
+	started := state.started
+	state.Unlock()
+	if started == nil {
+		return
+	}
+	<-started
 	state.Lock()
 	defer state.Unlock()
 	if state.e != nil {
 		state.e.Stop()
-		state.e = nil
 		os.Unsetenv(HostEnv)
 	}
+	state.started, state.e, state.err = nil, nil, nil
 }
 
 // User is a user signed in to the emulator.
