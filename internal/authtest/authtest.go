@@ -43,8 +43,9 @@ const HostEnv = "FIREBASE_AUTH_EMULATOR_HOST"
 // APIKey is the API key test clients send; the emulator accepts any.
 const APIKey = "test-api-key"
 
-// startTimeout bounds the emulator's start: about 6 s of CPU, which on the
-// loaded 2-core development machine took over a minute.
+// startTimeout bounds the emulator's start: about 1.5 s of CPU, generous
+// for a loaded 2-core machine (before its launcher compiled validators
+// lazily, a start there once took over a minute).
 const startTimeout = 3 * time.Minute
 
 var state struct {

@@ -153,7 +153,7 @@ func installed(dir string) bool {
 }
 
 // StartAuth starts the Firebase Auth emulator on a free port of 127.0.0.1
-// and waits until it answers, at most timeout (it takes about 6 s of CPU to
+// and waits until it answers, at most timeout (it takes about 1.5 s of CPU to
 // start). The ID tokens it issues to clients signing in with an API key
 // name project as their audience. It installs firebase-tools first if needed
 // (see [FirebaseModules]; progress is told). Without node or npm the error
