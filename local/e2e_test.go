@@ -69,31 +69,28 @@ func TestBrowserScenarios(t *testing.T) {
 	}
 
 	url := startForTest(t)
-	// Two node processes (each with its browser) per page build, all four
-	// side by side, each with half of the scenarios: most of a scenario's
-	// time is spent waiting for the page and the model. They run as
-	// goroutines, not parallel subtests: go test runs at most -parallel
-	// (GOMAXPROCS, 2 here) of those at once, which ran the four two by two.
-	// The scenarios that hold a latency bound (Stop: both tabs within 2 s)
-	// run after them, alone, on both page builds: beside three other
-	// browsers on 2 cores, a bound measures the machine's load.
+	// Four node processes (each with its browser) side by side, sharing
+	// the scenarios of both page builds as they go (BATON_E2E_CLAIMS): most
+	// of a scenario's time is spent waiting for the page and the model.
+	// They run as goroutines, not parallel subtests: go test runs at most
+	// -parallel (GOMAXPROCS, 2 here) of those at once. The scenarios that
+	// hold a latency bound (Stop: both tabs within 2 s) run after them,
+	// alone: beside three other browsers on 2 cores, a bound measures the
+	// machine's load.
 	scenarios := func(name string, env ...string) error {
 		cmd := exec.CommandContext(ctx, node, "--test", "--test-reporter=spec", "scenarios.test.mjs")
 		cmd.Env = append(os.Environ(), append([]string{"BATON_URL=" + url, "CHROMIUM=" + chromium}, env...)...)
 		return runLogged(ctx, t, name+": ", cmd, dir)
 	}
-	const shards = 2
+	claims := t.TempDir()
 	var wg sync.WaitGroup
-	for _, sdk := range []string{"7", "6"} {
-		for shard := range shards {
-			name := fmt.Sprintf("ai%s-%d", sdk, shard)
-			wg.Go(func() {
-				err := scenarios(name, "BATON_E2E_SDK="+sdk, fmt.Sprintf("BATON_E2E_SHARD=%d/%d", shard, shards), "BATON_E2E_TIMED=skip")
-				if err != nil {
-					t.Errorf("%s: %v", name, err)
-				}
-			})
-		}
+	for i := range 4 {
+		name := fmt.Sprint("node-", i)
+		wg.Go(func() {
+			if err := scenarios(name, "BATON_E2E_CLAIMS="+claims, "BATON_E2E_TIMED=skip"); err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
+		})
 	}
 	wg.Wait()
 	if err := scenarios("timed", "BATON_E2E_TIMED=only"); err != nil {

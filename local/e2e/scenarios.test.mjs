@@ -3,8 +3,8 @@
 //
 //   cd local/e2e && npm ci && BATON_URL=http://127.0.0.1:8080 node --test scenarios.test.mjs
 //
-// (BATON_E2E_SDK=7 or 6 limits the run to one of the two pages below, and
-// BATON_E2E_SHARD=i/n to a share of the scenarios.)
+// (BATON_E2E_SDK=7 or 6 limits the run to one of the two pages below;
+// BATON_E2E_CLAIMS and BATON_E2E_TIMED are described where they are read.)
 //
 // Every scenario runs twice: on the page built with ai 7 and @ai-sdk/react 4
 // (served at /) and on the same page built with ai 6 and @ai-sdk/react 3
@@ -17,7 +17,7 @@
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 import * as ai7 from 'ai';
@@ -26,18 +26,32 @@ import { watchStreams } from './uistream.mjs';
 
 // The page builds, the SDK each was built with, and the major version the
 // page must report. BATON_E2E_SDK=7 (or 6) runs the scenarios on that page
-// only: the Go test runs one node process per page, side by side.
+// only.
 const SDKS = [
   { label: 'ai 7', path: '/', sdk: ai7, major: '7' },
   { label: 'ai 6', path: '/ai6/', sdk: ai6, major: '6' },
 ].filter(({ major }) => !process.env.BATON_E2E_SDK || process.env.BATON_E2E_SDK === major);
 if (SDKS.length === 0) throw new Error(`BATON_E2E_SDK=${process.env.BATON_E2E_SDK} names no page build (7 or 6)`);
 
-// BATON_E2E_SHARD=i/n runs every n-th scenario from the i-th (0-based),
-// so that several node processes can share the scenarios.
-const [SHARD, SHARDS] = (process.env.BATON_E2E_SHARD || '0/1').split('/').map(Number);
-if (!(SHARDS >= 1 && SHARD >= 0 && SHARD < SHARDS)) throw new Error(`BATON_E2E_SHARD=${process.env.BATON_E2E_SHARD}: want i/n with 0 <= i < n`);
-let scenarios = 0; // declared so far
+// BATON_E2E_CLAIMS names a directory that node processes running the
+// scenarios side by side share: each runs a scenario only once it has
+// claimed it there (by creating a file of its name), and skips the ones
+// another process claimed first. So the processes share the work as it
+// goes, whatever each scenario takes, and together run every one once.
+const CLAIMS = process.env.BATON_E2E_CLAIMS || '';
+
+/** Claims the scenario named key for this process; false if another has. */
+function claim(key) {
+  if (!CLAIMS) return true;
+  try {
+    closeSync(openSync(join(CLAIMS, key), 'wx'));
+    return true;
+  } catch (err) {
+    if (err.code === 'EEXIST') return false;
+    throw err;
+  }
+}
+
 // BATON_E2E_TIMED=only runs only the scenarios that hold a latency bound
 // (declared with { timed: true }), =skip all the others; unset, all of
 // them. local's Go test runs the timed ones alone after the shards, so
@@ -50,7 +64,7 @@ const BASE = (process.env.BATON_URL || 'http://127.0.0.1:8080').replace(/\/$/, '
 const OUT = join(import.meta.dirname ?? new URL('.', import.meta.url).pathname, 'test-output');
 // Longest wait for one expected change on the page. A wait returns as soon
 // as its change shows; the bound matters only when one never does, and it is
-// generous because the four shards run at once beside other packages' tests
+// generous because four node processes run at once beside other packages' tests
 // on a 2-core machine (a 15 s bound once ran out there).
 const WAIT = 30_000;
 
@@ -80,10 +94,13 @@ const sel = (id, attrs = '') => `[data-testid="${id}"]${attrs}`;
  */
 function scenario(title, slug, fn, { timed = false } = {}) {
   if ((TIMED === 'only' && !timed) || (TIMED === 'skip' && timed)) return;
-  if (scenarios++ % SHARDS !== SHARD) return;
   for (const { label, path, sdk, major } of SDKS) {
     const prefix = major === '7' ? '' : `ai${major}-`;
     test(`${label}: ${title}`, async (t) => {
+      if (!claim(`${prefix || 'ai7-'}${slug}`)) {
+        t.skip('run by another process');
+        return;
+      }
       const contexts = [];
       const watchers = [];
       const offsite = []; // requests that would leave the machine, refused
