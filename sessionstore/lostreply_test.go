@@ -12,6 +12,18 @@ import (
 	"github.com/baton-run/baton/sessionstore"
 )
 
+// countedSession returns a service whose calls counter counts (and fails
+// as told), with session "s" of user "u" created.
+func countedSession(t *testing.T) (*sessionstore.Service, *firestoretest.Counter) {
+	t.Helper()
+	client, counter := firestoretest.NewCountingClient(t)
+	svc := sessionstore.New(client, nil)
+	if _, err := svc.Create(t.Context(), &session.CreateRequest{AppName: "app", UserID: "u", SessionID: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	return svc, counter
+}
+
 // TestLostCommitReply: an append whose commit was made but answered with
 // an error (the emulator's Canceled or Unknown when a listener of the
 // session closes meanwhile, a reply lost on the way) is an append made:
@@ -31,11 +43,7 @@ func TestLostCommitReply(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			ctx := t.Context()
-			client, counter := firestoretest.NewCountingClient(t)
-			svc := sessionstore.New(client, nil)
-			if _, err := svc.Create(ctx, &session.CreateRequest{AppName: "app", UserID: "u", SessionID: "s"}); err != nil {
-				t.Fatal(err)
-			}
+			svc, counter := countedSession(t)
 			sess := getSession(t, svc, "s")
 
 			if !retried {
@@ -121,11 +129,7 @@ func TestLostReplyOfNewChat(t *testing.T) {
 func TestLostReplyOfRenewal(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	client, counter := firestoretest.NewCountingClient(t)
-	svc := sessionstore.New(client, nil)
-	if _, err := svc.Create(ctx, &session.CreateRequest{AppName: "app", UserID: "u", SessionID: "s"}); err != nil {
-		t.Fatal(err)
-	}
+	svc, counter := countedSession(t)
 	l, err := svc.AcquireLease(ctx, "app", "u", "s", "h", 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
