@@ -67,6 +67,14 @@
 // commit and classifies its failure, applyAppend updates the handle. Only
 // the last changes the handle, so a failed commit leaves it as read.
 //
+// A commit can fail and still be made: the Firestore client retries an
+// unavailable commit, and the retry finds its own first attempt (a
+// conflict); the emulator answers Canceled or Unknown to a commit it made
+// while a listener of the document was closing. So a failure that may hide
+// a made commit (mayHaveLanded) costs one read of the session document: if
+// it holds the plan's revision with the plan's event last, the append was
+// made (storedAnyway). RenewLease checks its lease the same way.
+//
 // # Stop requests
 //
 // A stop request (stop.go) asks whoever holds a session's lease to stop.

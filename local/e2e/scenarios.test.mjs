@@ -54,7 +54,7 @@ function claim(key) {
 
 // BATON_E2E_TIMED=only runs only the scenarios that hold a latency bound
 // (declared with { timed: true }), =skip all the others; unset, all of
-// them. local's Go test runs the timed ones alone after the shards, so
+// them. local's Go test runs the timed ones alone after the others, so
 // that a bound is measured on a machine not busy with three other
 // browsers.
 const TIMED = process.env.BATON_E2E_TIMED || '';
