@@ -75,30 +75,6 @@ func TestToolResultTokenWithInvalidUser(t *testing.T) {
 	}
 }
 
-// TestChatFileOverLimit: a file of BATON_MAX_FILE_BYTES + 1 bytes gets 413
-// naming the limit, and nothing is written; the body, 14 MB of base64, is
-// well under BATON_MAX_CHAT_BODY_BYTES.
-func TestChatFileOverLimit(t *testing.T) {
-	t.Parallel()
-	f := newHTTPFixture(t, func(c *Config) { c.DevIdentity = true; c.MaxFileBytes = 10 << 20 })
-	data := base64.StdEncoding.EncodeToString(make([]byte, 10<<20+1))
-	msg := map[string]any{"id": "u1", "role": "user", "parts": []any{
-		map[string]any{"type": "text", "text": "look"},
-		map[string]any{"type": "file", "mediaType": "image/png", "url": "data:image/png;base64," + data},
-	}}
-	before := f.counter.Snapshot()
-	resp := f.devChat(chatBody("c1", "tab-a", msg))
-	if resp.StatusCode != http.StatusRequestEntityTooLarge {
-		t.Errorf("status %d, want 413", resp.StatusCode)
-	}
-	if e := errorOf(t, resp); !strings.Contains(e.Message, "10485760 bytes (BATON_MAX_FILE_BYTES)") {
-		t.Errorf("message %q, want one naming the limit", e.Message)
-	}
-	if w := f.counter.Snapshot().Sub(before).Writes; w != 0 {
-		t.Errorf("%d writes, want none", w)
-	}
-}
-
 // devChat POSTs body to Chat as user ada of the development identity.
 func (f *httpFixture) devChat(body any) *http.Response {
 	f.t.Helper()

@@ -222,22 +222,6 @@ func forgedFileURLs(t *testing.T, f *httpFixture, link string) map[string]string
 	}
 }
 
-// TestChatFileAtLimit: a file of exactly BATON_MAX_FILE_BYTES is answered,
-// and the model gets all of it (one byte more is TestChatFileOverLimit's
-// 413).
-func TestChatFileAtLimit(t *testing.T) {
-	t.Parallel()
-	f := newHTTPFixture(t, func(c *Config) { c.MaxFileBytes = 10 << 20; c.RequestTimeout = slowRequests }, modeltest.TextReply("seen"))
-	data := randomBytes(10 << 20)
-	start := time.Now()
-	f.stream(f.chat("ada", chatBody("c1", "tab-a", fileMessage("u1", data, "application/pdf"))))
-	t.Logf("a 10 MiB file: answered in %v", time.Since(start))
-	files := inlineFiles(f.model.LastRequest())
-	if len(files) != 1 || !bytes.Equal(files[0].Data, data) {
-		t.Errorf("the model got %d inline files, want the 10 MiB file", len(files))
-	}
-}
-
 // TestChatFileLaterTurn: a later turn's model request still holds the
 // file of an earlier message (read from the file store, not the session).
 func TestChatFileLaterTurn(t *testing.T) {
