@@ -73,7 +73,8 @@
 // while a listener of the document was closing. So a failure that may hide
 // a made commit (mayHaveLanded) costs one read of the session document: if
 // it holds the plan's revision with the plan's event last, the append was
-// made (storedAnyway). RenewLease checks its lease the same way.
+// made (storedAnyway). RenewLease and AcquireLease check their lease the
+// same way.
 //
 // # Stop requests
 //

@@ -120,6 +120,13 @@ func (s *Service) AcquireLease(ctx context.Context, app, user, id, holder string
 		}
 		return nil
 	}, func(results []*firestore.WriteResult) { lease.version = results[0].UpdateTime })
+	if err != nil && lease != nil && ctx.Err() == nil && (mayHaveLanded(err) || errors.Is(err, ErrBusy)) {
+		// A commit was sent, and may be stored all the same (see
+		// mayHaveLanded): then the lease read as busy is this one.
+		if version, ok := s.leaseStored(ctx, lease, lease.expires); ok {
+			lease.version, err = version, nil
+		}
+	}
 	switch {
 	case errors.Is(err, ErrConflict):
 		// Others keep writing the session: as good as busy.

@@ -149,3 +149,33 @@ func TestLostReplyOfRenewal(t *testing.T) {
 	default:
 	}
 }
+
+// TestLostReplyOfAcquire: a lease taken, its reply lost, is a lease held,
+// not a session busy with it until its term runs out.
+func TestLostReplyOfAcquire(t *testing.T) {
+	t.Parallel()
+	for name, reply := range map[string]error{
+		"cancelled":   status.Error(codes.Canceled, "call already cancelled"),
+		"unavailable": status.Error(codes.Unavailable, "connection reset"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			svc, counter := countedSession(t)
+			counter.LoseNextReply("/Commit", reply)
+			l, err := svc.AcquireLease(ctx, "app", "u", "s", "h", 10*time.Second)
+			if err != nil {
+				t.Fatalf("acquire stored, its reply lost: %v, want the lease", err)
+			}
+			if err := svc.RenewLease(ctx, l, 10*time.Second); err != nil {
+				t.Fatalf("renewing the lease: %v", err)
+			}
+			if err := svc.ReleaseLease(ctx, l); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := svc.AcquireLease(ctx, "app", "u", "s", "other", time.Second); err != nil {
+				t.Errorf("the lease after its release: %v, want it free", err)
+			}
+		})
+	}
+}
