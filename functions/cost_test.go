@@ -234,15 +234,17 @@ func TestTurnCost(t *testing.T) {
 				t.Fatal("the model was not called")
 			}
 			pre := atModel.Sub(before)
-			t.Logf("%s: %d round trips before the model, %+v, %d lookups", tt.name, pre.RoundTrips, got, got.Lookups())
+			t.Logf("%s: %d round trips before the model (%d of them listens), %+v, %d lookups", tt.name, pre.RoundTrips, pre.Listens, got, got.Lookups())
 			// A turn that runs longer than toolcallback's stop delay (500 ms)
-			// also listens for a Stop, after the model was called: one
-			// listen stream, counted apart, since it depends on how long
-			// this machine takes, not on what the turn does.
-			if pre.RoundTrips > tt.bound.beforeModel || got.RoundTrips-got.Listens > tt.bound.roundTrips ||
+			// also listens for a Stop: one listen stream, counted apart,
+			// since it depends on how long this machine takes, not on what
+			// the turn does. It opens in the background, so on a loaded
+			// machine it can open before the model is called, without
+			// delaying it: no round trip the model waits for.
+			if pre.RoundTrips-pre.Listens > tt.bound.beforeModel || got.RoundTrips-got.Listens > tt.bound.roundTrips ||
 				got.Lookups() > tt.bound.lookups || got.Writes > tt.bound.writes || got.Listens > 1 {
-				t.Errorf("%s cost %d round trips before the model, %d in all (%d of them listens, at most 1 allowed), %d lookups, %d writes; want at most %+v",
-					tt.name, pre.RoundTrips, got.RoundTrips, got.Listens, got.Lookups(), got.Writes, tt.bound)
+				t.Errorf("%s cost %d round trips before the model (listens left out), %d in all (%d of them listens, at most 1 allowed), %d lookups, %d writes; want at most %+v",
+					tt.name, pre.RoundTrips-pre.Listens, got.RoundTrips, got.Listens, got.Lookups(), got.Writes, tt.bound)
 			}
 		})
 	}

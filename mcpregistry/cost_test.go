@@ -40,7 +40,8 @@ func (m *atFirstRequest) GenerateContent(ctx context.Context, req *model.LLMRequ
 }
 
 // arm starts counting and returns the round trips sent before the model's
-// first request since, once that request came (-1 until then).
+// first request since, listens for a Stop left out, once that request came
+// (-1 until then).
 func (m *atFirstRequest) arm() func() int64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -52,7 +53,12 @@ func (m *atFirstRequest) arm() func() int64 {
 		if m.armed {
 			return -1
 		}
-		return m.at.Sub(before).RoundTrips
+		// The invocation's listen for a Stop (toolcallback's stop delay,
+		// 500 ms) opens in the background and delays nothing: on a loaded
+		// machine it can open before the model's first request, so it is
+		// not a round trip the model waits for.
+		pre := m.at.Sub(before)
+		return pre.RoundTrips - pre.Listens
 	}
 }
 
