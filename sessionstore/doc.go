@@ -72,9 +72,10 @@
 // conflict); the emulator answers Canceled or Unknown to a commit it made
 // while a listener of the document was closing. So a failure that may hide
 // a made commit (mayHaveLanded) costs one read of the session document: if
-// it holds the plan's revision with the plan's event last, the append was
-// made (storedAnyway). RenewLease and AcquireLease check their lease the
-// same way.
+// it holds the plan's revision with the plan's event last, and the lease
+// as the commit left it (a takeover since fences the handle out, as ever),
+// the append was made (storedAnyway). RenewLease and AcquireLease check
+// their lease the same way.
 //
 // # Stop requests
 //

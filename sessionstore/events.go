@@ -480,29 +480,39 @@ func mayHaveLanded(err error) bool {
 
 // storedAnyway reports whether the plan's commit, though it failed, was
 // made, and returns the results it would have: the session document holds
-// the plan's revision, and as its last event the plan's. All the writes of
-// one commit have its time.
+// the plan's revision, as its last event the plan's, and the lease as the
+// commit left it (a takeover since would fence this handle out). All the
+// writes of one commit have its time.
 func (s *Service) storedAnyway(ctx context.Context, ss *storedSession, p *appendPlan) ([]*firestore.WriteResult, bool) {
-	snap, err := s.sessionRef(ss.app, ss.user, ss.id).Get(ctx)
-	if err != nil || !snap.Exists() {
+	h, updated, ok := s.readHead(ctx, ss.app, ss.user, ss.id)
+	if !ok || h.Revision != p.revision || len(h.Tail) == 0 {
 		return nil, false
 	}
-	var doc struct {
-		Revision int64          `firestore:"revision"`
-		Tail     []chunkElement `firestore:"tail"`
-	}
-	if snap.DataTo(&doc) != nil || doc.Revision != p.revision || len(doc.Tail) == 0 {
-		return nil, false
-	}
-	got, want := doc.Tail[len(doc.Tail)-1], p.tail[len(p.tail)-1]
-	if got.Revision != want.Revision || !bytes.Equal(got.Event, want.Event) {
+	holder, fence := p.leaseAfter(ss)
+	got, want := h.Tail[len(h.Tail)-1], p.tail[len(p.tail)-1]
+	if h.Lease.Holder != holder || h.Lease.Fence != fence || got.Revision != want.Revision || !bytes.Equal(got.Event, want.Event) {
 		return nil, false
 	}
 	results := make([]*firestore.WriteResult, max(p.sessionWrite, p.chatWrite)+1)
 	for i := range results {
-		results[i] = &firestore.WriteResult{UpdateTime: snap.UpdateTime}
+		results[i] = &firestore.WriteResult{UpdateTime: updated}
 	}
 	return results, true
+}
+
+// leaseAfter is the holder and fence of the session's lease once the
+// plan's commit is made (sessionUpdates writes a claim's lease, or the
+// release, else leaves it as it was).
+func (p *appendPlan) leaseAfter(ss *storedSession) (holder string, fence int64) {
+	switch l := ss.lease; {
+	case p.claim != nil:
+		return p.leaseDoc.Holder, p.leaseDoc.Fence
+	case l != nil && p.release:
+		return "", l.Fence
+	case l != nil:
+		return l.Holder, l.Fence
+	}
+	return ss.stored.Holder, ss.stored.Fence
 }
 
 // applyAppend makes the handle what the plan's commit, now made, stored.

@@ -165,26 +165,39 @@ func (s *Service) RenewLease(ctx context.Context, l *Lease, ttl time.Duration) (
 	return fmt.Errorf("renew lease on %q: %w", l.SessionID, uerr)
 }
 
+// sessionHead is what of a session document tells whether a write of
+// this process was stored after all (see mayHaveLanded): its revision,
+// its lease and its tail.
+type sessionHead struct {
+	Revision int64          `firestore:"revision"`
+	Lease    leaseDoc       `firestore:"lease"`
+	Tail     []chunkElement `firestore:"tail"`
+}
+
+// readHead reads the head of a session and the document's update time;
+// false when it cannot (the session is gone, or the read failed).
+func (s *Service) readHead(ctx context.Context, app, user, id string) (*sessionHead, time.Time, bool) {
+	snap, err := s.sessionRef(app, user, id).Get(ctx)
+	if err != nil || !snap.Exists() {
+		return nil, time.Time{}, false
+	}
+	var h sessionHead
+	if snap.DataTo(&h) != nil {
+		return nil, time.Time{}, false
+	}
+	return &h, snap.UpdateTime, true
+}
+
 // leaseStored reports whether the session document holds l renewed until
 // expires, by l's own last write and no other since (its revision is the
 // one l knows), and returns the document's update time.
 func (s *Service) leaseStored(ctx context.Context, l *Lease, expires time.Time) (time.Time, bool) {
-	snap, err := s.sessionRef(l.App, l.User, l.SessionID).Get(ctx)
-	if err != nil || !snap.Exists() {
+	h, updated, ok := s.readHead(ctx, l.App, l.User, l.SessionID)
+	if !ok || h.Revision != l.revision || h.Lease.Holder != l.Holder || h.Lease.Fence != l.Fence ||
+		!h.Lease.Expires.Equal(expires.Truncate(time.Microsecond)) { // Firestore keeps microseconds
 		return time.Time{}, false
 	}
-	var doc struct {
-		Revision int64    `firestore:"revision"`
-		Lease    leaseDoc `firestore:"lease"`
-	}
-	if snap.DataTo(&doc) != nil {
-		return time.Time{}, false
-	}
-	want := leaseDoc{Holder: l.Holder, Fence: l.Fence, Expires: expires.Truncate(time.Microsecond)} // Firestore keeps microseconds
-	if doc.Revision != l.revision || doc.Lease.Holder != want.Holder || doc.Lease.Fence != want.Fence || !doc.Lease.Expires.Equal(want.Expires) {
-		return time.Time{}, false
-	}
-	return snap.UpdateTime, true
+	return updated, true
 }
 
 // KeepLease renews l every ttl/3 in the background until stop is called.

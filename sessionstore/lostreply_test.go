@@ -1,9 +1,14 @@
 package sessionstore_test
 
 import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"google.golang.org/adk/v2/platform"
 	"google.golang.org/adk/v2/session"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -177,5 +182,52 @@ func TestLostReplyOfAcquire(t *testing.T) {
 				t.Errorf("the lease after its release: %v, want it free", err)
 			}
 		})
+	}
+}
+
+// TestLostReplyThenTakeover: an append stored, its reply lost, whose lease
+// is taken over before the append reads the session back, is not taken
+// for made: the holder is fenced out, as any holder taken over is.
+func TestLostReplyThenTakeover(t *testing.T) {
+	t.Parallel()
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) context.Context {
+		return platform.WithTimeProvider(t.Context(), func() time.Time { return base.Add(d) })
+	}
+	svc, counter := countedSession(t)
+	a, err := svc.AcquireLease(at(0), "app", "u", "s", "holder-a", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	underA := sessionstore.WithLease(at(0), a)
+	got, err := svc.Get(underA, &session.GetRequest{AppName: "app", UserID: "u", SessionID: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Once the commit is sent, the next read (the append's read back) is
+	// preceded by b's takeover of the expired lease.
+	var committed, tookOver atomic.Bool
+	counter.SetHook(func(method string, _ any) error {
+		switch {
+		case strings.HasSuffix(method, "/Commit"):
+			committed.Store(true)
+		case strings.HasSuffix(method, "/BatchGetDocuments") && committed.Load() && tookOver.CompareAndSwap(false, true):
+			if _, err := svc.AcquireLease(at(19*time.Second), "app", "u", "s", "holder-b", time.Minute); err != nil {
+				t.Errorf("b's takeover: %v", err)
+			}
+		}
+		return nil
+	})
+	counter.LoseNextReply("/Commit", status.Error(codes.Canceled, "call already cancelled"))
+	err = svc.AppendEvent(underA, got.Session, textEvent("e1", "agent", "stored, reply lost"))
+	counter.SetHook(nil)
+	if !tookOver.Load() {
+		t.Fatal("the append did not read the session back after its commit")
+	}
+	if err == nil {
+		t.Error("an append whose lease was taken over before it read the session back was taken for made")
+	}
+	if err := svc.AppendEvent(underA, got.Session, textEvent("e2", "agent", "late")); !errors.Is(err, sessionstore.ErrLeaseLost) {
+		t.Errorf("the next append of the holder taken over: %v, want ErrLeaseLost", err)
 	}
 }

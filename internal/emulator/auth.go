@@ -46,8 +46,8 @@ const npmInstallTimeout = 10 * time.Minute
 // two minutes and 300 MB, from the npm registry) into the user's cache
 // directory, in a folder named after the package files' hash, so an
 // updated lockfile installs afresh; progress, if not nil, is told before.
-// The launcher, auth-emulator.cjs, is written there each time it changed. Concurrent
-// callers, in this process or others, wait for one install.
+// The launcher, auth-emulator.cjs, is written there whenever it changed.
+// Concurrent callers, in this process or others, wait for one install.
 func FirebaseModules(progress func(msg string)) (string, error) {
 	hash := sha256.New()
 	for _, name := range []string{"package.json", "package-lock.json"} {

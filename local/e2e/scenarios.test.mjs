@@ -97,7 +97,7 @@ function scenario(title, slug, fn, { timed = false } = {}) {
   for (const { label, path, sdk, major } of SDKS) {
     const prefix = major === '7' ? '' : `ai${major}-`;
     test(`${label}: ${title}`, async (t) => {
-      if (!claim(`${prefix || 'ai7-'}${slug}`)) {
+      if (!claim(`ai${major}-${slug}`)) {
         t.skip('run by another process');
         return;
       }
