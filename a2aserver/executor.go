@@ -15,6 +15,7 @@ import (
 	"google.golang.org/adk/v2/tool/toolconfirmation"
 	"google.golang.org/genai"
 
+	"github.com/baton-run/baton/limits"
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
 )
@@ -42,7 +43,7 @@ type run struct {
 	x      *executor
 	ec     *a2asrv.ExecutorContext
 	user   string
-	limits toolcallback.Limits // of the turns the caller starts
+	limits limits.Limits // of the turns the caller starts
 	yield  func(a2a.Event, error) bool
 }
 
@@ -75,7 +76,7 @@ func (x *executor) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter
 // chat, pending calls under the reject policy) come back to the caller
 // before the task exists, so nothing about it is stored.
 func (r *run) start(ctx context.Context, content *genai.Content) {
-	inv, _, err := r.x.team.Turn(ctx, toolcallback.ChatTurn{UserID: r.user, ChatID: r.ec.ContextID, ClientID: r.client(), Content: content, Limits: r.limits})
+	inv, _, err := r.x.team.Turn(ctx, toolcallback.TurnRequest{UserID: r.user, ChatID: r.ec.ContextID, ClientID: r.client(), Content: content, Limits: r.limits})
 	if err != nil {
 		r.yield(nil, r.x.turnError(ctx, err))
 		return
@@ -99,7 +100,7 @@ func (r *run) follow(ctx context.Context, content *genai.Content, answers []answ
 		return
 	}
 	if len(answers) == 0 {
-		inv, _, err := r.x.team.Turn(ctx, toolcallback.ChatTurn{UserID: r.user, ChatID: r.ec.ContextID, ClientID: r.client(), Content: content, Limits: r.limits})
+		inv, _, err := r.x.team.Turn(ctx, toolcallback.TurnRequest{UserID: r.user, ChatID: r.ec.ContextID, ClientID: r.client(), Content: content, Limits: r.limits})
 		if err != nil {
 			r.settle(ctx, []string{problem(err)})
 			return
@@ -110,7 +111,7 @@ func (r *run) follow(ctx context.Context, content *genai.Content, answers []answ
 	var inv *toolcallback.Invocation
 	var problems []string
 	for _, a := range answers {
-		res, err := r.x.team.Resume(ctx, toolcallback.Result{UserID: r.user, ChatID: r.ec.ContextID, CallID: a.id, ClientID: r.client(), Answer: a.answer})
+		res, err := r.x.team.Resume(ctx, toolcallback.ResumeRequest{UserID: r.user, ChatID: r.ec.ContextID, CallID: a.id, ClientID: r.client(), Answer: a.answer})
 		var already *toolcallback.AlreadyResolvedError
 		switch {
 		case errors.As(err, &already) && already.Same:
@@ -279,7 +280,7 @@ func (x *executor) Cancel(ctx context.Context, ec *a2asrv.ExecutorContext) iter.
 				case toolcallback.KindInput:
 					a = toolcallback.CancelInput(c)
 				}
-				_, err := x.team.Resume(ctx, toolcallback.Result{UserID: user, ChatID: ec.ContextID, CallID: c.ID, ClientID: client, Answer: a})
+				_, err := x.team.Resume(ctx, toolcallback.ResumeRequest{UserID: user, ChatID: ec.ContextID, CallID: c.ID, ClientID: client, Answer: a})
 				if err != nil && !errors.Is(err, toolcallback.ErrAlreadyResolved) && !errors.Is(err, toolcallback.ErrExpired) {
 					x.log.WarnContext(ctx, "a2a cancel: answer call", "task", ec.TaskID, "call", c.ID, "error", err)
 				}
@@ -291,7 +292,7 @@ func (x *executor) Cancel(ctx context.Context, ec *a2asrv.ExecutorContext) iter.
 
 // pending lists the pending calls of a task's turns.
 func (x *executor) pending(ctx context.Context, user, chat, client string) ([]*toolcallback.Call, error) {
-	state, err := x.team.Pending(ctx, user, chat, client, 0)
+	state, err := x.team.Pending(ctx, toolcallback.PendingRequest{UserID: user, ChatID: chat, ClientID: client, History: 0})
 	if err != nil {
 		return nil, err
 	}
@@ -310,7 +311,7 @@ func (x *executor) turnError(ctx context.Context, err error) error {
 	switch {
 	case errors.Is(err, sessionstore.ErrBusy):
 		return fmt.Errorf("%w: the chat is busy with another turn; retry shortly", a2a.ErrServerError)
-	case errors.Is(err, toolcallback.ErrRateLimited), errors.Is(err, toolcallback.ErrBudgetExhausted):
+	case errors.Is(err, limits.ErrRateLimited), errors.Is(err, limits.ErrBudgetExhausted):
 		return fmt.Errorf("%w: %s", a2a.ErrServerError, err.Error())
 	case errors.Is(err, toolcallback.ErrPendingCalls), errors.As(err, &unknown),
 		errors.Is(err, sessionstore.ErrInvalidID), errors.Is(err, toolcallback.ErrInvalidAnswer):
@@ -325,7 +326,7 @@ func (x *executor) turnError(ctx context.Context, err error) error {
 func problem(err error) string {
 	for _, known := range []error{toolcallback.ErrCallNotFound, toolcallback.ErrAlreadyResolved, toolcallback.ErrExpired,
 		toolcallback.ErrWrongClient, toolcallback.ErrInvalidAnswer, toolcallback.ErrAnswerTooLarge, toolcallback.ErrPendingCalls,
-		sessionstore.ErrBusy, sessionstore.ErrInvalidID, toolcallback.ErrRateLimited, toolcallback.ErrBudgetExhausted} {
+		sessionstore.ErrBusy, sessionstore.ErrInvalidID, limits.ErrRateLimited, limits.ErrBudgetExhausted} {
 		if errors.Is(err, known) {
 			return err.Error()
 		}

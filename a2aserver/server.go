@@ -20,6 +20,7 @@ import (
 	"google.golang.org/adk/v2/agent"
 	"google.golang.org/adk/v2/server/adka2a/v2"
 
+	"github.com/baton-run/baton/limits"
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
 )
@@ -33,7 +34,7 @@ type Authenticator func(r *http.Request) (Caller, error)
 // the caller's messages start.
 type Caller struct {
 	User   string
-	Limits toolcallback.Limits
+	Limits limits.Limits
 }
 
 // limitsAttribute holds a Caller's Limits in a2a-go's user attributes, as
@@ -41,8 +42,8 @@ type Caller struct {
 const limitsAttribute = "baton.limits"
 
 // callerLimits reads the limits limitsAttribute holds; none when absent.
-func callerLimits(u *a2asrv.User) toolcallback.Limits {
-	var l toolcallback.Limits
+func callerLimits(u *a2asrv.User) limits.Limits {
+	var l limits.Limits
 	if raw, ok := u.Attributes[limitsAttribute].(string); ok {
 		_ = json.Unmarshal([]byte(raw), &l) // written by the interceptor from a Limits
 	}

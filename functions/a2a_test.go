@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/baton-run/baton/modeltest"
+	"github.com/baton-run/baton/toolcallback"
 )
 
 const (
@@ -77,14 +78,14 @@ func TestA2AIdentities(t *testing.T) {
 	if byUser.Error != nil || byUser.Result.Status.State != "completed" {
 		t.Fatalf("message/send with a Firebase ID token = %+v, want a completed task", byUser)
 	}
-	if _, err := f.server.team.Pending(t.Context(), f.user("ada").UID, byUser.Result.ContextID, "any", 0); err != nil {
+	if _, err := f.server.team.Pending(t.Context(), toolcallback.PendingRequest{UserID: f.user("ada").UID, ChatID: byUser.Result.ContextID, ClientID: "any"}); err != nil {
 		t.Errorf("the task's context is not a chat of the token's uid: %v", err)
 	}
 	bySA := f.a2aCall(service(nil), "message/send", a2aText("hi"))
 	if bySA.Error != nil || bySA.Result.Status.State != "completed" {
 		t.Fatalf("message/send with an allowed service account's token = %+v, want a completed task", bySA)
 	}
-	if _, err := f.server.team.Pending(t.Context(), ServiceUserPrefix+testA2ACallr, bySA.Result.ContextID, "any", 0); err != nil {
+	if _, err := f.server.team.Pending(t.Context(), toolcallback.PendingRequest{UserID: ServiceUserPrefix + testA2ACallr, ChatID: bySA.Result.ContextID, ClientID: "any"}); err != nil {
 		t.Errorf("the task's context is not a chat of %s%s: %v", ServiceUserPrefix, testA2ACallr, err)
 	}
 

@@ -173,7 +173,7 @@ func (s *Server) chatMessage(w http.ResponseWriter, r *http.Request, log *slog.L
 	if err != nil {
 		return err
 	}
-	inv, report, err := s.team.Turn(r.Context(), toolcallback.ChatTurn{
+	inv, report, err := s.team.Turn(r.Context(), toolcallback.TurnRequest{
 		UserID: user, ChatID: chatID, ClientID: device, Agent: agentName, Content: content, MessageID: m.ID, Limits: s.limitsOf(c),
 	})
 	if errors.Is(err, toolcallback.ErrMessageTaken) {
@@ -259,7 +259,7 @@ func (m *uiMessage) content(maxFile int64) (*genai.Content, error) {
 // A POST that brings nothing new while calls are open is 409
 // pending_calls, so a page that sends automatically stops there.
 func (s *Server) chatAnswers(w http.ResponseWriter, r *http.Request, log *slog.Logger, user, device, chatID string, m *uiMessage) error {
-	var resumed *toolcallback.Resumption
+	var resumed *toolcallback.ResumeOutcome
 	answers, recorded := 0, false
 	for _, p := range m.Parts {
 		res, err := s.chatAnswer(r, user, device, chatID, p)
@@ -292,7 +292,7 @@ func (s *Server) chatAnswers(w http.ResponseWriter, r *http.Request, log *slog.L
 		return nil
 	}
 	if resumed == nil {
-		open, err := s.team.Pending(r.Context(), user, chatID, "", 0)
+		open, err := s.team.Pending(r.Context(), toolcallback.PendingRequest{UserID: user, ChatID: chatID})
 		if err != nil {
 			return err
 		}
@@ -309,11 +309,11 @@ func (s *Server) chatAnswers(w http.ResponseWriter, r *http.Request, log *slog.L
 var errNoAnswer = errors.New("no answer")
 
 // chatAnswer records the answer one part carries, if any.
-func (s *Server) chatAnswer(r *http.Request, user, device, chatID string, p uiPart) (*toolcallback.Resumption, error) {
+func (s *Server) chatAnswer(r *http.Request, user, device, chatID string, p uiPart) (*toolcallback.ResumeOutcome, error) {
 	if !strings.HasPrefix(p.Type, "tool-") && p.Type != "dynamic-tool" {
 		return nil, errNoAnswer
 	}
-	result := toolcallback.Result{UserID: user, ChatID: chatID, ClientID: device}
+	result := toolcallback.ResumeRequest{UserID: user, ChatID: chatID, ClientID: device}
 	switch {
 	case p.State == "approval-responded" && p.Approval != nil && p.Approval.Approved != nil:
 		result.CallID = p.Approval.ID

@@ -104,7 +104,7 @@ func (s *Server) chatMessages(w http.ResponseWriter, r *http.Request, chatID str
 		}
 		limit = n
 	}
-	state, err := s.team.Pending(r.Context(), user, chatID, "", historyContext)
+	state, err := s.team.Pending(r.Context(), toolcallback.PendingRequest{UserID: user, ChatID: chatID, History: historyContext})
 	if err != nil {
 		return err
 	}
@@ -123,7 +123,7 @@ func uiMessages(events session.Events, shown int, open []*toolcallback.Call) []u
 	userIDs := map[time.Time]string{} // the client's message ids, by the user event's time
 	for ev := range events.All() {
 		if toolcallback.StartsTurn(ev) {
-			id, _ := ev.Actions.StateDelta[toolcallback.MessageKey].(string)
+			id, _ := ev.Actions.StateDelta[toolcallback.MessageIDKey].(string)
 			if id == "" {
 				id = ev.ID
 			}

@@ -42,7 +42,7 @@ func (s *Server) chatRegenerate(w http.ResponseWriter, r *http.Request, log *slo
 			return err
 		}
 	}
-	inv, err := s.team.Rewind(r.Context(), toolcallback.Rewind{UserID: c.user, ChatID: req.ID, ClientID: device, Message: target, Limits: s.limitsOf(c)})
+	inv, err := s.team.Rewind(r.Context(), toolcallback.RewindRequest{UserID: c.user, ChatID: req.ID, ClientID: device, Message: target, Limits: s.limitsOf(c)})
 	return s.chatRewound(w, r, log, c.user, device, req.ID, inv, err)
 }
 
@@ -56,7 +56,7 @@ func (s *Server) chatEdit(w http.ResponseWriter, r *http.Request, log *slog.Logg
 	if err != nil {
 		return err
 	}
-	inv, err := s.team.Rewind(r.Context(), toolcallback.Rewind{UserID: c.user, ChatID: req.ID, ClientID: device, Message: m.ID, Content: content, Limits: s.limitsOf(c)})
+	inv, err := s.team.Rewind(r.Context(), toolcallback.RewindRequest{UserID: c.user, ChatID: req.ID, ClientID: device, Message: m.ID, Content: content, Limits: s.limitsOf(c)})
 	return s.chatRewound(w, r, log, c.user, device, req.ID, inv, err)
 }
 
@@ -83,7 +83,7 @@ func (s *Server) turnReplace(w http.ResponseWriter, r *http.Request, log *slog.L
 	if err := sessionstore.ValidateID("message id", req.Replace); err != nil {
 		return err
 	}
-	rw := toolcallback.Rewind{UserID: c.user, ChatID: req.SessionID, ClientID: req.ClientID, Message: req.Replace, Limits: s.limitsOf(c)}
+	rw := toolcallback.RewindRequest{UserID: c.user, ChatID: req.SessionID, ClientID: req.ClientID, Message: req.Replace, Limits: s.limitsOf(c)}
 	if req.Text != "" || len(req.Parts) > 0 {
 		content, err := req.content()
 		if err != nil {

@@ -181,7 +181,7 @@ func (s *Server) openCalls(r *http.Request, cw *chatWatch, user, chatID string) 
 	if cw.busy {
 		return nil, nil
 	}
-	open, err := s.team.Pending(r.Context(), user, chatID, "", 0)
+	open, err := s.team.Pending(r.Context(), toolcallback.PendingRequest{UserID: user, ChatID: chatID})
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/baton-run/baton/limits"
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
 )
@@ -56,7 +57,7 @@ func status(err error) (int, apiErrorBody) {
 		maxBytes *http.MaxBytesError
 		unknown  *toolcallback.UnknownAgentError
 		limit    *limitError
-		limited  *toolcallback.LimitError
+		limited  *limits.LimitError
 	)
 	switch {
 	case errors.As(err, &limited):

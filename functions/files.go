@@ -26,6 +26,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"slices"
@@ -38,7 +39,7 @@ import (
 	"google.golang.org/adk/v2/session"
 	"google.golang.org/genai"
 
-	"github.com/baton-run/baton/toolcallback"
+	"github.com/baton-run/baton/chatfiles"
 )
 
 // fileURLLifetime is how long a file URL of a history stays valid: a page
@@ -50,11 +51,11 @@ var errFilesOff = fmt.Errorf("%w: files are not enabled here (BATON_FILES_BUCKET
 
 // errBadFileURL: a file URL that is forged, altered or expired. It is
 // answered as a file that does not exist.
-var errBadFileURL = fmt.Errorf("%w: no such file", toolcallback.ErrFileNotFound)
+var errBadFileURL = fmt.Errorf("%w: no such file", chatfiles.ErrNotFound)
 
 // newFiles returns the file store (given, or gcsartifact on the
 // configured bucket) and the URL signer; both nil when files are off.
-func newFiles(cfg Config, given artifact.Service) (artifact.Service, *fileURLs, error) {
+func newFiles(cfg Config, given artifact.Service, log *slog.Logger) (*chatfiles.Store, *fileURLs, error) {
 	store := given
 	if store == nil && cfg.FilesBucket != "" {
 		var err error
@@ -70,13 +71,17 @@ func newFiles(cfg Config, given artifact.Service) (artifact.Service, *fileURLs, 
 	}
 	mac := hmac.New(sha256.New, cfg.TokenKey)
 	mac.Write([]byte("baton-file-url-key-v1"))
-	return store, &fileURLs{key: mac.Sum(nil)}, nil
+	files := chatfiles.New(store, cfg.AppName, log)
+	return files, &fileURLs{key: mac.Sum(nil), store: files}, nil
 }
 
-// fileURLs signs and checks file URLs.
-type fileURLs struct{ key []byte }
+// fileURLs signs and checks file URLs, and reads the files they name.
+type fileURLs struct {
+	key   []byte
+	store *chatfiles.Store
+}
 
-func (f *fileURLs) sign(owner string, ref toolcallback.FileRef, exp int64) string {
+func (f *fileURLs) sign(owner string, ref chatfiles.Ref, exp int64) string {
 	mac := hmac.New(sha256.New, f.key)
 	// Each field is length-prefixed, so no two field lists sign alike.
 	for _, v := range []string{ref.ChatID, ref.Name, strconv.FormatInt(ref.Version, 10), owner, strconv.FormatInt(exp, 10)} {
@@ -86,7 +91,7 @@ func (f *fileURLs) sign(owner string, ref toolcallback.FileRef, exp int64) strin
 }
 
 // url is the file's URL for a page that read the history through r.
-func (f *fileURLs) url(r *http.Request, owner string, ref toolcallback.FileRef, now time.Time) string {
+func (f *fileURLs) url(r *http.Request, owner string, ref chatfiles.Ref, now time.Time) string {
 	exp := now.Add(fileURLLifetime).Unix()
 	q := url.Values{"v": {strconv.FormatInt(ref.Version, 10)}, "owner": {owner}, "exp": {strconv.FormatInt(exp, 10)}, "sig": {f.sign(owner, ref, exp)}}
 	return chatBase(r) + "/" + url.PathEscape(ref.ChatID) + "/files/" + url.PathEscape(ref.Name) + "?" + q.Encode()
@@ -94,7 +99,7 @@ func (f *fileURLs) url(r *http.Request, owner string, ref toolcallback.FileRef, 
 
 // check returns the owner and file a URL names if its signature verifies
 // and it has not expired.
-func (f *fileURLs) check(chatID, name string, q url.Values, now time.Time) (string, toolcallback.FileRef, error) {
+func (f *fileURLs) check(chatID, name string, q url.Values, now time.Time) (string, chatfiles.Ref, error) {
 	owner, ref, exp, err := f.verify(chatID, name, q)
 	if err != nil {
 		return "", ref, err
@@ -107,11 +112,11 @@ func (f *fileURLs) check(chatID, name string, q url.Values, now time.Time) (stri
 
 // verify returns the owner and file a URL names, and the URL's expiry (in
 // Unix seconds), if its signature verifies; expired or not.
-func (f *fileURLs) verify(chatID, name string, q url.Values) (string, toolcallback.FileRef, int64, error) {
+func (f *fileURLs) verify(chatID, name string, q url.Values) (string, chatfiles.Ref, int64, error) {
 	version, err1 := strconv.ParseInt(q.Get("v"), 10, 64)
 	exp, err2 := strconv.ParseInt(q.Get("exp"), 10, 64)
 	owner := q.Get("owner")
-	ref := toolcallback.FileRef{ChatID: chatID, Name: name, Version: version}
+	ref := chatfiles.Ref{ChatID: chatID, Name: name, Version: version}
 	if err1 != nil || err2 != nil || owner == "" || !hmac.Equal([]byte(q.Get("sig")), []byte(f.sign(owner, ref, exp))) {
 		return "", ref, 0, errBadFileURL
 	}
@@ -148,7 +153,7 @@ func (s *Server) chatFile(w http.ResponseWriter, r *http.Request, chatID, rest s
 	if err != nil {
 		return err
 	}
-	blob, err := s.team.LoadFile(r.Context(), owner, ref)
+	blob, err := s.files.store.Load(r.Context(), owner, ref)
 	if err != nil {
 		return err
 	}
@@ -247,10 +252,10 @@ func (s *Server) fileLinks(r *http.Request, user string) fileLinks {
 }
 
 // withSavedFiles is ev as a stream shows it: its parts, then a reference
-// part for each file its tools saved (toolcallback.SavedFiles), which
+// part for each file its tools saved (chatfiles.SavedFiles), which
 // fileLinks gives a URL. ev is not changed.
 func withSavedFiles(ev *session.Event) *session.Event {
-	saved := toolcallback.SavedFiles(ev)
+	saved := chatfiles.SavedFiles(ev)
 	if len(saved) == 0 || ev.Content == nil {
 		return ev
 	}
@@ -282,7 +287,7 @@ type filePart struct {
 	Filename  string `json:"filename,omitempty"`
 	URL       string `json:"url"`
 
-	ref *toolcallback.FileRef
+	ref *chatfiles.Ref
 }
 
 func newFilePart(f *historyFile) filePart {

@@ -19,8 +19,8 @@ import (
 	"google.golang.org/api/iterator"
 	"google.golang.org/genai"
 
+	"github.com/baton-run/baton/chatfiles"
 	"github.com/baton-run/baton/modeltest"
-	"github.com/baton-run/baton/toolcallback"
 )
 
 // slowRequests is the request timeout of the tests that send files of
@@ -210,7 +210,7 @@ func forgedFileURLs(t *testing.T, f *httpFixture, link string) map[string]string
 	version, _ := strconv.ParseInt(q.Get("v"), 10, 64)
 	name := u.Path[strings.LastIndex(u.Path, "/")+1:]
 	past := time.Now().Add(-time.Minute).Unix()
-	expired := f.server.files.sign(owner, toolcallback.FileRef{ChatID: "c1", Name: name, Version: version}, past)
+	expired := f.server.files.sign(owner, chatfiles.Ref{ChatID: "c1", Name: name, Version: version}, past)
 	return map[string]string{
 		"no token":           with(func(q url.Values) { q.Del("sig") }),
 		"no query":           u.Scheme + "://" + u.Host + u.Path,

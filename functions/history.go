@@ -13,6 +13,7 @@ import (
 	"google.golang.org/adk/v2/tool/toolconfirmation"
 	"google.golang.org/genai"
 
+	"github.com/baton-run/baton/chatfiles"
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
 	"github.com/baton-run/baton/uistream"
@@ -44,10 +45,10 @@ type historyItem struct {
 	ErrorText  string         `json:"errorText,omitempty"`
 	Approval   string         `json:"approval,omitempty"`
 	// Stopped, on an assistant item, says the user stopped its turn: it
-	// is what the model had generated (toolcallback.Stopped).
+	// is what the model had generated (toolcallback.IsStopNote).
 	Stopped bool `json:"stopped,omitempty"`
 	// File is a file the message holds: a user's upload, a model's
-	// output, or a file a tool saved (toolcallback.SavedFiles).
+	// output, or a file a tool saved (chatfiles.SavedFiles).
 	File *historyFile `json:"file,omitempty"`
 	From string       `json:"from,omitempty"`
 	To   string       `json:"to,omitempty"`
@@ -65,7 +66,7 @@ const historyContext = math.MaxInt
 func history(events session.Events, shown int) []historyItem {
 	from := max(events.Len()-shown, 0)
 	calls := readCalls(events)
-	decisions := toolcallback.Decisions(events)
+	decisions := toolcallback.ApprovalDecisions(events)
 	out := []historyItem{}
 	var run *sessionstore.Switch // the switch that moved the events being read
 	turn := ""
@@ -118,7 +119,7 @@ func switchItem(sw sessionstore.Switch, turn string) historyItem {
 
 // eventItems are the items of one event: text parts, and tool calls,
 // whether function calls or the records an agent switch made of them.
-func eventItems(ev *session.Event, turn string, records []sessionstore.MovedCall, calls *callStates, decisions map[string]toolcallback.Decision) []historyItem {
+func eventItems(ev *session.Event, turn string, records []sessionstore.MovedCall, calls *callStates, decisions map[string]toolcallback.ApprovalDecision) []historyItem {
 	role := "assistant"
 	if ev.Author == "user" {
 		role, turn = "user", ""
@@ -129,7 +130,7 @@ func eventItems(ev *session.Event, turn string, records []sessionstore.MovedCall
 	}
 	var out []historyItem
 	for i, p := range ev.Content.Parts {
-		item := historyItem{Role: role, MessageID: turn, Time: ev.Timestamp, Stopped: toolcallback.Stopped(ev)}
+		item := historyItem{Role: role, MessageID: turn, Time: ev.Timestamp, Stopped: toolcallback.IsStopNote(ev)}
 		r, isRecord := recordAt[i]
 		switch {
 		case isRecord:
@@ -162,7 +163,7 @@ func eventItems(ev *session.Event, turn string, records []sessionstore.MovedCall
 		}
 		out = append(out, item)
 	}
-	for _, p := range toolcallback.SavedFiles(ev) {
+	for _, p := range chatfiles.SavedFiles(ev) {
 		out = append(out, historyItem{Role: role, MessageID: turn, Time: ev.Timestamp, File: newHistoryFile(p)})
 	}
 	return out
@@ -197,11 +198,11 @@ type historyFile struct {
 	Filename  string `json:"filename,omitempty"`
 	URL       string `json:"url,omitempty"`
 
-	ref *toolcallback.FileRef // a stored file; nil for an inline one
+	ref *chatfiles.Ref // a stored file; nil for an inline one
 }
 
 func newHistoryFile(p *genai.Part) *historyFile {
-	if ref, ok := toolcallback.FileRefOf(p); ok {
+	if ref, ok := chatfiles.RefOf(p); ok {
 		return &historyFile{MediaType: ref.MIMEType, Filename: ref.DisplayName, ref: &ref}
 	}
 	if b := p.InlineData; b != nil {

@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/baton-run/baton/toolcallback"
+	"github.com/baton-run/baton/limits"
 )
 
 // Turn limits by kind of caller (docs/limits.md): a Firebase user signed
@@ -33,13 +33,13 @@ type caller struct {
 
 // TurnLimits are the limits of each kind of caller. Zero: no limit.
 type TurnLimits struct {
-	User      toolcallback.Limits // signed-in users (and development identity)
-	Anonymous toolcallback.Limits // users signed in anonymously
-	Service   toolcallback.Limits // service accounts calling A2A
+	User      limits.Limits // signed-in users (and development identity)
+	Anonymous limits.Limits // users signed in anonymously
+	Service   limits.Limits // service accounts calling A2A
 }
 
 // of returns the limits of a kind of caller.
-func (l TurnLimits) of(kind callerKind) toolcallback.Limits {
+func (l TurnLimits) of(kind callerKind) limits.Limits {
 	switch kind {
 	case anonymous:
 		return l.Anonymous
@@ -73,11 +73,11 @@ func (l *TurnLimits) read(get func(string) string) []error {
 		return int(n)
 	}
 	chat := rate("BATON_CHAT_TURNS_PER_MINUTE")
-	l.User = toolcallback.Limits{UserTurnsPerMinute: rate("BATON_USER_TURNS_PER_MINUTE"), ChatTurnsPerMinute: chat,
+	l.User = limits.Limits{UserTurnsPerMinute: rate("BATON_USER_TURNS_PER_MINUTE"), ChatTurnsPerMinute: chat,
 		UserTokensPerDay: count("BATON_USER_TOKENS_PER_DAY")}
-	l.Anonymous = toolcallback.Limits{UserTurnsPerMinute: rate("BATON_ANON_USER_TURNS_PER_MINUTE"), ChatTurnsPerMinute: chat,
+	l.Anonymous = limits.Limits{UserTurnsPerMinute: rate("BATON_ANON_USER_TURNS_PER_MINUTE"), ChatTurnsPerMinute: chat,
 		UserTokensPerDay: count("BATON_ANON_USER_TOKENS_PER_DAY")}
-	l.Service = toolcallback.Limits{UserTurnsPerMinute: rate("BATON_SERVICE_TURNS_PER_MINUTE"), ChatTurnsPerMinute: chat,
+	l.Service = limits.Limits{UserTurnsPerMinute: rate("BATON_SERVICE_TURNS_PER_MINUTE"), ChatTurnsPerMinute: chat,
 		UserTokensPerDay: count("BATON_SERVICE_TOKENS_PER_DAY")}
 	return errs
 }
@@ -89,13 +89,13 @@ func (d devIdentity) caller(ctx context.Context, r *http.Request) (caller, error
 }
 
 // limitsOf are the turn limits of c.
-func (s *Server) limitsOf(c caller) toolcallback.Limits { return s.cfg.TurnLimits.of(c.kind) }
+func (s *Server) limitsOf(c caller) limits.Limits { return s.cfg.TurnLimits.of(c.kind) }
 
 // limitedStatus is the answer to a turn refused for a limit: 429 with the
 // wait in whole seconds.
-func limitedStatus(e *toolcallback.LimitError) (int, apiErrorBody) {
+func limitedStatus(e *limits.LimitError) (int, apiErrorBody) {
 	secs := max(int(math.Ceil(e.RetryAfter.Seconds())), 1)
-	if errors.Is(e, toolcallback.ErrBudgetExhausted) {
+	if errors.Is(e, limits.ErrBudgetExhausted) {
 		return http.StatusTooManyRequests, apiErrorBody{Code: "budget_exhausted", RetryAfterSeconds: secs,
 			Message: fmt.Sprintf("today's model token budget (%d) is used up; it renews at midnight UTC", e.Limit)}
 	}

@@ -14,8 +14,8 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/internal/authtest"
+	"github.com/baton-run/baton/limits"
 	"github.com/baton-run/baton/modeltest"
-	"github.com/baton-run/baton/toolcallback"
 )
 
 // wantRefused checks a 429 with code, a Retry-After header of 1 to max
@@ -43,8 +43,8 @@ func TestTurnLimitsByCaller(t *testing.T) {
 	t.Parallel()
 	f := newHTTPFixture(t, func(c *Config) {
 		c.TurnLimits = TurnLimits{
-			User:      toolcallback.Limits{UserTurnsPerMinute: 2},
-			Anonymous: toolcallback.Limits{UserTurnsPerMinute: 1},
+			User:      limits.Limits{UserTurnsPerMinute: 2},
+			Anonymous: limits.Limits{UserTurnsPerMinute: 1},
 		}
 	})
 	f.model.Repeat = modeltest.TextReply("ok")
@@ -70,8 +70,8 @@ func TestDevIdentityLimits(t *testing.T) {
 	f := newHTTPFixture(t, func(c *Config) {
 		c.DevIdentity = true
 		c.TurnLimits = TurnLimits{
-			User:      toolcallback.Limits{UserTurnsPerMinute: 1},
-			Anonymous: toolcallback.Limits{UserTurnsPerMinute: 5},
+			User:      limits.Limits{UserTurnsPerMinute: 1},
+			Anonymous: limits.Limits{UserTurnsPerMinute: 5},
 		}
 	})
 	f.model.Repeat = modeltest.TextReply("ok")
@@ -88,7 +88,7 @@ func TestDevIdentityLimits(t *testing.T) {
 func TestBudgetExhaustedStatus(t *testing.T) {
 	t.Parallel()
 	f := newHTTPFixture(t, func(c *Config) {
-		c.TurnLimits = TurnLimits{Anonymous: toolcallback.Limits{UserTokensPerDay: 50}}
+		c.TurnLimits = TurnLimits{Anonymous: limits.Limits{UserTokensPerDay: 50}}
 	})
 	f.model.Repeat = modeltest.TextReply("ok")
 	f.model.Usage = &genai.GenerateContentResponseUsageMetadata{TotalTokenCount: 60}
@@ -103,7 +103,7 @@ func TestBudgetExhaustedStatus(t *testing.T) {
 func TestLimitsNeverBlockAnswers(t *testing.T) {
 	t.Parallel()
 	f := newHTTPFixture(t, func(c *Config) {
-		c.TurnLimits = TurnLimits{Anonymous: toolcallback.Limits{UserTurnsPerMinute: 1, ChatTurnsPerMinute: 1}}
+		c.TurnLimits = TurnLimits{Anonymous: limits.Limits{UserTurnsPerMinute: 1, ChatTurnsPerMinute: 1}}
 	},
 		modeltest.CallReply(modeltest.Call("c1", "change_bgm", map[string]any{"track": 2})),
 		modeltest.CallReply(modeltest.Call("c2", "change_bgm", map[string]any{"track": 3})),
@@ -150,7 +150,7 @@ func TestRateLoad(t *testing.T) {
 	)
 	f := newHTTPFixture(t, func(c *Config) {
 		c.DevIdentity = true
-		c.TurnLimits = TurnLimits{User: toolcallback.Limits{UserTurnsPerMinute: limit}}
+		c.TurnLimits = TurnLimits{User: limits.Limits{UserTurnsPerMinute: limit}}
 	})
 	f.model.Repeat = modeltest.TextReply("ok")
 	// ADK's runner sets its root agent's mode on the agent's first run,
@@ -219,8 +219,8 @@ func TestA2ALimitsByCaller(t *testing.T) {
 	f := newHTTPFixture(t, func(c *Config) {
 		c.A2AAudience, c.A2AInvokers = testA2AAud, []string{testA2ACallr}
 		c.TurnLimits = TurnLimits{
-			Service:   toolcallback.Limits{UserTurnsPerMinute: 2},
-			Anonymous: toolcallback.Limits{UserTurnsPerMinute: 1},
+			Service:   limits.Limits{UserTurnsPerMinute: 2},
+			Anonymous: limits.Limits{UserTurnsPerMinute: 1},
 		}
 	})
 	f.model.Repeat = modeltest.TextReply("ok")

@@ -39,7 +39,7 @@ func (s *Server) pending(w http.ResponseWriter, r *http.Request, _ *slog.Logger)
 		}
 		limit = n
 	}
-	state, err := s.team.Pending(r.Context(), user, sid, client, historyContext)
+	state, err := s.team.Pending(r.Context(), toolcallback.PendingRequest{UserID: user, ChatID: sid, ClientID: client, History: historyContext})
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/adk/v2/tool/toolconfirmation"
 	"google.golang.org/genai"
 
+	"github.com/baton-run/baton/chatfiles"
 	"github.com/baton-run/baton/toolcallback"
 	"github.com/baton-run/baton/uistream"
 )
@@ -63,7 +64,7 @@ func (rp *replayer) write(sw *uistream.Encoder, log *slog.Logger, ev *session.Ev
 		}
 		content.Parts = append(content.Parts, p)
 	}
-	content.Parts = append(content.Parts, toolcallback.SavedFiles(ev)...)
+	content.Parts = append(content.Parts, chatfiles.SavedFiles(ev)...)
 	out.Content = &content
 	err := sw.Event(&out, func(c *genai.FunctionCall) uistream.CallKind {
 		switch {
@@ -74,7 +75,7 @@ func (rp *replayer) write(sw *uistream.Encoder, log *slog.Logger, ev *session.Ev
 		}
 		return uistream.CallBrowser
 	})
-	if err == nil && toolcallback.Stopped(ev) {
+	if err == nil && toolcallback.IsStopNote(ev) {
 		err = sw.Metadata(stoppedMetadata)
 	}
 	if err != nil && !errors.Is(err, uistream.ErrFinished) {

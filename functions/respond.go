@@ -136,7 +136,7 @@ func stream(ctx context.Context, enc *uistream.Encoder, log *slog.Logger, inv *t
 			}
 			return uistream.CallServer
 		})
-		if toolcallback.Stopped(ev) {
+		if toolcallback.IsStopNote(ev) {
 			_ = enc.Metadata(stoppedMetadata)
 		}
 		if ev.ErrorCode != "" && !ev.Partial {

@@ -104,7 +104,7 @@ func NewServer(cfg Config, client *firestore.Client, members []toolcallback.Memb
 			}
 		}
 	}
-	if topts.Files, s.files, err = newFiles(cfg, opts.Files); err != nil {
+	if topts.Files, s.files, err = newFiles(cfg, opts.Files, s.log); err != nil {
 		return nil, err
 	}
 	team, err := toolcallback.NewTeam(client, sessions, cfg.AppName, members, topts)

@@ -32,7 +32,7 @@ func (s *Server) toolResult(w http.ResponseWriter, r *http.Request, log *slog.Lo
 	if err := s.decodeJSON(w, r, &req); err != nil {
 		return err
 	}
-	result := toolcallback.Result{
+	result := toolcallback.ResumeRequest{
 		Answer: toolcallback.Answer{Output: req.Output, Error: req.Error, Approved: req.Approved, Payload: req.Payload},
 	}
 	if req.Token != "" {

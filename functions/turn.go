@@ -88,7 +88,7 @@ func (s *Server) turn(w http.ResponseWriter, r *http.Request, log *slog.Logger) 
 	if err := s.checkFiles(msg); err != nil {
 		return err
 	}
-	inv, report, err := s.team.Turn(r.Context(), toolcallback.ChatTurn{
+	inv, report, err := s.team.Turn(r.Context(), toolcallback.TurnRequest{
 		UserID: c.user, ChatID: req.SessionID, ClientID: req.ClientID, Agent: req.Agent, Content: msg, Limits: s.limitsOf(c),
 	})
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/baton-run/baton/a2aserver"
 	"github.com/baton-run/baton/functions"
+	"github.com/baton-run/baton/limits"
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
 )
@@ -30,7 +31,7 @@ type (
 
 var (
 	fieldIndexes  = slices.Concat(sessionstore.FieldIndexes, a2aserver.FieldIndexes)
-	ttlFields     = slices.Concat(toolcallback.TTLs, a2aserver.TTLs)
+	ttlFields     = slices.Concat(toolcallback.TTLs, limits.TTLs, a2aserver.TTLs)
 	queriedFields = mergeFields(sessionstore.QueriedFields, toolcallback.QueriedFields, a2aserver.QueriedFields)
 )
 

@@ -9,7 +9,6 @@ import (
 	"google.golang.org/adk/v2/tool"
 
 	"github.com/baton-run/baton/sessionstore"
-	"github.com/baton-run/baton/toolcallback"
 )
 
 // Toolsets declares that agent uses servers and returns their toolsets,
@@ -49,7 +48,7 @@ func (r *Registry) Switched(ctx context.Context, chat *sessionstore.Chat, from s
 	err := r.end(ctx, chat, retired)
 	for name := range chat.MCP {
 		if retired(name) {
-			err = errors.Join(err, r.sessions.SetChatMCP(ctx, chat.App, chat.UserID, chat.ID, name, nil))
+			err = errors.Join(err, r.sessions.SetChatMCP(ctx, sessionstore.ChatKey{App: chat.App, User: chat.UserID, ID: chat.ID}, name, nil))
 		}
 	}
 	return err
@@ -99,7 +98,7 @@ func (r *Registry) end(ctx context.Context, chat *sessionstore.Chat, ending func
 // chatOfContext names the conversation an agent runs in: the chat of a
 // Team, or, for a session that is not a chat's, the ADK session.
 func chatOfContext(ctx agent.ReadonlyContext) Chat {
-	if id, ok := toolcallback.ChatOfSession(ctx.SessionID()); ok {
+	if id, ok := sessionstore.ChatOfSession(ctx.SessionID()); ok {
 		return Chat{App: ctx.AppName(), User: ctx.UserID(), ID: id, Stored: true}
 	}
 	return Chat{App: ctx.AppName(), User: ctx.UserID(), ID: ctx.SessionID()}

@@ -135,10 +135,10 @@ func (r *Registry) open(ctx context.Context, chat Chat, srv Server) (*conn, erro
 }
 
 // recorded returns the chat's recorded MCP sessions: as the running turn
-// read them with its chat (toolcallback.ChatMCPRead), or else read from
+// read them with its chat (toolcallback.ChatMCPSessions), or else read from
 // the chat record. A missing chat wraps sessionstore.ErrNotFound.
 func (r *Registry) recorded(ctx context.Context, chat Chat) (map[string]sessionstore.MCPSession, error) {
-	if m, ok := toolcallback.ChatMCPRead(ctx); ok {
+	if m, ok := toolcallback.ChatMCPSessions(ctx); ok {
 		return m, nil
 	}
 	rec, err := r.sessions.GetChat(ctx, chat.App, chat.User, chat.ID)
@@ -162,7 +162,7 @@ func (r *Registry) record(ctx context.Context, chat Chat, c *conn) error {
 	}
 	init, err := json.Marshal(c.cs.InitializeResult())
 	if err == nil {
-		err = r.sessions.SetChatMCP(ctx, chat.App, chat.User, chat.ID, c.server, &sessionstore.MCPSession{ID: c.cs.ID(), Init: string(init)})
+		err = r.sessions.SetChatMCP(ctx, sessionstore.ChatKey{App: chat.App, User: chat.User, ID: chat.ID}, c.server, &sessionstore.MCPSession{ID: c.cs.ID(), Init: string(init)})
 	}
 	if err != nil && !errors.Is(err, sessionstore.ErrNotFound) {
 		return fmt.Errorf("record MCP session: %w", err)

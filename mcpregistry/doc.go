@@ -25,7 +25,7 @@
 // when it connects: a turn's connect (listing the tools) comes before the
 // model's first request, and is kept off that path. The recorded sessions
 // a turn starts from come with the Team's own read of the chat
-// (toolcallback.ChatMCPRead), so a chat's first turn through a Team makes
+// (toolcallback.ChatMCPSessions), so a chat's first turn through a Team makes
 // no Firestore round trip for MCP before the model. A session never
 // recorded is ended when its connection closes, since no other instance
 // can continue it.

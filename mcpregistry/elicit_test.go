@@ -20,7 +20,7 @@ import (
 // call id and round (from 1). It returns what the model said at the end.
 func (in *inputInstance) liveTurn(text string, answer func(id string, round int)) string {
 	in.t.Helper()
-	inv, _, err := in.team.Turn(in.t.Context(), toolcallback.ChatTurn{UserID: "user-1", ChatID: "chat-1", ClientID: "tab",
+	inv, _, err := in.team.Turn(in.t.Context(), toolcallback.TurnRequest{UserID: "user-1", ChatID: "chat-1", ClientID: "tab",
 		Content: genai.NewContentFromText(text, genai.RoleUser)})
 	if err != nil {
 		in.t.Fatal(err)

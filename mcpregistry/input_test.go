@@ -264,7 +264,7 @@ func events(t *testing.T, inv *toolcallback.Invocation) []*session.Event {
 // call that asks for input, checking that the events show no request state.
 func (in *inputInstance) ask(chat, text string) *genai.FunctionCall {
 	in.t.Helper()
-	inv, _, err := in.team.Turn(in.t.Context(), toolcallback.ChatTurn{UserID: "user-1", ChatID: chat, ClientID: "tab",
+	inv, _, err := in.team.Turn(in.t.Context(), toolcallback.TurnRequest{UserID: "user-1", ChatID: chat, ClientID: "tab",
 		Content: genai.NewContentFromText(text, genai.RoleUser)})
 	if err != nil {
 		in.t.Fatal(err)
@@ -293,8 +293,8 @@ func inputCall(t *testing.T, evs []*session.Event) *genai.FunctionCall {
 	return found
 }
 
-func (in *inputInstance) answer(chat, callID string, responses map[string]any) (*toolcallback.Resumption, error) {
-	return in.team.Resume(in.t.Context(), toolcallback.Result{UserID: "user-1", ChatID: chat, CallID: callID, ClientID: "tab",
+func (in *inputInstance) answer(chat, callID string, responses map[string]any) (*toolcallback.ResumeOutcome, error) {
+	return in.team.Resume(in.t.Context(), toolcallback.ResumeRequest{UserID: "user-1", ChatID: chat, CallID: callID, ClientID: "tab",
 		Answer: toolcallback.Answer{Output: map[string]any{"responses": responses}}})
 }
 
@@ -344,7 +344,7 @@ func TestInputPausesAndResumes(t *testing.T) {
 			first := newInputInstance(t, client, srv.URL, nil)
 			call := first.ask("chat-1", "delete_note n1")
 
-			pending, err := first.team.Pending(t.Context(), "user-1", "chat-1", "tab", 0)
+			pending, err := first.team.Pending(t.Context(), toolcallback.PendingRequest{UserID: "user-1", ChatID: "chat-1", ClientID: "tab"})
 			if err != nil || len(pending.Calls) != 1 {
 				t.Fatalf("Pending = %+v, %v; want the input call", pending, err)
 			}
@@ -437,7 +437,7 @@ func TestInputExpires(t *testing.T) {
 		t.Errorf("answer after expiry: %v; want ErrExpired", err)
 	}
 	// The next turn's model request pairs the call with its expiry.
-	inv, _, err := in.team.Turn(t.Context(), toolcallback.ChatTurn{UserID: "user-1", ChatID: "chat-1", ClientID: "tab",
+	inv, _, err := in.team.Turn(t.Context(), toolcallback.TurnRequest{UserID: "user-1", ChatID: "chat-1", ClientID: "tab",
 		Content: genai.NewContentFromText("rename_note n2", genai.RoleUser)})
 	if err != nil {
 		t.Fatal(err)
@@ -464,12 +464,12 @@ func TestInputStateCannotBeForged(t *testing.T) {
 		{"a request it did not ask", toolcallback.Answer{Output: map[string]any{"responses": map[string]any{"other": accept(nil)}}}},
 		{"an unknown action", toolcallback.Answer{Output: map[string]any{"responses": map[string]any{"confirm": map[string]any{"action": "approve"}}}}},
 	} {
-		_, err := in.team.Resume(t.Context(), toolcallback.Result{UserID: "user-1", ChatID: "chat-1", CallID: call.ID, ClientID: "tab", Answer: tc.answer})
+		_, err := in.team.Resume(t.Context(), toolcallback.ResumeRequest{UserID: "user-1", ChatID: "chat-1", CallID: call.ID, ClientID: "tab", Answer: tc.answer})
 		if !errors.Is(err, toolcallback.ErrInvalidAnswer) {
 			t.Errorf("%s: Resume error = %v; want ErrInvalidAnswer", tc.name, err)
 		}
 	}
-	if _, err := in.team.Resume(t.Context(), toolcallback.Result{UserID: "user-1", ChatID: "chat-1", CallID: call.ID, ClientID: "another-tab",
+	if _, err := in.team.Resume(t.Context(), toolcallback.ResumeRequest{UserID: "user-1", ChatID: "chat-1", CallID: call.ID, ClientID: "another-tab",
 		Answer: toolcallback.Answer{Output: map[string]any{"responses": map[string]any{"confirm": accept(map[string]any{"confirm": true})}}}}); !errors.Is(err, toolcallback.ErrWrongClient) {
 		t.Errorf("answer from another device: %v; want ErrWrongClient", err)
 	}
@@ -497,7 +497,7 @@ func TestInputTwoRounds(t *testing.T) {
 	if again.ID == call.ID {
 		t.Fatalf("the second round reuses the first's call id %q", call.ID)
 	}
-	pending, err := in.team.Pending(t.Context(), "user-1", "chat-1", "tab", 0)
+	pending, err := in.team.Pending(t.Context(), toolcallback.PendingRequest{UserID: "user-1", ChatID: "chat-1", ClientID: "tab"})
 	if err != nil || len(pending.Calls) != 1 || pending.Calls[0].Input.Round != 2 || pending.Calls[0].Input.Requests["confirm"] == nil {
 		t.Fatalf("Pending = %+v, %v; want round 2 asking to confirm", pending, err)
 	}

@@ -111,7 +111,7 @@ func (ti *teamInstance) whoami(chat, agentName string) whoami {
 
 // tryWhoami is whoami returning its failure, for another goroutine.
 func (ti *teamInstance) tryWhoami(chat, agentName string) (whoami, error) {
-	inv, _, err := ti.team.Turn(ti.t.Context(), toolcallback.ChatTurn{UserID: "user-1", ChatID: chat, ClientID: "tab", Agent: agentName,
+	inv, _, err := ti.team.Turn(ti.t.Context(), toolcallback.TurnRequest{UserID: "user-1", ChatID: chat, ClientID: "tab", Agent: agentName,
 		Content: genai.NewContentFromText("who am I talking to?", genai.RoleUser)})
 	if err != nil {
 		return whoami{}, err

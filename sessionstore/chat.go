@@ -2,13 +2,18 @@ package sessionstore
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"cloud.google.com/go/firestore"
 	"google.golang.org/api/iterator"
 )
+
+// ChatKey names a chat: its app, its user and its id.
+type ChatKey struct{ App, User, ID string }
 
 // Chat is a chat session: the id a client holds, pointing at the one ADK
 // session active for it and the agent that session belongs to. Switching
@@ -299,4 +304,39 @@ func (s *Service) deleteCollection(ctx context.Context, col *firestore.Collectio
 		}
 		deleted += len(refs)
 	}
+}
+
+// maxSwitchSuffix is the longest suffix ChatSessionID appends to a chat
+// id: "~" and a switch count of up to 19 digits.
+const maxSwitchSuffix = 20
+
+// ChatSessionID names the ADK session of a chat's n-th agent. It is a valid
+// document id for every valid chat id and every n, so a chat id that is
+// accepted once works for the chat's whole life: "chat~n" while that fits
+// whatever n becomes, and for a longer chat id "n~sha256-<hex of the chat
+// id>". The two forms never meet: in the first, the last '~' is followed
+// by digits only; in the second, by "sha256-".
+func ChatSessionID(chat string, n int) string {
+	if len(chat)+maxSwitchSuffix <= MaxIDBytes {
+		return fmt.Sprintf("%s~%d", chat, n)
+	}
+	return fmt.Sprintf("%d~sha256-%x", n, sha256.Sum256([]byte(chat)))
+}
+
+// ChatOfSession returns the chat whose n-th agent session sid is (the
+// inverse of ChatSessionID), so that a tool can keep what it holds per
+// chat across agent switches. ok is false for a session that is not a
+// chat's (one made outside a Team) and for the hashed form of chat
+// ids too long to carry, whose chat id cannot be recovered.
+func ChatOfSession(sid string) (chat string, ok bool) {
+	i := strings.LastIndexByte(sid, '~')
+	if i <= 0 || i == len(sid)-1 {
+		return "", false
+	}
+	for _, c := range sid[i+1:] {
+		if c < '0' || c > '9' {
+			return "", false
+		}
+	}
+	return sid[:i], true
 }

@@ -95,7 +95,11 @@ func (s *Service) readEvents(ctx context.Context, ref *firestore.DocumentRef, do
 // changes them. That is at most 3 writes, except for an event that changes
 // both app: and user: state at the moment the tail is sealed: 4.
 func (s *Service) AppendEvent(ctx context.Context, sess session.Session, event *session.Event) error {
-	return s.AppendEventWith(ctx, sess, event, AppendOptions{})
+	ss, err := Of(sess)
+	if err != nil {
+		return fmt.Errorf("append event: %w", err)
+	}
+	return s.AppendEventWith(ctx, ss, event, AppendOptions{})
 }
 
 // AppendOptions is what the commit that stores an event does besides.
@@ -159,7 +163,7 @@ type DocCreate struct {
 // lease rather than by the handle: it fails with ErrConflict if another
 // handle of the same holder appended since this one was read, and with
 // ErrLeaseLost once the session was taken over.
-func (s *Service) AppendEventWith(ctx context.Context, sess session.Session, event *session.Event, opts AppendOptions) (err error) {
+func (s *Service) AppendEventWith(ctx context.Context, sess *Session, event *session.Event, opts AppendOptions) (err error) {
 	ss, err := appendable(sess, event)
 	if ss == nil || err != nil {
 		return err
@@ -180,7 +184,7 @@ func (s *Service) AppendEventWith(ctx context.Context, sess session.Session, eve
 
 // appendLocked plans, makes and applies the commit of one append; the
 // caller holds ss.appendMu.
-func (s *Service) appendLocked(ctx context.Context, ss *storedSession, event *session.Event, opts AppendOptions) error {
+func (s *Service) appendLocked(ctx context.Context, ss *Session, event *session.Event, opts AppendOptions) error {
 	if l := ss.lease; l != nil {
 		l.mu.Lock()
 		defer l.mu.Unlock()
@@ -202,18 +206,14 @@ func (s *Service) appendLocked(ctx context.Context, ss *storedSession, event *se
 
 // appendable returns the handle an append goes through, or nil when there
 // is nothing to store (a partial event).
-func appendable(sess session.Session, event *session.Event) (*storedSession, error) {
+func appendable(ss *Session, event *session.Event) (*Session, error) {
 	switch {
-	case sess == nil:
+	case ss == nil:
 		return nil, errors.New("append event: session is nil")
 	case event == nil:
 		return nil, errors.New("append event: event is nil")
 	case event.Partial:
 		return nil, nil
-	}
-	ss, ok := sess.(*storedSession)
-	if !ok {
-		return nil, fmt.Errorf("append event: session %q of type %T was not read from this service", sess.ID(), sess)
 	}
 	if !ss.tailKnown {
 		return nil, fmt.Errorf("append event: session %q came from List; read it with Get first", ss.id)
@@ -261,7 +261,7 @@ type appendBase struct {
 // base reads, under the handle's lock, what an append of an event with
 // session-scoped state changes sessDelta starts from, and checks the
 // lease's fence when there is one and no claim.
-func (ss *storedSession) base(sessDelta map[string]any, claim *LeaseClaim) (appendBase, error) {
+func (ss *Session) base(sessDelta map[string]any, claim *LeaseClaim) (appendBase, error) {
 	ss.mu.RLock()
 	b := appendBase{
 		revision: ss.revision + 1, version: ss.version, chunks: slices.Clone(ss.chunks), tail: slices.Clone(ss.tail),
@@ -295,7 +295,7 @@ func (ss *storedSession) base(sessDelta map[string]any, claim *LeaseClaim) (appe
 
 // planAppend builds the commit that stores event on ss with what opts
 // asks, without writing anything.
-func (s *Service) planAppend(ctx context.Context, ss *storedSession, event *session.Event, opts AppendOptions) (*appendPlan, error) {
+func (s *Service) planAppend(ctx context.Context, ss *Session, event *session.Event, opts AppendOptions) (*appendPlan, error) {
 	stored := withoutTempDelta(event)
 	encoded, err := encodeEvent(stored)
 	if err != nil {
@@ -364,7 +364,7 @@ func (s *Service) planAppend(ctx context.Context, ss *storedSession, event *sess
 // placeEvent adds element to the plan's tail, first sealing the tail into
 // a chunk document (the batch's first write) when the session document
 // would outgrow its budget. It reports whether it sealed.
-func (s *Service) placeEvent(p *appendPlan, ref *firestore.DocumentRef, ss *storedSession, element chunkElement) (bool, error) {
+func (s *Service) placeEvent(p *appendPlan, ref *firestore.DocumentRef, ss *Session, element chunkElement) (bool, error) {
 	fixed := len(ss.app) + len(ss.user) + 2*len(ss.id) + len(s.root) + 256
 	docSize := func() int {
 		return fixed + p.stateSize + len(p.chunks)*chunkMetaBytes + elementsSize(p.tail) + element.size()
@@ -423,7 +423,7 @@ func (p *appendPlan) sessionUpdates(b appendBase, element chunkElement, sealed b
 
 // planCreate adds to the plan the creation of the session (and its chat)
 // that the claim's first append stores (see ClaimNewSession).
-func (s *Service) planCreate(p *appendPlan, ref *firestore.DocumentRef, ss *storedSession, state []byte, updated time.Time) {
+func (s *Service) planCreate(p *appendPlan, ref *firestore.DocumentRef, ss *Session, state []byte, updated time.Time) {
 	c := p.claim.create
 	if state == nil {
 		state = c.state
@@ -445,7 +445,7 @@ func (s *Service) planCreate(p *appendPlan, ref *firestore.DocumentRef, ss *stor
 
 // commitAppend makes the plan's commit and says why it failed: a claim
 // that lost a race reads as busy, anything else as appendError tells.
-func (s *Service) commitAppend(ctx context.Context, ss *storedSession, p *appendPlan) ([]*firestore.WriteResult, error) {
+func (s *Service) commitAppend(ctx context.Context, ss *Session, p *appendPlan) ([]*firestore.WriteResult, error) {
 	results, err := p.batch.Commit(ctx)
 	if err == nil {
 		return results, nil
@@ -483,7 +483,7 @@ func mayHaveLanded(err error) bool {
 // the plan's revision, as its last event the plan's, and the lease as the
 // commit left it (a takeover since would fence this handle out). All the
 // writes of one commit have its time.
-func (s *Service) storedAnyway(ctx context.Context, ss *storedSession, p *appendPlan) ([]*firestore.WriteResult, bool) {
+func (s *Service) storedAnyway(ctx context.Context, ss *Session, p *appendPlan) ([]*firestore.WriteResult, bool) {
 	h, updated, ok := s.readHead(ctx, ss.app, ss.user, ss.id)
 	if !ok || h.Revision != p.revision || len(h.Tail) == 0 {
 		return nil, false
@@ -503,7 +503,7 @@ func (s *Service) storedAnyway(ctx context.Context, ss *storedSession, p *append
 // leaseAfter is the holder and fence of the session's lease once the
 // plan's commit is made (sessionUpdates writes a claim's lease, or the
 // release, else leaves it as it was).
-func (p *appendPlan) leaseAfter(ss *storedSession) (holder string, fence int64) {
+func (p *appendPlan) leaseAfter(ss *Session) (holder string, fence int64) {
 	switch l := ss.lease; {
 	case p.claim != nil:
 		return p.leaseDoc.Holder, p.leaseDoc.Fence
@@ -516,7 +516,7 @@ func (p *appendPlan) leaseAfter(ss *storedSession) (holder string, fence int64) 
 }
 
 // applyAppend makes the handle what the plan's commit, now made, stored.
-func (ss *storedSession) applyAppend(p *appendPlan, results []*firestore.WriteResult) {
+func (ss *Session) applyAppend(p *appendPlan, results []*firestore.WriteResult) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	maps.Copy(ss.state, p.delta) // temp: keys live on for the invocation

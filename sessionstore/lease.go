@@ -76,30 +76,20 @@ type leaseDoc struct {
 	Expires time.Time `firestore:"expires"`
 }
 
-type leaseKey struct{}
-
-// WithLease returns a context under which Get and AppendEvent of l's session
-// act as l's holder: Get fails with ErrLeaseLost once the session's lease
-// has moved on, and appends are fenced by the lease (renewals in between
-// do not make them conflict).
-func WithLease(ctx context.Context, l *Lease) context.Context {
-	return context.WithValue(ctx, leaseKey{}, l)
+// LeaseRequest asks for the lease of the session App/User/SessionID, for
+// Holder until TTL from now.
+type LeaseRequest struct {
+	App, User, SessionID string
+	Holder               string
+	TTL                  time.Duration
 }
 
-// leaseFor returns the lease ctx carries for the given session, if any.
-func leaseFor(ctx context.Context, app, user, id string) *Lease {
-	l, _ := ctx.Value(leaseKey{}).(*Lease)
-	if l == nil || l.App != app || l.User != user || l.SessionID != id {
-		return nil
-	}
-	return l
-}
-
-// AcquireLease takes the session's lease for holder until now+ttl. It fails
-// with a *BusyError (errors.Is ErrBusy) while another lease is live, and
-// wraps ErrNotFound when the session does not exist. An expired
-// lease is taken over.
-func (s *Service) AcquireLease(ctx context.Context, app, user, id, holder string, ttl time.Duration) (_ *Lease, err error) {
+// AcquireLease takes the session's lease as req asks. It fails with a
+// *BusyError (errors.Is ErrBusy) while another lease is live, and wraps
+// ErrNotFound when the session does not exist. An expired lease is taken
+// over.
+func (s *Service) AcquireLease(ctx context.Context, req LeaseRequest) (_ *Lease, err error) {
+	app, user, id, holder, ttl := req.App, req.User, req.SessionID, req.Holder, req.TTL
 	ctx, span := startSpan(ctx, "baton.lease.acquire", id)
 	defer func() { endSpan(span, err) }()
 	if err := validateKey(app, user, id); err != nil {

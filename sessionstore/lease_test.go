@@ -25,10 +25,10 @@ func TestLease(t *testing.T) {
 	if _, err := svc.Create(ctx0, &session.CreateRequest{AppName: "app", UserID: "u", SessionID: "s"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.AcquireLease(ctx0, "app", "u", "missing", "a", time.Minute); !errors.Is(err, sessionstore.ErrNotFound) {
+	if _, err := svc.AcquireLease(ctx0, sessionstore.LeaseRequest{App: "app", User: "u", SessionID: "missing", Holder: "a", TTL: time.Minute}); !errors.Is(err, sessionstore.ErrNotFound) {
 		t.Errorf("AcquireLease(missing session) error = %v, want ErrNotFound", err)
 	}
-	a, err := svc.AcquireLease(ctx0, "app", "u", "s", "holder-a", 10*time.Second)
+	a, err := svc.AcquireLease(ctx0, sessionstore.LeaseRequest{App: "app", User: "u", SessionID: "s", Holder: "holder-a", TTL: 10 * time.Second})
 	if err != nil {
 		t.Fatalf("AcquireLease(a) error = %v", err)
 	}
@@ -39,14 +39,14 @@ func TestLease(t *testing.T) {
 	}
 	stalled := got.Session
 
-	_, err = svc.AcquireLease(platform.WithTimeProvider(t.Context(), at(4*time.Second)), "app", "u", "s", "holder-b", time.Minute)
+	_, err = svc.AcquireLease(platform.WithTimeProvider(t.Context(), at(4*time.Second)), sessionstore.LeaseRequest{App: "app", User: "u", SessionID: "s", Holder: "holder-b", TTL: time.Minute})
 	var busy *sessionstore.BusyError
 	if !errors.As(err, &busy) || !errors.Is(err, sessionstore.ErrBusy) || busy.RetryAfter != 6*time.Second {
 		t.Fatalf("AcquireLease while held error = %v, want BusyError retry after 6s", err)
 	}
 
 	ctx11 := platform.WithTimeProvider(t.Context(), at(11*time.Second))
-	b, err := svc.AcquireLease(ctx11, "app", "u", "s", "holder-b", time.Minute)
+	b, err := svc.AcquireLease(ctx11, sessionstore.LeaseRequest{App: "app", User: "u", SessionID: "s", Holder: "holder-b", TTL: time.Minute})
 	if err != nil {
 		t.Fatalf("AcquireLease after expiry error = %v, want a takeover", err)
 	}
@@ -60,13 +60,13 @@ func TestLease(t *testing.T) {
 	if err := svc.ReleaseLease(ctx11, a); err != nil {
 		t.Fatalf("ReleaseLease(a) error = %v", err)
 	}
-	if _, err := svc.AcquireLease(ctx11, "app", "u", "s", "holder-c", time.Minute); !errors.Is(err, sessionstore.ErrBusy) {
+	if _, err := svc.AcquireLease(ctx11, sessionstore.LeaseRequest{App: "app", User: "u", SessionID: "s", Holder: "holder-c", TTL: time.Minute}); !errors.Is(err, sessionstore.ErrBusy) {
 		t.Errorf("AcquireLease after a stale release error = %v, want ErrBusy", err)
 	}
 	if err := svc.ReleaseLease(ctx11, b); err != nil {
 		t.Fatalf("ReleaseLease(b) error = %v", err)
 	}
-	if _, err := svc.AcquireLease(ctx11, "app", "u", "s", "holder-c", time.Minute); err != nil {
+	if _, err := svc.AcquireLease(ctx11, sessionstore.LeaseRequest{App: "app", User: "u", SessionID: "s", Holder: "holder-c", TTL: time.Minute}); err != nil {
 		t.Errorf("AcquireLease after release error = %v, want nil", err)
 	}
 	final, err := svc.Get(ctx11, &session.GetRequest{AppName: "app", UserID: "u", SessionID: "s"})
@@ -88,12 +88,12 @@ func TestLeaseRenewal(t *testing.T) {
 	if _, err := svc.Create(at(0), &session.CreateRequest{AppName: "app", UserID: "u", SessionID: "s"}); err != nil {
 		t.Fatal(err)
 	}
-	a, err := svc.AcquireLease(at(0), "app", "u", "s", "holder-a", 10*time.Second)
+	a, err := svc.AcquireLease(at(0), sessionstore.LeaseRequest{App: "app", User: "u", SessionID: "s", Holder: "holder-a", TTL: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	underA := sessionstore.WithLease(at(0), a)
-	got, err := svc.Get(underA, &session.GetRequest{AppName: "app", UserID: "u", SessionID: "s"})
+	underA := at(0)
+	got, err := readUnder(underA, svc, a)
 	if err != nil {
 		t.Fatalf("Get under the lease error = %v", err)
 	}
@@ -105,24 +105,24 @@ func TestLeaseRenewal(t *testing.T) {
 	if want := base.Add(18 * time.Second); !a.Expires().Equal(want) {
 		t.Errorf("Expires after renewal = %v, want %v", a.Expires(), want)
 	}
-	if err := svc.AppendEvent(underA, got.Session, &session.Event{ID: "e1", Author: "assistant"}); err != nil {
+	if err := svc.AppendEvent(underA, got, &session.Event{ID: "e1", Author: "assistant"}); err != nil {
 		t.Fatalf("AppendEvent after renewal error = %v, want nil", err)
 	}
-	if _, err := svc.AcquireLease(at(12*time.Second), "app", "u", "s", "holder-b", time.Minute); !errors.Is(err, sessionstore.ErrBusy) {
+	if _, err := svc.AcquireLease(at(12*time.Second), sessionstore.LeaseRequest{App: "app", User: "u", SessionID: "s", Holder: "holder-b", TTL: time.Minute}); !errors.Is(err, sessionstore.ErrBusy) {
 		t.Fatalf("AcquireLease before the renewed expiry error = %v, want ErrBusy", err)
 	}
 	// a stalls past its expiry and b takes over.
-	b, err := svc.AcquireLease(at(19*time.Second), "app", "u", "s", "holder-b", time.Minute)
+	b, err := svc.AcquireLease(at(19*time.Second), sessionstore.LeaseRequest{App: "app", User: "u", SessionID: "s", Holder: "holder-b", TTL: time.Minute})
 	if err != nil {
 		t.Fatalf("AcquireLease after expiry error = %v", err)
 	}
 	if err := svc.RenewLease(at(19*time.Second), a, 10*time.Second); !errors.Is(err, sessionstore.ErrLeaseLost) {
 		t.Errorf("stalled RenewLease error = %v, want ErrLeaseLost", err)
 	}
-	if err := svc.AppendEvent(underA, got.Session, &session.Event{ID: "late", Author: "assistant"}); !errors.Is(err, sessionstore.ErrLeaseLost) {
+	if err := svc.AppendEvent(underA, got, &session.Event{ID: "late", Author: "assistant"}); !errors.Is(err, sessionstore.ErrLeaseLost) {
 		t.Errorf("stalled AppendEvent error = %v, want ErrLeaseLost", err)
 	}
-	if _, err := svc.Get(underA, &session.GetRequest{AppName: "app", UserID: "u", SessionID: "s"}); !errors.Is(err, sessionstore.ErrLeaseLost) {
+	if _, err := readUnder(underA, svc, a); !errors.Is(err, sessionstore.ErrLeaseLost) {
 		t.Errorf("stalled Get under the lease error = %v, want ErrLeaseLost", err)
 	}
 	select {
@@ -130,16 +130,16 @@ func TestLeaseRenewal(t *testing.T) {
 	default:
 		t.Error("a.Lost() not closed after the takeover was seen")
 	}
-	underB := sessionstore.WithLease(at(19*time.Second), b)
-	fresh, err := svc.Get(underB, &session.GetRequest{AppName: "app", UserID: "u", SessionID: "s"})
+	underB := at(19 * time.Second)
+	fresh, err := readUnder(underB, svc, b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := svc.AppendEvent(underB, fresh.Session, &session.Event{ID: "e2", Author: "assistant"}); err != nil {
+	if err := svc.AppendEvent(underB, fresh, &session.Event{ID: "e2", Author: "assistant"}); err != nil {
 		t.Fatalf("new holder's AppendEvent error = %v", err)
 	}
 	// A second handle of b's, read before b's append, must not overwrite it.
-	if err := svc.AppendEvent(underB, fresh.Session, &session.Event{ID: "e3", Author: "assistant"}); err != nil {
+	if err := svc.AppendEvent(underB, fresh, &session.Event{ID: "e3", Author: "assistant"}); err != nil {
 		t.Fatalf("second AppendEvent through the same handle error = %v", err)
 	}
 	if err := svc.ReleaseLease(at(20*time.Second), b); err != nil {
@@ -165,23 +165,22 @@ func TestStaleHandleUnderLease(t *testing.T) {
 	if _, err := svc.Create(ctx, &session.CreateRequest{AppName: "app", UserID: "u", SessionID: "s"}); err != nil {
 		t.Fatal(err)
 	}
-	l, err := svc.AcquireLease(ctx, "app", "u", "s", "h", time.Minute)
+	l, err := svc.AcquireLease(ctx, sessionstore.LeaseRequest{App: "app", User: "u", SessionID: "s", Holder: "h", TTL: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx = sessionstore.WithLease(ctx, l)
-	first, err := svc.Get(ctx, &session.GetRequest{AppName: "app", UserID: "u", SessionID: "s"})
+	first, err := readUnder(ctx, svc, l)
 	if err != nil {
 		t.Fatal(err)
 	}
-	second, err := svc.Get(ctx, &session.GetRequest{AppName: "app", UserID: "u", SessionID: "s"})
+	second, err := readUnder(ctx, svc, l)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := svc.AppendEvent(ctx, first.Session, &session.Event{ID: "e1", Author: "assistant"}); err != nil {
+	if err := svc.AppendEvent(ctx, first, &session.Event{ID: "e1", Author: "assistant"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := svc.AppendEvent(ctx, second.Session, &session.Event{ID: "e2", Author: "assistant"}); !errors.Is(err, sessionstore.ErrConflict) || errors.Is(err, sessionstore.ErrLeaseLost) {
+	if err := svc.AppendEvent(ctx, second, &session.Event{ID: "e2", Author: "assistant"}); !errors.Is(err, sessionstore.ErrConflict) || errors.Is(err, sessionstore.ErrLeaseLost) {
 		t.Errorf("AppendEvent through a handle read before the holder's last append error = %v, want ErrConflict (not ErrLeaseLost)", err)
 	}
 }
@@ -194,20 +193,20 @@ func TestKeepLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	const ttl = 900 * time.Millisecond
-	l, err := svc.AcquireLease(ctx, "app", "u", "s", "h", ttl)
+	l, err := svc.AcquireLease(ctx, sessionstore.LeaseRequest{App: "app", User: "u", SessionID: "s", Holder: "h", TTL: ttl})
 	if err != nil {
 		t.Fatal(err)
 	}
 	stop := svc.KeepLease(ctx, l, ttl)
 	time.Sleep(3 * ttl)
-	if _, err := svc.AcquireLease(ctx, "app", "u", "s", "other", ttl); !errors.Is(err, sessionstore.ErrBusy) {
+	if _, err := svc.AcquireLease(ctx, sessionstore.LeaseRequest{App: "app", User: "u", SessionID: "s", Holder: "other", TTL: ttl}); !errors.Is(err, sessionstore.ErrBusy) {
 		t.Errorf("AcquireLease of a kept lease after 3 terms error = %v, want ErrBusy", err)
 	}
 	stop()
 	// A holder that stops renewing (as a dead one does) frees the session
 	// within one term.
 	time.Sleep(ttl + 100*time.Millisecond)
-	if _, err := svc.AcquireLease(ctx, "app", "u", "s", "other", ttl); err != nil {
+	if _, err := svc.AcquireLease(ctx, sessionstore.LeaseRequest{App: "app", User: "u", SessionID: "s", Holder: "other", TTL: ttl}); err != nil {
 		t.Errorf("AcquireLease one term after renewals stopped error = %v, want nil", err)
 	}
 	select {
@@ -231,11 +230,11 @@ func TestKeepLeaseStopLetsRenewalFinish(t *testing.T) {
 		t.Fatal(err)
 	}
 	const ttl = 600 * time.Millisecond
-	l, err := svc.AcquireLease(ctx, "app", "u", "s", "h", ttl)
+	l, err := svc.AcquireLease(ctx, sessionstore.LeaseRequest{App: "app", User: "u", SessionID: "s", Holder: "h", TTL: ttl})
 	if err != nil {
 		t.Fatal(err)
 	}
-	held, err := svc.Get(sessionstore.WithLease(ctx, l), &session.GetRequest{AppName: "app", UserID: "u", SessionID: "s"})
+	held, err := readUnder(ctx, svc, l)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,13 +257,18 @@ func TestKeepLeaseStopLetsRenewalFinish(t *testing.T) {
 	if !l.Expires().After(acquired) {
 		t.Error("the renewal in flight when the renewals stopped did not land")
 	}
-	if err := svc.AppendEvent(ctx, held.Session, textEvent("e1", "user", "after the renewals")); err != nil {
+	if err := svc.AppendEvent(ctx, held, textEvent("e1", "user", "after the renewals")); err != nil {
 		t.Fatalf("append after stopping the renewals: %v", err)
 	}
-	if err := svc.ReleaseSession(ctx, held.Session); err != nil {
+	if err := svc.ReleaseSession(ctx, held); err != nil {
 		t.Fatalf("release after stopping the renewals: %v", err)
 	}
-	if !sessionstore.Claimable(held.Session) {
+	if !held.AsStored() {
 		t.Error("the handle is not current after its release")
 	}
+}
+
+// readUnder reads the session of the lease l under it.
+func readUnder(ctx context.Context, svc *sessionstore.Service, l *sessionstore.Lease) (*sessionstore.Session, error) {
+	return svc.Read(ctx, sessionstore.ReadRequest{App: l.App, User: l.User, SessionID: l.SessionID, Shared: true, Lease: l})
 }

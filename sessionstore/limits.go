@@ -8,7 +8,6 @@ import (
 
 	"cloud.google.com/go/firestore"
 	"google.golang.org/adk/v2/platform"
-	"google.golang.org/adk/v2/session"
 )
 
 // What the turn limits (toolcallback's Limits) keep here: a chat's recent
@@ -25,14 +24,10 @@ import (
 // user's day document (DayTokensRef) in its own commit, so that deleting a
 // chat does not give its tokens back.
 
-// TurnLog returns the times of the recent turns stored in sess's session
+// TurnLog returns the times of the recent turns stored in the session
 // document (AppendOptions.TurnLog), oldest first as written; nil for a
-// session not read from this service or not stored yet.
-func TurnLog(sess session.Session) []time.Time {
-	ss, ok := sess.(*storedSession)
-	if !ok {
-		return nil
-	}
+// session not stored yet.
+func (ss *Session) TurnLog() []time.Time {
 	ss.mu.RLock()
 	defer ss.mu.RUnlock()
 	return slices.Clone(ss.turnLog)

@@ -26,13 +26,13 @@ func TestSessionTokens(t *testing.T) {
 	on := func(at time.Time) context.Context {
 		return platform.WithTimeProvider(t.Context(), func() time.Time { return at })
 	}
-	handles := map[string]session.Session{}
+	handles := map[string]*sessionstore.Session{}
 	for _, k := range []struct{ user, id string }{{"u", "s1"}, {"u", "s2"}, {"u", "s3"}, {"v", "s1"}} {
 		resp, err := svc.Create(on(day1), &session.CreateRequest{AppName: "app", UserID: k.user, SessionID: k.id})
 		if err != nil {
 			t.Fatal(err)
 		}
-		handles[k.user+"/"+k.id] = resp.Session
+		handles[k.user+"/"+k.id] = stored(t, resp.Session)
 	}
 	n := 0
 	use := func(key string, tokens int64, at time.Time) {
@@ -77,7 +77,7 @@ func TestSessionTokens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	handles["u/s1"] = got.Session
+	handles["u/s1"] = stored(t, got.Session)
 	use("u/s1", 10, day1.Add(2*time.Hour))
 	// The next day starts again.
 	use("u/s2", 7, day2)

@@ -72,7 +72,7 @@ func TestLostCommitReply(t *testing.T) {
 			if err := svc.AppendEventWith(ctx, sess, textEvent("e1", "user", "hello"), sessionstore.AppendOptions{Claim: claim}); err != nil {
 				t.Fatalf("append whose commit was made, its reply lost: %v, want nil", err)
 			}
-			if sessionstore.HeldLease(sess) == nil {
+			if sess.HeldLease() == nil {
 				t.Fatal("the handle does not hold the lease its append took")
 			}
 			// The handle is the session as stored: it appends again, and
@@ -84,14 +84,14 @@ func TestLostCommitReply(t *testing.T) {
 			if err := svc.ReleaseSession(ctx, sess); err != nil {
 				t.Fatalf("release after the appends: %v", err)
 			}
-			if !sessionstore.Claimable(sess) {
+			if !sess.AsStored() {
 				t.Error("the handle is not claimable after its release")
 			}
 			fresh := getSession(t, svc, "s")
 			if n := fresh.Events().Len(); n != 2 {
 				t.Errorf("the store holds %d events, want 2", n)
 			}
-			if _, err := svc.AcquireLease(ctx, "app", "u", "s", "probe", time.Second); err != nil {
+			if _, err := svc.AcquireLease(ctx, sessionstore.LeaseRequest{App: "app", User: "u", SessionID: "s", Holder: "probe", TTL: time.Second}); err != nil {
 				t.Errorf("the lease after the release: %v, want it free", err)
 			}
 		})
@@ -123,9 +123,9 @@ func TestLostReplyOfNewChat(t *testing.T) {
 	if err := svc.ReleaseSession(ctx, sess); err != nil {
 		t.Fatal(err)
 	}
-	got, stored, _, err := svc.GetChatSession(ctx, "app", "u", "c", "c~0", false)
-	if err != nil || stored == nil || got.SessionID != "c~0" || stored.Events().Len() != 2 {
-		t.Fatalf("GetChatSession = %+v, %v, %v; want the chat and its session with two events", got, stored, err)
+	got, err := svc.ReadChat(ctx, sessionstore.ChatRead{App: "app", User: "u", ChatID: "c", SessionID: "c~0"})
+	if err != nil || got.Chat == nil || got.Session == nil || got.Chat.SessionID != "c~0" || got.Session.Events().Len() != 2 {
+		t.Fatalf("ReadChat = %+v, %v; want the chat and its session with two events", got, err)
 	}
 }
 
@@ -135,7 +135,7 @@ func TestLostReplyOfRenewal(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	svc, counter := countedSession(t)
-	l, err := svc.AcquireLease(ctx, "app", "u", "s", "h", 10*time.Second)
+	l, err := svc.AcquireLease(ctx, sessionstore.LeaseRequest{App: "app", User: "u", SessionID: "s", Holder: "h", TTL: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func TestLostReplyOfAcquire(t *testing.T) {
 			ctx := t.Context()
 			svc, counter := countedSession(t)
 			counter.LoseNextReply("/Commit", reply)
-			l, err := svc.AcquireLease(ctx, "app", "u", "s", "h", 10*time.Second)
+			l, err := svc.AcquireLease(ctx, sessionstore.LeaseRequest{App: "app", User: "u", SessionID: "s", Holder: "h", TTL: 10 * time.Second})
 			if err != nil {
 				t.Fatalf("acquire stored, its reply lost: %v, want the lease", err)
 			}
@@ -178,7 +178,7 @@ func TestLostReplyOfAcquire(t *testing.T) {
 			if err := svc.ReleaseLease(ctx, l); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := svc.AcquireLease(ctx, "app", "u", "s", "other", time.Second); err != nil {
+			if _, err := svc.AcquireLease(ctx, sessionstore.LeaseRequest{App: "app", User: "u", SessionID: "s", Holder: "other", TTL: time.Second}); err != nil {
 				t.Errorf("the lease after its release: %v, want it free", err)
 			}
 		})
@@ -195,12 +195,12 @@ func TestLostReplyThenTakeover(t *testing.T) {
 		return platform.WithTimeProvider(t.Context(), func() time.Time { return base.Add(d) })
 	}
 	svc, counter := countedSession(t)
-	a, err := svc.AcquireLease(at(0), "app", "u", "s", "holder-a", 10*time.Second)
+	a, err := svc.AcquireLease(at(0), sessionstore.LeaseRequest{App: "app", User: "u", SessionID: "s", Holder: "holder-a", TTL: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	underA := sessionstore.WithLease(at(0), a)
-	got, err := svc.Get(underA, &session.GetRequest{AppName: "app", UserID: "u", SessionID: "s"})
+	underA := at(0)
+	got, err := readUnder(underA, svc, a)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,14 +212,14 @@ func TestLostReplyThenTakeover(t *testing.T) {
 		case strings.HasSuffix(method, "/Commit"):
 			committed.Store(true)
 		case strings.HasSuffix(method, "/BatchGetDocuments") && committed.Load() && tookOver.CompareAndSwap(false, true):
-			if _, err := svc.AcquireLease(at(19*time.Second), "app", "u", "s", "holder-b", time.Minute); err != nil {
+			if _, err := svc.AcquireLease(at(19*time.Second), sessionstore.LeaseRequest{App: "app", User: "u", SessionID: "s", Holder: "holder-b", TTL: time.Minute}); err != nil {
 				t.Errorf("b's takeover: %v", err)
 			}
 		}
 		return nil
 	})
 	counter.LoseNextReply("/Commit", status.Error(codes.Canceled, "call already cancelled"))
-	err = svc.AppendEvent(underA, got.Session, textEvent("e1", "agent", "stored, reply lost"))
+	err = svc.AppendEvent(underA, got, textEvent("e1", "agent", "stored, reply lost"))
 	counter.SetHook(nil)
 	if !tookOver.Load() {
 		t.Fatal("the append did not read the session back after its commit")
@@ -227,7 +227,7 @@ func TestLostReplyThenTakeover(t *testing.T) {
 	if err == nil {
 		t.Error("an append whose lease was taken over before it read the session back was taken for made")
 	}
-	if err := svc.AppendEvent(underA, got.Session, textEvent("e2", "agent", "late")); !errors.Is(err, sessionstore.ErrLeaseLost) {
+	if err := svc.AppendEvent(underA, got, textEvent("e2", "agent", "late")); !errors.Is(err, sessionstore.ErrLeaseLost) {
 		t.Errorf("the next append of the holder taken over: %v, want ErrLeaseLost", err)
 	}
 }

@@ -22,7 +22,8 @@ type MCPSession struct {
 // the chat's other fields, and SaveChat's compare-and-set, are left to the
 // chat's owner (a write here does make a concurrent SaveChat of an older
 // read fail with ErrConflict). A missing chat wraps ErrNotFound.
-func (s *Service) SetChatMCP(ctx context.Context, app, user, chat, server string, m *MCPSession) error {
+func (s *Service) SetChatMCP(ctx context.Context, key ChatKey, server string, m *MCPSession) error {
+	app, user, chat := key.App, key.User, key.ID
 	if err := validateKey(app, user, chat); err != nil {
 		return err
 	}

@@ -349,9 +349,9 @@ func (s *Service) CreateWithEvents(ctx context.Context, req *session.CreateReque
 
 // SessionScopedState returns the keys of a session's state that belong to
 // the session itself (no app:, user: or temp: prefix).
-func SessionScopedState(sess session.Session) map[string]any {
+func (ss *Session) ScopedState() map[string]any {
 	all := map[string]any{}
-	for k, v := range sess.State().All() {
+	for k, v := range ss.State().All() {
 		all[k] = v
 	}
 	return sessionScoped(all)

@@ -55,43 +55,60 @@ type newSessionDoc struct {
 	chat    *Chat
 }
 
-// GetChatSession reads a chat and the session sid in one round trip, and
-// the session's sealed chunks in a second when it has any. shared adds the
-// app and user state documents to the first round trip (as Get; without
-// it, as GetSessionScoped). The chat wraps ErrNotFound when it does not
-// exist; the session is nil when it does not exist or is not the chat's
-// active one (sid was a guess).
-//
-// The documents also name are read in the same round trip; their
-// snapshots are returned in that order, with the error too when the chat
-// does not exist.
-func (s *Service) GetChatSession(ctx context.Context, app, user, chatID, sid string, shared bool, also ...*firestore.DocumentRef) (_ *Chat, _ session.Session, _ []*firestore.DocumentSnapshot, err error) {
-	ctx, span := startSpan(ctx, "baton.session.get", sid)
+// ChatRead names a chat to read, the session it is believed to point at
+// and other documents to read in the same round trip.
+type ChatRead struct {
+	App, User, ChatID string
+	// SessionID is the session the chat is believed to point at (a guess
+	// the chat document then checks).
+	SessionID string
+	// Shared adds the app: and user: state to the session's (see
+	// ReadRequest).
+	Shared bool
+	// Also are documents read in the same round trip.
+	Also []*firestore.DocumentRef
+}
+
+// ChatState is what ReadChat found.
+type ChatState struct {
+	Chat *Chat // nil: the chat does not exist
+	// Session is the chat's active session; nil when it does not exist or
+	// is not the one the read guessed.
+	Session *Session
+	Also    []*firestore.DocumentSnapshot // ChatRead.Also's, in order
+}
+
+// ReadChat reads a chat and the session req guesses in one round trip,
+// and the session's sealed chunks in a second when it has any, with the
+// documents req.Also names. A chat that does not exist is no error: its
+// ChatState has no Chat.
+func (s *Service) ReadChat(ctx context.Context, req ChatRead) (_ *ChatState, err error) {
+	ctx, span := startSpan(ctx, "baton.session.get", req.SessionID)
 	defer func() { endSpan(span, err) }()
-	refs := []*firestore.DocumentRef{s.chatRef(app, user, chatID), s.sessionRef(app, user, sid)}
-	if shared {
-		refs = append(refs, s.appRef(app), s.userRef(app, user))
+	refs := []*firestore.DocumentRef{s.chatRef(req.App, req.User, req.ChatID), s.sessionRef(req.App, req.User, req.SessionID)}
+	if req.Shared {
+		refs = append(refs, s.appRef(req.App), s.userRef(req.App, req.User))
 	}
 	n := len(refs)
-	snaps, err := s.client.GetAll(ctx, append(refs, also...))
+	snaps, err := s.client.GetAll(ctx, append(refs, req.Also...))
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("read chat %q: %w", chatID, FirestoreError(err))
+		return nil, fmt.Errorf("read chat %q: %w", req.ChatID, FirestoreError(err))
 	}
+	out := &ChatState{Also: snaps[n:]}
 	if !snaps[0].Exists() {
-		return nil, nil, snaps[n:], fmt.Errorf("%w: chat %q", ErrNotFound, chatID)
+		return out, nil
 	}
-	chat, err := chatFrom(snaps[0])
+	if out.Chat, err = chatFrom(snaps[0]); err != nil {
+		return nil, err
+	}
+	if out.Chat.SessionID != req.SessionID || !snaps[1].Exists() {
+		return out, nil
+	}
+	out.Session, err = s.sessionFrom(ctx, ReadRequest{App: req.App, User: req.User, SessionID: req.SessionID, Shared: req.Shared}, snaps[1:n])
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
-	if chat.SessionID != sid || !snaps[1].Exists() {
-		return chat, nil, snaps[n:], nil
-	}
-	sess, err := s.sessionFrom(ctx, &session.GetRequest{AppName: app, UserID: user, SessionID: sid}, snaps[1:n], nil)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return chat, sess, snaps[n:], nil
+	return out, nil
 }
 
 // ClaimLease returns a claim on the lease of sess (read with Get or
@@ -102,10 +119,9 @@ func (s *Service) GetChatSession(ctx context.Context, app, user, chatID, sid str
 // the session changed since it was read. The append also makes updates, in
 // the same commit; a precondition of one that fails makes it fail the same
 // way.
-func (s *Service) ClaimLease(ctx context.Context, sess session.Session, holder string, ttl time.Duration, updates ...DocUpdate) (*LeaseClaim, error) {
-	ss, ok := sess.(*storedSession)
-	if !ok || !ss.tailKnown || ss.lease != nil {
-		return nil, fmt.Errorf("claim lease on %q: the session must be read with Get and not under a lease", sess.ID())
+func (s *Service) ClaimLease(ctx context.Context, ss *Session, holder string, ttl time.Duration, updates ...DocUpdate) (*LeaseClaim, error) {
+	if !ss.tailKnown || ss.lease != nil {
+		return nil, fmt.Errorf("claim lease on %q: the session must be read with Get and not under a lease", ss.id)
 	}
 	ss.mu.RLock()
 	defer ss.mu.RUnlock()
@@ -123,14 +139,10 @@ func (s *Service) ClaimLease(ctx context.Context, sess session.Session, holder s
 	return &LeaseClaim{lease: l, ttl: ttl, updates: updates}, nil
 }
 
-// MayHaveOpenDocs reports whether an append through sess's session created
+// MayHaveOpenDocs reports whether an append to the session created
 // documents beside it (AppendOptions.Create) that their owner has not since
 // declared closed (AppendOptions.DocsClosed). It errs only toward true.
-func MayHaveOpenDocs(sess session.Session) bool {
-	ss, ok := sess.(*storedSession)
-	if !ok {
-		return true
-	}
+func (ss *Session) MayHaveOpenDocs() bool {
 	ss.mu.RLock()
 	defer ss.mu.RUnlock()
 	return ss.docsOpen
@@ -143,7 +155,7 @@ func MayHaveOpenDocs(sess session.Session) bool {
 // *BusyError, writing nothing, when the session or the chat exists by
 // then. temp: keys of the initial state are dropped, and app: and user:
 // keys are not read.
-func (s *Service) ClaimNewSession(ctx context.Context, req *session.CreateRequest, chat *Chat, holder string, ttl time.Duration) (session.Session, *LeaseClaim, error) {
+func (s *Service) ClaimNewSession(ctx context.Context, req *session.CreateRequest, chat *Chat, holder string, ttl time.Duration) (*Session, *LeaseClaim, error) {
 	n, err := newSession(ctx, req)
 	if err != nil {
 		return nil, nil, err
@@ -157,7 +169,7 @@ func (s *Service) ClaimNewSession(ctx context.Context, req *session.CreateReques
 		}
 	}
 	l := &Lease{App: req.AppName, User: req.UserID, SessionID: n.id, Holder: holder, Fence: 1, lost: make(chan struct{})}
-	ss := &storedSession{
+	ss := &Session{
 		app: req.AppName, user: req.UserID, id: n.id,
 		state: n.state, events: []*session.Event{}, stateSize: len(n.stateBytes), tailKnown: true, complete: true,
 	}

@@ -33,13 +33,13 @@ func TestClaimLease(t *testing.T) {
 	if _, err := svc.Create(ctx0, &session.CreateRequest{AppName: "app", UserID: "u", SessionID: "s"}); err != nil {
 		t.Fatal(err)
 	}
-	get := func() session.Session {
+	get := func() *sessionstore.Session {
 		t.Helper()
-		got, err := svc.Get(ctx0, &session.GetRequest{AppName: "app", UserID: "u", SessionID: "s"})
+		got, err := svc.Read(ctx0, sessionstore.ReadRequest{App: "app", User: "u", SessionID: "s", Shared: true})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return got.Session
+		return got
 	}
 	tests := []struct {
 		name  string
@@ -51,7 +51,7 @@ func TestClaimLease(t *testing.T) {
 			}
 		}},
 		{"a lease taken after the read", func(t *testing.T) {
-			l, err := svc.AcquireLease(ctx0, "app", "u", "s", "other", time.Second)
+			l, err := svc.AcquireLease(ctx0, sessionstore.LeaseRequest{App: "app", User: "u", SessionID: "s", Holder: "other", TTL: time.Second})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -92,7 +92,7 @@ func TestClaimLease(t *testing.T) {
 	}
 	// Holder a stalls past its term; b takes the session over.
 	ctx11 := platform.WithTimeProvider(t.Context(), at(11*time.Second))
-	b, err := svc.AcquireLease(ctx11, "app", "u", "s", "holder-b", time.Minute)
+	b, err := svc.AcquireLease(ctx11, sessionstore.LeaseRequest{App: "app", User: "u", SessionID: "s", Holder: "holder-b", TTL: time.Minute})
 	if err != nil {
 		t.Fatalf("AcquireLease after expiry error = %v", err)
 	}
@@ -105,7 +105,7 @@ func TestClaimLease(t *testing.T) {
 	if err := svc.ReleaseLease(ctx11, lease); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.AcquireLease(ctx11, "app", "u", "s", "holder-c", time.Minute); !errors.Is(err, sessionstore.ErrBusy) {
+	if _, err := svc.AcquireLease(ctx11, sessionstore.LeaseRequest{App: "app", User: "u", SessionID: "s", Holder: "holder-c", TTL: time.Minute}); !errors.Is(err, sessionstore.ErrBusy) {
 		t.Errorf("AcquireLease after the stalled holder's release error = %v, want ErrBusy (b still holds it)", err)
 	}
 }
@@ -129,11 +129,11 @@ func TestClaimNewSession(t *testing.T) {
 	if err := svc.AppendEventWith(ctx, sess, textEvent("m1", "user", "hello"), sessionstore.AppendOptions{Claim: claim}); err != nil {
 		t.Fatalf("first append error = %v", err)
 	}
-	got, stored, _, err := svc.GetChatSession(ctx, "app", "u", "c", "c~0", false)
-	if err != nil || stored == nil || got.SessionID != "c~0" || stored.Events().Len() != 1 {
-		t.Fatalf("GetChatSession = %+v, %v, %v; want the chat and its session with one event", got, stored, err)
+	got, err := svc.ReadChat(ctx, sessionstore.ChatRead{App: "app", User: "u", ChatID: "c", SessionID: "c~0"})
+	if err != nil || got.Chat == nil || got.Session == nil || got.Chat.SessionID != "c~0" || got.Session.Events().Len() != 1 {
+		t.Fatalf("ReadChat = %+v, %v; want the chat and its session with one event", got, err)
 	}
-	if _, err := svc.AcquireLease(ctx, "app", "u", "c~0", "other", time.Second); !errors.Is(err, sessionstore.ErrBusy) {
+	if _, err := svc.AcquireLease(ctx, sessionstore.LeaseRequest{App: "app", User: "u", SessionID: "c~0", Holder: "other", TTL: time.Second}); !errors.Is(err, sessionstore.ErrBusy) {
 		t.Errorf("AcquireLease after the creating append error = %v, want ErrBusy: the append took the lease", err)
 	}
 	if err := svc.AppendEvent(ctx, sess, textEvent("m2", "model", "hi")); err != nil {
@@ -150,7 +150,7 @@ func TestClaimNewSession(t *testing.T) {
 	if err := svc.AppendEventWith(ctx, again, textEvent("m3", "user", "again"), sessionstore.AppendOptions{Claim: againClaim}); !errors.Is(err, sessionstore.ErrBusy) {
 		t.Errorf("creating append of an existing session error = %v, want ErrBusy", err)
 	}
-	if _, stored, _, _ = svc.GetChatSession(ctx, "app", "u", "c", "c~0", false); stored == nil || stored.Events().Len() != 2 {
-		t.Errorf("events after the refused create = %v, want the 2 stored before", stored)
+	if got, _ = svc.ReadChat(ctx, sessionstore.ChatRead{App: "app", User: "u", ChatID: "c", SessionID: "c~0"}); got == nil || got.Session == nil || got.Session.Events().Len() != 2 {
+		t.Errorf("after the refused create: %+v, want the session with the 2 events stored before", got)
 	}
 }

@@ -30,8 +30,9 @@ import (
 // rewindMetadataKey marks a rewind mark, in its CustomMetadata.
 const rewindMetadataKey = "baton_rewind"
 
-// Rewind is a request to take a session back to before an invocation.
-type Rewind struct {
+// RewindMark is what a rewind mark stores: the invocation a session was
+// taken back to before, and the request that asked for it.
+type RewindMark struct {
 	// Before names the invocation: its first event and every event after
 	// it are rewound.
 	Before string `json:"before"`
@@ -40,11 +41,11 @@ type Rewind struct {
 	Request string `json:"request,omitempty"`
 }
 
-// RewindOf reports whether ev is a rewind mark, and what it rewound.
-func RewindOf(ev *session.Event) (Rewind, bool) {
-	var r Rewind
+// RewindMarkOf reports whether ev is a rewind mark, and what it rewound.
+func RewindMarkOf(ev *session.Event) (RewindMark, bool) {
+	var r RewindMark
 	if ev == nil || !metadataAs(ev.CustomMetadata[rewindMetadataKey], &r) || r.Before == "" {
-		return Rewind{}, false
+		return RewindMark{}, false
 	}
 	return r, true
 }
@@ -56,7 +57,7 @@ func RewindOf(ev *session.Event) (Rewind, bool) {
 func splitRewound(events []*session.Event) (kept, rewound []*session.Event) {
 	var hidden []bool
 	for i := len(events) - 1; i >= 0; i-- {
-		r, ok := RewindOf(events[i])
+		r, ok := RewindMarkOf(events[i])
 		if !ok {
 			continue
 		}
@@ -88,14 +89,10 @@ func splitRewound(events []*session.Event) (kept, rewound []*session.Event) {
 	return kept, rewound
 }
 
-// Rewound returns the events of sess that rewind marks took back, oldest
-// first, as read with it (a handle read with a window of recent events
-// knows only those in the window).
-func Rewound(sess session.Session) []*session.Event {
-	ss, ok := sess.(*storedSession)
-	if !ok {
-		return nil
-	}
+// Rewound returns the events that rewind marks took back, oldest first, as
+// read with the handle (one read with a window of recent events knows only
+// those in the window).
+func (ss *Session) Rewound() []*session.Event {
 	ss.mu.RLock()
 	defer ss.mu.RUnlock()
 	return slices.Clone(ss.rewound)
@@ -114,10 +111,9 @@ type rewindPlan struct {
 // session, so that ADK's runner knows it). On success the handle holds
 // the kept events and the mark, and the state as restored. An invocation
 // that is not among the session's events wraps ErrNotFound.
-func (s *Service) RewindSession(ctx context.Context, sess session.Session, author string, r Rewind, opts AppendOptions) (*session.Event, error) {
-	ss, ok := sess.(*storedSession)
-	if !ok || !ss.complete {
-		return nil, fmt.Errorf("rewind session %q: read it with Get, whole and not from List", sess.ID())
+func (s *Service) RewindSession(ctx context.Context, ss *Session, author string, r RewindMark, opts AppendOptions) (*session.Event, error) {
+	if !ss.complete {
+		return nil, fmt.Errorf("rewind session %q: read it with Get, whole and not from List", ss.id)
 	}
 	ss.mu.RLock()
 	at := slices.IndexFunc(ss.events, func(ev *session.Event) bool { return ev.InvocationID == r.Before })
@@ -142,7 +138,7 @@ func (s *Service) RewindSession(ctx context.Context, sess session.Session, autho
 	ev.Actions.StateDelta = delta
 	ev.CustomMetadata = map[string]any{rewindMetadataKey: r}
 	opts.rewind = &rewindPlan{at: at, state: state}
-	if err := s.AppendEventWith(ctx, sess, ev, opts); err != nil {
+	if err := s.AppendEventWith(ctx, ss, ev, opts); err != nil {
 		return nil, err
 	}
 	return ev, nil
@@ -171,7 +167,7 @@ func restoreDelta(kept, rewound []*session.Event) map[string]any {
 // applyRewind makes the handle what a rewind's commit stored: the kept
 // events and the mark (already appended), the restored state. Called with
 // ss.mu held.
-func (ss *storedSession) applyRewind(p *rewindPlan) {
+func (ss *Session) applyRewind(p *rewindPlan) {
 	n := len(ss.events) - 1 // the mark
 	ss.rewound = append(ss.rewound, ss.events[p.at:n]...)
 	ss.events = append(slices.Clone(ss.events[:p.at]), ss.events[n])
@@ -184,7 +180,7 @@ func (ss *storedSession) applyRewind(p *rewindPlan) {
 // unchanged reports whether the session document is still as the append
 // through ss was conditioned on: a failed precondition came from another
 // document of the commit. Called with the lease's lock held, if any.
-func (s *Service) unchanged(ctx context.Context, ss *storedSession) bool {
+func (s *Service) unchanged(ctx context.Context, ss *Session) bool {
 	snap, err := s.sessionRef(ss.app, ss.user, ss.id).Get(ctx)
 	if err != nil {
 		return false

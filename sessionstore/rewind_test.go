@@ -50,7 +50,7 @@ func rewindFixture(t *testing.T, svc *sessionstore.Service) {
 func eventIDs(events []*session.Event) []string {
 	ids := []string{}
 	for _, ev := range events {
-		if _, ok := sessionstore.RewindOf(ev); ok {
+		if _, ok := sessionstore.RewindMarkOf(ev); ok {
 			ids = append(ids, "mark")
 			continue
 		}
@@ -60,17 +60,17 @@ func eventIDs(events []*session.Event) []string {
 }
 
 // leased reads the session whole under a fresh lease.
-func leased(t *testing.T, svc *sessionstore.Service) (session.Session, *sessionstore.Lease) {
+func leased(t *testing.T, svc *sessionstore.Service) (*sessionstore.Session, *sessionstore.Lease) {
 	t.Helper()
-	l, err := svc.AcquireLease(t.Context(), "app", "u", "s", "h", time.Minute)
+	l, err := svc.AcquireLease(t.Context(), sessionstore.LeaseRequest{App: "app", User: "u", SessionID: "s", Holder: "h", TTL: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := svc.Get(sessionstore.WithLease(t.Context(), l), &session.GetRequest{AppName: "app", UserID: "u", SessionID: "s"})
+	got, err := readUnder(t.Context(), svc, l)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return got.Session, l
+	return got, l
 }
 
 func TestRewindLeavesRewoundEventsOut(t *testing.T) {
@@ -79,25 +79,25 @@ func TestRewindLeavesRewoundEventsOut(t *testing.T) {
 	ctx := t.Context()
 	rewindFixture(t, svc)
 	sess, l := leased(t, svc)
-	if _, err := svc.RewindSession(ctx, sess, "agent", sessionstore.Rewind{Before: "unknown"}, sessionstore.AppendOptions{}); !errors.Is(err, sessionstore.ErrNotFound) {
+	if _, err := svc.RewindSession(ctx, sess, "agent", sessionstore.RewindMark{Before: "unknown"}, sessionstore.AppendOptions{}); !errors.Is(err, sessionstore.ErrNotFound) {
 		t.Errorf("RewindSession(unknown invocation) error = %v, want ErrNotFound", err)
 	}
-	mark, err := svc.RewindSession(ctx, sess, "agent", sessionstore.Rewind{Before: "inv2", Request: "r1"}, sessionstore.AppendOptions{})
+	mark, err := svc.RewindSession(ctx, sess, "agent", sessionstore.RewindMark{Before: "inv2", Request: "r1"}, sessionstore.AppendOptions{})
 	if err != nil {
 		t.Fatalf("RewindSession() error = %v", err)
 	}
-	if r, ok := sessionstore.RewindOf(mark); !ok || r != (sessionstore.Rewind{Before: "inv2", Request: "r1"}) {
+	if r, ok := sessionstore.RewindMarkOf(mark); !ok || r != (sessionstore.RewindMark{Before: "inv2", Request: "r1"}) {
 		t.Errorf("RewindOf(mark) = %+v, %v", r, ok)
 	}
 	wantKept := []string{"inv1-user", "inv1-agent", "mark"}
 	wantRewound := []string{"inv2-user", "inv2-agent", "inv3-user", "inv3-agent"}
 	wantState := map[string]any{"a": 1.0, "k": "x", "user:u": 1.0}
-	check := func(name string, sess session.Session) {
+	check := func(name string, sess *sessionstore.Session) {
 		t.Helper()
 		if diff := cmp.Diff(wantKept, eventIDs(collect(sess.Events()))); diff != "" {
 			t.Errorf("%s: events (-want +got):\n%s", name, diff)
 		}
-		if diff := cmp.Diff(wantRewound, eventIDs(sessionstore.Rewound(sess))); diff != "" {
+		if diff := cmp.Diff(wantRewound, eventIDs(sess.Rewound())); diff != "" {
 			t.Errorf("%s: Rewound (-want +got):\n%s", name, diff)
 		}
 		state := map[string]any{}
@@ -113,7 +113,7 @@ func TestRewindLeavesRewoundEventsOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	check("Get", got.Session)
+	check("Get", stored(t, got.Session))
 
 	// A window that does not reach the rewound invocation's first event
 	// still leaves out what the mark rewound.
@@ -131,13 +131,13 @@ func TestRewindLeavesRewoundEventsOut(t *testing.T) {
 	if err := svc.AppendEvent(ctx, sess, ev); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.RewindSession(ctx, sess, "agent", sessionstore.Rewind{Before: "inv4"}, sessionstore.AppendOptions{}); err != nil {
+	if _, err := svc.RewindSession(ctx, sess, "agent", sessionstore.RewindMark{Before: "inv4"}, sessionstore.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	wantKept = []string{"inv1-user", "inv1-agent", "mark", "mark"}
 	wantRewound = append(wantRewound, "inv4-user")
 	check("handle after a second rewind", sess)
-	if _, err := svc.RewindSession(ctx, sess, "agent", sessionstore.Rewind{Before: "inv1"}, sessionstore.AppendOptions{}); err != nil {
+	if _, err := svc.RewindSession(ctx, sess, "agent", sessionstore.RewindMark{Before: "inv1"}, sessionstore.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	wantKept, wantState = []string{"mark"}, map[string]any{"user:u": 1.0}
@@ -146,7 +146,7 @@ func TestRewindLeavesRewoundEventsOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	check("Get after a rewind to the start", got.Session)
+	check("Get after a rewind to the start", stored(t, got.Session))
 	if err := svc.ReleaseLease(ctx, l); err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +182,7 @@ func TestRewindUpdateConflict(t *testing.T) {
 	}
 	cancel := sessionstore.DocUpdate{Ref: beside, Updates: []firestore.Update{{Path: "status", Value: "cancelled"}}, Pre: firestore.LastUpdateTime(wr.UpdateTime)}
 	opts := sessionstore.AppendOptions{Writes: []sessionstore.DocWrite{cancel.Write()}}
-	if _, err := svc.RewindSession(ctx, sess, "agent", sessionstore.Rewind{Before: "inv2"}, opts); !errors.Is(err, sessionstore.ErrConflict) || errors.Is(err, sessionstore.ErrLeaseLost) {
+	if _, err := svc.RewindSession(ctx, sess, "agent", sessionstore.RewindMark{Before: "inv2"}, opts); !errors.Is(err, sessionstore.ErrConflict) || errors.Is(err, sessionstore.ErrLeaseLost) {
 		t.Fatalf("RewindSession(stale beside document) error = %v, want ErrConflict", err)
 	}
 	select {
@@ -194,7 +194,7 @@ func TestRewindUpdateConflict(t *testing.T) {
 		t.Errorf("handle after a failed rewind (-want +got):\n%s", diff)
 	}
 	// Read again, the rewind goes through on the same lease.
-	got, err := svc.Get(sessionstore.WithLease(ctx, l), &session.GetRequest{AppName: "app", UserID: "u", SessionID: "s"})
+	got, err := readUnder(ctx, svc, l)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +204,7 @@ func TestRewindUpdateConflict(t *testing.T) {
 	}
 	cancel.Pre = firestore.LastUpdateTime(snap.UpdateTime)
 	opts.Writes = []sessionstore.DocWrite{cancel.Write()}
-	if _, err := svc.RewindSession(ctx, got.Session, "agent", sessionstore.Rewind{Before: "inv2"}, opts); err != nil {
+	if _, err := svc.RewindSession(ctx, got, "agent", sessionstore.RewindMark{Before: "inv2"}, opts); err != nil {
 		t.Fatalf("RewindSession() after reading again error = %v", err)
 	}
 	if snap, err = beside.Get(ctx); err != nil || snap.Data()["status"] != "cancelled" {
@@ -234,7 +234,7 @@ func TestRewindIntoSealedChunks(t *testing.T) {
 	}
 	sess, _ := leased(t, svc)
 	if _, err := svc.RewindSession(platform.WithTimeProvider(ctx, func() time.Time { return base.Add(time.Minute) }),
-		sess, "agent", sessionstore.Rewind{Before: "inv1"}, sessionstore.AppendOptions{}); err != nil {
+		sess, "agent", sessionstore.RewindMark{Before: "inv1"}, sessionstore.AppendOptions{}); err != nil {
 		t.Fatalf("RewindSession() error = %v", err)
 	}
 	for _, tc := range []struct {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"strings"
+	"time"
 
 	"cloud.google.com/go/firestore"
 	"google.golang.org/adk/v2/platform"
@@ -134,7 +135,7 @@ func (s *Service) Create(ctx context.Context, req *session.CreateRequest) (_ *se
 	if err != nil {
 		return nil, err
 	}
-	return &session.CreateResponse{Session: &storedSession{
+	return &session.CreateResponse{Session: &Session{
 		app: req.AppName, user: req.UserID, id: id,
 		state:     mergeState(app, user, sessState),
 		events:    []*session.Event{},
@@ -232,7 +233,50 @@ func mergeState(app, user, sess map[string]any) map[string]any {
 // app and user documents in one round trip and the event chunks the request
 // needs in a second.
 func (s *Service) Get(ctx context.Context, req *session.GetRequest) (*session.GetResponse, error) {
-	return s.get(ctx, req, true)
+	sess, err := s.Read(ctx, ReadRequest{App: req.AppName, User: req.UserID, SessionID: req.SessionID,
+		Recent: req.NumRecentEvents, After: req.After, Shared: true})
+	if err != nil {
+		return nil, err
+	}
+	return &session.GetResponse{Session: sess}, nil
+}
+
+// ReadRequest names a session to read and what to read with it.
+type ReadRequest struct {
+	App, User, SessionID string
+	// Recent, when above 0, reads only the latest events, as many; After
+	// only the events after that time (see session.GetRequest).
+	Recent int
+	After  time.Time
+	// Shared adds the app: and user: state to the handle's (as Get);
+	// without it the handle holds the session's own keys only (as
+	// GetSessionScoped).
+	Shared bool
+	// Lease, when set, is a lease on the session the caller holds: the read
+	// fails once it is lost, and the handle's appends are fenced by it.
+	Lease *Lease
+}
+
+// Read reads a session as req asks, in one round trip for its documents
+// and a second for its sealed chunks when the events asked for need them.
+func (s *Service) Read(ctx context.Context, req ReadRequest) (_ *Session, err error) {
+	ctx, span := startSpan(ctx, "baton.session.get", req.SessionID)
+	defer func() { endSpan(span, err) }()
+	if err := validateKey(req.App, req.User, req.SessionID); err != nil {
+		return nil, err
+	}
+	if l := req.Lease; l != nil && (l.App != req.App || l.User != req.User || l.SessionID != req.SessionID) {
+		return nil, fmt.Errorf("read session %q under the lease of session %q", req.SessionID, l.SessionID)
+	}
+	refs := []*firestore.DocumentRef{s.sessionRef(req.App, req.User, req.SessionID)}
+	if req.Shared {
+		refs = append(refs, s.appRef(req.App), s.userRef(req.App, req.User))
+	}
+	snaps, err := s.client.GetAll(ctx, refs)
+	if err != nil {
+		return nil, fmt.Errorf("get session %q: %w", req.SessionID, FirestoreError(err))
+	}
+	return s.sessionFrom(ctx, req, snaps)
 }
 
 // GetSessionScoped is Get without app: and user: state: the handle's state
@@ -243,26 +287,8 @@ func (s *Service) Get(ctx context.Context, req *session.GetRequest) (*session.Ge
 // agent on it: an append through the handle stores app: and user: changes
 // as usual, since those are merged key by key without reading.
 func (s *Service) GetSessionScoped(ctx context.Context, req *session.GetRequest) (*session.GetResponse, error) {
-	return s.get(ctx, req, false)
-}
-
-func (s *Service) get(ctx context.Context, req *session.GetRequest, shared bool) (_ *session.GetResponse, err error) {
-	ctx, span := startSpan(ctx, "baton.session.get", req.SessionID)
-	defer func() { endSpan(span, err) }()
-	if err := validateKey(req.AppName, req.UserID, req.SessionID); err != nil {
-		return nil, err
-	}
-	ref := s.sessionRef(req.AppName, req.UserID, req.SessionID)
-	refs := []*firestore.DocumentRef{ref}
-	if shared {
-		refs = append(refs, s.appRef(req.AppName), s.userRef(req.AppName, req.UserID))
-	}
-	snaps, err := s.client.GetAll(ctx, refs)
-	if err != nil {
-		return nil, fmt.Errorf("get session %q: %w", req.SessionID, FirestoreError(err))
-	}
-	lease := leaseFor(ctx, req.AppName, req.UserID, req.SessionID)
-	sess, err := s.sessionFrom(ctx, req, snaps, lease)
+	sess, err := s.Read(ctx, ReadRequest{App: req.AppName, User: req.UserID, SessionID: req.SessionID,
+		Recent: req.NumRecentEvents, After: req.After})
 	if err != nil {
 		return nil, err
 	}
@@ -271,8 +297,9 @@ func (s *Service) get(ctx context.Context, req *session.GetRequest, shared bool)
 
 // sessionFrom builds a handle from the session document's snapshot and,
 // when snaps holds three, the app and user state documents', reading the
-// sealed chunks req needs. Under lease the stored fence is checked first.
-func (s *Service) sessionFrom(ctx context.Context, req *session.GetRequest, snaps []*firestore.DocumentSnapshot, lease *Lease) (*storedSession, error) {
+// sealed chunks req needs. Under req.Lease the stored fence is checked
+// first.
+func (s *Service) sessionFrom(ctx context.Context, req ReadRequest, snaps []*firestore.DocumentSnapshot) (*Session, error) {
 	if !snaps[0].Exists() {
 		return nil, fmt.Errorf("%w: %q", ErrNotFound, req.SessionID)
 	}
@@ -280,6 +307,7 @@ func (s *Service) sessionFrom(ctx context.Context, req *session.GetRequest, snap
 	if err := snaps[0].DataTo(&doc); err != nil {
 		return nil, fmt.Errorf("decode session %q: %w", req.SessionID, err)
 	}
+	lease := req.Lease
 	if lease != nil {
 		if err := lease.checkHeld(&doc, snaps[0].UpdateTime); err != nil {
 			return nil, err
@@ -299,16 +327,16 @@ func (s *Service) sessionFrom(ctx context.Context, req *session.GetRequest, snap
 	if err != nil {
 		return nil, err
 	}
-	events, rewound, err := s.readEvents(ctx, snaps[0].Ref, &doc, req.NumRecentEvents, req.After)
+	events, rewound, err := s.readEvents(ctx, snaps[0].Ref, &doc, req.Recent, req.After)
 	if err != nil {
 		return nil, err
 	}
-	return &storedSession{
-		app: req.AppName, user: req.UserID, id: req.SessionID,
+	return &Session{
+		app: req.App, user: req.User, id: req.SessionID,
 		state:     mergeState(appState, userState, sessState),
 		events:    events,
 		rewound:   rewound,
-		complete:  req.NumRecentEvents <= 0 && req.After.IsZero(),
+		complete:  req.Recent <= 0 && req.After.IsZero(),
 		updated:   doc.Updated,
 		revision:  doc.Revision,
 		version:   snaps[0].UpdateTime,
@@ -373,7 +401,7 @@ func (s *Service) List(ctx context.Context, req *session.ListRequest) (*session.
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, &storedSession{
+		out = append(out, &Session{
 			app: d.App, user: d.User, id: d.ID,
 			state:     mergeState(states[0], states[users[d.User]], sessState),
 			events:    []*session.Event{},

@@ -33,13 +33,13 @@ func newService(t testing.TB) *sessionstore.Service {
 }
 
 // getSession reads session id of user "u" in app "app", whole.
-func getSession(t testing.TB, svc *sessionstore.Service, id string) session.Session {
+func getSession(t testing.TB, svc *sessionstore.Service, id string) *sessionstore.Session {
 	t.Helper()
-	got, err := svc.Get(context.Background(), &session.GetRequest{AppName: "app", UserID: "u", SessionID: id})
+	got, err := svc.Read(context.Background(), sessionstore.ReadRequest{App: "app", User: "u", SessionID: id, Shared: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return got.Session
+	return got
 }
 
 func TestConformance(t *testing.T) {
@@ -582,4 +582,14 @@ func TestDeleteRemovesEveryDocument(t *testing.T) {
 	if _, err := ref.Get(ctx); err == nil || len(left) != 0 {
 		t.Errorf("after Delete: session doc read error = %v, %d chunks left; want not found and 0", err, len(left))
 	}
+}
+
+// stored is sess as the service's handle.
+func stored(t testing.TB, sess session.Session) *sessionstore.Session {
+	t.Helper()
+	ss, err := sessionstore.Of(sess)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ss
 }

@@ -1,6 +1,7 @@
 package sessionstore
 
 import (
+	"fmt"
 	"iter"
 	"maps"
 	"slices"
@@ -12,11 +13,11 @@ import (
 	"github.com/baton-run/baton/internal/eventlist"
 )
 
-// storedSession is the session.Session this service hands out. Besides what
+// Session is the session.Session this service hands out. Besides what
 // ADK sees it carries the storage bookkeeping an append needs: the revision
 // it was read at, the Firestore update time of its document (the
 // compare-and-set token for that revision) and the chunk index.
-type storedSession struct {
+type Session struct {
 	app, user, id string
 
 	// appendMu serialises appends through one handle, so they commit in
@@ -61,15 +62,27 @@ type storedSession struct {
 	broken error
 }
 
-var _ session.Session = (*storedSession)(nil)
+var _ session.Session = (*Session)(nil)
 
-func (s *storedSession) ID() string      { return s.id }
-func (s *storedSession) AppName() string { return s.app }
-func (s *storedSession) UserID() string  { return s.user }
+// Of returns sess as this package's handle. A session this package did not
+// hand out (from a Service's reads, ClaimNewSession or CreateWithEvents)
+// fails: it is the one place a session.Session becomes a *Session, for
+// what reaches this package through ADK's interfaces.
+func Of(sess session.Session) (*Session, error) {
+	ss, ok := sess.(*Session)
+	if !ok || ss == nil {
+		return nil, fmt.Errorf("session of type %T was not read from this package's Service", sess)
+	}
+	return ss, nil
+}
 
-func (s *storedSession) State() session.State { return &sessionState{s: s} }
+func (s *Session) ID() string      { return s.id }
+func (s *Session) AppName() string { return s.app }
+func (s *Session) UserID() string  { return s.user }
 
-func (s *storedSession) Events() session.Events {
+func (s *Session) State() session.State { return &sessionState{s: s} }
+
+func (s *Session) Events() session.Events {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if len(s.staged) > 0 {
@@ -78,13 +91,13 @@ func (s *storedSession) Events() session.Events {
 	return eventlist.List(slices.Clone(s.events))
 }
 
-func (s *storedSession) LastUpdateTime() time.Time {
+func (s *Session) LastUpdateTime() time.Time {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.updated
 }
 
-type sessionState struct{ s *storedSession }
+type sessionState struct{ s *Session }
 
 func (st *sessionState) Get(key string) (any, error) {
 	st.s.mu.RLock()

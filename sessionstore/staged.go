@@ -24,7 +24,7 @@ import (
 // StagedEvent is an event staged on a handle (StageEvent).
 type StagedEvent struct {
 	s     *Service
-	ss    *storedSession
+	ss    *Session
 	event *session.Event
 	opts  AppendOptions
 }
@@ -33,7 +33,7 @@ type StagedEvent struct {
 // process see it (Events, State), without storing it yet: it is stored,
 // with what opts asks, by its Commit, by the next append through sess, or
 // by ReleaseSession. Partial events are refused.
-func (s *Service) StageEvent(sess session.Session, event *session.Event, opts AppendOptions) (*StagedEvent, error) {
+func (s *Service) StageEvent(sess *Session, event *session.Event, opts AppendOptions) (*StagedEvent, error) {
 	ss, err := appendable(sess, event)
 	if err != nil {
 		return nil, err
@@ -64,7 +64,7 @@ func (st *StagedEvent) Commit(ctx context.Context) error {
 // flushLocked stores the staged events of ss in order, up to upTo (nil:
 // all of them), releasing the handle's lease in the last commit when
 // release is set. The caller holds ss.appendMu.
-func (s *Service) flushLocked(ctx context.Context, ss *storedSession, upTo *StagedEvent, release bool) error {
+func (s *Service) flushLocked(ctx context.Context, ss *Session, upTo *StagedEvent, release bool) error {
 	for {
 		ss.mu.RLock()
 		broken, n := ss.broken, len(ss.staged)
@@ -95,14 +95,10 @@ func (s *Service) flushLocked(ctx context.Context, ss *storedSession, upTo *Stag
 
 // ReleaseSession stores the events staged on sess, releasing its lease in
 // the last commit, or alone when none is staged, and leaves sess as the
-// store holds it, ready for ClaimLease (see Claimable), unless another
+// store holds it, ready for ClaimLease (see AsStored), unless another
 // writer changed the session since. sess must hold the lease (read under
 // it, or its claim stored); stop renewing the lease first.
-func (s *Service) ReleaseSession(ctx context.Context, sess session.Session) (err error) {
-	ss, ok := sess.(*storedSession)
-	if !ok {
-		return fmt.Errorf("release session %q: not read from this service", sess.ID())
-	}
+func (s *Service) ReleaseSession(ctx context.Context, ss *Session) (err error) {
 	ctx, span := startSpan(ctx, "baton.lease.release", ss.id)
 	defer func() { endSpan(span, err) }()
 	ss.appendMu.Lock()
@@ -140,13 +136,9 @@ func (s *Service) ReleaseSession(ctx context.Context, sess session.Session) (err
 	return s.ReleaseLease(ctx, l)
 }
 
-// HeldLease returns the lease sess holds (read under it, or claimed
+// HeldLease returns the lease the handle holds (read under it, or claimed
 // through it), or nil.
-func HeldLease(sess session.Session) *Lease {
-	ss, ok := sess.(*storedSession)
-	if !ok {
-		return nil
-	}
+func (ss *Session) HeldLease() *Lease {
 	ss.mu.RLock()
 	defer ss.mu.RUnlock()
 	return ss.lease
@@ -162,41 +154,33 @@ func releaseUpdates() []firestore.Update {
 
 // released makes the handle what the store holds once its lease was
 // released: claimable, without the invocation's temp: state. ss.mu is held.
-func (ss *storedSession) released() {
+func (ss *Session) released() {
 	ss.stored = leaseDoc{Fence: ss.lease.Fence}
 	ss.lease = nil
 	maps.DeleteFunc(ss.state, func(k string, _ any) bool { return strings.HasPrefix(k, session.KeyPrefixTemp) })
 }
 
-// Claimable reports whether sess is, as far as this process knows, the
-// session as stored and free to claim: read whole, its lease released
+// AsStored reports whether the handle is, as far as this process knows,
+// the session as stored and free to claim: read whole, its lease released
 // through it (ReleaseSession) or never held, nothing staged, no failed
 // append. A claim on it is still conditional on the store (ClaimLease).
-func Claimable(sess session.Session) bool {
-	ss, ok := sess.(*storedSession)
-	if !ok {
-		return false
-	}
+func (ss *Session) AsStored() bool {
 	ss.mu.RLock()
 	defer ss.mu.RUnlock()
 	return ss.tailKnown && ss.complete && ss.lease == nil && ss.broken == nil && len(ss.staged) == 0
 }
 
-// StoredSize is the size sess takes in the store: its state, its sealed
-// chunks (each counted as full) and its tail. A handle's memory grows with
-// it.
-func StoredSize(sess session.Session) int {
-	ss, ok := sess.(*storedSession)
-	if !ok {
-		return 0
-	}
+// StoredSize is the size the session takes in the store: its state, its
+// sealed chunks (each counted as full) and its tail. A handle's memory
+// grows with it.
+func (ss *Session) StoredSize() int {
 	ss.mu.RLock()
 	defer ss.mu.RUnlock()
 	return ss.stateSize + len(ss.chunks)*docBudget + elementsSize(ss.tail)
 }
 
 // visibleEvents are the stored events and the staged ones. ss.mu is held.
-func (ss *storedSession) visibleEvents() []*session.Event {
+func (ss *Session) visibleEvents() []*session.Event {
 	out := make([]*session.Event, 0, len(ss.events)+len(ss.staged))
 	out = append(out, ss.events...)
 	for _, st := range ss.staged {
@@ -207,7 +191,7 @@ func (ss *storedSession) visibleEvents() []*session.Event {
 
 // stagedState is the value of key as the staged events' deltas set it, the
 // latest first. ss.mu is held.
-func (ss *storedSession) stagedState(key string) (any, bool) {
+func (ss *Session) stagedState(key string) (any, bool) {
 	for i := len(ss.staged) - 1; i >= 0; i-- {
 		if v, ok := ss.staged[i].event.Actions.StateDelta[key]; ok {
 			return v, true

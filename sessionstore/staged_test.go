@@ -25,7 +25,7 @@ func TestStagedTurn(t *testing.T) {
 	}
 	warm := getSession(t, svc, "s")
 	for turn := range 2 {
-		if !sessionstore.Claimable(warm) {
+		if !warm.AsStored() {
 			t.Fatalf("turn %d: the handle is not claimable", turn)
 		}
 		claim, err := svc.ClaimLease(ctx, warm, "h", 10*time.Second)
@@ -61,7 +61,7 @@ func TestStagedTurn(t *testing.T) {
 			t.Errorf("turn %d: temp: state outlived the release", turn)
 		}
 		// Free: anyone may take the lease now.
-		l, err := svc.AcquireLease(ctx, "app", "u", "s", "probe", time.Second)
+		l, err := svc.AcquireLease(ctx, sessionstore.LeaseRequest{App: "app", User: "u", SessionID: "s", Holder: "probe", TTL: time.Second})
 		if err != nil {
 			t.Fatalf("turn %d: lease after the release: %v", turn, err)
 		}
@@ -85,7 +85,7 @@ func TestStagedClaimLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stale := got.Session
+	stale := stored(t, got.Session)
 	other, _ := svc.Get(ctx, &session.GetRequest{AppName: "app", UserID: "u", SessionID: "s"})
 	if err := svc.AppendEvent(ctx, other.Session, textEvent("o", "user", "elsewhere")); err != nil {
 		t.Fatal(err)
@@ -104,7 +104,7 @@ func TestStagedClaimLost(t *testing.T) {
 	if err := svc.AppendEvent(ctx, stale, textEvent("r", "agent", "reply")); err == nil {
 		t.Error("an append after a failed staged event succeeded")
 	}
-	if sessionstore.Claimable(stale) {
+	if stale.AsStored() {
 		t.Error("a handle with a failed staged event is claimable")
 	}
 	fresh, _ := svc.Get(ctx, &session.GetRequest{AppName: "app", UserID: "u", SessionID: "s"})

@@ -9,7 +9,6 @@ import (
 
 	"cloud.google.com/go/firestore"
 	"google.golang.org/adk/v2/platform"
-	"google.golang.org/adk/v2/session"
 )
 
 // A stop request asks the invocation that holds a session's lease, on
@@ -37,14 +36,10 @@ func (s *Service) stopRef(app, user, id string, fence int64) *firestore.Document
 	return s.sessionRef(app, user, id).Collection(stopsCollection).Doc(strconv.FormatInt(fence, 10))
 }
 
-// LiveLease returns the fence of the lease on sess as it was read, and
-// whether that lease was live (held and not expired) at the context's
-// time. A handle not read from the store has no live lease.
-func LiveLease(ctx context.Context, sess session.Session) (fence int64, live bool) {
-	ss, ok := sess.(*storedSession)
-	if !ok {
-		return 0, false
-	}
+// LiveLease returns the fence of the lease on the session as it was read,
+// and whether that lease was live (held and not expired) at the context's
+// time. A handle not stored yet has no live lease.
+func (ss *Session) LiveLease(ctx context.Context) (fence int64, live bool) {
 	ss.mu.RLock()
 	defer ss.mu.RUnlock()
 	cur := ss.stored

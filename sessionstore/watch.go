@@ -16,7 +16,7 @@ import (
 type Change struct {
 	// Events are the events appended since the previous Change; the first
 	// Change holds the session's most recent events, rewound ones left out.
-	// A later Change may hold a rewind mark (RewindOf): the events it
+	// A later Change may hold a rewind mark (RewindMarkOf): the events it
 	// rewinds, reported before, are no longer the conversation.
 	Events []*session.Event
 	// Busy says whether an invocation holds the session's lease, until

@@ -18,7 +18,7 @@ type chatRead struct {
 }
 
 // withChatRead notes on ctx the chat record the turn read, for
-// ChatMCPRead. Only the MCP sessions are kept, copied: the turn may go on
+// ChatMCPSessions. Only the MCP sessions are kept, copied: the turn may go on
 // changing its chat.
 func withChatRead(ctx context.Context, chat *sessionstore.Chat) context.Context {
 	return context.WithValue(ctx, chatReadKey{}, &chatRead{mcp: maps.Clone(chat.MCP)})
@@ -31,15 +31,15 @@ func withoutChatRead(ctx context.Context) context.Context {
 	return context.WithValue(ctx, chatReadKey{}, (*chatRead)(nil))
 }
 
-// ChatMCPRead returns the chat's MCP sessions (sessionstore.Chat.MCP) as
-// the turn running in ctx read them, and whether it read them: a tool
+// ChatMCPSessions returns the chat's MCP sessions (sessionstore.Chat.MCP)
+// as the turn running in ctx read them, and whether it read them: a tool
 // that would read the chat record for them reads nothing. ok is true only
 // when that read is current: the turn's first commit was conditional on
 // the session being as read, and a session is recorded in the chat only by
 // a turn that holds the chat's lease, which writes the session first. It
 // is false for a resume, a sweep, a turn that waited for the lease, and
 // outside a Team's turn.
-func ChatMCPRead(ctx context.Context) (map[string]sessionstore.MCPSession, bool) {
+func ChatMCPSessions(ctx context.Context) (map[string]sessionstore.MCPSession, bool) {
 	r, _ := ctx.Value(chatReadKey{}).(*chatRead)
 	if r == nil {
 		return nil, false

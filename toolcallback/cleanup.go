@@ -37,7 +37,7 @@ func (t *Team) repairChat(ctx context.Context, chat *sessionstore.Chat) error {
 func (t *Team) deleteChat(ctx context.Context, chat *sessionstore.Chat) (bool, error) {
 	t.warm.drop(chat.UserID, chat.ID)
 	e := t.engine(chat.Agent)
-	h, err := e.acquire(ctx, chat.UserID, chat.SessionID, "sweeper", 0, false)
+	h, err := e.acquire(ctx, chat.UserID, chat.SessionID, "sweeper", 0)
 	switch {
 	case errors.Is(err, sessionstore.ErrBusy):
 		return false, nil
@@ -57,7 +57,7 @@ func (t *Team) deleteChat(ctx context.Context, chat *sessionstore.Chat) (bool, e
 	}
 	// Files go before the chat: a failure leaves the chat for the next
 	// sweep to try again.
-	if err := t.deleteFiles(ctx, chat); err != nil {
+	if err := t.opts.Files.DeleteChat(ctx, chat); err != nil {
 		return false, err
 	}
 	return true, t.sessions.DeleteChat(ctx, chat)

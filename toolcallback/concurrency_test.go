@@ -35,7 +35,7 @@ func TestStepResumedOnceWithAllAnswers(t *testing.T) {
 		{"c1", toolcallback.Answer{Output: map[string]any{"playing": 3}}},
 		{"c2", toolcallback.Answer{Output: map[string]any{"city": "Kyoto"}}},
 	}
-	results := make([]*toolcallback.Resumption, 2)
+	results := make([]*toolcallback.ResumeOutcome, 2)
 	errs := make([]error, 2)
 	var wg sync.WaitGroup
 	for i := range 2 {
@@ -74,7 +74,7 @@ func TestDuplicateAnswers(t *testing.T) {
 		t.Fatalf("Turn() error = %v", err)
 	}
 	const n = 20
-	results := make([]*toolcallback.Resumption, n)
+	results := make([]*toolcallback.ResumeOutcome, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
@@ -238,7 +238,7 @@ func TestPendingDuringTurnTakesNoLease(t *testing.T) {
 		mu.Unlock()
 		return nil
 	})
-	state, err := f.team.Pending(t.Context(), "user-1", "s1", "tab-b", 50)
+	state, err := f.team.Pending(t.Context(), toolcallback.PendingRequest{UserID: "user-1", ChatID: "s1", ClientID: "tab-b", History: 50})
 	f.counter.SetHook(nil)
 	close(gate)
 	if err != nil {

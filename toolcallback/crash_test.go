@@ -376,7 +376,7 @@ func (w *crashWorld) turn(team *toolcallback.Team, agentName, text string) []*se
 }
 
 func (w *crashWorld) turnCtx(ctx context.Context, team *toolcallback.Team, agentName, text string, seen *[]*session.Event) error {
-	inv, _, err := team.Turn(ctx, toolcallback.ChatTurn{UserID: "user-1", ChatID: crashChat, ClientID: crashClient, Agent: agentName,
+	inv, _, err := team.Turn(ctx, toolcallback.TurnRequest{UserID: "user-1", ChatID: crashChat, ClientID: crashClient, Agent: agentName,
 		Content: genai.NewContentFromText(text, genai.RoleUser)})
 	if err != nil {
 		return err
@@ -394,7 +394,7 @@ func (w *crashWorld) answer(team *toolcallback.Team, callID string, a toolcallba
 }
 
 func (w *crashWorld) approvalID(team *toolcallback.Team) string {
-	state, err := team.Pending(w.t.Context(), "user-1", crashChat, crashClient, 0)
+	state, err := team.Pending(w.t.Context(), toolcallback.PendingRequest{UserID: "user-1", ChatID: crashChat, ClientID: crashClient})
 	if err != nil || len(state.Calls) != 1 {
 		w.t.Fatalf("Pending() = %v, %v; want the approval", state, err)
 	}
@@ -412,7 +412,7 @@ func (w *crashWorld) recover(seen []*session.Event) {
 	ctx := platform.WithTimeProvider(t.Context(), func() time.Time { return time.Now().Add(crashLeaseTTL + time.Second) })
 
 	var calls []*toolcallback.Call
-	state, err := team.Pending(ctx, "user-1", crashChat, crashClient, 0)
+	state, err := team.Pending(ctx, toolcallback.PendingRequest{UserID: "user-1", ChatID: crashChat, ClientID: crashClient})
 	switch {
 	case err == nil:
 		calls = state.Calls

@@ -100,7 +100,7 @@ func acceptInput(c *toolcallback.Call) toolcallback.Answer {
 
 // answerInput accepts the chat's one pending input call.
 func (w *crashWorld) answerInput(team *toolcallback.Team) []*session.Event {
-	state, err := team.Pending(w.t.Context(), "user-1", crashChat, crashClient, 0)
+	state, err := team.Pending(w.t.Context(), toolcallback.PendingRequest{UserID: "user-1", ChatID: crashChat, ClientID: crashClient})
 	if err != nil || len(state.Calls) != 1 || state.Calls[0].Kind != toolcallback.KindInput {
 		w.t.Fatalf("Pending() = %v, %v; want the input call", state, err)
 	}

@@ -7,21 +7,21 @@ import (
 	"google.golang.org/adk/v2/tool/toolconfirmation"
 )
 
-// Decision is a person's answer to a call that needed approval, as the
-// session's events hold it.
-type Decision struct {
+// ApprovalDecision is a person's answer to a call that needed approval, as
+// the session's events hold it.
+type ApprovalDecision struct {
 	Approved bool
 	// Args are the arguments the tool ran with once approved: the model's,
 	// with the approver's payload merged in as Approval merges it.
 	Args map[string]any
 }
 
-// Decisions returns the answered approvals found in events, by the model's
-// call id. Agent switches use it to record what a tool really ran with, and
-// a reloaded page to show it.
-func Decisions(events session.Events) map[string]Decision {
+// ApprovalDecisions returns the answered approvals found in events, by the
+// model's call id. Agent switches use it to record what a tool really ran
+// with, and a reloaded page to show it.
+func ApprovalDecisions(events session.Events) map[string]ApprovalDecision {
 	originals := map[string]originalCall{} // by confirmation call id
-	out := map[string]Decision{}
+	out := map[string]ApprovalDecision{}
 	for ev := range events.All() {
 		if ev.Partial || ev.Content == nil {
 			continue
@@ -47,7 +47,7 @@ func Decisions(events session.Events) map[string]Decision {
 			if _, input := inputOf(tc.Payload); input {
 				continue // an answer to a tool's input request, not an approval
 			}
-			d := Decision{Approved: tc.Confirmed, Args: orig.args}
+			d := ApprovalDecision{Approved: tc.Confirmed, Args: orig.args}
 			if patch, ok := tc.Payload.(map[string]any); ok && tc.Confirmed && len(patch) > 0 {
 				d.Args = mergePayload(orig.args, patch)
 			}

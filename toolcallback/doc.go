@@ -174,8 +174,8 @@ var Indexes = []sessionstore.Index{
 }
 
 // TTLs lists the time-to-live fields of this package's documents: the
-// ledger's gcAt, and the turn limits' counts' (limits.go).
-var TTLs = []sessionstore.TTL{{CollectionGroup: callsCollection, Field: "gcAt"}, {CollectionGroup: sessionstore.LimitsCollection, Field: "gcAt"}}
+// ledger's gcAt.
+var TTLs = []sessionstore.TTL{{CollectionGroup: callsCollection, Field: "gcAt"}}
 
 // QueriedFields are the fields this package's queries filter or order on,
 // by collection group (pending.go, resume.go): their automatic indexes must

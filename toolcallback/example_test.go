@@ -35,7 +35,7 @@ func ExampleNewTeam() {
 		log.Fatal(err)
 	}
 	// Asking a chat for another agent switches it, carrying the conversation over.
-	inv, report, err := team.Turn(ctx, toolcallback.ChatTurn{
+	inv, report, err := team.Turn(ctx, toolcallback.TurnRequest{
 		UserID: "user-1", ChatID: "chat-1", ClientID: "tab-1", Agent: "dj",
 		Content: genai.NewContentFromText("play track 2", genai.RoleUser),
 	})

@@ -117,7 +117,7 @@ func (f *fixture) turn(team *toolcallback.Team, chat, client, text string) ([]*s
 	return runTurn(f.t.Context(), team, textTurn(chat, client, text))
 }
 
-func runTurn(ctx context.Context, team *toolcallback.Team, req toolcallback.ChatTurn) ([]*session.Event, error) {
+func runTurn(ctx context.Context, team *toolcallback.Team, req toolcallback.TurnRequest) ([]*session.Event, error) {
 	inv, _, err := team.Turn(ctx, req)
 	if err != nil {
 		return nil, err
@@ -155,7 +155,7 @@ func finalText(events []*session.Event) string {
 // pending lists the calls of chat that client may answer.
 func (f *fixture) pending(chat, client string) []*toolcallback.Call {
 	f.t.Helper()
-	state, err := f.team.Pending(f.t.Context(), "user-1", chat, client, 0)
+	state, err := f.team.Pending(f.t.Context(), toolcallback.PendingRequest{UserID: "user-1", ChatID: chat, ClientID: client})
 	if err != nil {
 		f.t.Fatalf("Pending() error = %v", err)
 	}
@@ -211,8 +211,8 @@ func (f *fixture) callStatus(chat, callID string) string {
 }
 
 // resume answers user-1's call in chat and returns the resumed events.
-func resume(team *toolcallback.Team, ctx context.Context, chat, callID, client string, a toolcallback.Answer) (*toolcallback.Resumption, []*session.Event, error) {
-	res, err := team.Resume(ctx, toolcallback.Result{UserID: "user-1", ChatID: chat, CallID: callID, ClientID: client, Answer: a})
+func resume(team *toolcallback.Team, ctx context.Context, chat, callID, client string, a toolcallback.Answer) (*toolcallback.ResumeOutcome, []*session.Event, error) {
+	res, err := team.Resume(ctx, toolcallback.ResumeRequest{UserID: "user-1", ChatID: chat, CallID: callID, ClientID: client, Answer: a})
 	if err != nil {
 		return res, nil, err
 	}
@@ -227,6 +227,16 @@ func ptr[T any](v T) *T { return &v }
 
 func asError[T error](err error, target *T) bool { return errors.As(err, target) }
 
-func textTurn(chat, client, text string) toolcallback.ChatTurn {
-	return toolcallback.ChatTurn{UserID: "user-1", ChatID: chat, ClientID: client, Content: genai.NewContentFromText(text, genai.RoleUser)}
+func textTurn(chat, client, text string) toolcallback.TurnRequest {
+	return toolcallback.TurnRequest{UserID: "user-1", ChatID: chat, ClientID: client, Content: genai.NewContentFromText(text, genai.RoleUser)}
+}
+
+// mustStored is sess as sessionstore's handle.
+func mustStored(t testing.TB, sess session.Session) *sessionstore.Session {
+	t.Helper()
+	ss, err := sessionstore.Of(sess)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ss
 }

@@ -22,19 +22,19 @@ func TestTeamChecksIDs(t *testing.T) {
 		call func() error
 	}{
 		{"turn, chat id", func() error {
-			_, _, err := f.team.Turn(t.Context(), toolcallback.ChatTurn{UserID: "user-1", ChatID: "a/b", ClientID: "tab-a", Content: msg})
+			_, _, err := f.team.Turn(t.Context(), toolcallback.TurnRequest{UserID: "user-1", ChatID: "a/b", ClientID: "tab-a", Content: msg})
 			return err
 		}},
 		{"turn, client id", func() error {
-			_, _, err := f.team.Turn(t.Context(), toolcallback.ChatTurn{UserID: "user-1", ChatID: "chat", ClientID: "", Content: msg})
+			_, _, err := f.team.Turn(t.Context(), toolcallback.TurnRequest{UserID: "user-1", ChatID: "chat", ClientID: "", Content: msg})
 			return err
 		}},
 		{"answer, call id", func() error {
-			_, err := f.team.Resume(t.Context(), toolcallback.Result{UserID: "user-1", ChatID: "chat", CallID: "a/b", ClientID: "tab-a", Answer: ok})
+			_, err := f.team.Resume(t.Context(), toolcallback.ResumeRequest{UserID: "user-1", ChatID: "chat", CallID: "a/b", ClientID: "tab-a", Answer: ok})
 			return err
 		}},
 		{"pending, user id", func() error {
-			_, err := f.team.Pending(t.Context(), "__x__", "chat", "tab-a", 10)
+			_, err := f.team.Pending(t.Context(), toolcallback.PendingRequest{UserID: "__x__", ChatID: "chat", ClientID: "tab-a", History: 10})
 			return err
 		}},
 	}

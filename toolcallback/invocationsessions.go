@@ -12,6 +12,7 @@ import (
 	"google.golang.org/adk/v2/session"
 	"google.golang.org/adk/v2/tool/toolconfirmation"
 
+	"github.com/baton-run/baton/limits"
 	"github.com/baton-run/baton/sessionstore"
 )
 
@@ -31,7 +32,7 @@ type invocationSessions struct {
 	mu sync.Mutex
 	// handle is the session as the request read it, which the runner's
 	// Get returns once instead of reading it again; nil once handed.
-	handle session.Session
+	handle *sessionstore.Session
 	// held is the session's lease, held by the request or claimed by the
 	// first append; the runner's own reads are made under it.
 	held *heldLease
@@ -57,7 +58,7 @@ type invocationSessions struct {
 	claimStored chan struct{}
 	claimStaged bool
 	// sess is the handle the runner appends through.
-	sess session.Session
+	sess *sessionstore.Session
 	// held are final replies staged to be stored with the lease's release
 	// (see finish), not yet pushed to readers; last is the latest staged.
 	heldBack []*session.Event
@@ -79,16 +80,25 @@ func (s *invocationSessions) Get(ctx context.Context, req *session.GetRequest) (
 		return &session.GetResponse{Session: h}, nil
 	}
 	s.mu.Unlock()
-	return s.Service.Get(sessionstore.WithLease(ctx, s.held.lease), req)
+	got, err := s.Service.Read(ctx, sessionstore.ReadRequest{App: req.AppName, User: req.UserID, SessionID: req.SessionID,
+		Recent: req.NumRecentEvents, After: req.After, Shared: !s.e.opts.SessionStateOnly, Lease: s.held.lease})
+	if err != nil {
+		return nil, err
+	}
+	return &session.GetResponse{Session: got}, nil
 }
 
 // AppendEvent stores ev with the ledger records of the calls it pauses
 // and, for the invocation's first event, what the request asked of it. A
 // final reply is staged instead: stored by the next append, or with the
 // lease's release when the invocation ends, and pushed to readers then.
-func (s *invocationSessions) AppendEvent(ctx context.Context, sess session.Session, ev *session.Event) error {
+func (s *invocationSessions) AppendEvent(ctx context.Context, handle session.Session, ev *session.Event) error {
 	if ev == nil || ev.Partial {
-		return s.Service.AppendEvent(ctx, sess, ev)
+		return s.Service.AppendEvent(ctx, handle, ev)
+	}
+	sess, err := sessionstore.Of(handle)
+	if err != nil {
+		return err
 	}
 	s.mu.Lock()
 	opts := s.first
@@ -98,11 +108,11 @@ func (s *invocationSessions) AppendEvent(ctx context.Context, sess session.Sessi
 	again := hideInputStates(ev)
 	records, err := s.ledgerRecords(sess, ev)
 	if err == nil {
-		err = s.e.storeEventFiles(ctx, sess, ev) // files.go
+		err = s.e.opts.Files.SaveEventFiles(ctx, sess.UserID(), sess.ID(), ev)
 	}
-	if n := tokensUsed(ev.UsageMetadata); n > 0 && s.e.opts.CountTokens {
+	if n := limits.TokensUsed(ev.UsageMetadata); n > 0 && s.e.opts.CountTokens {
 		// The tokens are counted with the event that reports them, in
-		// the session document (limits.go).
+		// the session document (package limits).
 		opts.Tokens = sessionstore.TokenUse{N: n, At: platform.Now(ctx)}
 	}
 	opts.Create = records
@@ -138,7 +148,7 @@ func finalReply(ev *session.Event) bool {
 
 // stageClaimed stages the user's message, which takes the claimed lease,
 // and stores it in the background; the runner goes on to the model.
-func (s *invocationSessions) stageClaimed(ctx context.Context, sess session.Session, ev *session.Event, opts sessionstore.AppendOptions) error {
+func (s *invocationSessions) stageClaimed(ctx context.Context, sess *sessionstore.Session, ev *session.Event, opts sessionstore.AppendOptions) error {
 	st, err := s.Service.StageEvent(sess, ev, opts)
 	if err != nil {
 		s.claimDone(ctx, err)
@@ -155,7 +165,7 @@ func (s *invocationSessions) stageClaimed(ctx context.Context, sess session.Sess
 }
 
 // stageFinal stages a final reply, held back from readers until stored.
-func (s *invocationSessions) stageFinal(sess session.Session, ev *session.Event, opts sessionstore.AppendOptions) error {
+func (s *invocationSessions) stageFinal(sess *sessionstore.Session, ev *session.Event, opts sessionstore.AppendOptions) error {
 	st, err := s.Service.StageEvent(sess, ev, opts)
 	if err != nil {
 		return err
@@ -206,14 +216,15 @@ func (s *invocationSessions) awaitStagedClaim() {
 // finish ends the invocation's hold on the session: the staged replies
 // are stored with the lease's release (or the lease released alone),
 // then pushed to inv. It returns the handle when it is still the session
-// as stored (sessionstore.Claimable), for a later warm turn; nil
+// as stored (sessionstore.Session.AsStored), for a later warm turn; nil
 // otherwise.
-func (s *invocationSessions) finish(ctx context.Context, h *heldLease, inv *Invocation) session.Session {
+func (s *invocationSessions) finish(ctx context.Context, inv *Invocation) *sessionstore.Session {
+	h := s.held
 	s.mu.Lock()
 	sess, held := s.sess, s.heldBack
 	s.heldBack, s.last = nil, nil
 	s.mu.Unlock()
-	if sess == nil || h.stop == nil || sessionstore.HeldLease(sess) != h.lease {
+	if sess == nil || h.stop == nil || sess.HeldLease() != h.lease {
 		s.e.release(ctx, h)
 		return nil
 	}
@@ -234,7 +245,7 @@ func (s *invocationSessions) finish(ctx context.Context, h *heldLease, inv *Invo
 	for _, ev := range held {
 		inv.push(ev)
 	}
-	if !sessionstore.Claimable(sess) {
+	if !sess.AsStored() {
 		return nil
 	}
 	return sess
@@ -245,7 +256,7 @@ func (s *invocationSessions) finish(ctx context.Context, h *heldLease, inv *Invo
 // its ledger record, and hands it to the invocation's readers after ev. A
 // crash before it leaves a question without its call, which repair closes
 // (interruptedReruns).
-func (s *invocationSessions) followUp(ctx context.Context, sess session.Session, ev *session.Event, again map[string]toolconfirmation.ToolConfirmation) error {
+func (s *invocationSessions) followUp(ctx context.Context, sess *sessionstore.Session, ev *session.Event, again map[string]toolconfirmation.ToolConfirmation) error {
 	conf := inputConfirmationEvent(ctx, sess.Events(), ev, again)
 	if conf == nil {
 		return nil
@@ -271,17 +282,17 @@ func (s *invocationSessions) takeFollowUps() []*session.Event {
 
 // ledgerRecords are the records of the calls ev pauses, for the commit
 // that stores it.
-func (s *invocationSessions) ledgerRecords(sess session.Session, ev *session.Event) ([]sessionstore.DocCreate, error) {
+func (s *invocationSessions) ledgerRecords(sess *sessionstore.Session, ev *session.Event) ([]sessionstore.DocCreate, error) {
 	var docs []sessionstore.DocCreate
 	for _, d := range pausedBy(s.tools, sess.Events(), ev) {
 		if err := sessionstore.ValidateID("call id", d.id); err != nil {
 			return nil, err
 		}
-		doc, err := s.e.newCallDoc(sess.UserID(), sess.ID(), d, s.client)
+		doc, err := s.e.ledger.newRecord(sess.UserID(), sess.ID(), s.e.agent, d, s.client)
 		if err != nil {
 			return nil, err
 		}
-		docs = append(docs, sessionstore.DocCreate{Ref: s.e.callRef(sess.UserID(), sess.ID(), d.id), Data: doc})
+		docs = append(docs, sessionstore.DocCreate{Ref: s.e.ledger.ref(sess.UserID(), sess.ID(), d.id), Data: doc})
 	}
 	return docs, nil
 }

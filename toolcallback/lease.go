@@ -5,9 +5,9 @@ import (
 	"errors"
 	"time"
 
-	"github.com/baton-run/baton/sessionstore"
 	"google.golang.org/adk/v2/platform"
-	"google.golang.org/adk/v2/session"
+
+	"github.com/baton-run/baton/sessionstore"
 )
 
 // heldLease is a session lease this instance holds (or claimed, until the
@@ -28,23 +28,16 @@ func holderID(ctx context.Context, client string) string { return client + "/" +
 
 // acquire takes the session's lease, waiting up to wait while it is busy,
 // and keeps it renewed.
-func (e *engine) acquire(ctx context.Context, user, sid, client string, wait time.Duration, create bool) (*heldLease, error) {
-	holder := holderID(ctx, client)
+func (e *engine) acquire(ctx context.Context, user, sid, client string, wait time.Duration) (*heldLease, error) {
+	req := sessionstore.LeaseRequest{App: e.app, User: user, SessionID: sid, Holder: holderID(ctx, client), TTL: e.opts.LeaseTTL}
 	deadline := time.Now().Add(wait)
 	delay := 50 * time.Millisecond
 	for {
-		lease, err := e.sessions.AcquireLease(ctx, e.app, user, sid, holder, e.opts.LeaseTTL)
+		lease, err := e.sessions.AcquireLease(ctx, req)
 		if err == nil {
 			h := &heldLease{lease: lease}
 			e.keep(ctx, h)
 			return h, nil
-		}
-		if errors.Is(err, sessionstore.ErrNotFound) && create {
-			_, cerr := e.sessions.Create(ctx, &session.CreateRequest{AppName: e.app, UserID: user, SessionID: sid})
-			if cerr != nil && !errors.Is(cerr, sessionstore.ErrAlreadyExists) {
-				return nil, cerr
-			}
-			continue
 		}
 		left := time.Until(deadline)
 		if !errors.Is(err, sessionstore.ErrBusy) || left <= 0 {

@@ -20,32 +20,52 @@ import (
 // it as a collection group.
 const callsCollection = "calls"
 
-func (e *engine) callRef(user, sid, callID string) *firestore.DocumentRef {
-	return e.sessions.SessionRef(e.app, user, sid).Collection(callsCollection).Doc(callID)
+// ledger is a Team's pending-call ledger: the records of its sessions'
+// paused calls (see the package doc), the queries over them, and the call
+// tokens that name one record. It holds no state between requests.
+type ledger struct {
+	sessions *sessionstore.Service
+	client   *firestore.Client
+	app      string
+	opts     *Options
 }
 
-func (e *engine) callsOf(user, sid string) *firestore.CollectionRef {
-	return e.sessions.SessionRef(e.app, user, sid).Collection(callsCollection)
+func (l *ledger) ref(user, sid, callID string) *firestore.DocumentRef {
+	return l.calls(user, sid).Doc(callID)
 }
 
-// newCallDoc builds the ledger record of a call paused by an invocation
-// that client started.
-func (e *engine) newCallDoc(user, sid string, d pausedCall, client string) (*callDoc, error) {
+func (l *ledger) calls(user, sid string) *firestore.CollectionRef {
+	return l.sessions.SessionRef(l.app, user, sid).Collection(callsCollection)
+}
+
+// unresumed queries the records of a session whose answers the agent may
+// not have yet.
+func (l *ledger) unresumed(ctx context.Context, user, sid string) ([]*callDoc, []*firestore.DocumentSnapshot, error) {
+	return queryCalls(ctx, l.calls(user, sid).Where("resumed", "==", false))
+}
+
+// scope is the Sweep filter of the calls agent's runner made: its app and
+// agent, so that each agent's engine resumes only its own calls.
+func (l *ledger) scope(agent string) string { return l.sessions.Root() + "/" + l.app + "/" + agent }
+
+// newRecord builds the ledger record of a call that agent's invocation,
+// started by client, paused.
+func (l *ledger) newRecord(user, sid, agent string, d pausedCall, client string) (*callDoc, error) {
 	args, err := json.Marshal(d.args)
 	if err != nil {
 		return nil, fmt.Errorf("encode arguments of %q: %w", d.id, err)
 	}
 	timeout := d.spec.Timeout
 	if timeout <= 0 {
-		timeout = e.opts.CallTimeout
+		timeout = l.opts.CallTimeout
 	}
-	anyDevice := d.spec.AnyDevice || (d.spec.Kind == KindApproval && e.opts.ApprovalsAnyDevice)
+	anyDevice := d.spec.AnyDevice || (d.spec.Kind == KindApproval && l.opts.ApprovalsAnyDevice)
 	expires := d.created.Add(timeout)
 	return &callDoc{
-		ID: d.id, App: e.app, Scope: e.scope(), Agent: e.agent, User: user, Session: sid, Invocation: d.invocation, Client: client,
+		ID: d.id, App: l.app, Scope: l.scope(agent), Agent: agent, User: user, Session: sid, Invocation: d.invocation, Client: client,
 		Tool: d.tool, Args: args, Kind: string(d.spec.Kind), Step: d.step, OriginalID: d.originalID,
 		AnyDevice: anyDevice, Hint: d.hint, Input: d.input, InputState: d.state, Status: string(StatusPending),
-		Created: d.created, Expires: expires, SweepAt: &expires, GCAt: expires.Add(e.opts.Retention),
+		Created: d.created, Expires: expires, SweepAt: &expires, GCAt: expires.Add(l.opts.Retention),
 	}, nil
 }
 
@@ -85,25 +105,25 @@ func queryCalls(ctx context.Context, q firestore.Query) (_ []*callDoc, _ []*fire
 // markResumedAfter returns what a resume runs once the agent has the
 // answers of docs: markResumed, a failure of which is only logged (Sweep
 // looks at the calls again).
-func (e *engine) markResumedAfter(docs []*callDoc) func(context.Context) {
+func (l *ledger) markResumedAfter(docs []*callDoc) func(context.Context) {
 	return func(ctx context.Context) {
-		if err := e.markResumed(ctx, docs); err != nil {
-			e.opts.Logger.Warn("mark resumed", "error", err)
+		if err := l.markResumed(ctx, docs); err != nil {
+			l.opts.Logger.Warn("mark resumed", "error", err)
 		}
 	}
 }
 
 // markResumed records that the agent has the answers of calls: Sweep
 // stops looking at them.
-func (e *engine) markResumed(ctx context.Context, docs []*callDoc) (err error) {
+func (l *ledger) markResumed(ctx context.Context, docs []*callDoc) (err error) {
 	if len(docs) == 0 {
 		return nil
 	}
 	ctx, span := tracer.Start(ctx, "baton.ledger.mark_resumed", trace.WithAttributes(attribute.Int("baton.ledger.records", len(docs))))
 	defer func() { endSpan(span, err) }()
-	batch := e.client.Batch()
+	batch := l.client.Batch()
 	for _, d := range docs {
-		batch.Update(e.callRef(d.User, d.Session, d.ID), []firestore.Update{
+		batch.Update(l.ref(d.User, d.Session, d.ID), []firestore.Update{
 			{Path: "resumed", Value: true},
 			{Path: "sweepAt", Value: firestore.Delete},
 		})
@@ -112,8 +132,8 @@ func (e *engine) markResumed(ctx context.Context, docs []*callDoc) (err error) {
 	return sessionstore.FirestoreError(err)
 }
 
-// readCall reads a ledger record.
-func (e *engine) readCall(ctx context.Context, ref *firestore.DocumentRef) (_ *callDoc, _ *firestore.DocumentSnapshot, err error) {
+// read reads a ledger record.
+func (l *ledger) read(ctx context.Context, ref *firestore.DocumentRef) (_ *callDoc, _ *firestore.DocumentSnapshot, err error) {
 	ctx, span := tracer.Start(ctx, "baton.ledger.read", trace.WithAttributes(attribute.String("baton.call.id", ref.ID)))
 	defer func() { endSpan(span, err) }()
 	snap, err := ref.Get(ctx)

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/internal/firestoretest"
+	"github.com/baton-run/baton/limits"
 	"github.com/baton-run/baton/modeltest"
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
@@ -25,15 +26,15 @@ func limitClock(t *testing.T) func(d time.Duration) context.Context {
 	}
 }
 
-func limitedTurn(user, chat string, l toolcallback.Limits) toolcallback.ChatTurn {
-	return toolcallback.ChatTurn{UserID: user, ChatID: chat, ClientID: "tab", Content: genai.NewContentFromText("hi", genai.RoleUser), Limits: l}
+func limitedTurn(user, chat string, l limits.Limits) toolcallback.TurnRequest {
+	return toolcallback.TurnRequest{UserID: user, ChatID: chat, ClientID: "tab", Content: genai.NewContentFromText("hi", genai.RoleUser), Limits: l}
 }
 
 // wantLimited checks that err refuses a turn for the limit of scope, with
 // sentinel and a wait of about wait.
 func wantLimited(t *testing.T, err, sentinel error, scope string, wait time.Duration) {
 	t.Helper()
-	var le *toolcallback.LimitError
+	var le *limits.LimitError
 	if !errors.Is(err, sentinel) || !errors.As(err, &le) || le.Scope != scope {
 		t.Fatalf("Turn() error = %v, want %v for the %s", err, sentinel, scope)
 	}
@@ -53,7 +54,7 @@ func TestTurnRateLimitsAcrossInstances(t *testing.T) {
 	clientB, counterB := firestoretest.Reopen(t, f.client)
 	a, b := f.team, f.instanceOn(clientB)
 	at := limitClock(t)
-	lim := toolcallback.Limits{UserTurnsPerMinute: 3, ChatTurnsPerMinute: 2}
+	lim := limits.Limits{UserTurnsPerMinute: 3, ChatTurnsPerMinute: 2}
 	run := func(team *toolcallback.Team, d time.Duration, user, chat string) error {
 		t.Helper()
 		_, err := runTurn(at(d), team, limitedTurn(user, chat, lim))
@@ -79,15 +80,15 @@ func TestTurnRateLimitsAcrossInstances(t *testing.T) {
 		return err
 	}
 	// The chat has had its two turns in this minute, on two instances.
-	wantLimited(t, refused(a, 2*time.Second, "ada", "c1"), toolcallback.ErrRateLimited, "chat", 58*time.Second)
+	wantLimited(t, refused(a, 2*time.Second, "ada", "c1"), limits.ErrRateLimited, "chat", 58*time.Second)
 	// The user's other chat is free, on either instance: the user's third turn.
 	if err := run(b, 3*time.Second, "ada", "c2"); err != nil {
 		t.Fatalf("turn in another chat: %v", err)
 	}
 	// The user has had three turns: a fourth is refused on both instances,
 	// in a chat of its own too.
-	wantLimited(t, refused(a, 4*time.Second, "ada", "c3"), toolcallback.ErrRateLimited, "user", 56*time.Second)
-	wantLimited(t, refused(b, 5*time.Second, "ada", "c2"), toolcallback.ErrRateLimited, "user", 55*time.Second)
+	wantLimited(t, refused(a, 4*time.Second, "ada", "c3"), limits.ErrRateLimited, "user", 56*time.Second)
+	wantLimited(t, refused(b, 5*time.Second, "ada", "c2"), limits.ErrRateLimited, "user", 55*time.Second)
 	// Another user is not held back.
 	if err := run(a, 5*time.Second, "bob", "c1"); err != nil {
 		t.Fatalf("another user's turn: %v", err)
@@ -99,7 +100,7 @@ func TestTurnRateLimitsAcrossInstances(t *testing.T) {
 			t.Fatalf("turn after the window: %v", err)
 		}
 	}
-	wantLimited(t, refused(a, 62*time.Second, "ada", "c5"), toolcallback.ErrRateLimited, "user", 1*time.Second)
+	wantLimited(t, refused(a, 62*time.Second, "ada", "c5"), limits.ErrRateLimited, "user", 1*time.Second)
 }
 
 // TestUserRateRace: turns of one user racing in different chats on two
@@ -112,7 +113,7 @@ func TestUserRateRace(t *testing.T) {
 	clientB, _ := firestoretest.Reopen(t, f.client)
 	teams := []*toolcallback.Team{f.team, f.instanceOn(clientB)}
 	warmUp(t, teams...)
-	lim := toolcallback.Limits{UserTurnsPerMinute: 2}
+	lim := limits.Limits{UserTurnsPerMinute: 2}
 	const racers = 8
 	var wg sync.WaitGroup
 	errs := make([]error, racers)
@@ -128,7 +129,7 @@ func TestUserRateRace(t *testing.T) {
 		switch {
 		case err == nil:
 			passed++
-		case errors.Is(err, toolcallback.ErrRateLimited), errors.Is(err, sessionstore.ErrBusy):
+		case errors.Is(err, limits.ErrRateLimited), errors.Is(err, sessionstore.ErrBusy):
 		default:
 			t.Fatalf("racing turn: %v", err)
 		}
@@ -153,7 +154,7 @@ func TestTokenBudgetAcrossInstances(t *testing.T) {
 	clientB, _ := firestoretest.Reopen(t, f.client)
 	a, b := f.team, f.instanceOn(clientB)
 	at := limitClock(t)
-	lim := toolcallback.Limits{UserTokensPerDay: 250}
+	lim := limits.Limits{UserTokensPerDay: 250}
 	for i, step := range []struct {
 		team *toolcallback.Team
 		chat string
@@ -168,9 +169,9 @@ func TestTokenBudgetAcrossInstances(t *testing.T) {
 	// 10:05 UTC: 13 h 55 min to the next day.
 	calls := f.model.Calls()
 	_, err := runTurn(at(5*time.Minute), b, limitedTurn("ada", "c3", lim))
-	wantLimited(t, err, toolcallback.ErrBudgetExhausted, "user", 13*time.Hour+55*time.Minute)
+	wantLimited(t, err, limits.ErrBudgetExhausted, "user", 13*time.Hour+55*time.Minute)
 	_, err = runTurn(at(6*time.Minute), a, limitedTurn("ada", "c2", lim))
-	wantLimited(t, err, toolcallback.ErrBudgetExhausted, "user", 13*time.Hour+54*time.Minute)
+	wantLimited(t, err, limits.ErrBudgetExhausted, "user", 13*time.Hour+54*time.Minute)
 	if f.model.Calls() != calls {
 		t.Errorf("a turn over budget called the model")
 	}
@@ -193,7 +194,7 @@ func TestTokenBudgetAfterSwitch(t *testing.T) {
 		m.Usage = &genai.GenerateContentResponseUsageMetadata{TotalTokenCount: 100}
 	}
 	ctx := limitClock(t)(0)
-	lim := toolcallback.Limits{UserTokensPerDay: 250}
+	lim := limits.Limits{UserTokensPerDay: 250}
 	turn := func(agent string) error {
 		req := limitedTurn("user-1", "chat", lim)
 		req.Agent = agent
@@ -208,7 +209,7 @@ func TestTokenBudgetAfterSwitch(t *testing.T) {
 	if ids := f.sessionIDs(); len(ids) != 1 {
 		t.Fatalf("sessions after the switch = %v, want the new one only", ids)
 	}
-	wantLimited(t, turn("dj"), toolcallback.ErrBudgetExhausted, "user", 14*time.Hour)
+	wantLimited(t, turn("dj"), limits.ErrBudgetExhausted, "user", 14*time.Hour)
 }
 
 // TestTokenBudgetRace: turns racing at the edge of the budget all pass the
@@ -223,7 +224,7 @@ func TestTokenBudgetRace(t *testing.T) {
 	clientB, _ := firestoretest.Reopen(t, f.client)
 	teams := []*toolcallback.Team{f.team, f.instanceOn(clientB)}
 	warmUp(t, teams...)
-	lim := toolcallback.Limits{UserTokensPerDay: 250}
+	lim := limits.Limits{UserTokensPerDay: 250}
 	ctx := limitClock(t)(0)
 	if _, err := runTurn(ctx, f.team, limitedTurn("ada", "c0", lim)); err != nil {
 		t.Fatal(err)
@@ -260,7 +261,7 @@ func TestTokenBudgetRace(t *testing.T) {
 		t.Errorf("budget overrun by %d, more than the %d turns in flight used", over, inFlight)
 	}
 	_, err := runTurn(ctx, teams[1], limitedTurn("ada", "c1", lim))
-	wantLimited(t, err, toolcallback.ErrBudgetExhausted, "user", 14*time.Hour)
+	wantLimited(t, err, limits.ErrBudgetExhausted, "user", 14*time.Hour)
 }
 
 // warmUp runs a turn on each team, for another user: ADK's runner sets
@@ -269,7 +270,7 @@ func TestTokenBudgetRace(t *testing.T) {
 func warmUp(t *testing.T, teams ...*toolcallback.Team) {
 	t.Helper()
 	for i, team := range teams {
-		if _, err := runTurn(t.Context(), team, limitedTurn("warm-up", fmt.Sprint("w", i), toolcallback.Limits{})); err != nil {
+		if _, err := runTurn(t.Context(), team, limitedTurn("warm-up", fmt.Sprint("w", i), limits.Limits{})); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -62,12 +62,12 @@ func AskLive(ctx agent.Context, tool string, req InputRequest, wait time.Duratio
 	now := platform.Now(ctx)
 	id := "live-" + platform.NewUUID(ctx)
 	doc := &callDoc{
-		ID: id, App: la.e.app, Scope: la.e.scope(), Agent: la.e.agent, User: ctx.UserID(), Session: ctx.SessionID(),
+		ID: id, App: la.e.app, Scope: la.e.ledger.scope(la.e.agent), Agent: la.e.agent, User: ctx.UserID(), Session: ctx.SessionID(),
 		Invocation: ctx.InvocationID(), Client: la.client, Tool: tool, Kind: string(KindInput), Step: id,
 		OriginalID: ctx.FunctionCallID(), Input: input, Live: true, Status: string(StatusPending),
 		Created: now, Expires: now.Add(wait), GCAt: now.Add(wait + la.e.opts.Retention), Resumed: true,
 	}
-	ref := la.e.callRef(doc.User, doc.Session, id)
+	ref := la.e.ledger.ref(doc.User, doc.Session, id)
 	if _, err := ref.Create(ctx, doc); err != nil {
 		return nil, fmt.Errorf("record live input request: %w", sessionstore.FirestoreError(err))
 	}
@@ -131,7 +131,7 @@ func (e *engine) watchCall(ctx context.Context, ref *firestore.DocumentRef) (*ca
 // wins: an answer that got there first is returned instead). cause is why
 // the watch ended.
 func (e *engine) closeLive(ctx context.Context, ref *firestore.DocumentRef, cause error) (*callDoc, error) {
-	doc, snap, err := e.readCall(ctx, ref)
+	doc, snap, err := e.ledger.read(ctx, ref)
 	if err != nil {
 		return nil, err
 	}

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"google.golang.org/adk/v2/agent"
-	"google.golang.org/adk/v2/artifact"
 
+	"github.com/baton-run/baton/chatfiles"
 	"github.com/baton-run/baton/sessionstore"
 )
 
@@ -79,30 +79,32 @@ type Options struct {
 	// agent reading such a key does not find it.
 	SessionStateOnly bool
 	// WarmChats and WarmBytes bound the copies of sessions a Team keeps
-	// for warm turns (see warm.go): at most WarmChats chats, whose
+	// for warm turns (see the package doc): at most WarmChats chats, whose
 	// sessions take at most WarmBytes in the store
-	// (sessionstore.StoredSize), the least recently used dropped first.
+	// (sessionstore.Session.StoredSize), the least recently used dropped first.
 	// Defaults 1,000 chats and 32 MiB; WarmChats < 0 turns warm turns
 	// off. Warm turns need SessionStateOnly.
 	WarmChats, WarmBytes int
 	// CountTokens counts each user's model tokens per UTC day, from the
 	// usage metadata of every model response, in the session document
 	// the commit that stores the response writes anyway (no write of its
-	// own; see limits.go). A ChatTurn's Limits.UserTokensPerDay needs it.
+	// own; see package limits). A TurnRequest's Limits.UserTokensPerDay
+	// needs it.
 	CountTokens bool
-	// ChatSwitched, when set, is called after a Team's turn moved a chat to
-	// another agent (chat.Agent; from is the previous one). ChatDeleted is
-	// called after Sweep deleted an idle chat, with the chat as it was
-	// stored. They let parts that keep resources per chat, such as MCP
-	// connections, follow the chat's life without this package knowing them.
-	// Files stores the files of chats (see files.go): a user message's
-	// inline files are saved there and the session keeps references; the
-	// runner's tools save their artifacts there too. Nil: files stay
-	// inline in the session, as ADK stores them.
-	Files        artifact.Service
+	// Files stores the files of chats (package chatfiles): a user
+	// message's inline files are saved there and the session keeps
+	// references; the runner's tools save their artifacts there too. Nil:
+	// files stay inline in the session, as ADK stores them.
+	Files *chatfiles.Store
+	// ChatSwitched, when set, is called after a Team's turn moved a chat
+	// to another agent (chat.Agent; from is the previous one). It lets
+	// parts that keep resources per chat, such as MCP connections, follow
+	// the chat without this package knowing them.
 	ChatSwitched func(ctx context.Context, chat *sessionstore.Chat, from string)
-	ChatDeleted  func(ctx context.Context, chat *sessionstore.Chat)
-	Logger       *slog.Logger
+	// ChatDeleted, when set, is called after Sweep deleted an idle chat,
+	// with the chat as it was stored, for the same parts.
+	ChatDeleted func(ctx context.Context, chat *sessionstore.Chat)
+	Logger      *slog.Logger
 }
 
 func (o *Options) withDefaults() Options {

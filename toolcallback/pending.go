@@ -8,10 +8,11 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
-	"github.com/baton-run/baton/sessionstore"
 	"google.golang.org/adk/v2/platform"
 	"google.golang.org/adk/v2/session"
 	"google.golang.org/genai"
+
+	"github.com/baton-run/baton/sessionstore"
 )
 
 // pending returns the session's pending calls that client may answer (an
@@ -25,7 +26,7 @@ func (e *engine) pending(ctx context.Context, user, sid, client string) ([]*Call
 	if err != nil {
 		return nil, nil, err
 	}
-	docs, _, err := queryCalls(ctx, e.callsOf(user, sid).Where("resumed", "==", false))
+	docs, _, err := e.ledger.unresumed(ctx, user, sid)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -33,7 +34,7 @@ func (e *engine) pending(ctx context.Context, user, sid, client string) ([]*Call
 	// yet): with its lease live as read, trying to take the lease would
 	// only find it busy, one lookup more for every reader of a running
 	// turn.
-	if _, live := sessionstore.LiveLease(ctx, sess); !live && needsRepair(sess.Events(), knownCalls(docs)) {
+	if _, live := sess.LiveLease(ctx); !live && needsRepair(sess.Events(), knownCalls(docs)) {
 		if sess, err = e.repairIfIdle(ctx, sess, docs); err != nil {
 			return nil, nil, err
 		}
@@ -61,8 +62,8 @@ func (e *engine) pending(ctx context.Context, user, sid, client string) ([]*Call
 // session as read under the lease (its whole history: the runner reads
 // it); no ledger record is left open. A messageID the session already
 // took is ErrMessageTaken.
-func (e *engine) settleOpenCalls(ctx context.Context, lease *sessionstore.Lease, user, sid, messageID string) (session.Session, error) {
-	sess, err := e.getSession(ctx, lease, user, sid, 0, !e.opts.SessionStateOnly)
+func (e *engine) settleOpenCalls(ctx context.Context, lease *sessionstore.Lease, user, sid, messageID string) (*sessionstore.Session, error) {
+	sess, err := e.readWhole(ctx, lease, user, sid)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +86,7 @@ func (e *engine) settleOpenCalls(ctx context.Context, lease *sessionstore.Lease,
 	if err := e.repairTail(ctx, sess, lead, knownCalls(docs)); err != nil {
 		return nil, err
 	}
-	if err := e.markResumed(ctx, docs); err != nil {
+	if err := e.ledger.markResumed(ctx, docs); err != nil {
 		return nil, err
 	}
 	return sess, nil
@@ -95,9 +96,9 @@ func (e *engine) settleOpenCalls(ctx context.Context, lease *sessionstore.Lease,
 // marked expired) and returns every call whose answer the agent does not
 // have yet, as now recorded. An answer that lands first wins and is
 // returned instead.
-func (e *engine) closeOpenCalls(ctx context.Context, sess session.Session) ([]*callDoc, error) {
+func (e *engine) closeOpenCalls(ctx context.Context, sess *sessionstore.Session) ([]*callDoc, error) {
 	user, sid := sess.UserID(), sess.ID()
-	docs, snaps, err := queryCalls(ctx, e.callsOf(user, sid).Where("resumed", "==", false))
+	docs, snaps, err := e.ledger.unresumed(ctx, user, sid)
 	if err != nil || len(docs) == 0 {
 		return nil, err
 	}
@@ -116,7 +117,7 @@ func (e *engine) closeOpenCalls(ctx context.Context, sess session.Session) ([]*c
 		}, firestore.LastUpdateTime(snaps[i].UpdateTime))
 		err = sessionstore.FirestoreError(err)
 		if errors.Is(err, sessionstore.ErrConflict) {
-			fresh, _, rerr := e.readCall(ctx, snaps[i].Ref)
+			fresh, _, rerr := e.ledger.read(ctx, snaps[i].Ref)
 			if rerr != nil {
 				return nil, rerr
 			}
@@ -134,7 +135,7 @@ func (e *engine) closeOpenCalls(ctx context.Context, sess session.Session) ([]*c
 // rejectIfPending fails with a *PendingCallsError when the session has
 // calls still waiting for an answer.
 func (e *engine) rejectIfPending(ctx context.Context, user, sid string) error {
-	docs, _, err := queryCalls(ctx, e.callsOf(user, sid).Where("status", "==", string(StatusPending)))
+	docs, _, err := queryCalls(ctx, e.ledger.calls(user, sid).Where("status", "==", string(StatusPending)))
 	if err != nil {
 		return err
 	}

@@ -168,24 +168,24 @@ func TestRefusedAnswers(t *testing.T) {
 	}
 	tests := []struct {
 		name    string
-		result  toolcallback.Result
+		result  toolcallback.ResumeRequest
 		wantErr error
 	}{
-		{"wrong client", toolcallback.Result{UserID: "user-1", ChatID: "s1", CallID: "c1", ClientID: "tab-b", Answer: ok}, toolcallback.ErrWrongClient},
+		{"wrong client", toolcallback.ResumeRequest{UserID: "user-1", ChatID: "s1", CallID: "c1", ClientID: "tab-b", Answer: ok}, toolcallback.ErrWrongClient},
 		// Another user's chat is not found, as a chat that does not exist.
-		{"other user", toolcallback.Result{UserID: "user-2", ChatID: "s1", CallID: "c1", ClientID: "tab-a", Answer: ok}, sessionstore.ErrNotFound},
-		{"unknown call", toolcallback.Result{UserID: "user-1", ChatID: "s1", CallID: "c9", ClientID: "tab-a", Answer: ok}, toolcallback.ErrCallNotFound},
-		{"unknown chat", toolcallback.Result{UserID: "user-1", ChatID: "s9", CallID: "c1", ClientID: "tab-a", Answer: ok}, sessionstore.ErrNotFound},
-		{"invalid call id", toolcallback.Result{UserID: "user-1", ChatID: "s1", CallID: "a/b", ClientID: "tab-a", Answer: ok}, sessionstore.ErrInvalidID},
-		{"oversize", toolcallback.Result{UserID: "user-1", ChatID: "s1", CallID: "c1", ClientID: "tab-a",
+		{"other user", toolcallback.ResumeRequest{UserID: "user-2", ChatID: "s1", CallID: "c1", ClientID: "tab-a", Answer: ok}, sessionstore.ErrNotFound},
+		{"unknown call", toolcallback.ResumeRequest{UserID: "user-1", ChatID: "s1", CallID: "c9", ClientID: "tab-a", Answer: ok}, toolcallback.ErrCallNotFound},
+		{"unknown chat", toolcallback.ResumeRequest{UserID: "user-1", ChatID: "s9", CallID: "c1", ClientID: "tab-a", Answer: ok}, sessionstore.ErrNotFound},
+		{"invalid call id", toolcallback.ResumeRequest{UserID: "user-1", ChatID: "s1", CallID: "a/b", ClientID: "tab-a", Answer: ok}, sessionstore.ErrInvalidID},
+		{"oversize", toolcallback.ResumeRequest{UserID: "user-1", ChatID: "s1", CallID: "c1", ClientID: "tab-a",
 			Answer: toolcallback.Answer{Output: map[string]any{"blob": strings.Repeat("x", 300<<10)}}}, toolcallback.ErrAnswerTooLarge},
-		{"approval for a browser call", toolcallback.Result{UserID: "user-1", ChatID: "s1", CallID: "c1", ClientID: "tab-a",
+		{"approval for a browser call", toolcallback.ResumeRequest{UserID: "user-1", ChatID: "s1", CallID: "c1", ClientID: "tab-a",
 			Answer: toolcallback.Answer{Approved: ptr(true)}}, toolcallback.ErrInvalidAnswer},
-		{"empty answer", toolcallback.Result{UserID: "user-1", ChatID: "s1", CallID: "c1", ClientID: "tab-a"}, toolcallback.ErrInvalidAnswer},
-		{"forged token", toolcallback.Result{Token: forged, Answer: ok}, toolcallback.ErrInvalidCallToken},
-		{"token for other arguments", toolcallback.Result{Token: mismatched, Answer: ok}, toolcallback.ErrInvalidCallToken},
-		{"expired token", toolcallback.Result{Token: expired, Answer: ok}, toolcallback.ErrInvalidCallToken},
-		{"garbage token", toolcallback.Result{Token: "not-a-token", Answer: ok}, toolcallback.ErrInvalidCallToken},
+		{"empty answer", toolcallback.ResumeRequest{UserID: "user-1", ChatID: "s1", CallID: "c1", ClientID: "tab-a"}, toolcallback.ErrInvalidAnswer},
+		{"forged token", toolcallback.ResumeRequest{Token: forged, Answer: ok}, toolcallback.ErrInvalidCallToken},
+		{"token for other arguments", toolcallback.ResumeRequest{Token: mismatched, Answer: ok}, toolcallback.ErrInvalidCallToken},
+		{"expired token", toolcallback.ResumeRequest{Token: expired, Answer: ok}, toolcallback.ErrInvalidCallToken},
+		{"garbage token", toolcallback.ResumeRequest{Token: "not-a-token", Answer: ok}, toolcallback.ErrInvalidCallToken},
 	}
 	for _, tc := range tests {
 		before := f.counter.Snapshot()
@@ -220,7 +220,7 @@ func TestTokenAnswers(t *testing.T) {
 		t.Fatal(err)
 	}
 	answer := toolcallback.Answer{Output: map[string]any{"vip": true}}
-	res, err := f.team.Resume(t.Context(), toolcallback.Result{Token: token, Answer: answer})
+	res, err := f.team.Resume(t.Context(), toolcallback.ResumeRequest{Token: token, Answer: answer})
 	if err != nil {
 		t.Fatalf("Resume(token) error = %v", err)
 	}
@@ -231,7 +231,7 @@ func TestTokenAnswers(t *testing.T) {
 	if got := finalText(events); !strings.Contains(got, `ask_crm={"vip":true}`) {
 		t.Errorf("model answer = %q, want the external result", got)
 	}
-	_, err = f.team.Resume(t.Context(), toolcallback.Result{Token: token, Answer: answer})
+	_, err = f.team.Resume(t.Context(), toolcallback.ResumeRequest{Token: token, Answer: answer})
 	var already *toolcallback.AlreadyResolvedError
 	if !errors.As(err, &already) || !already.Same {
 		t.Errorf("retried token answer error = %v, want AlreadyResolvedError with Same", err)
@@ -260,7 +260,7 @@ func TestAnyDeviceAndVisibility(t *testing.T) {
 	if _, _, err := resume(f.team, t.Context(), "s1", "l1", "tab-b", toolcallback.Answer{Output: map[string]any{"city": "Oslo"}}); err != nil {
 		t.Errorf("Resume(l1 from tab-b) error = %v, want accepted", err)
 	}
-	if _, err := f.team.Pending(t.Context(), "user-2", "s1", "tab-a", 0); !errors.Is(err, sessionstore.ErrNotFound) {
+	if _, err := f.team.Pending(t.Context(), toolcallback.PendingRequest{UserID: "user-2", ChatID: "s1", ClientID: "tab-a"}); !errors.Is(err, sessionstore.ErrNotFound) {
 		t.Errorf("Pending(other user) error = %v, want ErrNotFound", err)
 	}
 }

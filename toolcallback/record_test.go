@@ -64,12 +64,12 @@ func TestSwitchRecordsWhatRan(t *testing.T) {
 			if _, _, err := f.turn("chat", "", "book a table for 4"); err != nil {
 				t.Fatal(err)
 			}
-			state, err := f.team.Pending(t.Context(), "user-1", "chat", "tab-a", 0)
+			state, err := f.team.Pending(t.Context(), toolcallback.PendingRequest{UserID: "user-1", ChatID: "chat", ClientID: "tab-a"})
 			if err != nil || len(state.Calls) != 1 {
 				t.Fatalf("Pending() = %v, %v; want the approval", state, err)
 			}
 			calls := state.Calls
-			res, err := f.team.Resume(t.Context(), toolcallback.Result{UserID: "user-1", ChatID: "chat", CallID: calls[0].ID, ClientID: "tab-a", Answer: tc.answer})
+			res, err := f.team.Resume(t.Context(), toolcallback.ResumeRequest{UserID: "user-1", ChatID: "chat", CallID: calls[0].ID, ClientID: "tab-a", Answer: tc.answer})
 			if err != nil || res.Invocation == nil {
 				t.Fatalf("Resume() = %+v, %v", res, err)
 			}

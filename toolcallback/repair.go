@@ -5,11 +5,12 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/baton-run/baton/sessionstore"
 	"google.golang.org/adk/v2/platform"
 	"google.golang.org/adk/v2/session"
 	"google.golang.org/adk/v2/tool/toolconfirmation"
 	"google.golang.org/genai"
+
+	"github.com/baton-run/baton/sessionstore"
 )
 
 // What a session can hold after the process running its invocation died,
@@ -51,7 +52,7 @@ const interruptedCallError = "interrupted: the server stopped before this call f
 // died, under the session's lease. lead are responses the caller delivers
 // in the same content (settled ledger calls); known are the ids of calls
 // the ledger still answers, which must not be closed here.
-func (e *engine) repairTail(ctx context.Context, sess session.Session, lead []*genai.Part, known map[string]bool) error {
+func (e *engine) repairTail(ctx context.Context, sess *sessionstore.Session, lead []*genai.Part, known map[string]bool) error {
 	events := sess.Events()
 	if unanswered(events, known) {
 		ev := session.NewEvent(ctx, "baton-interrupted-"+platform.NewUUID(ctx))
@@ -154,9 +155,9 @@ func needsRepair(events session.Events, known map[string]bool) bool {
 // records docs) if its lease is free, and returns the session as it now
 // is; a live holder (or a dead one whose lease has not lapsed yet) leaves
 // it to a later access.
-func (e *engine) repairIfIdle(ctx context.Context, sess session.Session, docs []*callDoc) (session.Session, error) {
+func (e *engine) repairIfIdle(ctx context.Context, sess *sessionstore.Session, docs []*callDoc) (*sessionstore.Session, error) {
 	user, sid := sess.UserID(), sess.ID()
-	h, err := e.acquire(ctx, user, sid, "repair", 0, false)
+	h, err := e.acquire(ctx, user, sid, "repair", 0)
 	if errors.Is(err, sessionstore.ErrBusy) {
 		return sess, nil
 	}
@@ -168,7 +169,7 @@ func (e *engine) repairIfIdle(ctx context.Context, sess session.Session, docs []
 	if sess, err = e.loadRecent(ctx, h.lease, user, sid); err != nil {
 		return nil, err
 	}
-	if docs, _, err = queryCalls(ctx, e.callsOf(user, sid).Where("resumed", "==", false)); err != nil {
+	if docs, _, err = e.ledger.unresumed(ctx, user, sid); err != nil {
 		return nil, err
 	}
 	return sess, e.repairTail(ctx, sess, nil, knownCalls(docs))

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -19,9 +20,9 @@ import (
 	"github.com/baton-run/baton/sessionstore"
 )
 
-// Result is an answer to one paused call, identified either by the user,
-// chat and call ids (with the answering client) or by a call token.
-type Result struct {
+// ResumeRequest is an answer to one paused call, identified either by the
+// user, chat and call ids (with the answering client) or by a call token.
+type ResumeRequest struct {
 	UserID   string
 	ChatID   string
 	CallID   string
@@ -32,8 +33,8 @@ type Result struct {
 	Answer Answer
 }
 
-// Resumption is what an accepted answer led to.
-type Resumption struct {
+// ResumeOutcome is what an accepted answer led to.
+type ResumeOutcome struct {
 	Call *Call // the call as now recorded
 	// Waiting lists calls of the same model step still without an answer;
 	// the agent resumes once they have one.
@@ -49,6 +50,69 @@ type Resumption struct {
 	Turn string
 }
 
+// Resume answers a call of a chat, r.ChatID; with a token, the token
+// names the call's session instead. An answer to a call of an agent the
+// chat has left finds the call cancelled.
+func (t *Team) Resume(ctx context.Context, r ResumeRequest) (*ResumeOutcome, error) {
+	if r.Token != "" {
+		// The token is verified here, once, and the record it names read
+		// once.
+		doc, snap, err := t.ledger.tokenCall(ctx, &r)
+		if err != nil {
+			return nil, err
+		}
+		return t.engine(doc.Agent).resume(ctx, r, doc, snap)
+	}
+	if err := validIDs("user id", r.UserID, "chat id", r.ChatID, "client id", r.ClientID, "call id", r.CallID); err != nil {
+		return nil, err
+	}
+	t.warm.drop(r.UserID, r.ChatID) // the resume writes the session
+	// One round trip reads the chat, the session it is believed to point
+	// at (see activeSessions) and the call in that session.
+	guess := t.active.guess(r.UserID, r.ChatID)
+	st, err := t.sessions.ReadChat(ctx, sessionstore.ChatRead{App: t.app, User: r.UserID, ChatID: r.ChatID, SessionID: guess,
+		Shared: !t.opts.SessionStateOnly, Also: []*firestore.DocumentRef{t.ledger.ref(r.UserID, guess, r.CallID)}})
+	if err != nil {
+		return nil, err
+	}
+	if st.Chat == nil {
+		return nil, fmt.Errorf("%w: chat %q", sessionstore.ErrNotFound, r.ChatID)
+	}
+	t.active.put(r.UserID, r.ChatID, st.Chat.SessionID)
+	if st.Session != nil && st.Also[0].Exists() {
+		doc, snap, err := decodeCall(st.Also[0])
+		if err != nil {
+			return nil, err
+		}
+		if res, err := t.engine(doc.Agent).fastResume(ctx, r, doc, snap, st.Session); res != nil || err != nil {
+			return res, err
+		}
+		return t.engine(doc.Agent).resume(ctx, r, doc, snap)
+	}
+	return t.resumeFound(ctx, r, st.Chat)
+}
+
+// resumeFound answers a call the read did not find with the chat: one of
+// its active session's, or, answered late, one of a session the chat
+// retired (where it was cancelled).
+func (t *Team) resumeFound(ctx context.Context, r ResumeRequest, chat *sessionstore.Chat) (*ResumeOutcome, error) {
+	sids := []string{chat.SessionID}
+	for _, sid := range slices.Backward(chat.Retired) {
+		sids = append(sids, sid)
+	}
+	for _, sid := range sids {
+		doc, snap, err := t.ledger.read(ctx, t.ledger.ref(r.UserID, sid, r.CallID))
+		if errors.Is(err, ErrCallNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		return t.engine(doc.Agent).resume(ctx, r, doc, snap)
+	}
+	return nil, fmt.Errorf("%w: %q", ErrCallNotFound, r.CallID)
+}
+
 // resume records an answer to the call doc (read as snap) and, when it
 // completes its model step, resumes the agent once with the answers of every
 // call of that step. The caller has checked r's ids or its token.
@@ -56,7 +120,7 @@ type Resumption struct {
 // The answer is accepted once: the first writer wins, and a later answer
 // gets an *AlreadyResolvedError carrying the recorded outcome, without
 // running anything again.
-func (e *engine) resume(ctx context.Context, r Result, doc *callDoc, snap *firestore.DocumentSnapshot) (*Resumption, error) {
+func (e *engine) resume(ctx context.Context, r ResumeRequest, doc *callDoc, snap *firestore.DocumentSnapshot) (*ResumeOutcome, error) {
 	answer, err := e.acceptable(ctx, r, doc)
 	if err != nil {
 		return nil, err
@@ -70,7 +134,7 @@ func (e *engine) resume(ctx context.Context, r Result, doc *callDoc, snap *fires
 	err = sessionstore.FirestoreError(err)
 	if errors.Is(err, sessionstore.ErrConflict) {
 		// Another answer (or the sweeper) got there first.
-		doc, _, rerr := e.readCall(ctx, ref)
+		doc, _, rerr := e.ledger.read(ctx, ref)
 		if rerr != nil {
 			return nil, rerr
 		}
@@ -93,7 +157,7 @@ func (e *engine) resume(ctx context.Context, r Result, doc *callDoc, snap *fires
 
 // acceptable checks an answer r to the call doc, as read, and returns it
 // as the JSON to record.
-func (e *engine) acceptable(ctx context.Context, r Result, doc *callDoc) ([]byte, error) {
+func (e *engine) acceptable(ctx context.Context, r ResumeRequest, doc *callDoc) ([]byte, error) {
 	answer, err := json.Marshal(r.Answer)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidAnswer, err)
@@ -122,7 +186,7 @@ func (e *engine) acceptable(ctx context.Context, r Result, doc *callDoc) ([]byte
 
 // answerUpdates records answer, given at now, in a ledger record; Sweep
 // resumes its step after sweepAt unless the agent has it by then.
-func answerUpdates(r Result, answer []byte, now, sweepAt time.Time) []firestore.Update {
+func answerUpdates(r ResumeRequest, answer []byte, now, sweepAt time.Time) []firestore.Update {
 	return []firestore.Update{
 		{Path: "status", Value: string(StatusResolved)},
 		{Path: "answer", Value: answer},
@@ -167,7 +231,7 @@ func checkAnswer(kind Kind, a Answer) error {
 
 // resumeStep resumes the agent with the answers of doc's model step when
 // every call of the step has one and the agent does not have them yet.
-func (e *engine) resumeStep(ctx context.Context, doc *callDoc, client string, wait time.Duration) (_ *Resumption, err error) {
+func (e *engine) resumeStep(ctx context.Context, doc *callDoc, client string, wait time.Duration) (_ *ResumeOutcome, err error) {
 	ctx, span := tracer.Start(ctx, "baton.resume", trace.WithAttributes(
 		attribute.String("baton.session.id", doc.Session), attribute.String("baton.step", doc.Step)))
 	defer func() { endSpan(span, err) }()
@@ -175,8 +239,8 @@ func (e *engine) resumeStep(ctx context.Context, doc *callDoc, client string, wa
 	if err != nil {
 		return nil, err
 	}
-	res := &Resumption{Call: c}
-	unresumed, _, err := queryCalls(ctx, e.callsOf(doc.User, doc.Session).Where("resumed", "==", false))
+	res := &ResumeOutcome{Call: c}
+	unresumed, _, err := e.ledger.unresumed(ctx, doc.User, doc.Session)
 	if err != nil {
 		return nil, err
 	}
@@ -193,14 +257,14 @@ func (e *engine) resumeStep(ctx context.Context, doc *callDoc, client string, wa
 	if len(res.Waiting) > 0 || len(open) == 0 {
 		return res, nil
 	}
-	h, err := e.acquire(ctx, doc.User, doc.Session, client, wait, false)
+	h, err := e.acquire(ctx, doc.User, doc.Session, client, wait)
 	if errors.Is(err, sessionstore.ErrBusy) {
 		res.Deferred = true
 		return res, nil
 	}
 	if errors.Is(err, sessionstore.ErrNotFound) {
 		// The session is gone; nothing will ever take these answers.
-		return res, e.markResumed(ctx, open)
+		return res, e.ledger.markResumed(ctx, open)
 	}
 	if err != nil {
 		return nil, err
@@ -219,7 +283,7 @@ func (e *engine) resumeStep(ctx context.Context, doc *callDoc, client string, wa
 	todo := undelivered(sess, open)
 	if len(todo) == 0 {
 		e.release(ctx, h)
-		return res, e.markResumed(ctx, open)
+		return res, e.ledger.markResumed(ctx, open)
 	}
 	answers, approvals := splitConfirmations(todo)
 	if len(answers) > 0 && len(approvals) > 0 {
@@ -239,12 +303,12 @@ func (e *engine) resumeStep(ctx context.Context, doc *callDoc, client string, wa
 	msg := &genai.Content{Role: genai.RoleUser, Parts: responseParts(todo, true)}
 	res.Turn = turnOf(sess.Events(), doc.Step, doc.Invocation)
 	res.Invocation, err = e.start(ctx, invocationRun{user: doc.User, session: doc.Session, client: client, msg: msg, held: h,
-		after: e.markResumedAfter(open)})
+		after: e.ledger.markResumedAfter(open)})
 	return res, err
 }
 
 // undelivered returns the calls that no user event of sess answers yet.
-func undelivered(sess session.Session, calls []*callDoc) []*callDoc {
+func undelivered(sess *sessionstore.Session, calls []*callDoc) []*callDoc {
 	answered := map[string]bool{}
 	for ev := range sess.Events().All() {
 		if ev.Author != "user" || ev.Content == nil {

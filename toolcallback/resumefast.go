@@ -8,7 +8,6 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/adk/v2/platform"
-	"google.golang.org/adk/v2/session"
 	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/sessionstore"
@@ -27,7 +26,7 @@ import (
 // must decide instead: other calls of the step still wait, the session
 // needs repair or is busy, answers and approvals are mixed, or the commit
 // lost a race. The long path then finds things as they are.
-func (e *engine) fastResume(ctx context.Context, r Result, doc *callDoc, snap *firestore.DocumentSnapshot, sess session.Session) (*Resumption, error) {
+func (e *engine) fastResume(ctx context.Context, r ResumeRequest, doc *callDoc, snap *firestore.DocumentSnapshot, sess *sessionstore.Session) (*ResumeOutcome, error) {
 	answer, err := e.acceptable(ctx, r, doc)
 	if err != nil {
 		return nil, err
@@ -35,7 +34,7 @@ func (e *engine) fastResume(ctx context.Context, r Result, doc *callDoc, snap *f
 	ctx, span := tracer.Start(ctx, "baton.resume", trace.WithAttributes(
 		attribute.String("baton.session.id", doc.Session), attribute.String("baton.step", doc.Step)))
 	defer span.End()
-	unresumed, _, err := queryCalls(ctx, e.callsOf(doc.User, doc.Session).Where("resumed", "==", false))
+	unresumed, _, err := e.ledger.unresumed(ctx, doc.User, doc.Session)
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +73,7 @@ func (e *engine) fastResume(ctx context.Context, r Result, doc *callDoc, snap *f
 	}
 	msg := &genai.Content{Role: genai.RoleUser, Parts: responseParts(todo, true)}
 	inv, err := e.start(ctx, invocationRun{user: doc.User, session: doc.Session, client: client, msg: msg, handle: sess, claim: claim,
-		after: e.markResumedAfter(open)})
+		after: e.ledger.markResumedAfter(open)})
 	if errors.Is(err, sessionstore.ErrBusy) {
 		return nil, nil
 	}
@@ -85,5 +84,5 @@ func (e *engine) fastResume(ctx context.Context, r Result, doc *callDoc, snap *f
 	if err != nil {
 		return nil, err
 	}
-	return &Resumption{Call: c, Invocation: inv, Turn: turnOf(sess.Events(), doc.Step, doc.Invocation)}, nil
+	return &ResumeOutcome{Call: c, Invocation: inv, Turn: turnOf(sess.Events(), doc.Step, doc.Invocation)}, nil
 }

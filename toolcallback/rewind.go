@@ -11,6 +11,7 @@ import (
 	"google.golang.org/adk/v2/session"
 	"google.golang.org/genai"
 
+	"github.com/baton-run/baton/limits"
 	"github.com/baton-run/baton/sessionstore"
 )
 
@@ -41,9 +42,9 @@ var (
 	ErrRewound = errors.New("message taken back by a rewind")
 )
 
-// Rewind asks a chat to take back a turn, and everything after it, and to
-// run a user message in its place.
-type Rewind struct {
+// RewindRequest asks a chat to take back a turn, and everything after it,
+// and to run a user message in its place.
+type RewindRequest struct {
 	UserID   string
 	ChatID   string
 	ClientID string
@@ -55,177 +56,112 @@ type Rewind struct {
 	// Content, when set, is an edit: it replaces the turn's user message.
 	// When nil, the user message runs again as it was (a regenerate).
 	Content *genai.Content
-	// Limits are the caller's turn limits, as ChatTurn's: a rewind runs the
-	// model, so it counts as a turn (a replay of a request served before
-	// does not).
-	Limits Limits
+	// Limits are the caller's turn limits, as TurnRequest's: a rewind runs
+	// the model, so it counts as a turn (a replay of a request served
+	// before does not).
+	Limits limits.Limits
+}
+
+// rewindRequest is what a turn needs of a RewindRequest.
+type rewindRequest struct {
+	message string
+	edit    *genai.Content // nil: a regenerate
 }
 
 // key names the request in the mark it stores; "" when it cannot be told
 // from another (a regenerate of "the latest turn").
-func (r Rewind) key() string {
+func (r rewindRequest) key() string {
 	switch {
-	case r.Message == "":
+	case r.message == "":
 		return ""
-	case r.Content != nil:
-		return "edit:" + r.Message
+	case r.edit != nil:
+		return "edit:" + r.message
 	}
-	return "regenerate:" + r.Message
+	return "regenerate:" + r.message
 }
 
 // Rewind takes back the turn req names and what followed it, and runs its
-// user message again (or req.Content in its place). It fails with
-// ErrMessageNotFound for a message the chat does not have, ErrRewound for
-// one an earlier rewind took back, and ErrMessageTaken when the same
-// request was served already (the caller shows the chat's latest turn).
-func (t *Team) Rewind(ctx context.Context, req Rewind) (*Invocation, error) {
+// user message again (or req.Content in its place), planned as any turn
+// (planTurn). It fails with ErrMessageNotFound for a message the chat does
+// not have, ErrRewound for one an earlier rewind took back, and
+// ErrMessageTaken when the same request was served already (the caller
+// shows the chat's latest turn).
+func (t *Team) Rewind(ctx context.Context, req RewindRequest) (*Invocation, error) {
 	if err := validIDs("user id", req.UserID, "chat id", req.ChatID, "client id", req.ClientID); err != nil {
 		return nil, err
 	}
-	t.warm.drop(req.UserID, req.ChatID) // the rewind writes the session
-	if req.Message != "" {
-		if err := validIDs("message id", req.Message); err != nil {
-			return nil, err
-		}
+	if req.Content != nil && len(req.Content.Parts) == 0 {
+		return nil, fmt.Errorf("%w: empty message", ErrInvalidAnswer)
 	}
-	if req.Content != nil && (req.Message == "" || len(req.Content.Parts) == 0) {
-		return nil, fmt.Errorf("%w: an edit names its message and has content", ErrInvalidAnswer)
-	}
+	in := turnRequest{TurnRequest: TurnRequest{UserID: req.UserID, ChatID: req.ChatID, ClientID: req.ClientID, Limits: req.Limits},
+		rewind: &rewindRequest{message: req.Message}}
 	if req.Content == nil {
-		return t.rewindChat(ctx, req)
+		inv, _, err := t.turn(ctx, in)
+		return inv, err
 	}
 	// An edit: its files are stored as a turn's are.
 	var inv *Invocation
 	err := t.withFiles(ctx, req.UserID, req.ChatID, req.Content, func(content *genai.Content) (err error) {
-		req.Content = content
-		inv, err = t.rewindChat(ctx, req)
+		in.Content, in.rewind.edit = content, content
+		inv, _, err = t.turn(ctx, in)
 		return err
 	})
 	return inv, err
 }
 
-// rewindChat rewinds the chat as req asks, its files stored.
-func (t *Team) rewindChat(ctx context.Context, req Rewind) (*Invocation, error) {
-	// One round trip reads the chat with the session it is believed to
-	// point at, and what the limits count, as a turn does.
-	chat, sess, m, err := t.readChat(ctx, req.UserID, req.ChatID, req.Limits)
-	if err != nil {
-		return nil, err
-	}
-	t.active.put(req.UserID, req.ChatID, chat.SessionID)
-	return t.engine(chat.Agent).rewind(ctx, req, chat.SessionID, sess, m)
-}
-
-// rewind rewinds session sid (sess, when the caller read it whole, not
-// under a lease) and runs the turn. The request is checked on the session
-// as read, so a refused one writes nothing; then the commit that stores
-// the mark takes the session's lease, conditional on the session being as
-// read (claimedRewind). Under LeaseEnqueue, a busy session is waited for
-// (heldRewind).
-func (e *engine) rewind(ctx context.Context, req Rewind, sid string, sess session.Session, m *meter) (*Invocation, error) {
-	var err error
-	if sess == nil {
-		if sess, err = e.getSession(ctx, nil, req.UserID, sid, 0, !e.opts.SessionStateOnly); err != nil {
-			return nil, err
-		}
-	}
-	plan, err := planRewind(sess, req)
-	if err != nil {
-		return nil, err
-	}
-	// Limits after the plan: a request served before is replayed, not run.
-	if err := m.check(sess, ""); err != nil {
-		return nil, err
-	}
-	inv, err := e.claimedRewind(ctx, req, sess, plan, m)
-	if !errors.Is(err, sessionstore.ErrBusy) || e.opts.LeasePolicy != LeaseEnqueue {
-		return inv, err
-	}
-	return e.heldRewind(ctx, req, sid, m)
-}
-
-// claimedRewind stores plan's mark on sess in the commit that takes the
-// session's lease, and runs the turn under it. A mark the same request
-// stored before is not stored again: the turn's first commit takes the
-// lease, as a plain turn's does.
-func (e *engine) claimedRewind(ctx context.Context, req Rewind, sess session.Session, plan *rewindPlan, m *meter) (*Invocation, error) {
-	claim, err := e.sessions.ClaimLease(ctx, sess, holderID(ctx, req.ClientID), e.opts.LeaseTTL)
-	if err != nil {
-		return nil, err
-	}
-	turn := turnRequest{UserID: req.UserID, SessionID: sess.ID(), ClientID: req.ClientID, Content: plan.content, MessageID: plan.messageID}
-	run := turn.run(sess)
-	// The rewind closes every open ledger record (or, stored before,
-	// closed them).
-	run.docsClosed = true
-	// The commit that takes the lease counts the turn, as a turn's does.
-	counts := sessionstore.AppendOptions{TurnLog: m.chatLog(sess), Writes: m.userWrites(true)}
-	if plan.stored {
-		run.claim = claim
-		run.turnLog, run.writes = counts.TurnLog, counts.Writes
-		return e.start(ctx, run)
-	}
-	if err := e.commitRewind(ctx, sess, plan, claim, counts); err != nil {
+// claimedRewind stores p's rewind mark on p.sess in the commit that takes
+// the session's lease (claim), with run's counts of the turn, and runs the
+// turn under it.
+func (e *engine) claimedRewind(ctx context.Context, run invocationRun, p turnPlan, claim *sessionstore.LeaseClaim) (*Invocation, error) {
+	counts := sessionstore.AppendOptions{TurnLog: run.turnLog, Writes: run.writes}
+	if err := e.commitRewind(ctx, p.sess, p.rewind, claim, counts); err != nil {
 		return nil, err
 	}
 	h := &heldLease{lease: claim.Lease()}
 	e.keep(ctx, h)
-	run.held = h
+	// The rewind closed every open ledger record; its commit counted the
+	// turn.
+	run.held, run.docsClosed = h, true
+	run.turnLog, run.writes, run.committed = nil, nil, nil
 	return e.start(ctx, run)
 }
 
-// heldRewind takes the lease of session sid, waiting up to MaxWait, then
-// rewinds it and runs the turn.
-func (e *engine) heldRewind(ctx context.Context, req Rewind, sid string, m *meter) (*Invocation, error) {
-	h, err := e.acquire(ctx, req.UserID, sid, req.ClientID, e.opts.MaxWait, false)
-	if err != nil {
-		return nil, err
-	}
-	run, err := e.rewindHeld(ctx, h, req, sid, m)
-	if err != nil {
-		e.release(ctx, h)
-		return nil, err
-	}
-	run.held, run.docsClosed = h, true
-	return e.start(ctx, *run)
-}
-
-// rewindHeld, under the lease h, stores the rewind (unless the same
-// request stored it before) and returns the turn to run. A ledger record
-// that changed between its read and the commit (an answer landed) makes
-// it read again.
-func (e *engine) rewindHeld(ctx context.Context, h *heldLease, req Rewind, sid string, m *meter) (*invocationRun, error) {
+// rewindHeld, under the lease h, stores the rewind p planned (unless the
+// same request stored it before) and returns the turn to run: the rewind
+// is planned again on the session as read under the lease. A ledger
+// record that changed between its read and the commit (an answer landed)
+// makes it read again.
+func (e *engine) rewindHeld(ctx context.Context, h *heldLease, run invocationRun, p turnPlan) (invocationRun, error) {
 	for attempt := 0; ; attempt++ {
-		sess, err := e.getSession(ctx, h.lease, req.UserID, sid, 0, !e.opts.SessionStateOnly)
+		sess, err := e.readWhole(ctx, h.lease, run.user, run.session)
 		if err != nil {
-			return nil, err
+			return run, err
 		}
-		plan, err := planRewind(sess, req)
+		plan, err := planRewind(sess, p.rewind.request)
 		if err != nil {
-			return nil, err
+			return run, err
 		}
 		// The lease is taken: the counts join whatever is stored by now.
-		counts := sessionstore.AppendOptions{TurnLog: m.chatLog(sess), Writes: m.userWrites(false)}
+		counts := sessionstore.AppendOptions{TurnLog: p.meter.ChatLog(sess), Writes: p.meter.WritesUnderLease()}
 		if !plan.stored {
 			err = e.commitRewind(ctx, sess, plan, nil, counts)
 			if errors.Is(err, sessionstore.ErrConflict) && !errors.Is(err, sessionstore.ErrLeaseLost) && attempt < 3 {
 				continue
 			}
 			if err != nil {
-				return nil, err
+				return run, err
 			}
+			counts = sessionstore.AppendOptions{}
 		}
-		turn := turnRequest{UserID: req.UserID, SessionID: sid, ClientID: req.ClientID, Content: plan.content, MessageID: plan.messageID}
-		run := turn.run(sess)
-		if plan.stored {
-			run.turnLog, run.writes = counts.TurnLog, counts.Writes
-		}
-		return &run, nil
+		run.handle, run.msg, run.opts = sess, plan.content, runOptions(plan.messageID)
+		run.turnLog, run.writes = counts.TurnLog, counts.Writes
+		return run, nil
 	}
 }
 
 // rewindPlan is a rewind found in a session.
 type rewindPlan struct {
+	request   rewindRequest   // what was asked
 	before    string          // the invocation of the turn's user message
 	key       string          // the request, stored with the mark
 	calls     map[string]bool // the call ids (model and confirmation) in the part taken back
@@ -235,24 +171,24 @@ type rewindPlan struct {
 }
 
 // planRewind finds in sess, read whole, what req takes back.
-func planRewind(sess session.Session, req Rewind) (*rewindPlan, error) {
+func planRewind(sess *sessionstore.Session, req rewindRequest) (*rewindPlan, error) {
 	events := slices.Collect(sess.Events().All())
-	if p, err := retried(events, sessionstore.Rewound(sess), req); p != nil || err != nil {
+	if p, err := retried(events, sess.Rewound(), req); p != nil || err != nil {
 		return p, err
 	}
-	at := findTurn(events, req.Message)
+	at := findTurn(events, req.message)
 	if at < 0 {
-		if req.Message != "" && findTurn(sessionstore.Rewound(sess), req.Message) >= 0 {
-			return nil, fmt.Errorf("%w: %q", ErrRewound, req.Message)
+		if req.message != "" && findTurn(sess.Rewound(), req.message) >= 0 {
+			return nil, fmt.Errorf("%w: %q", ErrRewound, req.message)
 		}
-		return nil, fmt.Errorf("%w: %q", ErrMessageNotFound, req.Message)
+		return nil, fmt.Errorf("%w: %q", ErrMessageNotFound, req.message)
 	}
 	msg := events[at]
-	if req.Content != nil && findTurn(events, "") == at && sameText(msg.Content, req.Content) {
+	if req.edit != nil && findTurn(events, "") == at && sameText(msg.Content, req.edit) {
 		// The latest message, sent again as it is: the request served.
-		return nil, fmt.Errorf("%w: %q", ErrMessageTaken, req.Message)
+		return nil, fmt.Errorf("%w: %q", ErrMessageTaken, req.message)
 	}
-	p := &rewindPlan{before: msg.InvocationID, key: req.key(), calls: callIDs(events[at:]), content: req.Content, messageID: clientMessageID(msg)}
+	p := &rewindPlan{request: req, before: msg.InvocationID, key: req.key(), calls: callIDs(events[at:]), content: req.edit, messageID: clientMessageID(msg)}
 	if p.content == nil {
 		p.content = msg.Content
 	}
@@ -263,15 +199,15 @@ func planRewind(sess session.Session, req Rewind) (*rewindPlan, error) {
 // a mark of req followed by no turn (the process died before running it)
 // is completed; followed by its own turn only, req was served
 // (ErrMessageTaken). Anything else is nil: not a retry.
-func retried(events, rewound []*session.Event, req Rewind) (*rewindPlan, error) {
+func retried(events, rewound []*session.Event, req rewindRequest) (*rewindPlan, error) {
 	key := req.key()
 	if key == "" {
 		return nil, nil
 	}
 	last := -1
-	var mark sessionstore.Rewind
+	var mark sessionstore.RewindMark
 	for i := len(events) - 1; i >= 0 && last < 0; i-- {
-		if r, ok := sessionstore.RewindOf(events[i]); ok {
+		if r, ok := sessionstore.RewindMarkOf(events[i]); ok {
 			last, mark = i, r
 		}
 	}
@@ -285,7 +221,7 @@ func retried(events, rewound []*session.Event, req Rewind) (*rewindPlan, error) 
 		}
 	}
 	switch {
-	case len(turns) == 1 && (req.Content == nil || sameText(turns[0].Content, req.Content)):
+	case len(turns) == 1 && (req.edit == nil || sameText(turns[0].Content, req.edit)):
 		return nil, fmt.Errorf("%w: %q", ErrMessageTaken, key)
 	case len(turns) > 0:
 		return nil, nil
@@ -294,7 +230,7 @@ func retried(events, rewound []*session.Event, req Rewind) (*rewindPlan, error) 
 	if at < 0 {
 		return nil, nil
 	}
-	p := &rewindPlan{before: mark.Before, key: key, stored: true, content: req.Content, messageID: clientMessageID(rewound[at])}
+	p := &rewindPlan{request: req, before: mark.Before, key: key, stored: true, content: req.edit, messageID: clientMessageID(rewound[at])}
 	if p.content == nil {
 		p.content = rewound[at].Content
 	}
@@ -319,7 +255,7 @@ func findTurn(events []*session.Event, message string) int {
 // clientMessageID is the client's id of a user message, "" when it gave
 // none.
 func clientMessageID(ev *session.Event) string {
-	id, _ := ev.Actions.StateDelta[MessageKey].(string)
+	id, _ := ev.Actions.StateDelta[MessageIDKey].(string)
 	return id
 }
 
@@ -358,8 +294,8 @@ func sameText(a, b *genai.Content) bool {
 // every ledger record still open: each belongs to a call of the part taken
 // back (a turn settles the calls before it), and none will be delivered.
 // With claim, the commit takes the session's lease.
-func (e *engine) commitRewind(ctx context.Context, sess session.Session, plan *rewindPlan, claim *sessionstore.LeaseClaim, counts sessionstore.AppendOptions) error {
-	docs, snaps, err := queryCalls(ctx, e.callsOf(sess.UserID(), sess.ID()).Where("resumed", "==", false))
+func (e *engine) commitRewind(ctx context.Context, sess *sessionstore.Session, plan *rewindPlan, claim *sessionstore.LeaseClaim, counts sessionstore.AppendOptions) error {
+	docs, snaps, err := e.ledger.unresumed(ctx, sess.UserID(), sess.ID())
 	if err != nil {
 		return err
 	}
@@ -379,7 +315,7 @@ func (e *engine) commitRewind(ctx context.Context, sess session.Session, plan *r
 		}
 		writes = append(writes, sessionstore.DocUpdate{Ref: snaps[i].Ref, Updates: ups, Pre: firestore.LastUpdateTime(snaps[i].UpdateTime)}.Write())
 	}
-	_, err = e.sessions.RewindSession(ctx, sess, e.agent, sessionstore.Rewind{Before: plan.before, Request: plan.key},
+	_, err = e.sessions.RewindSession(ctx, sess, e.agent, sessionstore.RewindMark{Before: plan.before, Request: plan.key},
 		sessionstore.AppendOptions{Writes: writes, DocsClosed: true, Claim: claim, TurnLog: counts.TurnLog})
 	return err
 }

@@ -30,7 +30,7 @@ func (f *fixture) idTurn(chat, id, text string) []*session.Event {
 	return events
 }
 
-func (f *fixture) rewind(req toolcallback.Rewind) ([]*session.Event, error) {
+func (f *fixture) rewind(req toolcallback.RewindRequest) ([]*session.Event, error) {
 	f.t.Helper()
 	req.UserID, req.ChatID = "user-1", "s1"
 	if req.ClientID == "" {
@@ -76,7 +76,7 @@ func TestRegenerateStepWithBrowserCallAndApproval(t *testing.T) {
 	if len(calls) != 2 {
 		t.Fatalf("pending calls = %d, want 2", len(calls))
 	}
-	events, err := f.rewind(toolcallback.Rewind{Message: paused[0].InvocationID})
+	events, err := f.rewind(toolcallback.RewindRequest{Message: paused[0].InvocationID})
 	if err != nil {
 		t.Fatalf("Rewind(regenerate) error = %v", err)
 	}
@@ -114,7 +114,7 @@ func TestRegenerateStepWithBrowserCallAndApproval(t *testing.T) {
 		t.Errorf("next turn's request holds the part taken back:\n%s", req)
 	}
 	// The same request again is the one served: nothing runs.
-	if _, err := f.rewind(toolcallback.Rewind{Message: paused[0].InvocationID}); !errors.Is(err, toolcallback.ErrRewound) {
+	if _, err := f.rewind(toolcallback.RewindRequest{Message: paused[0].InvocationID}); !errors.Is(err, toolcallback.ErrRewound) {
 		t.Errorf("Rewind(same regenerate, after another turn) error = %v, want ErrRewound", err)
 	}
 }
@@ -126,7 +126,7 @@ func TestEditEarlierMessage(t *testing.T) {
 	first := f.idTurn("s1", "m1", "first")
 	second := f.idTurn("s1", "m2", "second")
 	f.idTurn("s1", "m3", "third")
-	edit := toolcallback.Rewind{Message: "m1", Content: genai.NewContentFromText("first, edited", genai.RoleUser)}
+	edit := toolcallback.RewindRequest{Message: "m1", Content: genai.NewContentFromText("first, edited", genai.RoleUser)}
 	events, err := f.rewind(edit)
 	if err != nil {
 		t.Fatalf("Rewind(edit) error = %v", err)
@@ -146,14 +146,14 @@ func TestEditEarlierMessage(t *testing.T) {
 	calls, before := f.model.Calls(), f.counter.Snapshot()
 	for _, tc := range []struct {
 		name string
-		req  toolcallback.Rewind
+		req  toolcallback.RewindRequest
 		want error
 	}{
 		{"same edit again", edit, toolcallback.ErrMessageTaken},
-		{"message taken back", toolcallback.Rewind{Message: "m2", Content: genai.NewContentFromText("x", genai.RoleUser)}, toolcallback.ErrRewound},
-		{"answer taken back", toolcallback.Rewind{Message: second[0].InvocationID}, toolcallback.ErrRewound},
-		{"old first turn", toolcallback.Rewind{Message: first[0].InvocationID}, toolcallback.ErrRewound},
-		{"unknown message", toolcallback.Rewind{Message: "nope"}, toolcallback.ErrMessageNotFound},
+		{"message taken back", toolcallback.RewindRequest{Message: "m2", Content: genai.NewContentFromText("x", genai.RoleUser)}, toolcallback.ErrRewound},
+		{"answer taken back", toolcallback.RewindRequest{Message: second[0].InvocationID}, toolcallback.ErrRewound},
+		{"old first turn", toolcallback.RewindRequest{Message: first[0].InvocationID}, toolcallback.ErrRewound},
+		{"unknown message", toolcallback.RewindRequest{Message: "nope"}, toolcallback.ErrMessageNotFound},
 	} {
 		if _, err := f.rewind(tc.req); !errors.Is(err, tc.want) {
 			t.Errorf("%s: Rewind() error = %v, want %v", tc.name, err, tc.want)
@@ -193,7 +193,7 @@ func TestRewindRestoresSessionState(t *testing.T) {
 	if err := f.sessions.AppendEvent(t.Context(), got.Session, ev); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.rewind(toolcallback.Rewind{Message: "m2"}); err != nil {
+	if _, err := f.rewind(toolcallback.RewindRequest{Message: "m2"}); err != nil {
 		t.Fatalf("Rewind() error = %v", err)
 	}
 	got, err = f.sessions.Get(t.Context(), &session.GetRequest{AppName: "app", UserID: "user-1", SessionID: sid})
@@ -206,10 +206,10 @@ func TestRewindRestoresSessionState(t *testing.T) {
 	if v, _ := got.Session.State().Get("user:seen"); v != true {
 		t.Errorf("state user:seen after the rewind = %v, want true (user state is shared, not rolled back)", v)
 	}
-	if v, _ := got.Session.State().Get(toolcallback.MessageKey); v != "m2" {
+	if v, _ := got.Session.State().Get(toolcallback.MessageIDKey); v != "m2" {
 		t.Errorf("message id after the regenerate = %v, want m2", v)
 	}
-	if n := len(sessionstore.Rewound(got.Session)); n == 0 {
+	if n := len(mustStored(t, got.Session).Rewound()); n == 0 {
 		t.Error("no event is kept as rewound")
 	}
 }
@@ -227,7 +227,7 @@ func TestRewindBusy(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := len(f.history("s1"))
-	if _, err := f.rewind(toolcallback.Rewind{Message: "m1"}); !errors.Is(err, sessionstore.ErrBusy) {
+	if _, err := f.rewind(toolcallback.RewindRequest{Message: "m1"}); !errors.Is(err, sessionstore.ErrBusy) {
 		t.Errorf("Rewind() during a turn error = %v, want ErrBusy", err)
 	}
 	if after := len(f.history("s1")); after != before {
@@ -251,17 +251,17 @@ func TestRewoundPartIsNotMigratedNorListed(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if events := w.rewind(team, toolcallback.Rewind{Message: "m2", Content: genai.NewContentFromText("second, edited", genai.RoleUser)}); finalText(events) != "edited answer" {
+	if events := w.rewind(team, toolcallback.RewindRequest{Message: "m2", Content: genai.NewContentFromText("second, edited", genai.RoleUser)}); finalText(events) != "edited answer" {
 		t.Fatalf("edit answered %q", finalText(events))
 	}
-	state, err := team.Pending(t.Context(), "user-1", crashChat, "", 100)
+	state, err := team.Pending(t.Context(), toolcallback.PendingRequest{UserID: "user-1", ChatID: crashChat, History: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := dumpEvents(state.History); strings.Contains(got, "two") || strings.Contains(got, `"second"`) || !strings.Contains(got, "second, edited") {
 		t.Errorf("Pending's history holds the part taken back, or lacks the edit:\n%s", got)
 	}
-	inv, _, err := team.Turn(t.Context(), toolcallback.ChatTurn{UserID: "user-1", ChatID: crashChat, ClientID: crashClient, Agent: "dj",
+	inv, _, err := team.Turn(t.Context(), toolcallback.TurnRequest{UserID: "user-1", ChatID: crashChat, ClientID: crashClient, Agent: "dj",
 		Content: genai.NewContentFromText("DJ please", genai.RoleUser)})
 	if err != nil {
 		t.Fatal(err)
@@ -315,7 +315,7 @@ func TestRewindCost(t *testing.T) {
 			f.idTurn("s1", "m1", "first")
 			f.idTurn("s1", "m2", "second")
 			before := f.counter.Snapshot()
-			if _, err := f.rewind(toolcallback.Rewind{Message: "m2"}); err != nil {
+			if _, err := f.rewind(toolcallback.RewindRequest{Message: "m2"}); err != nil {
 				t.Fatal(err)
 			}
 			got := f.counter.Snapshot().Sub(before)
@@ -338,7 +338,7 @@ func TestRewindBeforeAnAgentSwitch(t *testing.T) {
 	w := newCrashWorld(t)
 	w.model = &modeltest.Strict{T: t, Script: []reply{textReply("one"), textReply("the DJ here"), textReply("again")}}
 	team := w.team(w.client, w.model)
-	inv, _, err := team.Turn(t.Context(), toolcallback.ChatTurn{UserID: "user-1", ChatID: crashChat, ClientID: crashClient, MessageID: "m1",
+	inv, _, err := team.Turn(t.Context(), toolcallback.TurnRequest{UserID: "user-1", ChatID: crashChat, ClientID: crashClient, MessageID: "m1",
 		Content: genai.NewContentFromText("first", genai.RoleUser)})
 	if err != nil {
 		t.Fatal(err)
@@ -347,7 +347,7 @@ func TestRewindBeforeAnAgentSwitch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inv, _, err = team.Turn(t.Context(), toolcallback.ChatTurn{UserID: "user-1", ChatID: crashChat, ClientID: crashClient, Agent: "dj",
+	inv, _, err = team.Turn(t.Context(), toolcallback.TurnRequest{UserID: "user-1", ChatID: crashChat, ClientID: crashClient, Agent: "dj",
 		MessageID: "m2", Content: genai.NewContentFromText("DJ please", genai.RoleUser)})
 	if err != nil {
 		t.Fatal(err)
@@ -355,7 +355,7 @@ func TestRewindBeforeAnAgentSwitch(t *testing.T) {
 	if _, err := collect(inv); err != nil {
 		t.Fatal(err)
 	}
-	events := w.rewind(team, toolcallback.Rewind{Message: first[0].InvocationID})
+	events := w.rewind(team, toolcallback.RewindRequest{Message: first[0].InvocationID})
 	if finalText(events) != "again" || events[len(events)-1].Author != "dj" {
 		t.Fatalf("regenerate of the moved turn = %q by %q, want the DJ's new answer", finalText(events), events[len(events)-1].Author)
 	}
@@ -399,7 +399,7 @@ func TestRewindEnqueueWaitsForTheTurn(t *testing.T) {
 	}
 	done := make(chan outcome, 1)
 	go func() {
-		events, err := f.rewind(toolcallback.Rewind{Message: "m1", Content: genai.NewContentFromText("first, edited", genai.RoleUser)})
+		events, err := f.rewind(toolcallback.RewindRequest{Message: "m1", Content: genai.NewContentFromText("first, edited", genai.RoleUser)})
 		done <- outcome{events, err}
 	}()
 	select {

@@ -42,7 +42,7 @@ func init() {
 			},
 			script: []reply{textReply("regenerated")},
 			run: func(w *crashWorld, team *toolcallback.Team) []*session.Event {
-				return w.rewind(team, toolcallback.Rewind{Message: "m2"})
+				return w.rewind(team, toolcallback.RewindRequest{Message: "m2"})
 			},
 			took: tookRewind,
 		},
@@ -58,7 +58,7 @@ func init() {
 			},
 			script: []reply{textReply("edited")},
 			run: func(w *crashWorld, team *toolcallback.Team) []*session.Event {
-				return w.rewind(team, toolcallback.Rewind{Message: "m1", Content: genai.NewContentFromText("first, edited", genai.RoleUser)})
+				return w.rewind(team, toolcallback.RewindRequest{Message: "m1", Content: genai.NewContentFromText("first, edited", genai.RoleUser)})
 			},
 			took: tookRewind,
 		},
@@ -68,7 +68,7 @@ func init() {
 // idTurn runs a turn with the client's message id id; keep says whether
 // the chat must still hold it after the doomed part.
 func (w *crashWorld) idTurn(team *toolcallback.Team, id, text string, keep bool) error {
-	inv, _, err := team.Turn(w.t.Context(), toolcallback.ChatTurn{UserID: "user-1", ChatID: crashChat, ClientID: crashClient,
+	inv, _, err := team.Turn(w.t.Context(), toolcallback.TurnRequest{UserID: "user-1", ChatID: crashChat, ClientID: crashClient,
 		Content: genai.NewContentFromText(text, genai.RoleUser), MessageID: id})
 	if err == nil {
 		_, err = collect(inv)
@@ -81,7 +81,7 @@ func (w *crashWorld) idTurn(team *toolcallback.Team, id, text string, keep bool)
 
 // rewind runs a rewind that may die; it returns what the client was
 // streamed.
-func (w *crashWorld) rewind(team *toolcallback.Team, req toolcallback.Rewind) []*session.Event {
+func (w *crashWorld) rewind(team *toolcallback.Team, req toolcallback.RewindRequest) []*session.Event {
 	req.UserID, req.ChatID, req.ClientID = "user-1", crashChat, crashClient
 	inv, err := team.Rewind(w.t.Context(), req)
 	if err != nil {
@@ -129,7 +129,7 @@ func (w *crashWorld) checkGone(ctx context.Context, sessions *sessionstore.Servi
 	}
 	marked := false
 	for ev := range got.Session.Events().All() {
-		_, isMark := sessionstore.RewindOf(ev)
+		_, isMark := sessionstore.RewindMarkOf(ev)
 		marked = marked || isMark
 	}
 	if !marked {
@@ -172,7 +172,7 @@ func TestRewindRetryCompletes(t *testing.T) {
 		}
 		return nil
 	})
-	edit := toolcallback.Rewind{Message: "m1", Content: genai.NewContentFromText("first, edited", genai.RoleUser)}
+	edit := toolcallback.RewindRequest{Message: "m1", Content: genai.NewContentFromText("first, edited", genai.RoleUser)}
 	if events := w.rewind(team, edit); len(events) > 1 {
 		t.Fatalf("the doomed rewind streamed %d events", len(events))
 	}
@@ -196,7 +196,7 @@ func TestRewindRetryCompletes(t *testing.T) {
 	}
 	marks, texts := 0, []string{}
 	for ev := range got.Session.Events().All() {
-		if _, ok := sessionstore.RewindOf(ev); ok {
+		if _, ok := sessionstore.RewindMarkOf(ev); ok {
 			marks++
 		} else if toolcallback.StartsTurn(ev) {
 			texts = append(texts, ev.Content.Parts[0].Text)

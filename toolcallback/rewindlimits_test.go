@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/genai"
 
+	"github.com/baton-run/baton/limits"
 	"github.com/baton-run/baton/toolcallback"
 )
 
@@ -22,7 +23,7 @@ func TestRewindCountsAsTurn(t *testing.T) {
 	f := newFixture(t, nil)
 	f.model.Repeat = textReply("ok")
 	at := limitClock(t)
-	lim := toolcallback.Limits{ChatTurnsPerMinute: 2}
+	lim := limits.Limits{ChatTurnsPerMinute: 2}
 	turn := limitedTurn("ada", "c1", lim)
 	turn.MessageID = "m1"
 	events, err := runTurn(at(0), f.team, turn)
@@ -32,7 +33,7 @@ func TestRewindCountsAsTurn(t *testing.T) {
 	// regenerate replaces the assistant message answer (a turn's id) and
 	// returns the new answer's.
 	regenerate := func(ctx context.Context, answer string) (string, error) {
-		inv, err := f.team.Rewind(ctx, toolcallback.Rewind{UserID: "ada", ChatID: "c1", ClientID: "tab", Message: answer, Limits: lim})
+		inv, err := f.team.Rewind(ctx, toolcallback.RewindRequest{UserID: "ada", ChatID: "c1", ClientID: "tab", Message: answer, Limits: lim})
 		if err != nil {
 			return "", err
 		}
@@ -48,7 +49,7 @@ func TestRewindCountsAsTurn(t *testing.T) {
 	}
 	calls, writes := f.model.Calls(), f.counter.Writes()
 	_, err = regenerate(at(2*time.Second), second)
-	wantLimited(t, err, toolcallback.ErrRateLimited, "chat", 58*time.Second)
+	wantLimited(t, err, limits.ErrRateLimited, "chat", 58*time.Second)
 	if f.model.Calls() != calls || f.counter.Writes() != writes {
 		t.Errorf("the refused regenerate called the model (%d calls, was %d) or wrote (%d writes, was %d)",
 			f.model.Calls(), calls, f.counter.Writes(), writes)
@@ -56,7 +57,7 @@ func TestRewindCountsAsTurn(t *testing.T) {
 	if _, err := regenerate(at(61*time.Second), second); err != nil {
 		t.Fatalf("a regenerate after the window: %v", err)
 	}
-	edit := toolcallback.Rewind{UserID: "ada", ChatID: "c1", ClientID: "tab", Message: "m1", Content: genai.NewContentFromText("hello", genai.RoleUser), Limits: lim}
+	edit := toolcallback.RewindRequest{UserID: "ada", ChatID: "c1", ClientID: "tab", Message: "m1", Content: genai.NewContentFromText("hello", genai.RoleUser), Limits: lim}
 	inv, err := f.team.Rewind(at(62*time.Second), edit)
 	if err == nil {
 		_, err = collect(inv)

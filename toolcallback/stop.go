@@ -3,6 +3,7 @@ package toolcallback
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -62,9 +63,9 @@ const stoppedCallError = "stopped: the user stopped the turn before this call fi
 // stop request.
 const stopListenDelay = 500 * time.Millisecond
 
-// Stopped reports whether ev is the final assistant event of a turn the
+// IsStopNote reports whether ev is the final assistant event of a turn the
 // user stopped (see Team.Stop): its text is what the model had generated.
-func Stopped(ev *session.Event) bool {
+func IsStopNote(ev *session.Event) bool {
 	if ev == nil {
 		return false
 	}
@@ -92,9 +93,13 @@ func (t *Team) Stop(ctx context.Context, user, chatID string, wait time.Duration
 	if err := validIDs("user id", user, "chat id", chatID); err != nil {
 		return nil, err
 	}
-	chat, sess, _, err := t.sessions.GetChatSession(ctx, t.app, user, chatID, t.active.guess(user, chatID), false)
+	st, err := t.sessions.ReadChat(ctx, sessionstore.ChatRead{App: t.app, User: user, ChatID: chatID, SessionID: t.active.guess(user, chatID)})
 	if err != nil {
 		return nil, err
+	}
+	chat, sess := st.Chat, st.Session
+	if chat == nil {
+		return nil, fmt.Errorf("%w: chat %q", sessionstore.ErrNotFound, chatID)
 	}
 	t.active.put(user, chatID, chat.SessionID)
 	e := t.engine(chat.Agent)
@@ -107,13 +112,13 @@ func (t *Team) Stop(ctx context.Context, user, chatID string, wait time.Duration
 			return nil, err
 		}
 	}
-	if fence, live := sessionstore.LiveLease(ctx, sess); live {
+	if fence, live := sess.LiveLease(ctx); live {
 		if err := t.sessions.RequestStop(ctx, t.app, user, sess.ID(), fence); err != nil {
 			return nil, err
 		}
 		return &StopReport{Running: true, Ended: t.awaitIdle(ctx, user, sess.ID(), wait)}, nil
 	}
-	if !sessionstore.MayHaveOpenDocs(sess) {
+	if !sess.MayHaveOpenDocs() {
 		return &StopReport{}, nil
 	}
 	return e.stopPaused(ctx, user, sess.ID())
@@ -142,11 +147,11 @@ func (t *Team) awaitIdle(ctx context.Context, user, sid string, wait time.Durati
 // pending calls are cancelled and closed in the transcript. A session
 // with no pending call is left as it is.
 func (e *engine) stopPaused(ctx context.Context, user, sid string) (*StopReport, error) {
-	pending, _, err := queryCalls(ctx, e.callsOf(user, sid).Where("status", "==", string(StatusPending)))
+	pending, _, err := queryCalls(ctx, e.ledger.calls(user, sid).Where("status", "==", string(StatusPending)))
 	if err != nil || len(pending) == 0 {
 		return &StopReport{}, err
 	}
-	h, err := e.acquire(ctx, user, sid, "stop", 0, false)
+	h, err := e.acquire(ctx, user, sid, "stop", 0)
 	if errors.Is(err, sessionstore.ErrNotFound) {
 		return &StopReport{}, nil
 	}
@@ -198,7 +203,7 @@ func (e *engine) stopNote(ctx context.Context, invocation string, like *session.
 // Crash at any write: records cancelled but not delivered are delivered
 // by the next turn (settleOpenCalls); responses stored without the note
 // are answered by repairTail's note.
-func (e *engine) closeStopped(ctx context.Context, sess session.Session, docs []*callDoc, note *session.Event, push func(*session.Event)) error {
+func (e *engine) closeStopped(ctx context.Context, sess *sessionstore.Session, docs []*callDoc, note *session.Event, push func(*session.Event)) error {
 	if parts := stopResponses(sess, docs); len(parts) > 0 {
 		ev := session.NewEvent(ctx, note.InvocationID)
 		ev.Author = "user"
@@ -208,7 +213,7 @@ func (e *engine) closeStopped(ctx context.Context, sess session.Session, docs []
 		}
 		push(ev)
 	}
-	if err := e.markResumed(ctx, docs); err != nil {
+	if err := e.ledger.markResumed(ctx, docs); err != nil {
 		return err
 	}
 	if err := e.sessions.AppendEventWith(ctx, sess, note, sessionstore.AppendOptions{DocsClosed: true}); err != nil {
@@ -221,7 +226,7 @@ func (e *engine) closeStopped(ctx context.Context, sess session.Session, docs []
 // stopResponses are the responses a stop gives: recorded answers the
 // agent does not have, and an error saying the turn was stopped for every
 // call cancelled or never finished.
-func stopResponses(sess session.Session, docs []*callDoc) []*genai.Part {
+func stopResponses(sess *sessionstore.Session, docs []*callDoc) []*genai.Part {
 	todo := undelivered(sess, docs)
 	parts := responseParts(todo, false)
 	for i, d := range todo {

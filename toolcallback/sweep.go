@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
+
 	"github.com/baton-run/baton/sessionstore"
 )
 
@@ -30,8 +31,8 @@ const sweepBatch = 100
 // under the session lease after checking the session does not have it.
 func (e *engine) sweep(ctx context.Context, now time.Time) (SweepReport, error) {
 	var report SweepReport
-	q := e.client.CollectionGroup(callsCollection).
-		Where("scope", "==", e.scope()).
+	q := e.ledger.client.CollectionGroup(callsCollection).
+		Where("scope", "==", e.ledger.scope(e.agent)).
 		Where("sweepAt", "<=", now).
 		OrderBy("sweepAt", firestore.Asc).
 		Limit(sweepBatch)
@@ -87,10 +88,6 @@ func (e *engine) sweep(ctx context.Context, now time.Time) (SweepReport, error) 
 	}
 	return report, nil
 }
-
-// scope is the Sweep filter of this engine's calls: its app and agent, so
-// that each agent's engine resumes only the calls its own runner made.
-func (e *engine) scope() string { return e.sessions.Root() + "/" + e.app + "/" + e.agent }
 
 // Sweep expires overdue calls for every agent, removes what switches that
 // died left behind, and deletes chats idle beyond Options.IdleRetention.

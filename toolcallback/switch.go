@@ -2,32 +2,14 @@ package toolcallback
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
-	"fmt"
 	"time"
 
-	"github.com/baton-run/baton/sessionstore"
 	"google.golang.org/adk/v2/platform"
 	"google.golang.org/adk/v2/session"
+
+	"github.com/baton-run/baton/sessionstore"
 )
-
-// maxSwitchSuffix is the longest suffix chatSessionID appends to a chat
-// id: "~" and a switch count of up to 19 digits.
-const maxSwitchSuffix = 20
-
-// chatSessionID names the ADK session of a chat's n-th agent. It is a valid
-// document id for every valid chat id and every n, so a chat id that is
-// accepted once works for the chat's whole life: "chat~n" while that fits
-// whatever n becomes, and for a longer chat id "n~sha256-<hex of the chat
-// id>". The two forms never meet: in the first, the last '~' is followed
-// by digits only; in the second, by "sha256-".
-func chatSessionID(chat string, n int) string {
-	if len(chat)+maxSwitchSuffix <= sessionstore.MaxIDBytes {
-		return fmt.Sprintf("%s~%d", chat, n)
-	}
-	return fmt.Sprintf("%d~sha256-%x", n, sha256.Sum256([]byte(chat)))
-}
 
 // switchAgent moves chat to agent target, under the old session's lease so
 // that two tabs switching at once cannot fork the conversation. At every
@@ -51,7 +33,7 @@ func (t *Team) switchAgent(ctx context.Context, chat *sessionstore.Chat, target,
 
 	// 1. Note the session about to be built, so a crash leaves a findable
 	// orphan rather than an invisible one.
-	newID := chatSessionID(chat.ID, chat.Switches+1)
+	newID := sessionstore.ChatSessionID(chat.ID, chat.Switches+1)
 	cleanup := now.Add(from.opts.InvocationTimeout + from.opts.LeaseTTL)
 	chat.Building, chat.CleanupAt = newID, &cleanup
 	if err := t.sessions.SaveChat(ctx, chat); err != nil {
@@ -59,7 +41,7 @@ func (t *Team) switchAgent(ctx context.Context, chat *sessionstore.Chat, target,
 	}
 
 	// 2. Cancel what the old agent still waits for; late answers get 410.
-	var old session.Session
+	var old *sessionstore.Session
 	outcomes := map[string]string{}
 	if h != nil {
 		if old, outcomes, err = from.closeForSwitch(ctx, h.lease, chat.UserID, oldID, target); err != nil {
@@ -105,11 +87,7 @@ func (t *Team) switchAgent(ctx context.Context, chat *sessionstore.Chat, target,
 // ran): there is nothing to migrate or fence then.
 func (t *Team) lockForSwitch(ctx context.Context, from *engine, chat *sessionstore.Chat, client string) (*heldLease, *sessionstore.Chat, error) {
 	oldID := chat.SessionID
-	wait := time.Duration(0)
-	if t.opts.LeasePolicy == LeaseEnqueue {
-		wait = t.opts.MaxWait
-	}
-	h, err := from.acquire(ctx, chat.UserID, oldID, client, wait, false)
+	h, err := from.acquire(ctx, chat.UserID, oldID, client, from.leaseWait())
 	switch {
 	case errors.Is(err, sessionstore.ErrNotFound):
 		h = nil
@@ -132,8 +110,8 @@ func (t *Team) lockForSwitch(ctx context.Context, from *engine, chat *sessionsto
 // closeForSwitch reads the old session under lease, cancels its pending
 // calls and closes what a dead invocation left unanswered, and returns the
 // session with the outcome each cancelled call's record will show.
-func (e *engine) closeForSwitch(ctx context.Context, lease *sessionstore.Lease, user, sid, target string) (session.Session, map[string]string, error) {
-	old, err := e.getSession(ctx, lease, user, sid, 0, false)
+func (e *engine) closeForSwitch(ctx context.Context, lease *sessionstore.Lease, user, sid, target string) (*sessionstore.Session, map[string]string, error) {
+	old, err := e.sessions.Read(ctx, sessionstore.ReadRequest{App: e.app, User: user, SessionID: sid, Lease: lease})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -156,18 +134,18 @@ func (e *engine) closeForSwitch(ctx context.Context, lease *sessionstore.Lease, 
 // buildSwitched creates the session newID of agent target holding the
 // conversation of old (if any) as MigrateHistory rewrites it, replacing a
 // leftover of a switch that died at the same number.
-func (t *Team) buildSwitched(ctx context.Context, chat *sessionstore.Chat, old session.Session, outcomes map[string]string, target, newID string, now time.Time) error {
+func (t *Team) buildSwitched(ctx context.Context, chat *sessionstore.Chat, old *sessionstore.Session, outcomes map[string]string, target, newID string, now time.Time) error {
 	var history []*session.Event
 	state := map[string]any{}
 	if old != nil {
 		m := sessionstore.Migration{From: chat.Agent, To: target, At: now, Outcome: outcomes,
-			Args: map[string]map[string]any{}, Approved: map[string]bool{}, Keep: []string{MessageKey}}
-		for id, d := range Decisions(old.Events()) {
+			Args: map[string]map[string]any{}, Approved: map[string]bool{}, Keep: []string{MessageIDKey}}
+		for id, d := range ApprovalDecisions(old.Events()) {
 			m.Args[id], m.Approved[id] = d.Args, d.Approved
 		}
 		history = sessionstore.MigrateHistory(ctx, old.Events(), m)
 		if !t.members[target].DropState {
-			state = sessionstore.SessionScopedState(old)
+			state = old.ScopedState()
 		}
 	}
 	create := &session.CreateRequest{AppName: t.app, UserID: chat.UserID, SessionID: newID, State: state}

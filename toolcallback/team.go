@@ -12,9 +12,9 @@ import (
 	"google.golang.org/adk/v2/agent"
 	"google.golang.org/adk/v2/platform"
 	"google.golang.org/adk/v2/session"
-	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/internal/eventlist"
+	"github.com/baton-run/baton/limits"
 	"github.com/baton-run/baton/sessionstore"
 )
 
@@ -32,19 +32,19 @@ type Member struct {
 // one agent. Asking a chat for another agent switches: the old agent's
 // pending calls are cancelled, a new ADK session is built holding the
 // conversation (MigrateHistory), the chat is pointed at it with a
-// compare-and-set, and the old session is deleted. Everything else is
-// delegated to the engine of the active agent.
+// compare-and-set, and the old session is deleted. Each agent's runs go
+// through its engine; the ledger is the team's.
 type Team struct {
 	app      string
 	sessions *sessionstore.Service
-	client   *firestore.Client
+	ledger   *ledger
 	engines  map[string]*engine
 	members  map[string]Member
 	names    []string // in order; the first is the default agent
-	opts     Options
+	opts     *Options
 	active   activeSessions
 	warm     *warmChats // nil: warm turns off
-	turns    userTurnsCache
+	limits   *limits.Counter
 }
 
 // NewTeam returns a Team of members for app; the first member is the agent
@@ -53,16 +53,18 @@ func NewTeam(client *firestore.Client, sessions *sessionstore.Service, app strin
 	if len(members) == 0 {
 		return nil, errors.New("a team needs at least one agent")
 	}
-	t := &Team{app: app, sessions: sessions, client: client, engines: map[string]*engine{}, members: map[string]Member{}, opts: opts.withDefaults()}
-	if t.opts.SessionStateOnly && t.opts.WarmChats > 0 {
-		t.warm = newWarmChats(t.opts.WarmChats, t.opts.WarmBytes)
+	o := opts.withDefaults()
+	t := &Team{app: app, sessions: sessions, engines: map[string]*engine{}, members: map[string]Member{}, opts: &o,
+		ledger: &ledger{sessions: sessions, client: client, app: app, opts: &o}, limits: limits.NewCounter(sessions, app)}
+	if o.SessionStateOnly && o.WarmChats > 0 {
+		t.warm = newWarmChats(o.WarmChats, o.WarmBytes)
 	}
 	for _, m := range members {
 		name := m.Agent.Name()
 		if _, dup := t.engines[name]; dup {
 			return nil, fmt.Errorf("two agents named %q", name)
 		}
-		e, err := newEngine(client, sessions, app, m.Agent, opts)
+		e, err := newEngine(t, m.Agent)
 		if err != nil {
 			return nil, fmt.Errorf("agent %q: %w", name, err)
 		}
@@ -86,144 +88,13 @@ func (e *UnknownAgentError) Error() string {
 	return fmt.Sprintf("unknown agent %q (known: %v)", e.Name, e.Known)
 }
 
-// ChatTurn is one user message to a chat.
-type ChatTurn struct {
-	UserID   string
-	ChatID   string // created on first use
-	ClientID string
-	// Agent names the agent to talk to; empty keeps the chat's current one.
-	Agent   string
-	Content *genai.Content
-	// MessageID is the client's id for the message: the same id sent
-	// again fails with ErrMessageTaken, and no second turn runs.
-	MessageID string
-	// Limits are the caller's turn limits (zero: none); a turn over one
-	// fails with a *LimitError and writes nothing (see limits.go).
-	Limits Limits
-}
-
-// SwitchReport says whether a turn moved the chat to another agent.
-type SwitchReport struct {
-	Switched bool   `json:"switched"`
-	From     string `json:"from,omitempty"`
-	To       string `json:"to"`
-}
-
-// Turn runs a message in a chat, switching agents first if asked.
-func (t *Team) Turn(ctx context.Context, req ChatTurn) (*Invocation, *SwitchReport, error) {
-	if err := validIDs("user id", req.UserID, "chat id", req.ChatID, "client id", req.ClientID); err != nil {
-		return nil, nil, err
+// engine returns the engine of an agent, or the default one for a name the
+// team no longer has (its calls can still be found and refused).
+func (t *Team) engine(name string) *engine {
+	if e := t.engines[name]; e != nil {
+		return e
 	}
-	if req.Content == nil || len(req.Content.Parts) == 0 {
-		return nil, nil, fmt.Errorf("%w: empty message", ErrInvalidAnswer)
-	}
-	if req.Agent != "" && t.engines[req.Agent] == nil {
-		return nil, nil, &UnknownAgentError{Name: req.Agent, Known: t.Agents()}
-	}
-	var inv *Invocation
-	var report *SwitchReport
-	err := t.withFiles(ctx, req.UserID, req.ChatID, req.Content, func(content *genai.Content) (err error) {
-		req.Content = content
-		inv, report, err = t.turn(ctx, req)
-		return err
-	})
-	return inv, report, err
-}
-
-// turn runs a message whose files are stored.
-func (t *Team) turn(ctx context.Context, req ChatTurn) (*Invocation, *SwitchReport, error) {
-	if inv, report, ok, err := t.warmTurn(ctx, req); ok {
-		return inv, report, err
-	}
-	// One round trip reads the chat with the session it is believed to
-	// point at, and what the caller's limits count; the engine hands that
-	// read to the runner.
-	chat, sess, m, err := t.readChat(ctx, req.UserID, req.ChatID, req.Limits)
-	if err == nil || errors.Is(err, sessionstore.ErrNotFound) {
-		// Refused before anything is written (an agent switch, the
-		// chat's activity): the engine checks the chat again once it
-		// has read a session this read did not find.
-		if m != nil && m.turns != nil && m.err == nil {
-			t.turns.put(req.UserID, *m.turns, false)
-			m.remember = t.rememberTurns(req.UserID)
-		}
-		if lerr := m.check(sess, req.MessageID); lerr != nil {
-			return nil, nil, lerr
-		}
-	}
-	if errors.Is(err, sessionstore.ErrNotFound) {
-		var inv *Invocation
-		if inv, chat, err = t.newChatTurn(ctx, req, m); inv != nil {
-			return inv, &SwitchReport{To: chat.Agent}, nil
-		}
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	report := &SwitchReport{To: chat.Agent}
-	if req.Agent != "" && req.Agent != chat.Agent {
-		if chat, err = t.switchAgent(ctx, chat, req.Agent, req.ClientID); err != nil {
-			return nil, nil, err
-		}
-		report = &SwitchReport{Switched: true, From: report.To, To: chat.Agent}
-		sess = nil
-		if t.opts.ChatSwitched != nil {
-			t.opts.ChatSwitched(ctx, chat, report.From)
-		}
-	}
-	t.active.put(req.UserID, req.ChatID, chat.SessionID)
-	turnCtx := ctx
-	if sess != nil && !report.Switched {
-		// The chat and its session, read together: the commit that
-		// claims the lease on that session says the chat read is current.
-		turnCtx = withChatRead(ctx, chat)
-	}
-	in := req.in(chat.SessionID, m)
-	in.keep = t.keepWarm(chat)
-	inv, err := t.engines[chat.Agent].turn(turnCtx, in, sess)
-	if err == nil && !report.Switched {
-		// Once the turn runs: a turn refused (busy, over a limit) writes
-		// nothing.
-		t.touch(ctx, chat)
-	}
-	return inv, report, err
-}
-
-// newChatTurn runs the first turn of a chat that did not exist when read:
-// one commit creates the chat with its session, lease and first message.
-// If another request created the chat first, it returns that chat and no
-// invocation, and the turn goes the usual way.
-func (t *Team) newChatTurn(ctx context.Context, req ChatTurn, m *meter) (*Invocation, *sessionstore.Chat, error) {
-	chat := t.chatFor(ctx, req.UserID, req.ChatID, req.Agent)
-	in := req.in(chat.SessionID, m)
-	in.keep = t.keepWarm(chat)
-	inv, err := t.engines[chat.Agent].firstTurn(withChatRead(ctx, chat), in, chat)
-	if err == nil {
-		t.active.put(req.UserID, req.ChatID, chat.SessionID)
-		return inv, chat, nil
-	}
-	if !errors.Is(err, sessionstore.ErrBusy) {
-		return nil, nil, err
-	}
-	chat, err = t.newChat(ctx, req.UserID, req.ChatID, req.Agent)
-	return nil, chat, err
-}
-
-// in is the message of req for the chat's ADK session sid, held to the
-// limits m read (nil: none).
-func (req ChatTurn) in(sid string, m *meter) turnRequest {
-	return turnRequest{UserID: req.UserID, SessionID: sid, ClientID: req.ClientID, Content: req.Content, MessageID: req.MessageID, meter: m}
-}
-
-// newChat creates a chat known not to exist, with agent (or the default);
-// if another request created it first, that one is returned.
-func (t *Team) newChat(ctx context.Context, user, id, agentName string) (*sessionstore.Chat, error) {
-	chat := t.chatFor(ctx, user, id, agentName)
-	err := t.sessions.CreateChat(ctx, chat)
-	if errors.Is(err, sessionstore.ErrAlreadyExists) {
-		return t.sessions.GetChat(ctx, t.app, user, id)
-	}
-	return chat, err
+	return t.engines[t.names[0]]
 }
 
 // chatFor returns a new chat with agent (or the default), not yet stored.
@@ -232,7 +103,7 @@ func (t *Team) chatFor(ctx context.Context, user, id, agentName string) *session
 		agentName = t.names[0]
 	}
 	now := platform.Now(ctx)
-	return &sessionstore.Chat{App: t.app, UserID: user, ID: id, Agent: agentName, SessionID: chatSessionID(id, 0),
+	return &sessionstore.Chat{App: t.app, UserID: user, ID: id, Agent: agentName, SessionID: sessionstore.ChatSessionID(id, 0),
 		Created: now, LastActivity: now}
 }
 
@@ -258,28 +129,36 @@ type PendingState struct {
 	History session.Events
 }
 
-// Pending returns the chat's agent, its pending calls that client may
-// answer (an empty client: every client's, each naming its client), and
-// its latest history events (at most history of them).
-func (t *Team) Pending(ctx context.Context, user, chatID, client string, history int) (*PendingState, error) {
-	if err := validIDs("user id", user, "chat id", chatID); err != nil {
+// PendingRequest asks for what a reloaded page needs of a chat.
+type PendingRequest struct {
+	UserID, ChatID string
+	// ClientID limits the calls to those the client may answer; empty:
+	// every client's, each naming its client.
+	ClientID string
+	History  int // how many of the latest events, at most
+}
+
+// Pending returns the chat's agent, its pending calls that the client may
+// answer, and its latest history events (see PendingRequest).
+func (t *Team) Pending(ctx context.Context, req PendingRequest) (*PendingState, error) {
+	if err := validIDs("user id", req.UserID, "chat id", req.ChatID); err != nil {
 		return nil, err
 	}
-	if client != "" {
-		if err := validIDs("client id", client); err != nil {
+	if req.ClientID != "" {
+		if err := validIDs("client id", req.ClientID); err != nil {
 			return nil, err
 		}
 	}
-	chat, err := t.sessions.GetChat(ctx, t.app, user, chatID)
+	chat, err := t.sessions.GetChat(ctx, t.app, req.UserID, req.ChatID)
 	if err != nil {
 		return nil, err
 	}
-	calls, events, err := t.engine(chat.Agent).pending(ctx, user, chat.SessionID, client)
+	calls, events, err := t.engine(chat.Agent).pending(ctx, req.UserID, chat.SessionID, req.ClientID)
 	if err != nil {
 		return nil, err
 	}
-	if n := len(events); history < n {
-		events = events[n-history:]
+	if n := len(events); req.History < n {
+		events = events[n-req.History:]
 	}
 	return &PendingState{Agent: chat.Agent, Calls: calls, History: eventlist.List(events)}, nil
 }
@@ -307,76 +186,11 @@ func (t *Team) Watch(ctx context.Context, user, chatID string, recent int) iter.
 	}
 }
 
-// Resume answers a call of a chat, r.ChatID; with a token, the token
-// names the call's session instead. An answer to a call of an agent the
-// chat has left finds the call cancelled.
-func (t *Team) Resume(ctx context.Context, r Result) (*Resumption, error) {
-	if r.Token != "" {
-		// The token is verified here, once, and the record it names read
-		// once.
-		doc, snap, err := t.engine(t.names[0]).tokenCall(ctx, &r)
-		if err != nil {
-			return nil, err
-		}
-		return t.engine(doc.Agent).resume(ctx, r, doc, snap)
-	}
-	if err := validIDs("user id", r.UserID, "chat id", r.ChatID, "client id", r.ClientID, "call id", r.CallID); err != nil {
-		return nil, err
-	}
-	t.warm.drop(r.UserID, r.ChatID) // the resume writes the session
-	// One round trip reads the chat, the session it is believed to point
-	// at (see activeSessions) and the call in that session.
-	e := t.engine(t.names[0])
-	guess := t.active.guess(r.UserID, r.ChatID)
-	chat, sess, snaps, err := t.sessions.GetChatSession(ctx, t.app, r.UserID, r.ChatID, guess, !t.opts.SessionStateOnly,
-		e.callRef(r.UserID, guess, r.CallID))
-	if err != nil {
-		return nil, err
-	}
-	t.active.put(r.UserID, r.ChatID, chat.SessionID)
-	if sess != nil && snaps[0].Exists() {
-		doc, snap, err := decodeCall(snaps[0])
-		if err != nil {
-			return nil, err
-		}
-		if res, err := t.engine(doc.Agent).fastResume(ctx, r, doc, snap, sess); res != nil || err != nil {
-			return res, err
-		}
-		return t.engine(doc.Agent).resume(ctx, r, doc, snap)
-	}
-	// The call is the active session's or, answered late, one of a
-	// session the chat retired (where it was cancelled).
-	sids := []string{chat.SessionID}
-	for _, sid := range slices.Backward(chat.Retired) {
-		sids = append(sids, sid)
-	}
-	for _, sid := range sids {
-		doc, snap, err := e.readCall(ctx, e.callRef(r.UserID, sid, r.CallID))
-		if errors.Is(err, ErrCallNotFound) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		return t.engine(doc.Agent).resume(ctx, r, doc, snap)
-	}
-	return nil, fmt.Errorf("%w: %q", ErrCallNotFound, r.CallID)
-}
-
 // Token returns an opaque token that alone authorises answering c, for an
 // external system or an approval link. It expires with the call. The same
 // exactly-once rules apply to answers carrying it. It needs
 // Options.TokenKey.
-func (t *Team) Token(c *Call) (string, error) { return t.engine(t.names[0]).token(c) }
-
-// engine returns the engine of an agent, or the default one for a name the
-// team no longer has (its calls can still be found and refused).
-func (t *Team) engine(name string) *engine {
-	if e := t.engines[name]; e != nil {
-		return e
-	}
-	return t.engines[t.names[0]]
-}
+func (t *Team) Token(c *Call) (string, error) { return t.ledger.token(c) }
 
 // validIDs checks ids given as kind, value pairs: Team's methods check the
 // ids they are given, once, before any becomes a document path; the engines

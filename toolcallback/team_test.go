@@ -70,7 +70,7 @@ func newTeamFixture(t *testing.T, options ...func(*toolcallback.Options)) *teamF
 
 func (f *teamFixture) turn(chat, agent, text string) (*toolcallback.SwitchReport, []*session.Event, error) {
 	f.t.Helper()
-	inv, report, err := f.team.Turn(f.t.Context(), toolcallback.ChatTurn{UserID: "user-1", ChatID: chat, ClientID: "tab-a", Agent: agent,
+	inv, report, err := f.team.Turn(f.t.Context(), toolcallback.TurnRequest{UserID: "user-1", ChatID: chat, ClientID: "tab-a", Agent: agent,
 		Content: genai.NewContentFromText(text, genai.RoleUser)})
 	if err != nil {
 		return nil, nil, err
@@ -148,7 +148,7 @@ func TestSwitchAndBack(t *testing.T) {
 	if !strings.Contains(djReq, `text("hello")`) || !strings.Contains(djReq, `model: text("Hello, I'm the concierge.")`) {
 		t.Errorf("DJ's first request lacks the migrated conversation:\n%s", djReq)
 	}
-	res, err := f.team.Resume(t.Context(), toolcallback.Result{UserID: "user-1", ChatID: "chat", CallID: "c1", ClientID: "tab-a",
+	res, err := f.team.Resume(t.Context(), toolcallback.ResumeRequest{UserID: "user-1", ChatID: "chat", CallID: "c1", ClientID: "tab-a",
 		Answer: toolcallback.Answer{Output: map[string]any{"playing": 2}}})
 	if err != nil || res.Invocation == nil {
 		t.Fatalf("answer c1: %+v, %v", res, err)
@@ -212,7 +212,7 @@ func TestLongChatIDs(t *testing.T) {
 			if got := f.sessionIDs(); len(got) != 1 || got[0] != chat.SessionID || len(got[0]) > sessionstore.MaxIDBytes {
 				t.Errorf("sessions = %d ids %v..., want only the chat's session %.20q..., at most %d bytes", len(got), got, chat.SessionID, sessionstore.MaxIDBytes)
 			}
-			if _, err := f.team.Pending(t.Context(), "user-1", chatID, "tab-a", 0); err != nil {
+			if _, err := f.team.Pending(t.Context(), toolcallback.PendingRequest{UserID: "user-1", ChatID: chatID, ClientID: "tab-a"}); err != nil {
 				t.Errorf("Pending() error = %v", err)
 			}
 		})
@@ -237,7 +237,7 @@ func TestSwitchCancelsPendingCall(t *testing.T) {
 		t.Errorf("migrated record does not say the call was cancelled:\n%s", dump)
 	}
 	before := f.counter.Snapshot()
-	_, err := f.team.Resume(t.Context(), toolcallback.Result{UserID: "user-1", ChatID: "chat", CallID: "c1", ClientID: "tab-a",
+	_, err := f.team.Resume(t.Context(), toolcallback.ResumeRequest{UserID: "user-1", ChatID: "chat", CallID: "c1", ClientID: "tab-a",
 		Answer: toolcallback.Answer{Output: map[string]any{"playing": 3}}})
 	if !errors.Is(err, toolcallback.ErrExpired) {
 		t.Errorf("late answer error = %v, want ErrExpired (410)", err)
@@ -363,7 +363,7 @@ func TestConcurrentSwitches(t *testing.T) {
 	results := make(chan result, 2)
 	for _, tab := range []string{"tab-a", "tab-b"} {
 		go func() {
-			inv, _, err := f.team.Turn(t.Context(), toolcallback.ChatTurn{UserID: "user-1", ChatID: "chat", ClientID: tab, Agent: "dj",
+			inv, _, err := f.team.Turn(t.Context(), toolcallback.TurnRequest{UserID: "user-1", ChatID: "chat", ClientID: tab, Agent: "dj",
 				Content: genai.NewContentFromText("dj please", genai.RoleUser)})
 			results <- result{inv, err}
 		}()
@@ -414,7 +414,7 @@ func TestIdleCleanup(t *testing.T) {
 	ctx := t.Context()
 	// A chat active "now" (at the sweep's clock) must stay.
 	activeCtx := platformAt(ctx, later)
-	inv, _, err := f.team.Turn(activeCtx, toolcallback.ChatTurn{UserID: "user-1", ChatID: "new", ClientID: "tab-a",
+	inv, _, err := f.team.Turn(activeCtx, toolcallback.TurnRequest{UserID: "user-1", ChatID: "new", ClientID: "tab-a",
 		Content: genai.NewContentFromText("hi", genai.RoleUser)})
 	if err != nil {
 		t.Fatal(err)

@@ -34,8 +34,8 @@ const tokenDomain = "baton-call-token-v1."
 // token returns an opaque token that alone authorises answering c, for an
 // external system or an approval link. It expires with the call. The same
 // exactly-once rules apply to answers carrying it.
-func (e *engine) token(c *Call) (string, error) {
-	if len(e.opts.TokenKey) == 0 {
+func (l *ledger) token(c *Call) (string, error) {
+	if len(l.opts.TokenKey) == 0 {
 		return "", errors.New("call tokens need Options.TokenKey")
 	}
 	args, err := json.Marshal(c.Args)
@@ -49,17 +49,17 @@ func (e *engine) token(c *Call) (string, error) {
 		return "", err
 	}
 	body := base64.RawURLEncoding.EncodeToString(payload)
-	return body + "." + base64.RawURLEncoding.EncodeToString(e.mac(body)), nil
+	return body + "." + base64.RawURLEncoding.EncodeToString(l.mac(body)), nil
 }
 
-func (e *engine) mac(body string) []byte {
-	m := hmac.New(sha256.New, e.opts.TokenKey)
+func (l *ledger) mac(body string) []byte {
+	m := hmac.New(sha256.New, l.opts.TokenKey)
 	m.Write([]byte(tokenDomain + body))
 	return m.Sum(nil)
 }
 
-func (e *engine) verifyToken(ctx context.Context, token string) (*tokenClaims, error) {
-	if len(e.opts.TokenKey) == 0 {
+func (l *ledger) verifyToken(ctx context.Context, token string) (*tokenClaims, error) {
+	if len(l.opts.TokenKey) == 0 {
 		return nil, fmt.Errorf("%w: this deployment issues no call tokens", ErrInvalidCallToken)
 	}
 	if len(token) > 4096 {
@@ -70,7 +70,7 @@ func (e *engine) verifyToken(ctx context.Context, token string) (*tokenClaims, e
 		return nil, fmt.Errorf("%w: malformed", ErrInvalidCallToken)
 	}
 	got, err := base64.RawURLEncoding.DecodeString(sig)
-	if err != nil || !hmac.Equal(got, e.mac(body)) {
+	if err != nil || !hmac.Equal(got, l.mac(body)) {
 		return nil, fmt.Errorf("%w: bad signature", ErrInvalidCallToken)
 	}
 	payload, err := base64.RawURLEncoding.DecodeString(body)
@@ -109,13 +109,13 @@ func argsHash(raw []byte) string {
 // tokenCall verifies r's token, sets r's user and call ids from its claims
 // and reads the call it names (in the session the claims name), which must
 // still have the arguments the token binds.
-func (e *engine) tokenCall(ctx context.Context, r *Result) (*callDoc, *firestore.DocumentSnapshot, error) {
-	claims, err := e.verifyToken(ctx, r.Token)
+func (l *ledger) tokenCall(ctx context.Context, r *ResumeRequest) (*callDoc, *firestore.DocumentSnapshot, error) {
+	claims, err := l.verifyToken(ctx, r.Token)
 	if err != nil {
 		return nil, nil, err
 	}
 	r.UserID, r.CallID = claims.User, claims.Call
-	doc, snap, err := e.readCall(ctx, e.callRef(r.UserID, claims.Session, r.CallID))
+	doc, snap, err := l.read(ctx, l.ref(r.UserID, claims.Session, r.CallID))
 	if err != nil {
 		return nil, nil, err
 	}

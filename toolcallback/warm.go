@@ -2,12 +2,8 @@ package toolcallback
 
 import (
 	"container/list"
-	"context"
-	"errors"
 	"sync"
-
-	"google.golang.org/adk/v2/platform"
-	"google.golang.org/adk/v2/session"
+	"time"
 
 	"github.com/baton-run/baton/sessionstore"
 )
@@ -33,7 +29,7 @@ import (
 
 // warmChats holds the latest handles of the chats this instance served,
 // least recently used first out, within a number of chats and of bytes
-// (what the sessions take in the store, sessionstore.StoredSize). A handle
+// (what the sessions take in the store, sessionstore.Session.StoredSize). A handle
 // is taken out while a turn uses it, so two turns never share one.
 type warmChats struct {
 	maxChats, maxBytes int
@@ -48,7 +44,7 @@ type warmChats struct {
 type warmChat struct {
 	key  string
 	chat *sessionstore.Chat
-	sess session.Session
+	sess *sessionstore.Session
 	size int
 }
 
@@ -59,7 +55,7 @@ func newWarmChats(maxChats, maxBytes int) *warmChats {
 func warmKey(user, chat string) string { return user + "\x00" + chat }
 
 // take removes and returns the copy of a chat, if there is one.
-func (w *warmChats) take(user, chatID string) (*sessionstore.Chat, session.Session) {
+func (w *warmChats) take(user, chatID string) (*sessionstore.Chat, *sessionstore.Session) {
 	if w == nil {
 		return nil, nil
 	}
@@ -80,11 +76,11 @@ func (w *warmChats) drop(user, chatID string) { w.take(user, chatID) }
 // put keeps sess, the active session of chat, as the chat's copy, and
 // evicts the least recently used copies past the limits. A session larger
 // than the whole byte limit is not kept.
-func (w *warmChats) put(chat *sessionstore.Chat, sess session.Session) {
+func (w *warmChats) put(chat *sessionstore.Chat, sess *sessionstore.Session) {
 	if w == nil {
 		return
 	}
-	size := sessionstore.StoredSize(sess)
+	size := sess.StoredSize()
 	key := warmKey(chat.UserID, chat.ID)
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -117,90 +113,28 @@ func (w *warmChats) size() (chats, bytes int) {
 
 // keepWarm returns what an invocation on chat's active session does with
 // the handle it leaves (nil: nothing, warm turns are off).
-func (t *Team) keepWarm(chat *sessionstore.Chat) func(session.Session) {
+func (t *Team) keepWarm(chat *sessionstore.Chat) func(*sessionstore.Session) {
 	if t.warm == nil {
 		return nil
 	}
-	return func(sess session.Session) { t.warm.put(chat, sess) }
+	return func(sess *sessionstore.Session) { t.warm.put(chat, sess) }
 }
 
-// warmTurn runs req on this instance's copy of the chat, if it has one
-// that can serve it. ok is false when it ran nothing and wrote nothing:
-// no copy, one that cannot serve this turn, or one that lost its race
-// (someone wrote the session since); the caller then reads the chat.
-func (t *Team) warmTurn(ctx context.Context, req ChatTurn) (_ *Invocation, _ *SwitchReport, ok bool, _ error) {
-	now := platform.Now(ctx)
-	if t.warm == nil || req.Limits.UserTokensPerDay > 0 {
-		return nil, nil, false, nil
+// copyView is what a turn of req knows of its chat from this instance's
+// copy alone, at now; ok is false when there is no copy, or the turn's
+// limits need a read (see limits.Counter.Cached). The copy is taken out:
+// two turns never share one.
+func (t *Team) copyView(req turnRequest, now time.Time) (_ turnView, ok bool) {
+	if t.warm == nil {
+		return turnView{}, false
 	}
-	var m *meter
-	if !req.Limits.zero() {
-		m = &meter{limits: req.Limits, now: now}
-	}
-	if req.Limits.UserTurnsPerMinute > 0 {
-		turns, ok := t.turns.get(req.UserID)
-		if !ok {
-			return nil, nil, false, nil
-		}
-		m.turns, m.remember = &turns, t.rememberTurns(req.UserID)
+	meter, ok := t.limits.Cached(req.UserID, req.Limits, now)
+	if !ok {
+		return turnView{}, false
 	}
 	chat, sess := t.warm.take(req.UserID, req.ChatID)
-	if sess == nil || (req.Agent != "" && req.Agent != chat.Agent) ||
-		sessionstore.MayHaveOpenDocs(sess) || needsRepair(sess.Events(), nil) {
-		return nil, nil, false, nil
+	if sess == nil {
+		return turnView{}, false
 	}
-	if err := m.check(sess, req.MessageID); err != nil {
-		// The store holds at least the turns the copy does: a refusal
-		// holds.
-		return nil, nil, true, err
-	}
-	in := req.in(chat.SessionID, m)
-	in.keep = t.keepWarm(chat)
-	inv, err := t.engines[chat.Agent].fastTurn(ctx, in, sess, true)
-	if errors.Is(err, sessionstore.ErrBusy) || errors.Is(err, sessionstore.ErrNotFound) || errors.Is(err, ErrMessageTaken) {
-		// Lost its race (a write, a deleted session or turns document), or
-		// a message a rewind elsewhere may have given back: the read
-		// decides.
-		return nil, nil, false, nil
-	}
-	if err == nil {
-		t.touch(ctx, chat)
-	}
-	return inv, &SwitchReport{To: chat.Agent}, true, err
-}
-
-// userTurnsCache keeps, per user, the turns document (see limits.go) as
-// this instance last read or wrote it, for warm turns. Like
-// activeSessions it is a guess checked by the store: a warm turn's commit
-// writes the document on condition of the version kept here.
-type userTurnsCache struct {
-	mu    sync.Mutex
-	users map[string]userTurns
-}
-
-func (c *userTurnsCache) get(user string) (userTurns, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	u, ok := c.users[user]
-	return u, ok
-}
-
-// put keeps u, read from the store, or (written) what a commit stored,
-// unless a later version of the user's document is kept.
-func (c *userTurnsCache) put(user string, u userTurns, written bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if old, ok := c.users[user]; ok && written && old.version.After(u.version) {
-		return
-	}
-	if c.users == nil || len(c.users) >= maxActiveSessions {
-		c.users = map[string]userTurns{}
-	}
-	c.users[user] = u
-}
-
-// rememberTurns keeps what a message's commit stored in user's turns
-// document (meter.remember).
-func (t *Team) rememberTurns(user string) func(userTurns) {
-	return func(u userTurns) { t.turns.put(user, u, true) }
+	return turnView{chat: chat, sess: sess, copy: true, meter: meter}, true
 }

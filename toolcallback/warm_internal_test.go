@@ -19,7 +19,7 @@ import (
 func TestWarmChatsBounded(t *testing.T) {
 	t.Parallel()
 	svc := sessionstore.New(nil, nil)
-	handle := func(chat string) (*sessionstore.Chat, session.Session) {
+	handle := func(chat string) (*sessionstore.Chat, *sessionstore.Session) {
 		notes := strings.Repeat("n", 8<<10) + chat // a string of its own
 		sess, _, err := svc.ClaimNewSession(t.Context(), &session.CreateRequest{AppName: "app", UserID: "u", SessionID: chat,
 			State: map[string]any{"notes": notes}}, nil, "h", time.Second)

@@ -1,12 +1,10 @@
-package toolcallback
+package sessionstore
 
 import (
 	"fmt"
 	"math"
 	"strings"
 	"testing"
-
-	"github.com/baton-run/baton/sessionstore"
 )
 
 // TestChatSessionID: every valid chat id and switch count name a valid
@@ -14,22 +12,22 @@ import (
 // ids chosen to look like derived ids.
 func TestChatSessionID(t *testing.T) {
 	t.Parallel()
-	long := strings.Repeat("c", sessionstore.MaxIDBytes)
-	hashed := chatSessionID(long, 1)
+	long := strings.Repeat("c", MaxIDBytes)
+	hashed := ChatSessionID(long, 1)
 	chats := []string{"c", "c~1", strings.Repeat("c", 1480), strings.Repeat("c", 1481), long, hashed, hashed + "~1", "1~sha256-"}
 	seen := map[string]string{}
 	for _, chat := range chats {
-		if err := sessionstore.ValidateID("chat id", chat); err != nil {
+		if err := ValidateID("chat id", chat); err != nil {
 			t.Fatalf("test chat id %.20q is invalid: %v", chat, err)
 		}
 		for _, n := range []int{0, 1, 9, 10, 11, math.MaxInt} {
-			id := chatSessionID(chat, n)
+			id := ChatSessionID(chat, n)
 			pair := fmt.Sprintf("(%d-byte chat %.20q, %d)", len(chat), chat, n)
-			if err := sessionstore.ValidateID("session id", id); err != nil {
-				t.Errorf("chatSessionID%s = %.40q: %v", pair, id, err)
+			if err := ValidateID("session id", id); err != nil {
+				t.Errorf("ChatSessionID%s = %.40q: %v", pair, id, err)
 			}
 			if prev, dup := seen[id]; dup {
-				t.Errorf("chatSessionID%s = %.40q, the same as chatSessionID%s", pair, id, prev)
+				t.Errorf("ChatSessionID%s = %.40q, the same as chatSessionID%s", pair, id, prev)
 			}
 			seen[id] = pair
 		}

@@ -1,25 +1,8 @@
-package toolcallback
-
-// Files a tool saves (ctx.Artifacts().Save in an ADK tool or callback).
-// ADK's runner keys a tool's artifacts by the ADK session, and a chat has
-// one ADK session per agent it used ("chat~n"); the runner is given the
-// file store through chatArtifacts, which keys them by the chat instead,
-// as the user's and the model's files are: a tool of the chat's next
-// agent finds what an earlier one saved, and the files' URLs name the
-// chat.
-//
-// ADK records each save in the event that ends the tool's step
-// (Actions.ArtifactDelta: name → version). storeEventFiles notes those
-// files in the event's CustomMetadata (savedFilesKey) with their media
-// types, read once from the store; SavedFiles reads them back as reference
-// parts, which the chat's history and streams show as files of the
-// assistant's message. The model is not sent them: what a tool saved
-// reaches the model only if the tool returns it or loads it.
+package chatfiles
 
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -27,6 +10,8 @@ import (
 	"google.golang.org/adk/v2/artifact"
 	"google.golang.org/adk/v2/session"
 	"google.golang.org/genai"
+
+	"github.com/baton-run/baton/sessionstore"
 )
 
 // savedFilesKey lists, in an event's CustomMetadata, the files its tools
@@ -40,7 +25,7 @@ type savedFile struct {
 }
 
 // SavedFiles returns a reference part for each file the tools of ev's
-// step saved (see the top of this file); nil when they saved none.
+// step saved (see the package doc); nil when they saved none.
 func SavedFiles(ev *session.Event) []*genai.Part {
 	value := ev.CustomMetadata[savedFilesKey]
 	if value == nil {
@@ -53,7 +38,7 @@ func SavedFiles(ev *session.Event) []*genai.Part {
 	var out []*genai.Part
 	for _, f := range files {
 		p := &genai.Part{FileData: &genai.FileData{FileURI: f.URI, MIMEType: f.MIMEType}}
-		if _, ok := FileRefOf(p); ok {
+		if _, ok := RefOf(p); ok {
 			out = append(out, p)
 		}
 	}
@@ -65,19 +50,19 @@ func SavedFiles(ev *session.Event) []*genai.Part {
 // route cannot serve (one holding a slash) is left out, and so is a file
 // the store cannot describe (logged): what is noted only shows the file,
 // so it never fails the append of a step that ran.
-func noteSavedFiles(ctx context.Context, files artifact.Service, log *slog.Logger, app, user, chat string, ev *session.Event) {
+func (s *Store) noteSavedFiles(ctx context.Context, user, chat string, ev *session.Event) {
 	var saved []savedFile
 	for _, name := range slices.Sorted(maps.Keys(ev.Actions.ArtifactDelta)) {
 		version := ev.Actions.ArtifactDelta[name]
 		if name == "" || strings.ContainsAny(name, `/\`) || version < 1 {
 			continue
 		}
-		got, err := files.GetArtifactVersion(ctx, &artifact.GetArtifactVersionRequest{AppName: app, UserID: user, SessionID: chat, FileName: name, Version: version})
+		got, err := s.files.GetArtifactVersion(ctx, &artifact.GetArtifactVersionRequest{AppName: s.app, UserID: user, SessionID: chat, FileName: name, Version: version})
 		if err != nil {
-			log.Warn("a file a tool saved is not shown", "chat", chat, "file", name, "version", version, "error", err.Error())
+			s.log.Warn("a file a tool saved is not shown", "chat", chat, "file", name, "version", version, "error", err.Error())
 			continue
 		}
-		ref := FileRef{ChatID: chat, Name: name, Version: version}
+		ref := Ref{ChatID: chat, Name: name, Version: version}
 		saved = append(saved, savedFile{URI: ref.uri(), MIMEType: got.ArtifactVersion.MimeType})
 	}
 	if len(saved) == 0 {
@@ -93,14 +78,18 @@ func noteSavedFiles(ctx context.Context, files artifact.Service, log *slog.Logge
 // chat cannot be told (a hashed long chat id): the key a chat's files are
 // stored under.
 func chatOf(sid string) string {
-	if chat, ok := ChatOfSession(sid); ok {
+	if chat, ok := sessionstore.ChatOfSession(sid); ok {
 		return chat
 	}
 	return sid
 }
 
-// chatArtifacts is the file store as a runner's tools see it: artifacts
-// keyed by the chat rather than by its agent session.
+// Artifacts returns the store as a runner's tools see it (ADK's
+// runner.Config.ArtifactService): artifacts keyed by the chat rather than
+// by its agent session.
+func (s *Store) Artifacts() artifact.Service { return chatArtifacts{s.files} }
+
+// chatArtifacts is an artifact service keyed by the chat.
 type chatArtifacts struct{ artifact.Service }
 
 var _ artifact.Service = chatArtifacts{}

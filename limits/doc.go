@@ -1,0 +1,48 @@
+// Package limits holds the turn limits of a deployment: how many turns a
+// user and a chat may start per minute, and how many model tokens a user
+// may use per UTC day, across every instance.
+//
+// It adds no round trip on the way to the model. What a turn's limits
+// count is read in the round trip that reads its chat and session (Refs),
+// or taken from this instance's copy (Counter keeps each user's turns
+// document as last read or written), and the turn is counted in the
+// commit that stores its message: a Meter is what one turn read and what
+// that commit writes.
+//
+// # Where the counts live
+//
+// A chat's recent turn times live in its session document
+// (sessionstore.AppendOptions.TurnLog), which the message's commit writes
+// anyway. A user's live in the user's turns document,
+//
+//	{root}/{app}/users/{user}/limits/turns
+//
+// which that commit also writes, conditional on it being as read: of two
+// turns of one user racing in two chats, one is stored and the other is
+// busy (nothing written), so the rate holds exactly. A turn that took its
+// session's lease first (one that settles open calls) adds its time to
+// whatever the document holds by then instead, since its commit must not
+// fail.
+//
+// Tokens are counted from the usage metadata of each model response, in
+// the commit that stores the response's event: the session document counts
+// its tokens of the day (sessionstore.AppendOptions.Tokens), so counting
+// costs no write of its own. A user's day is the sum over the user's
+// sessions, one aggregation query (Counter.Sum), plus the user's day
+// document
+//
+//	{root}/{app}/users/{user}/limits/tokens-{day}
+//
+// (UTC), where a deleted session's count goes. A turn is refused once the
+// day's count, as read at its start, has reached the budget, so a turn may
+// overrun the budget by what it uses, and turns racing at the edge by what
+// all of them use. Counting a chat's tokens per chat rather than per user
+// is what saves the write: a user's total is only ever read on the turn
+// path.
+//
+// Answers to paused calls (resumes) are never refused: a turn that paused
+// must be able to finish. Their tokens are counted like any.
+//
+// Both documents carry a TTL field, gcAt (sessionstore's TTLs list the
+// collection group).
+package limits

@@ -1,0 +1,249 @@
+package limits
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"cloud.google.com/go/firestore"
+
+	"github.com/baton-run/baton/sessionstore"
+)
+
+// Counter counts one app's turns against their callers' limits. It keeps,
+// per user, the turns document as this instance last read or wrote it, so
+// that a turn that reads nothing (a warm turn) can still be held to the
+// user's rate: like any copy it is a guess checked by the store, since the
+// message's commit writes the document on condition of the version kept.
+type Counter struct {
+	sessions *sessionstore.Service
+	app      string
+
+	mu    sync.Mutex
+	users map[string]userTurns
+}
+
+// maxUsers bounds the memory the copies take; past it they are forgotten
+// all at once and learnt again.
+const maxUsers = 100_000
+
+// NewCounter returns the counter of app's turns, whose counts sessions
+// stores.
+func NewCounter(sessions *sessionstore.Service, app string) *Counter {
+	return &Counter{sessions: sessions, app: app}
+}
+
+// Refs are the documents a turn of user with limits l reads beside its
+// chat (see Meter): the user's turns document and the day document of the
+// user's deleted sessions' tokens, as l needs them.
+func (c *Counter) Refs(user string, l Limits, now time.Time) []*firestore.DocumentRef {
+	var refs []*firestore.DocumentRef
+	if l.UserTurnsPerMinute > 0 {
+		refs = append(refs, c.sessions.LimitsRef(c.app, user, "turns"))
+	}
+	if l.UserTokensPerDay > 0 {
+		refs = append(refs, c.sessions.DayTokensRef(c.app, user, now))
+	}
+	return refs
+}
+
+// Sum is the sum of a user's sessions' tokens of a day, being queried.
+type Sum struct {
+	done chan struct{}
+	n    int64
+	err  error
+}
+
+// StartSum starts the query of user's tokens of now's day across the
+// user's sessions, when l has a budget; nil otherwise. Send it beside the
+// read of Refs, so that the two take one round trip.
+func (c *Counter) StartSum(ctx context.Context, user string, l Limits, now time.Time) *Sum {
+	if l.UserTokensPerDay <= 0 {
+		return nil
+	}
+	s := &Sum{done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		s.n, s.err = c.sessions.SessionTokens(ctx, c.app, user, now)
+	}()
+	return s
+}
+
+// wait returns the sum once the query answered.
+func (s *Sum) wait() (int64, error) {
+	if s == nil {
+		return 0, nil
+	}
+	<-s.done
+	return s.n, s.err
+}
+
+// Meter pairs what a turn of user read for its limits l at now (snaps, of
+// Refs in that order, and sum, of StartSum) into the turn's meter, and
+// keeps the user's turns document as read. It is nil when l limits
+// nothing.
+func (c *Counter) Meter(user string, l Limits, now time.Time, snaps []*firestore.DocumentSnapshot, sum *Sum) (*Meter, error) {
+	if l.Zero() {
+		return nil, nil
+	}
+	m := &Meter{limits: l, now: now}
+	if l.UserTurnsPerMinute > 0 {
+		turns, err := turnsFrom(snaps[0])
+		if err != nil {
+			return nil, err
+		}
+		snaps = snaps[1:]
+		c.put(user, *turns, false)
+		m.turns, m.remember = turns, c.rememberer(user)
+	}
+	if l.UserTokensPerDay > 0 {
+		deleted, err := sessionstore.DayTokens(snaps[0])
+		stored, serr := sum.wait()
+		if err = errors.Join(err, serr); err != nil {
+			return nil, err
+		}
+		m.tokens = deleted + stored
+	}
+	return m, nil
+}
+
+// Cached returns the meter of a turn of user with limits l at now made
+// from this instance's copies alone, for a turn that reads nothing; ok is
+// false when they cannot serve it (no copy of the user's turns document,
+// or a token budget, which every instance counts into).
+func (c *Counter) Cached(user string, l Limits, now time.Time) (_ *Meter, ok bool) {
+	if l.UserTokensPerDay > 0 {
+		return nil, false
+	}
+	if l.Zero() {
+		return nil, true
+	}
+	m := &Meter{limits: l, now: now}
+	if l.UserTurnsPerMinute > 0 {
+		turns, ok := c.get(user)
+		if !ok {
+			return nil, false
+		}
+		m.turns, m.remember = &turns, c.rememberer(user)
+	}
+	return m, true
+}
+
+func (c *Counter) get(user string) (userTurns, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	u, ok := c.users[user]
+	return u, ok
+}
+
+// put keeps u, read from the store, or (written) what a commit stored,
+// unless a later version of the user's document is kept.
+func (c *Counter) put(user string, u userTurns, written bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.users[user]; ok && written && old.version.After(u.version) {
+		return
+	}
+	if c.users == nil || len(c.users) >= maxUsers {
+		c.users = map[string]userTurns{}
+	}
+	c.users[user] = u
+}
+
+// rememberer keeps what a message's commit stored in user's turns
+// document.
+func (c *Counter) rememberer(user string) func(userTurns) {
+	return func(u userTurns) { c.put(user, u, true) }
+}
+
+// Meter is what one turn's limits read, and what its message's commit
+// writes. A nil *Meter limits nothing.
+type Meter struct {
+	limits Limits
+	now    time.Time
+	turns  *userTurns // nil: no user rate limit
+	tokens int64      // the user's tokens of the day, with a budget
+	// remember keeps the user's turn times the message's commit stores.
+	remember func(userTurns)
+}
+
+// Check refuses the turn with a *LimitError when the user, or the chat
+// whose session is sess (nil: not stored yet), is at a limit.
+func (m *Meter) Check(sess *sessionstore.Session) error {
+	if m == nil {
+		return nil
+	}
+	if err := budgetError(m.tokens, m.limits.UserTokensPerDay, m.now); err != nil {
+		return err
+	}
+	var times []time.Time
+	if m.turns != nil {
+		times = m.turns.times
+	}
+	if err := checkRate("user", times, m.limits.UserTurnsPerMinute, m.now); err != nil {
+		return err
+	}
+	if sess == nil {
+		return nil
+	}
+	return checkRate("chat", sess.TurnLog(), m.limits.ChatTurnsPerMinute, m.now)
+}
+
+// ChatLog is the turn log the message's commit stores in sess's session
+// document (nil sess: a new one), or nil when the chat's rate is not
+// limited.
+func (m *Meter) ChatLog(sess *sessionstore.Session) []time.Time {
+	if m == nil || m.limits.ChatTurnsPerMinute <= 0 {
+		return nil
+	}
+	var times []time.Time
+	if sess != nil {
+		times = sess.TurnLog()
+	}
+	return logged(times, m.now, m.limits.ChatTurnsPerMinute)
+}
+
+// Writes are the writes of the user's turns document in the commit that
+// stores the message and claims the session's lease: conditional on the
+// document being as read, so that turns racing in other chats cannot both
+// pass (the loser's commit fails, writing nothing).
+func (m *Meter) Writes() []sessionstore.DocWrite {
+	if m == nil || m.turns == nil {
+		return nil
+	}
+	ref := m.turns.ref
+	doc := turnsDoc{Times: logged(m.turns.times, m.now, m.limits.UserTurnsPerMinute), Expires: m.now.Add(rateWindow)}
+	if !m.turns.exists {
+		return []sessionstore.DocWrite{func(b *firestore.WriteBatch) { b.Create(ref, doc) }}
+	}
+	pre := firestore.LastUpdateTime(m.turns.version)
+	return []sessionstore.DocWrite{func(b *firestore.WriteBatch) {
+		b.Update(ref, []firestore.Update{{Path: "times", Value: doc.Times}, {Path: "gcAt", Value: doc.Expires}}, pre)
+	}}
+}
+
+// WritesUnderLease are the writes of the user's turns document in the
+// message's commit of a turn that holds its session's lease already, and
+// whose commit must not fail: the turn is added to whatever the document
+// holds by then.
+func (m *Meter) WritesUnderLease() []sessionstore.DocWrite {
+	if m == nil || m.turns == nil {
+		return nil
+	}
+	ref, expires := m.turns.ref, m.now.Add(rateWindow)
+	return []sessionstore.DocWrite{func(b *firestore.WriteBatch) {
+		b.Set(ref, map[string]any{"times": firestore.ArrayUnion(m.now), "gcAt": expires}, firestore.MergeAll)
+	}}
+}
+
+// Committed tells the meter the commit that stored Writes was made at
+// commitTime: every write of a Firestore commit takes the commit's time as
+// its update time, so the counter now knows the user's document as
+// stored.
+func (m *Meter) Committed(commitTime time.Time) {
+	if m == nil || m.turns == nil || m.remember == nil {
+		return
+	}
+	m.remember(userTurns{ref: m.turns.ref, times: logged(m.turns.times, m.now, m.limits.UserTurnsPerMinute), exists: true, version: commitTime})
+}

@@ -1,0 +1,287 @@
+package toolcallback
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"google.golang.org/adk/v2/platform"
+	"google.golang.org/adk/v2/session"
+	"google.golang.org/genai"
+
+	"github.com/baton-run/baton/limits"
+	"github.com/baton-run/baton/sessionstore"
+)
+
+// How a turn runs is decided in one place, planTurn, from what the turn
+// knows of its chat (a turnView: this instance's copy, or one read), into
+// a turnPlan; carryOut then does what the plan says without deciding
+// again. A plan that loses its race (its commit finds the chat changed) is
+// planned again on a fresh read, by Team.turn.
+
+// turnRequest is a user message to run in a chat, its ids checked and its
+// files stored: a new message (TurnRequest), or a rewind's.
+type turnRequest struct {
+	TurnRequest
+	// rewind, when set, takes back a turn and what followed it, and runs
+	// its user message (or Content, an edit) in its place.
+	rewind *rewindRequest
+}
+
+// turnView is what a turn knows of its chat before it decides how to run.
+type turnView struct {
+	chat *sessionstore.Chat // nil: no such chat
+	// sess is the chat's active session, whole; nil: never stored.
+	sess *sessionstore.Session
+	// copy: sess is this instance's copy (warm.go), not a read.
+	copy  bool
+	meter *limits.Meter // nil: no limits
+}
+
+// turnWay is how a turn runs.
+type turnWay int
+
+const (
+	// wayRefuse writes nothing: err says why.
+	wayRefuse turnWay = iota
+	// wayFirst runs the first turn of the chat's session: one commit
+	// creates the session (and the chat, unless stored), takes its lease
+	// and stores the message.
+	wayFirst
+	// waySwitch moves the chat to the agent asked for; the turn is then
+	// planned again.
+	waySwitch
+	// wayClaim stores the message in a commit that takes the session's
+	// lease, conditional on the session being as seen.
+	wayClaim
+	// waySettle takes the lease first, settles what the session left open
+	// (pending calls, a dead invocation's leftovers), then runs.
+	waySettle
+)
+
+// turnPlan is how one turn runs, as planTurn decided it.
+type turnPlan struct {
+	way turnWay
+	err error // wayRefuse
+	// chat is the chat the turn runs in; for wayFirst of a chat not
+	// stored, the chat the commit creates (createChat).
+	chat       *sessionstore.Chat
+	createChat bool
+	// sess is the session the turn runs on (wayClaim), as seen.
+	sess *sessionstore.Session
+	// fromCopy: sess is this instance's copy; the model starts beside
+	// the claiming commit.
+	fromCopy bool
+	// current: the chat was read with the session the turn claims, so
+	// what it says is current (ChatMCPSessions).
+	current bool
+	meter   *limits.Meter
+	// content and messageID are the user message to run; a rewind's is
+	// the taken-back turn's unless it edits it.
+	content   *genai.Content
+	messageID string
+	// rewind is what a rewind's mark takes back; nil for a new message.
+	rewind *rewindPlan
+	// replan: a lost race (the commit found the session written, gone or
+	// the message taken) plans the turn again rather than failing.
+	replan bool
+}
+
+// look returns what the turn knows of its chat: this instance's copy when
+// useCopy and there is one that can serve req, else one read of the chat
+// with the session it is believed to point at and what req's limits count
+// (a second read when the guess was wrong).
+func (t *Team) look(ctx context.Context, req turnRequest, useCopy bool) (turnView, error) {
+	now := platform.Now(ctx)
+	if useCopy && req.rewind == nil {
+		if v, ok := t.copyView(req, now); ok {
+			return v, nil
+		}
+	}
+	sum := t.limits.StartSum(ctx, req.UserID, req.Limits, now)
+	st, err := t.sessions.ReadChat(ctx, sessionstore.ChatRead{App: t.app, User: req.UserID, ChatID: req.ChatID,
+		SessionID: t.active.guess(req.UserID, req.ChatID), Shared: !t.opts.SessionStateOnly,
+		Also: t.limits.Refs(req.UserID, req.Limits, now)})
+	if err != nil {
+		return turnView{}, err
+	}
+	meter, err := t.limits.Meter(req.UserID, req.Limits, now, st.Also, sum)
+	if err != nil {
+		return turnView{}, err
+	}
+	v := turnView{chat: st.Chat, sess: st.Session, meter: meter}
+	if v.chat == nil || v.sess != nil {
+		return v, nil
+	}
+	t.active.put(req.UserID, req.ChatID, v.chat.SessionID)
+	v.sess, err = t.sessions.Read(ctx, sessionstore.ReadRequest{App: t.app, User: req.UserID, SessionID: v.chat.SessionID,
+		Shared: !t.opts.SessionStateOnly})
+	if errors.Is(err, sessionstore.ErrNotFound) {
+		return v, nil // the chat's first turn never stored its session
+	}
+	return v, err
+}
+
+// planTurn decides how req runs, given v. It reads and writes nothing.
+func (t *Team) planTurn(ctx context.Context, req turnRequest, v turnView) turnPlan {
+	refuse := func(err error) turnPlan { return turnPlan{way: wayRefuse, err: err} }
+	switch {
+	case v.chat == nil && req.rewind != nil:
+		return refuse(fmt.Errorf("%w: chat %q", sessionstore.ErrNotFound, req.ChatID))
+	case v.chat == nil:
+		if err := v.meter.Check(nil); err != nil {
+			return refuse(err)
+		}
+		chat := t.chatFor(ctx, req.UserID, req.ChatID, req.Agent)
+		return turnPlan{way: wayFirst, chat: chat, createChat: true, current: true, meter: v.meter,
+			content: req.Content, messageID: req.MessageID, replan: true}
+	case req.Agent != "" && req.Agent != v.chat.Agent:
+		// Refused before anything is written, the switch included.
+		if req.rewind == nil && v.sess != nil && req.MessageID != "" && takenMessage(v.sess) == req.MessageID {
+			return refuse(fmt.Errorf("%w: %q", ErrMessageTaken, req.MessageID))
+		}
+		if err := v.meter.Check(v.sess); err != nil {
+			return refuse(err)
+		}
+		return turnPlan{way: waySwitch, chat: v.chat}
+	case v.sess == nil && req.rewind != nil:
+		return refuse(fmt.Errorf("%w: %q", ErrMessageNotFound, req.rewind.message))
+	case v.sess == nil:
+		if err := v.meter.Check(nil); err != nil {
+			return refuse(err)
+		}
+		return turnPlan{way: wayFirst, chat: v.chat, current: true, meter: v.meter, content: req.Content, messageID: req.MessageID, replan: true}
+	}
+	p := turnPlan{way: wayClaim, chat: v.chat, sess: v.sess, fromCopy: v.copy, current: !v.copy, meter: v.meter,
+		content: req.Content, messageID: req.MessageID}
+	if req.rewind != nil {
+		rp, err := planRewind(v.sess, *req.rewind)
+		if err != nil {
+			return refuse(err)
+		}
+		p.rewind, p.content, p.messageID = rp, rp.content, rp.messageID
+	} else if req.MessageID != "" && takenMessage(v.sess) == req.MessageID {
+		return refuse(fmt.Errorf("%w: %q", ErrMessageTaken, req.MessageID))
+	}
+	// Limits after the message: a message sent again is answered with the
+	// turn it started, and starts nothing.
+	if err := v.meter.Check(v.sess); err != nil {
+		return refuse(err)
+	}
+	_, held := v.sess.LiveLease(ctx)
+	enqueue := t.opts.LeasePolicy == LeaseEnqueue
+	settle := req.rewind == nil && (v.sess.MayHaveOpenDocs() || needsRepair(v.sess.Events(), nil))
+	if settle || held && enqueue {
+		// A rewind's commit closes the open records itself. The chat may
+		// change while the lease is waited for.
+		p.way, p.current = waySettle, false
+	}
+	p.replan = v.copy || enqueue
+	return p
+}
+
+// carryOut runs the turn as p says; it returns p's refusal as it is.
+func (t *Team) carryOut(ctx context.Context, req turnRequest, p turnPlan) (*Invocation, error) {
+	if p.way == wayRefuse {
+		return nil, p.err
+	}
+	e := t.engine(p.chat.Agent)
+	if p.current {
+		// The chat was read with the session whose lease the turn's
+		// commit claims: what it says is current (ChatMCPSessions).
+		ctx = withChatRead(ctx, p.chat)
+	} else {
+		ctx = withoutChatRead(ctx)
+	}
+	run := invocationRun{user: req.UserID, session: p.chat.SessionID, client: req.ClientID, msg: p.content,
+		opts: runOptions(p.messageID), handle: p.sess, keep: t.keepWarm(p.chat)}
+	switch p.way {
+	case wayFirst:
+		var create *sessionstore.Chat
+		if p.createChat {
+			create = p.chat
+		}
+		return e.firstTurn(ctx, run, create, p.meter)
+	case wayClaim:
+		run.warm = p.fromCopy
+		return e.claimTurn(ctx, run, p)
+	case waySettle:
+		return e.settledTurn(ctx, run, p)
+	}
+	return nil, fmt.Errorf("turn plan of way %d carried out", p.way)
+}
+
+// firstTurn runs the first turn of run's session: the commit that stores
+// the message also creates the session, its lease and chat (if not nil),
+// and counts the turn against meter.
+func (e *engine) firstTurn(ctx context.Context, run invocationRun, chat *sessionstore.Chat, meter *limits.Meter) (*Invocation, error) {
+	create := &session.CreateRequest{AppName: e.app, UserID: run.user, SessionID: run.session}
+	sess, claim, err := e.sessions.ClaimNewSession(ctx, create, chat, holderID(ctx, run.client), e.opts.LeaseTTL)
+	if err != nil {
+		return nil, err
+	}
+	run.handle, run.claim = sess, claim
+	run.turnLog, run.writes, run.committed = meter.ChatLog(nil), meter.Writes(), meter.Committed
+	return e.start(ctx, run)
+}
+
+// claimTurn runs the turn on p.sess as seen: the commit that stores the
+// message (or a rewind's mark) takes the session's lease, conditional on
+// the session being as seen, and counts the turn. From this instance's
+// copy (run.warm), the model is called at once, beside that commit.
+func (e *engine) claimTurn(ctx context.Context, run invocationRun, p turnPlan) (*Invocation, error) {
+	claim, err := e.sessions.ClaimLease(ctx, p.sess, holderID(ctx, run.client), e.opts.LeaseTTL)
+	if err != nil {
+		return nil, err
+	}
+	run.turnLog, run.writes, run.committed = p.meter.ChatLog(p.sess), p.meter.Writes(), p.meter.Committed
+	if p.rewind != nil && !p.rewind.stored {
+		return e.claimedRewind(ctx, run, p, claim)
+	}
+	// A rewind whose mark a request that died stored: its turn's commit
+	// takes the lease, as a plain turn's does.
+	run.claim, run.docsClosed = claim, p.rewind != nil
+	return e.start(ctx, run)
+}
+
+// settledTurn takes the lease (waiting under LeaseEnqueue), settles what
+// the session left open (pending calls, a dead invocation's leftovers), or
+// stores a rewind's mark, and runs the turn on the session as read under
+// the lease.
+func (e *engine) settledTurn(ctx context.Context, run invocationRun, p turnPlan) (*Invocation, error) {
+	if p.rewind == nil && e.opts.PendingPolicy == PendingReject {
+		// Refuse before taking the lease, so a refused message writes
+		// nothing; settleOpenCalls checks again under the lease.
+		if err := e.rejectIfPending(ctx, run.user, run.session); err != nil {
+			return nil, err
+		}
+	}
+	h, err := e.acquire(ctx, run.user, run.session, run.client, e.leaseWait())
+	if err != nil {
+		return nil, err
+	}
+	if p.rewind != nil {
+		run, err = e.rewindHeld(ctx, h, run, p)
+	} else {
+		run.handle, err = e.settleOpenCalls(ctx, h.lease, run.user, run.session, p.messageID)
+		// The lease is taken: the counts join whatever is stored by now.
+		run.turnLog, run.writes = p.meter.ChatLog(run.handle), p.meter.WritesUnderLease()
+	}
+	if err != nil {
+		e.release(ctx, h)
+		return nil, err
+	}
+	// No ledger record is left open: the message's commit says so.
+	run.held, run.docsClosed = h, true
+	return e.start(ctx, run)
+}
+
+// leaseWait is how long a turn waits for a busy session: MaxWait under
+// LeaseEnqueue, not at all under LeaseReject.
+func (e *engine) leaseWait() time.Duration {
+	if e.opts.LeasePolicy == LeaseEnqueue {
+		return e.opts.MaxWait
+	}
+	return 0
+}
