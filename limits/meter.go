@@ -34,44 +34,42 @@ func NewCounter(sessions *sessionstore.Service, app string) *Counter {
 	return &Counter{sessions: sessions, app: app}
 }
 
-// Refs are the documents a turn of user with limits l reads beside its
-// chat (see Meter): the user's turns document and the day document of the
-// user's deleted sessions' tokens, as l needs them.
-func (c *Counter) Refs(user string, l Limits, now time.Time) []*firestore.DocumentRef {
-	var refs []*firestore.DocumentRef
-	if l.UserTurnsPerMinute > 0 {
-		refs = append(refs, c.sessions.LimitsRef(c.app, user, "turns"))
-	}
-	if l.UserTokensPerDay > 0 {
-		refs = append(refs, c.sessions.DayTokensRef(c.app, user, now))
-	}
-	return refs
+// Reading is what one turn of a user reads for its limits, started by
+// Begin: the documents to read beside the chat (Refs) and the query of the
+// day's tokens, already sent.
+type Reading struct {
+	c      *Counter
+	user   string
+	limits Limits
+	now    time.Time
+	sum    *sum // nil: no budget
 }
 
-// Sum is the sum of a user's sessions' tokens of a day, being queried.
-type Sum struct {
+// Begin starts what a turn of user with limits l at now reads: with a
+// budget, the query of the user's tokens of the day across the user's
+// sessions, sent now so that it takes the same round trip as the read of
+// Refs.
+func (c *Counter) Begin(ctx context.Context, user string, l Limits, now time.Time) *Reading {
+	r := &Reading{c: c, user: user, limits: l, now: now}
+	if l.UserTokensPerDay > 0 {
+		r.sum = &sum{done: make(chan struct{})}
+		go func() {
+			defer close(r.sum.done)
+			r.sum.n, r.sum.err = c.sessions.SessionTokens(ctx, c.app, user, now)
+		}()
+	}
+	return r
+}
+
+// sum is the sum of a user's sessions' tokens of a day, being queried.
+type sum struct {
 	done chan struct{}
 	n    int64
 	err  error
 }
 
-// StartSum starts the query of user's tokens of now's day across the
-// user's sessions, when l has a budget; nil otherwise. Send it beside the
-// read of Refs, so that the two take one round trip.
-func (c *Counter) StartSum(ctx context.Context, user string, l Limits, now time.Time) *Sum {
-	if l.UserTokensPerDay <= 0 {
-		return nil
-	}
-	s := &Sum{done: make(chan struct{})}
-	go func() {
-		defer close(s.done)
-		s.n, s.err = c.sessions.SessionTokens(ctx, c.app, user, now)
-	}()
-	return s
-}
-
 // wait returns the sum once the query answered.
-func (s *Sum) wait() (int64, error) {
+func (s *sum) wait() (int64, error) {
 	if s == nil {
 		return 0, nil
 	}
@@ -79,27 +77,40 @@ func (s *Sum) wait() (int64, error) {
 	return s.n, s.err
 }
 
-// Meter pairs what a turn of user read for its limits l at now (snaps, of
-// Refs in that order, and sum, of StartSum) into the turn's meter, and
-// keeps the user's turns document as read. It is nil when l limits
-// nothing.
-func (c *Counter) Meter(user string, l Limits, now time.Time, snaps []*firestore.DocumentSnapshot, sum *Sum) (*Meter, error) {
-	if l.Zero() {
+// Refs are the documents the turn reads beside its chat (see Meter): the
+// user's turns document and the day document of the user's deleted
+// sessions' tokens, as the limits need them.
+func (r *Reading) Refs() []*firestore.DocumentRef {
+	var refs []*firestore.DocumentRef
+	if r.limits.UserTurnsPerMinute > 0 {
+		refs = append(refs, r.c.sessions.LimitsRef(r.c.app, r.user, "turns"))
+	}
+	if r.limits.UserTokensPerDay > 0 {
+		refs = append(refs, r.c.sessions.DayTokensRef(r.c.app, r.user, r.now))
+	}
+	return refs
+}
+
+// Meter pairs what the turn read (snaps, of Refs in that order, and the
+// sum) into the turn's meter, and keeps the user's turns document as read.
+// It is nil when the limits limit nothing.
+func (r *Reading) Meter(snaps []*firestore.DocumentSnapshot) (*Meter, error) {
+	if r.limits.Zero() {
 		return nil, nil
 	}
-	m := &Meter{limits: l, now: now}
-	if l.UserTurnsPerMinute > 0 {
+	m := &Meter{limits: r.limits, now: r.now}
+	if r.limits.UserTurnsPerMinute > 0 {
 		turns, err := turnsFrom(snaps[0])
 		if err != nil {
 			return nil, err
 		}
 		snaps = snaps[1:]
-		c.put(user, *turns, false)
-		m.turns, m.remember = turns, c.rememberer(user)
+		r.c.put(r.user, *turns, false)
+		m.turns, m.remember = turns, r.c.rememberer(r.user)
 	}
-	if l.UserTokensPerDay > 0 {
+	if r.limits.UserTokensPerDay > 0 {
 		deleted, err := sessionstore.DayTokens(snaps[0])
-		stored, serr := sum.wait()
+		stored, serr := r.sum.wait()
 		if err = errors.Join(err, serr); err != nil {
 			return nil, err
 		}
@@ -108,24 +119,25 @@ func (c *Counter) Meter(user string, l Limits, now time.Time, snaps []*firestore
 	return m, nil
 }
 
-// Cached returns the meter of a turn of user with limits l at now made
-// from this instance's copies alone, for a turn that reads nothing; ok is
-// false when they cannot serve it (no copy of the user's turns document,
-// or a token budget, which every instance counts into).
-func (c *Counter) Cached(user string, l Limits, now time.Time) (_ *Meter, ok bool) {
+// Cached returns the turn's meter made from this instance's copies alone,
+// for a turn that reads nothing; ok is false when they cannot serve it (no
+// copy of the user's turns document, or a token budget, which every
+// instance counts into).
+func (r *Reading) Cached() (_ *Meter, ok bool) {
+	l := r.limits
 	if l.UserTokensPerDay > 0 {
 		return nil, false
 	}
 	if l.Zero() {
 		return nil, true
 	}
-	m := &Meter{limits: l, now: now}
+	m := &Meter{limits: l, now: r.now}
 	if l.UserTurnsPerMinute > 0 {
-		turns, ok := c.get(user)
+		turns, ok := r.c.get(r.user)
 		if !ok {
 			return nil, false
 		}
-		m.turns, m.remember = &turns, c.rememberer(user)
+		m.turns, m.remember = &turns, r.c.rememberer(r.user)
 	}
 	return m, true
 }

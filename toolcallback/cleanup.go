@@ -35,7 +35,7 @@ func (t *Team) repairChat(ctx context.Context, chat *sessionstore.Chat) error {
 // session, the sessions it retired (with their ledgers), its files and the
 // chat itself. A chat in use (its session leased) is left alone.
 func (t *Team) deleteChat(ctx context.Context, chat *sessionstore.Chat) (bool, error) {
-	t.warm.drop(chat.UserID, chat.ID)
+	t.memory.forget(chat.UserID, chat.ID)
 	e := t.engine(chat.Agent)
 	h, err := e.acquire(ctx, chat.UserID, chat.SessionID, "sweeper", 0)
 	switch {

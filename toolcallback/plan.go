@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"google.golang.org/adk/v2/platform"
@@ -34,9 +35,10 @@ type turnView struct {
 	chat *sessionstore.Chat // nil: no such chat
 	// sess is the chat's active session, whole; nil: never stored.
 	sess *sessionstore.Session
-	// copy: sess is this instance's copy (warm.go), not a read.
+	// copy: sess is this instance's copy (chatMemory), not a read.
 	copy  bool
 	meter *limits.Meter // nil: no limits
+	first string        // the session id a new chat starts with
 }
 
 // turnWay is how a turn runs.
@@ -88,33 +90,94 @@ type turnPlan struct {
 	replan bool
 }
 
+// maxPlans bounds how often one turn is planned: a plan that loses its race
+// (planned on a copy or a read that another request made stale) is planned
+// again on a fresh read.
+const maxPlans = 3
+
+// turn runs req: it looks at the chat (this instance's copy, or one read),
+// plans the turn (planTurn decides, once per look) and carries the plan
+// out. A switch is carried out, then the turn is planned again on the chat
+// as it now is; a plan that lost its race is planned again on a read.
+func (t *Team) turn(ctx context.Context, req turnRequest) (*Invocation, *SwitchReport, error) {
+	report := &SwitchReport{}
+	useCopy := true
+	for attempt := 1; ; attempt++ {
+		v, err := t.look(ctx, req, useCopy)
+		if err != nil {
+			return nil, nil, err
+		}
+		p := t.planTurn(ctx, req, v)
+		if p.way != waySwitch {
+			inv, err := t.carryOut(ctx, req, p)
+			if p.replan && lostRace(err) && attempt < maxPlans {
+				useCopy = false
+				continue
+			}
+			if err != nil {
+				return nil, nil, err
+			}
+			report.To = p.chat.Agent
+			t.memory.points(req.UserID, req.ChatID, p.chat.SessionID)
+			if !report.Switched {
+				t.touch(ctx, p.chat) // once the turn runs: a refused turn writes nothing
+			}
+			return inv, report, nil
+		}
+		if err := t.switchAgent(ctx, p.chat, req.Agent); err != nil {
+			return nil, nil, err
+		}
+		if !report.Switched {
+			report.Switched, report.From = true, p.chat.Agent
+		}
+		useCopy = false
+	}
+}
+
+// lostRace reports whether a plan's claiming commit failed because what it
+// was planned on changed: the session was written or deleted, the chat
+// created, or the message taken by another request since.
+func lostRace(err error) bool {
+	return errors.Is(err, sessionstore.ErrBusy) || errors.Is(err, sessionstore.ErrNotFound) || errors.Is(err, ErrMessageTaken)
+}
+
+// newChat returns the chat req creates, with its agent (or the default)
+// and first session sid, not yet stored.
+func (t *Team) newChat(ctx context.Context, req TurnRequest, sid string) *sessionstore.Chat {
+	agentName := req.Agent
+	if agentName == "" {
+		agentName = t.names[0]
+	}
+	now := platform.Now(ctx)
+	return &sessionstore.Chat{App: t.app, UserID: req.UserID, ID: req.ChatID, Agent: agentName, SessionID: sid,
+		Created: now, LastActivity: now}
+}
+
 // look returns what the turn knows of its chat: this instance's copy when
 // useCopy and there is one that can serve req, else one read of the chat
 // with the session it is believed to point at and what req's limits count
 // (a second read when the guess was wrong).
 func (t *Team) look(ctx context.Context, req turnRequest, useCopy bool) (turnView, error) {
-	now := platform.Now(ctx)
-	if useCopy && req.rewind == nil {
-		if v, ok := t.copyView(req, now); ok {
-			return v, nil
-		}
+	reading := t.limits.Begin(ctx, req.UserID, req.Limits, platform.Now(ctx))
+	cached, cachedOK := reading.Cached()
+	first := sessionstore.ChatSessionID(req.ChatID, 0)
+	guess, chat, sess := t.memory.recall(req.UserID, req.ChatID, first, useCopy && cachedOK && req.rewind == nil)
+	if sess != nil {
+		return turnView{chat: chat, sess: sess, copy: true, meter: cached, first: first}, nil
 	}
-	sum := t.limits.StartSum(ctx, req.UserID, req.Limits, now)
 	st, err := t.sessions.ReadChat(ctx, sessionstore.ChatRead{App: t.app, User: req.UserID, ChatID: req.ChatID,
-		SessionID: t.active.guess(req.UserID, req.ChatID), Shared: !t.opts.SessionStateOnly,
-		Also: t.limits.Refs(req.UserID, req.Limits, now)})
+		SessionID: guess, Shared: !t.opts.SessionStateOnly, Also: reading.Refs()})
 	if err != nil {
 		return turnView{}, err
 	}
-	meter, err := t.limits.Meter(req.UserID, req.Limits, now, st.Also, sum)
+	meter, err := reading.Meter(st.Also)
 	if err != nil {
 		return turnView{}, err
 	}
-	v := turnView{chat: st.Chat, sess: st.Session, meter: meter}
+	v := turnView{chat: st.Chat, sess: st.Session, meter: meter, first: first}
 	if v.chat == nil || v.sess != nil {
 		return v, nil
 	}
-	t.active.put(req.UserID, req.ChatID, v.chat.SessionID)
 	v.sess, err = t.sessions.Read(ctx, sessionstore.ReadRequest{App: t.app, User: req.UserID, SessionID: v.chat.SessionID,
 		Shared: !t.opts.SessionStateOnly})
 	if errors.Is(err, sessionstore.ErrNotFound) {
@@ -133,7 +196,7 @@ func (t *Team) planTurn(ctx context.Context, req turnRequest, v turnView) turnPl
 		if err := v.meter.Check(nil); err != nil {
 			return refuse(err)
 		}
-		chat := t.chatFor(ctx, req.UserID, req.ChatID, req.Agent)
+		chat := t.newChat(ctx, req.TurnRequest, v.first)
 		return turnPlan{way: wayFirst, chat: chat, createChat: true, current: true, meter: v.meter,
 			content: req.Content, messageID: req.MessageID, replan: true}
 	case req.Agent != "" && req.Agent != v.chat.Agent:
@@ -181,6 +244,137 @@ func (t *Team) planTurn(ctx context.Context, req turnRequest, v turnView) turnPl
 	return p
 }
 
+// rewindPlan is a rewind found in a session.
+type rewindPlan struct {
+	request   rewindRequest   // what was asked
+	before    string          // the invocation of the turn's user message
+	key       string          // the request, stored with the mark
+	calls     map[string]bool // the call ids (model and confirmation) in the part taken back
+	content   *genai.Content  // the user message to run
+	messageID string          // the client's id for it
+	stored    bool            // the mark is stored: the same request died before its turn
+}
+
+// planRewind finds in sess, read whole, what req takes back.
+func planRewind(sess *sessionstore.Session, req rewindRequest) (*rewindPlan, error) {
+	events := slices.Collect(sess.Events().All())
+	if p, err := retried(events, sess.Rewound(), req); p != nil || err != nil {
+		return p, err
+	}
+	at := findTurn(events, req.message)
+	if at < 0 {
+		if req.message != "" && findTurn(sess.Rewound(), req.message) >= 0 {
+			return nil, fmt.Errorf("%w: %q", ErrRewound, req.message)
+		}
+		return nil, fmt.Errorf("%w: %q", ErrMessageNotFound, req.message)
+	}
+	msg := events[at]
+	if req.edit != nil && findTurn(events, "") == at && sameText(msg.Content, req.edit) {
+		// The latest message, sent again as it is: the request served.
+		return nil, fmt.Errorf("%w: %q", ErrMessageTaken, req.message)
+	}
+	p := &rewindPlan{request: req, before: msg.InvocationID, key: req.key(), calls: callIDs(events[at:]), content: req.edit, messageID: clientMessageID(msg)}
+	if p.content == nil {
+		p.content = msg.Content
+	}
+	return p, nil
+}
+
+// retried recognises the same request again from the latest rewind mark:
+// a mark of req followed by no turn (the process died before running it)
+// is completed; followed by its own turn only, req was served
+// (ErrMessageTaken). Anything else is nil: not a retry.
+func retried(events, rewound []*session.Event, req rewindRequest) (*rewindPlan, error) {
+	key := req.key()
+	if key == "" {
+		return nil, nil
+	}
+	last := -1
+	var mark sessionstore.RewindMark
+	for i := len(events) - 1; i >= 0 && last < 0; i-- {
+		if r, ok := sessionstore.RewindMarkOf(events[i]); ok {
+			last, mark = i, r
+		}
+	}
+	if last < 0 || mark.Request != key {
+		return nil, nil
+	}
+	var turns []*session.Event
+	for _, ev := range events[last+1:] {
+		if StartsTurn(ev) {
+			turns = append(turns, ev)
+		}
+	}
+	switch {
+	case len(turns) == 1 && (req.edit == nil || sameText(turns[0].Content, req.edit)):
+		return nil, fmt.Errorf("%w: %q", ErrMessageTaken, key)
+	case len(turns) > 0:
+		return nil, nil
+	}
+	at := slices.IndexFunc(rewound, func(ev *session.Event) bool { return StartsTurn(ev) && ev.InvocationID == mark.Before })
+	if at < 0 {
+		return nil, nil
+	}
+	p := &rewindPlan{request: req, before: mark.Before, key: key, stored: true, content: req.edit, messageID: clientMessageID(rewound[at])}
+	if p.content == nil {
+		p.content = rewound[at].Content
+	}
+	return p, nil
+}
+
+// findTurn returns the index of the user message that starts the turn
+// message names (see Rewind.Message; "" is the latest), or -1.
+func findTurn(events []*session.Event, message string) int {
+	found := -1
+	for i, ev := range events {
+		if !StartsTurn(ev) {
+			continue
+		}
+		if message == "" || ev.InvocationID == message || ev.ID == message || clientMessageID(ev) == message {
+			found = i
+		}
+	}
+	return found
+}
+
+// clientMessageID is the client's id of a user message, "" when it gave
+// none.
+func clientMessageID(ev *session.Event) string {
+	id, _ := ev.Actions.StateDelta[MessageIDKey].(string)
+	return id
+}
+
+// callIDs are the ids of the calls events make: the model's and ADK's
+// confirmation requests'.
+func callIDs(events []*session.Event) map[string]bool {
+	ids := map[string]bool{}
+	for _, ev := range events {
+		if ev.Content == nil {
+			continue
+		}
+		for _, p := range ev.Content.Parts {
+			if p != nil && p.FunctionCall != nil {
+				ids[p.FunctionCall.ID] = true
+			}
+		}
+	}
+	return ids
+}
+
+// sameText reports whether two messages have the same text.
+func sameText(a, b *genai.Content) bool {
+	text := func(c *genai.Content) []string {
+		var out []string
+		for _, p := range c.Parts {
+			if p != nil && p.Text != "" {
+				out = append(out, p.Text)
+			}
+		}
+		return out
+	}
+	return a != nil && slices.Equal(text(a), text(b))
+}
+
 // carryOut runs the turn as p says; it returns p's refusal as it is.
 func (t *Team) carryOut(ctx context.Context, req turnRequest, p turnPlan) (*Invocation, error) {
 	if p.way == wayRefuse {
@@ -195,7 +389,7 @@ func (t *Team) carryOut(ctx context.Context, req turnRequest, p turnPlan) (*Invo
 		ctx = withoutChatRead(ctx)
 	}
 	run := invocationRun{user: req.UserID, session: p.chat.SessionID, client: req.ClientID, msg: p.content,
-		opts: runOptions(p.messageID), handle: p.sess, keep: t.keepWarm(p.chat)}
+		opts: runOptions(p.messageID), handle: p.sess, keep: t.memory.keeper(p.chat)}
 	switch p.way {
 	case wayFirst:
 		var create *sessionstore.Chat

@@ -66,10 +66,10 @@ func (t *Team) Resume(ctx context.Context, r ResumeRequest) (*ResumeOutcome, err
 	if err := validIDs("user id", r.UserID, "chat id", r.ChatID, "client id", r.ClientID, "call id", r.CallID); err != nil {
 		return nil, err
 	}
-	t.warm.drop(r.UserID, r.ChatID) // the resume writes the session
+	t.memory.forget(r.UserID, r.ChatID) // the resume writes the session
 	// One round trip reads the chat, the session it is believed to point
 	// at (see activeSessions) and the call in that session.
-	guess := t.active.guess(r.UserID, r.ChatID)
+	guess := t.memory.guess(r.UserID, r.ChatID)
 	st, err := t.sessions.ReadChat(ctx, sessionstore.ChatRead{App: t.app, User: r.UserID, ChatID: r.ChatID, SessionID: guess,
 		Shared: !t.opts.SessionStateOnly, Also: []*firestore.DocumentRef{t.ledger.ref(r.UserID, guess, r.CallID)}})
 	if err != nil {
@@ -78,7 +78,7 @@ func (t *Team) Resume(ctx context.Context, r ResumeRequest) (*ResumeOutcome, err
 	if st.Chat == nil {
 		return nil, fmt.Errorf("%w: chat %q", sessionstore.ErrNotFound, r.ChatID)
 	}
-	t.active.put(r.UserID, r.ChatID, st.Chat.SessionID)
+	t.memory.points(r.UserID, r.ChatID, st.Chat.SessionID)
 	if st.Session != nil && st.Also[0].Exists() {
 		doc, snap, err := decodeCall(st.Also[0])
 		if err != nil {

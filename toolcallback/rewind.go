@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"cloud.google.com/go/firestore"
 	"google.golang.org/adk/v2/platform"
-	"google.golang.org/adk/v2/session"
 	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/limits"
@@ -157,137 +155,6 @@ func (e *engine) rewindHeld(ctx context.Context, h *heldLease, run invocationRun
 		run.turnLog, run.writes = counts.TurnLog, counts.Writes
 		return run, nil
 	}
-}
-
-// rewindPlan is a rewind found in a session.
-type rewindPlan struct {
-	request   rewindRequest   // what was asked
-	before    string          // the invocation of the turn's user message
-	key       string          // the request, stored with the mark
-	calls     map[string]bool // the call ids (model and confirmation) in the part taken back
-	content   *genai.Content  // the user message to run
-	messageID string          // the client's id for it
-	stored    bool            // the mark is stored: the same request died before its turn
-}
-
-// planRewind finds in sess, read whole, what req takes back.
-func planRewind(sess *sessionstore.Session, req rewindRequest) (*rewindPlan, error) {
-	events := slices.Collect(sess.Events().All())
-	if p, err := retried(events, sess.Rewound(), req); p != nil || err != nil {
-		return p, err
-	}
-	at := findTurn(events, req.message)
-	if at < 0 {
-		if req.message != "" && findTurn(sess.Rewound(), req.message) >= 0 {
-			return nil, fmt.Errorf("%w: %q", ErrRewound, req.message)
-		}
-		return nil, fmt.Errorf("%w: %q", ErrMessageNotFound, req.message)
-	}
-	msg := events[at]
-	if req.edit != nil && findTurn(events, "") == at && sameText(msg.Content, req.edit) {
-		// The latest message, sent again as it is: the request served.
-		return nil, fmt.Errorf("%w: %q", ErrMessageTaken, req.message)
-	}
-	p := &rewindPlan{request: req, before: msg.InvocationID, key: req.key(), calls: callIDs(events[at:]), content: req.edit, messageID: clientMessageID(msg)}
-	if p.content == nil {
-		p.content = msg.Content
-	}
-	return p, nil
-}
-
-// retried recognises the same request again from the latest rewind mark:
-// a mark of req followed by no turn (the process died before running it)
-// is completed; followed by its own turn only, req was served
-// (ErrMessageTaken). Anything else is nil: not a retry.
-func retried(events, rewound []*session.Event, req rewindRequest) (*rewindPlan, error) {
-	key := req.key()
-	if key == "" {
-		return nil, nil
-	}
-	last := -1
-	var mark sessionstore.RewindMark
-	for i := len(events) - 1; i >= 0 && last < 0; i-- {
-		if r, ok := sessionstore.RewindMarkOf(events[i]); ok {
-			last, mark = i, r
-		}
-	}
-	if last < 0 || mark.Request != key {
-		return nil, nil
-	}
-	var turns []*session.Event
-	for _, ev := range events[last+1:] {
-		if StartsTurn(ev) {
-			turns = append(turns, ev)
-		}
-	}
-	switch {
-	case len(turns) == 1 && (req.edit == nil || sameText(turns[0].Content, req.edit)):
-		return nil, fmt.Errorf("%w: %q", ErrMessageTaken, key)
-	case len(turns) > 0:
-		return nil, nil
-	}
-	at := slices.IndexFunc(rewound, func(ev *session.Event) bool { return StartsTurn(ev) && ev.InvocationID == mark.Before })
-	if at < 0 {
-		return nil, nil
-	}
-	p := &rewindPlan{request: req, before: mark.Before, key: key, stored: true, content: req.edit, messageID: clientMessageID(rewound[at])}
-	if p.content == nil {
-		p.content = rewound[at].Content
-	}
-	return p, nil
-}
-
-// findTurn returns the index of the user message that starts the turn
-// message names (see Rewind.Message; "" is the latest), or -1.
-func findTurn(events []*session.Event, message string) int {
-	found := -1
-	for i, ev := range events {
-		if !StartsTurn(ev) {
-			continue
-		}
-		if message == "" || ev.InvocationID == message || ev.ID == message || clientMessageID(ev) == message {
-			found = i
-		}
-	}
-	return found
-}
-
-// clientMessageID is the client's id of a user message, "" when it gave
-// none.
-func clientMessageID(ev *session.Event) string {
-	id, _ := ev.Actions.StateDelta[MessageIDKey].(string)
-	return id
-}
-
-// callIDs are the ids of the calls events make: the model's and ADK's
-// confirmation requests'.
-func callIDs(events []*session.Event) map[string]bool {
-	ids := map[string]bool{}
-	for _, ev := range events {
-		if ev.Content == nil {
-			continue
-		}
-		for _, p := range ev.Content.Parts {
-			if p != nil && p.FunctionCall != nil {
-				ids[p.FunctionCall.ID] = true
-			}
-		}
-	}
-	return ids
-}
-
-// sameText reports whether two messages have the same text.
-func sameText(a, b *genai.Content) bool {
-	text := func(c *genai.Content) []string {
-		var out []string
-		for _, p := range c.Parts {
-			if p != nil && p.Text != "" {
-				out = append(out, p.Text)
-			}
-		}
-		return out
-	}
-	return a != nil && slices.Equal(text(a), text(b))
 }
 
 // commitRewind stores the mark of plan in sess, closing in the same commit

@@ -93,7 +93,7 @@ func (t *Team) Stop(ctx context.Context, user, chatID string, wait time.Duration
 	if err := validIDs("user id", user, "chat id", chatID); err != nil {
 		return nil, err
 	}
-	st, err := t.sessions.ReadChat(ctx, sessionstore.ChatRead{App: t.app, User: user, ChatID: chatID, SessionID: t.active.guess(user, chatID)})
+	st, err := t.sessions.ReadChat(ctx, sessionstore.ChatRead{App: t.app, User: user, ChatID: chatID, SessionID: t.memory.guess(user, chatID)})
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +101,7 @@ func (t *Team) Stop(ctx context.Context, user, chatID string, wait time.Duration
 	if chat == nil {
 		return nil, fmt.Errorf("%w: chat %q", sessionstore.ErrNotFound, chatID)
 	}
-	t.active.put(user, chatID, chat.SessionID)
+	t.memory.points(user, chatID, chat.SessionID)
 	e := t.engine(chat.Agent)
 	if sess == nil {
 		sess, err = e.loadRecent(ctx, nil, user, chat.SessionID)

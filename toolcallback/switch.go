@@ -11,15 +11,30 @@ import (
 	"github.com/baton-run/baton/sessionstore"
 )
 
-// switchAgent moves chat to agent target, under the old session's lease so
+// switchAgent moves chat to agent target (moveChat), then tells
+// Options.ChatSwitched.
+func (t *Team) switchAgent(ctx context.Context, chat *sessionstore.Chat, target string) error {
+	from := chat.Agent
+	moved, err := t.moveChat(ctx, chat, target)
+	if err != nil {
+		return err
+	}
+	t.memory.points(moved.UserID, moved.ID, moved.SessionID)
+	if t.opts.ChatSwitched != nil && moved.Agent != from {
+		t.opts.ChatSwitched(ctx, moved, from)
+	}
+	return nil
+}
+
+// moveChat moves chat to agent target, under the old session's lease so
 // that two tabs switching at once cannot fork the conversation. At every
 // step the chat points at a complete ADK session, the old one until the
 // compare-and-set that moves it to the new one; leftovers of a switch that
 // dies are recorded in the chat for cleanup.
-func (t *Team) switchAgent(ctx context.Context, chat *sessionstore.Chat, target, client string) (*sessionstore.Chat, error) {
+func (t *Team) moveChat(ctx context.Context, chat *sessionstore.Chat, target string) (*sessionstore.Chat, error) {
 	from := t.engine(chat.Agent)
 	oldID := chat.SessionID
-	h, chat, err := t.lockForSwitch(ctx, from, chat, client)
+	h, chat, err := t.lockForSwitch(ctx, from, chat)
 	if err != nil {
 		return nil, err
 	}
@@ -85,9 +100,9 @@ func (t *Team) switchAgent(ctx context.Context, chat *sessionstore.Chat, target,
 // chat again under it: it must still point at that session. The lease is
 // nil when the session was never stored (the chat's first turn never
 // ran): there is nothing to migrate or fence then.
-func (t *Team) lockForSwitch(ctx context.Context, from *engine, chat *sessionstore.Chat, client string) (*heldLease, *sessionstore.Chat, error) {
+func (t *Team) lockForSwitch(ctx context.Context, from *engine, chat *sessionstore.Chat) (*heldLease, *sessionstore.Chat, error) {
 	oldID := chat.SessionID
-	h, err := from.acquire(ctx, chat.UserID, oldID, client, from.leaseWait())
+	h, err := from.acquire(ctx, chat.UserID, oldID, "switch", from.leaseWait())
 	switch {
 	case errors.Is(err, sessionstore.ErrNotFound):
 		h = nil

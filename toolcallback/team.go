@@ -42,8 +42,7 @@ type Team struct {
 	members  map[string]Member
 	names    []string // in order; the first is the default agent
 	opts     *Options
-	active   activeSessions
-	warm     *warmChats // nil: warm turns off
+	memory   chatMemory
 	limits   *limits.Counter
 }
 
@@ -57,7 +56,7 @@ func NewTeam(client *firestore.Client, sessions *sessionstore.Service, app strin
 	t := &Team{app: app, sessions: sessions, engines: map[string]*engine{}, members: map[string]Member{}, opts: &o,
 		ledger: &ledger{sessions: sessions, client: client, app: app, opts: &o}, limits: limits.NewCounter(sessions, app)}
 	if o.SessionStateOnly && o.WarmChats > 0 {
-		t.warm = newWarmChats(o.WarmChats, o.WarmBytes)
+		t.memory.warm = newWarmChats(o.WarmChats, o.WarmBytes)
 	}
 	for _, m := range members {
 		name := m.Agent.Name()
@@ -95,16 +94,6 @@ func (t *Team) engine(name string) *engine {
 		return e
 	}
 	return t.engines[t.names[0]]
-}
-
-// chatFor returns a new chat with agent (or the default), not yet stored.
-func (t *Team) chatFor(ctx context.Context, user, id, agentName string) *sessionstore.Chat {
-	if agentName == "" {
-		agentName = t.names[0]
-	}
-	now := platform.Now(ctx)
-	return &sessionstore.Chat{App: t.app, UserID: user, ID: id, Agent: agentName, SessionID: sessionstore.ChatSessionID(id, 0),
-		Created: now, LastActivity: now}
 }
 
 // touch records activity, at most hourly: idle cleanup needs no finer

@@ -55,77 +55,36 @@ func (t *Team) Turn(ctx context.Context, req TurnRequest) (*Invocation, *SwitchR
 	var inv *Invocation
 	var report *SwitchReport
 	err := t.withFiles(ctx, req.UserID, req.ChatID, req.Content, func(content *genai.Content) (err error) {
-		in := turnRequest{TurnRequest: req}
-		in.Content = content
-		inv, report, err = t.turn(ctx, in)
+		req.Content = content
+		inv, report, err = t.turn(ctx, turnRequest{TurnRequest: req})
 		return err
 	})
 	return inv, report, err
 }
 
-// maxPlans bounds how often one turn is planned: a plan that loses its race
-// (planned on a copy or a read that another request made stale) is planned
-// again on a fresh read.
-const maxPlans = 3
-
-// turn runs req: it looks at the chat (this instance's copy, or one read),
-// plans the turn (planTurn decides, once per look) and carries the plan
-// out. A switch is carried out, then the turn is planned again on the chat
-// as it now is; a plan that lost its race is planned again on a read.
-func (t *Team) turn(ctx context.Context, req turnRequest) (*Invocation, *SwitchReport, error) {
-	report := &SwitchReport{}
-	useCopy := true
-	for attempt := 1; ; attempt++ {
-		v, err := t.look(ctx, req, useCopy)
-		if err != nil {
-			return nil, nil, err
-		}
-		p := t.planTurn(ctx, req, v)
-		if p.way == waySwitch {
-			if err := t.switchFor(ctx, req, p.chat, report); err != nil {
-				return nil, nil, err
-			}
-			useCopy = false
-			continue
-		}
-		inv, err := t.carryOut(ctx, req, p)
-		if p.replan && lostRace(err) && attempt < maxPlans {
-			useCopy = false
-			continue
-		}
-		if err != nil {
-			return nil, nil, err
-		}
-		report.To = p.chat.Agent
-		t.active.put(req.UserID, req.ChatID, p.chat.SessionID)
-		if !report.Switched {
-			t.touch(ctx, p.chat) // once the turn runs: a refused turn writes nothing
-		}
-		return inv, report, nil
-	}
-}
-
-// switchFor moves chat to the agent req asks for and notes it in report.
-func (t *Team) switchFor(ctx context.Context, req turnRequest, chat *sessionstore.Chat, report *SwitchReport) error {
-	from := chat.Agent
-	chat, err := t.switchAgent(ctx, chat, req.Agent, req.ClientID)
+// withFiles stores the inline files of the message sent in user's chat
+// (Options.Files), runs the message with the content that refers to them,
+// and deletes them again when run wrote nothing (wroteNothing).
+func (t *Team) withFiles(ctx context.Context, user, chat string, sent *genai.Content, run func(*genai.Content) error) error {
+	content, err := t.opts.Files.SaveMessage(ctx, user, chat, sent)
 	if err != nil {
 		return err
 	}
-	if !report.Switched {
-		report.Switched, report.From = true, from
+	err = run(content)
+	if wroteNothing(err) {
+		t.opts.Files.Drop(ctx, user, sent, content)
 	}
-	if t.opts.ChatSwitched != nil {
-		t.opts.ChatSwitched(ctx, chat, from)
-	}
-	return nil
+	return err
 }
 
-// lostRace reports whether a plan's claiming commit failed because what it
-// was planned on changed: the session was written or deleted, the chat
-// created, or the message taken by another request since.
-func lostRace(err error) bool {
-	return errors.Is(err, sessionstore.ErrBusy) || errors.Is(err, sessionstore.ErrNotFound) || errors.Is(err, ErrMessageTaken)
+// wroteNothing reports whether a turn's error says the turn wrote nothing
+// (so nothing refers to the files it saved). Any other error may come
+// after the message was stored (a client that left while the commit was
+// in flight), and its files stay.
+func wroteNothing(err error) bool {
+	return errors.Is(err, sessionstore.ErrBusy) || errors.Is(err, ErrMessageTaken) ||
+		errors.Is(err, limits.ErrRateLimited) || errors.Is(err, limits.ErrBudgetExhausted) ||
+		errors.Is(err, ErrMessageNotFound) || errors.Is(err, ErrRewound)
 }
 
 // StartsTurn reports whether ev is a user message, which starts a turn: an
