@@ -15,7 +15,6 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
-	"google.golang.org/adk/v2/agent"
 	"google.golang.org/adk/v2/agent/llmagent"
 	"google.golang.org/adk/v2/tool"
 	"google.golang.org/genai"
@@ -79,7 +78,7 @@ func newFixture(t *testing.T, n int, opts *Options, script ...modeltest.Reply) *
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := New(client, sessions, team, "app", []agent.Agent{root}, bearerAuth, opts)
+		s := New(client, sessions, team, bearerAuth, opts)
 		srv := httptest.NewServer(s)
 		t.Cleanup(srv.Close)
 		f.instances = append(f.instances, &instance{srv: srv, client: client, counter: counter, team: team})

@@ -130,9 +130,10 @@ type Server struct {
 	maxBody int64
 }
 
-// New returns a Server for team, whose members are agents (for the card's
+// New returns a Server for team (its members' agents give the card's
 // skills), storing tasks through client beside sessions' chats.
-func New(client *firestore.Client, sessions *sessionstore.Service, team *toolcallback.Team, app string, agents []agent.Agent, auth Authenticator, opts *Options) *Server {
+func New(client *firestore.Client, sessions *sessionstore.Service, team *toolcallback.Team, auth Authenticator, opts *Options) *Server {
+	app := team.App()
 	o := opts.withDefaults(app)
 	stale := 2 * o.ExecutionTimeout
 	store := newTaskStore(client, sessions, app, o.Retention, stale)
@@ -151,6 +152,10 @@ func New(client *firestore.Client, sessions *sessionstore.Service, team *toolcal
 	handler := cancelHandler{RequestHandler: a2asrv.NewHandler(exec, handlerOpts...), store: store}
 	s := &Server{auth: auth, opts: o, store: store, maxBody: o.MaxBodyBytes,
 		v1: a2asrv.NewJSONRPCHandler(handler), v0: a2av0.NewJSONRPCHandler(handler)}
+	var agents []agent.Agent
+	for _, m := range team.Members() {
+		agents = append(agents, m.Agent)
+	}
 	s.card = s.buildCard(agents)
 	return s
 }

@@ -34,7 +34,7 @@ import (
 // that keeps no session between turns (as after a restart, or with the
 // chat's previous turn served elsewhere); "same-chat-warm" continues one
 // chat on the instance that served its previous turn (a warm turn, see
-// toolcallback/warm.go). The agent keeps no app: or user: state
+// the package doc of toolcallback, "Warm turns"). The agent keeps no app: or user: state
 // (ServerOptions.SessionStateOnly).
 func BenchmarkTurn(b *testing.B) {
 	b.Run("new-chat", func(b *testing.B) {

@@ -53,7 +53,7 @@ func TestTurnCost(t *testing.T) {
 		stateOnly bool
 		// budget sets a token budget, with a model that reports usage.
 		budget bool
-		// warm keeps warm turns on (see toolcallback/warm.go); the other
+		// warm keeps warm turns on (see the package doc of toolcallback, "Warm turns"); the other
 		// rows turn them off, so that they measure what a cold instance
 		// pays. A warm row holds every commit until the model was asked
 		// (for at most 5 s): a turn that waited for one before asking

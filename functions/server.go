@@ -115,7 +115,7 @@ func NewServer(cfg Config, client *firestore.Client, members []toolcallback.Memb
 	if cfg.DevIdentity {
 		s.ident = devIdentity{}
 		s.sweepCheck = devSchedulerCheck
-		s.a2a = s.newA2A(client, sessions, members, a2aIdentity{users: s.ident}, opts)
+		s.a2a = s.newA2A(client, sessions, a2aIdentity{users: s.ident}, opts)
 		return s, nil
 	}
 	ctx := context.Background() // the clients keep no context; this one only builds them
@@ -131,7 +131,7 @@ func NewServer(cfg Config, client *firestore.Client, members []toolcallback.Memb
 		return nil, err
 	}
 	s.sweepCheck = (&schedulerIdentity{service: service, audience: cfg.SweepAudience, invoker: cfg.SweepInvoker}).check
-	s.a2a = s.newA2A(client, sessions, members, a2aIdentity{users: s.ident, services: service, audience: cfg.A2AAudience, invokers: cfg.A2AInvokers}, opts)
+	s.a2a = s.newA2A(client, sessions, a2aIdentity{users: s.ident, services: service, audience: cfg.A2AAudience, invokers: cfg.A2AInvokers}, opts)
 	return s, nil
 }
 

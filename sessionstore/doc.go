@@ -56,11 +56,37 @@
 // sealed chunks are immutable, a Get always sees a consistent history even
 // while appends land.
 //
+// A request that runs an agent reads what it needs once (Read, or ReadChat
+// for a chat with its session and other documents) and takes the lease
+// with its first write, so the read and the lease are one round trip each
+// and the handle read is the one the runner uses.
+//
 // The commit that stores a turn's message can also carry what the turn
-// limits count (limits.go): the chat's recent turn times in the session
-// document (AppendOptions.TurnLog, read back with TurnLog), and writes of
-// the caller's documents beside the user (AppendOptions.Writes), which
-// commit with the event or not at all.
+// limits (package limits) count: the chat's recent turn times in the
+// session document (AppendOptions.TurnLog, read back with
+// Session.TurnLog), and writes of the caller's documents beside the user
+// (AppendOptions.Writes, the user's turns document under LimitsCollection),
+// which commit with the event or not at all. A model response's tokens are
+// counted the same way (AppendOptions.Tokens): the session document counts
+// its tokens of the current UTC day, and a user's day is the sum over the
+// user's sessions (SessionTokens, one aggregation query) plus the day
+// document of the user's deleted sessions (DayTokensRef): a delete moves
+// the session's count there in its own commit, so that deleting a chat
+// does not give its tokens back.
+//
+// # Staged appends
+//
+// An event the runner must see at once (in Events and State, for the
+// model's next request) can be stored a little later (StageEvent): a warm
+// turn stages the user's message and stores it while the model is already
+// called; an invocation stages its final reply and stores it with the
+// lease's release, in one commit (ReleaseSession). Staged events are stored
+// in the order they were staged, each in its own commit, before any later
+// append through the handle. A staged event whose commit fails leaves the
+// handle ahead of the store: every later append through it fails, and the
+// caller drops it (a reader is never shown a staged event before it is
+// stored). Session.AsStored says whether a handle is the session as stored,
+// for a later warm turn.
 //
 // An append is three steps (events.go): planAppend builds the batch and
 // what the handle becomes from the handle alone, commitAppend makes the
@@ -79,7 +105,7 @@
 //
 // # Stop requests
 //
-// A stop request (stop.go) asks whoever holds a session's lease to stop.
+// A stop request (RequestStop) asks whoever holds a session's lease to stop.
 // It is a document of its own, named after the fence of the lease it
 // stops, because a write to the session document would fence its holder
 // out; the holder listens to it with AwaitStop.
@@ -100,11 +126,23 @@
 //
 // # Rewind
 //
-// A rewind mark (RewindSession) is an event that takes back the events
-// from a named invocation up to itself: they stay stored, and every read
-// leaves them out (readEvents, so Get, GetChatSession and Watch's first
-// change); the mark's state delta puts session-scoped state back. See
-// rewind.go.
+// A rewind takes a conversation back to before one of its invocations.
+// Nothing is deleted: a rewind mark (RewindSession), an event of its own,
+// is appended, and from then on every read of the session (Get, Read,
+// ReadChat, Watch's first change, and so the runner, a page's history,
+// replays and MigrateHistory) leaves out the events the mark rewinds: from
+// the first event of the named invocation up to the mark. They stay stored,
+// for audit, and Session.Rewound returns them. The mark itself stays in
+// the events a read returns; it has no content, so neither a model nor a
+// page shows it. Marks compose: an earlier mark inside a rewound part
+// counts no more.
+//
+// The mark's state delta puts session-scoped state back as it was before
+// the rewound events: a key they changed gets the value the latest kept
+// event gave it, and a key no kept event set is removed (a key set only
+// when the session was created counts as never set). app: and user: state
+// is shared with the user's other sessions and is not rolled back; temp:
+// state never outlives an invocation.
 //
 // # Chat sessions
 //

@@ -15,11 +15,6 @@ import (
 	"google.golang.org/adk/v2/session"
 )
 
-// Chunked event storage: how a session's events are read back from its tail
-// and sealed chunks, and how an append joins the tail, sealing it into a
-// chunk document when the session document would outgrow Firestore's limit
-// (see doc.go for the layout).
-
 // readEvents returns the events passing the filters: the tail, which came
 // with the session document, and the sealed chunks that can hold such
 // events, read in one round trip. Filters apply as in ADK's in-memory
@@ -159,7 +154,7 @@ type DocCreate struct {
 // (commitAppend) and applies the outcome to the handle (applyAppend): a
 // failed commit leaves the handle as it was.
 //
-// Under a lease (a handle read with WithLease), the append is fenced by the
+// Under a lease (a handle read under it, ReadRequest.Lease), the append is fenced by the
 // lease rather than by the handle: it fails with ErrConflict if another
 // handle of the same holder appended since this one was read, and with
 // ErrLeaseLost once the session was taken over.

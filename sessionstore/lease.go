@@ -16,7 +16,7 @@ import (
 var ErrBusy = errors.New("session busy")
 
 // ErrLeaseLost is returned by RenewLease, and by Get and AppendEvent under a
-// lease (see WithLease), once another holder has taken the session over.
+// lease (ReadRequest.Lease), once another holder has taken the session over.
 // It wraps ErrConflict: nothing was written.
 var ErrLeaseLost = fmt.Errorf("%w: lease lost", ErrConflict)
 
@@ -41,7 +41,7 @@ func (e *BusyError) Is(target error) bool { return target == ErrBusy }
 // makes is conditional on that time. Any write by anyone else — a takeover
 // above all — changes it, so a stalled holder's next renewal or append
 // fails with ErrLeaseLost and writes nothing. A Get made under the lease
-// (WithLease) checks the stored fence too, so a holder that stalled before
+// (ReadRequest.Lease) checks the stored fence too, so a holder that stalled before
 // reading the session cannot read its successor's state and write after it.
 type Lease struct {
 	App, User, SessionID string

@@ -10,20 +10,6 @@ import (
 	"google.golang.org/adk/v2/platform"
 )
 
-// What the turn limits (toolcallback's Limits) keep here: a chat's recent
-// turn times live in its session document, which the commit storing the
-// turn's message writes anyway, so counting a chat's turns costs no write
-// of its own; the user's turn times live in a document of the caller's,
-// written in that same commit (AppendOptions.Writes).
-//
-// Model tokens are counted the same way: each session document counts the
-// tokens its events reported on the current UTC day, in the commit that
-// stores the event, and a user's day is the sum over the user's sessions,
-// one aggregation query (SessionTokens), plus what the user's sessions
-// deleted that day had counted: a delete moves the session's count to the
-// user's day document (DayTokensRef) in its own commit, so that deleting a
-// chat does not give its tokens back.
-
 // TurnLog returns the times of the recent turns stored in the session
 // document (AppendOptions.TurnLog), oldest first as written; nil for a
 // session not stored yet.

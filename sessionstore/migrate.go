@@ -347,7 +347,7 @@ func (s *Service) CreateWithEvents(ctx context.Context, req *session.CreateReque
 	return &session.CreateResponse{Session: got.Session}, nil
 }
 
-// SessionScopedState returns the keys of a session's state that belong to
+// ScopedState returns the keys of the session's state that belong to
 // the session itself (no app:, user: or temp: prefix).
 func (ss *Session) ScopedState() map[string]any {
 	all := map[string]any{}

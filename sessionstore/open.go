@@ -10,14 +10,6 @@ import (
 	"google.golang.org/adk/v2/session"
 )
 
-// A request that runs an agent reads what it needs once and takes the
-// session's lease with its first write: the read and the lease are then
-// one round trip each, and the handle read is the one the runner uses.
-// The claiming append is conditional on the session document's update
-// time as read, so its success proves that nothing changed in between and
-// that the handle's history is current; its failure writes nothing and
-// reads as busy.
-
 // LeaseClaim is a session's lease that the commit storing an event takes
 // (AppendOptions.Claim): made by ClaimLease for a session read with Get, or
 // by ClaimNewSession for a session (and chat) not stored yet, which that
@@ -112,7 +104,7 @@ func (s *Service) ReadChat(ctx context.Context, req ChatRead) (_ *ChatState, err
 }
 
 // ClaimLease returns a claim on the lease of sess (read with Get or
-// GetChatSession, not under a lease) for holder, which the next append
+// ReadChat, not under a lease) for holder, which the next append
 // through sess with AppendOptions.Claim takes in its commit, fencing every
 // later append. It fails with a *BusyError when the session, as read, had
 // a live lease; that append fails with a *BusyError, writing nothing, when

@@ -10,23 +10,6 @@ import (
 	"google.golang.org/adk/v2/session"
 )
 
-// A rewind takes a conversation back to before one of its invocations.
-// Nothing is deleted: a rewind mark, an event of its own, is appended, and
-// from then on every read of the session (Get, GetChatSession, Watch's
-// first change, and so the runner, Pending, a page's history, replays and
-// MigrateHistory) leaves out the events the mark rewinds: from the first
-// event of the named invocation up to the mark. They stay stored, for
-// audit, and Rewound returns them. The mark itself stays in the events a
-// read returns; it has no content, so neither a model nor a page shows it.
-// Marks compose: an earlier mark inside a rewound part counts no more.
-//
-// The mark's state delta puts session-scoped state back as it was before
-// the rewound events: a key they changed gets the value the latest kept
-// event gave it, and a key no kept event set is removed (a key set only
-// when the session was created counts as never set). app: and user: state
-// is shared with the user's other sessions and is not rolled back; temp:
-// state never outlives an invocation.
-
 // rewindMetadataKey marks a rewind mark, in its CustomMetadata.
 const rewindMetadataKey = "baton_rewind"
 

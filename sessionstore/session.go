@@ -41,7 +41,7 @@ type Session struct {
 	// tailKnown is false for handles from List, which do not read the tail
 	// and so cannot append.
 	tailKnown bool
-	// lease, for a handle read under a lease (WithLease), fences its
+	// lease, for a handle read under a lease (ReadRequest.Lease), fences its
 	// appends instead of version.
 	lease *Lease
 	// stored is the lease as the session document held it when read.

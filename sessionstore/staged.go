@@ -11,16 +11,6 @@ import (
 	"google.golang.org/adk/v2/session"
 )
 
-// Staged appends: an event the runner must see at once (in Events and
-// State, for the model's next request) but that is stored a little later.
-// A warm turn stages the user's message and stores it while the model is
-// already called; an invocation stages its final reply and stores it with
-// the lease's release, in one commit. Staged events are stored in the
-// order they were staged, each in its own commit, before any later append
-// through the handle. A staged event whose commit fails leaves the handle
-// ahead of the store: every later append through it fails, and the caller
-// drops it (a reader is never shown a staged event before it is stored).
-
 // StagedEvent is an event staged on a handle (StageEvent).
 type StagedEvent struct {
 	s     *Service

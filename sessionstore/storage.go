@@ -56,7 +56,7 @@ type sessionDoc struct {
 	// stored before the field existed reads as false, "look it up".
 	DocsClosed bool `firestore:"sideDocsClosed"`
 	// TurnLog holds the times of the chat's recent turns, for its turn
-	// rate limit (see TurnLog in limits.go).
+	// rate limit (see Session.TurnLog).
 	TurnLog []time.Time `firestore:"turnLog,omitempty"`
 	// TokensDay and TokensUsed are the model tokens the session's events
 	// reported on one UTC day ("2006-01-02"; see AppendOptions.Tokens and

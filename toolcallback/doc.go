@@ -1,6 +1,11 @@
-// Package toolcallback pauses an ADK agent on calls that only a browser, a
-// person or another system can answer, and resumes it exactly once, on any
-// instance, when the answer arrives.
+// Package toolcallback runs a team of ADK agents on chats whose calls only a
+// browser, a person or another system can answer: it pauses an agent on
+// such a call, and resumes it exactly once, on any instance, when the
+// answer arrives. Team is the entry point: Turn, Rewind, Resume, Pending,
+// Stop, Sweep. Pausing, resuming, rewinding, stopping, warm turns and agent
+// switches share one state machine (the session's lease and its ledger
+// records), which is why they live together; the chats' files (package
+// chatfiles) and the turn limits (package limits) are parts of their own.
 //
 // # Tools
 //
@@ -9,8 +14,26 @@
 // IsLongRunning alone would call the model again). Approval declares a Go
 // tool gated by ADK's tool confirmation. A tool that needs a person's input
 // mid-call (an MCP server's question) asks with RequestInput, which pauses
-// like an approval (KindInput, input.go), or AskLive, which keeps the turn
-// open (live.go).
+// like an approval (KindInput), or AskLive, which keeps the turn open.
+//
+// # Turns
+//
+// A turn is what one user message sets off: the invocation that answers it
+// and every resume that continues it (answers to the calls it paused on),
+// up to the next user message. A client shows a turn as one assistant
+// message, and the id of the turn's first invocation names it (StartsTurn;
+// a resume reports it as ResumeOutcome.Turn).
+//
+// How a turn runs is decided in one place. Team.turn looks at the chat
+// (this instance's copy, or one read: a turnView), planTurn decides from
+// it alone (a turnPlan: refuse with which error, first turn of a new chat,
+// switch agents, claim the lease with the message's commit, or settle what
+// the session left open under the lease first), and carryOut does what the
+// plan says without deciding again. A plan that loses its race (its commit
+// finds the session written, gone, or the message taken) is planned again
+// on a fresh read; a switch is carried out and the turn planned again on
+// the chat as it now is. Turns, regenerates and edits (Rewind) go through
+// the same planner.
 //
 // # Ledger
 //
@@ -41,17 +64,31 @@
 //
 // # Rewind
 //
-// Team.Rewind regenerates an answer or edits an earlier user message: under
-// the session's lease, one commit stores a sessionstore rewind mark and
-// closes the ledger records still open (cancelled, never delivered), then
-// the user message runs as a turn. The mark names the request, so the same
-// request again is recognised (rewind.go; docs/conversation-control.md).
+// Team.Rewind regenerates an answer or edits an earlier user message: it
+// takes a turn back, with everything after it, and runs a user message in
+// its place, under the session's lease like any turn:
+//
+//  1. read the chat and the session whole, and find the turn (planRewind):
+//     a request refused here (unknown or taken-back message, served
+//     before) writes nothing;
+//  2. query the ledger for the records still open;
+//  3. one commit takes the session's lease (conditional on the session as
+//     read: else busy, writing nothing), stores the rewind mark
+//     (sessionstore.RewindSession), which puts session-scoped state back,
+//     and closes those records: pending ones become cancelled (a late
+//     answer gets ErrExpired), and none is resumed;
+//  4. the user message runs as a turn (its commit, then the agent).
+//
+// The mark names the request that made it (rewindRequest.key), so the same
+// request again is recognised: after step 4 it is ErrMessageTaken (the
+// caller replays the turn); after step 3 only (the process died), the turn
+// runs now, without a second mark (docs/conversation-control.md).
 //
 // # After a crash
 //
 // A process can die after any write. The next turn, resume or agent switch
 // of the session, under its lease, repairs what the dead invocation left
-// (repair.go says what each state becomes): calls without a response and
+// (repairTail says what each state becomes): calls without a response and
 // without a record are closed with an error response, and a message no
 // model event answers gets a note that it was interrupted. A call with a
 // record stays pending and can be answered.
@@ -69,23 +106,29 @@
 //
 // # Stop
 //
-// Team.Stop stops what runs in a chat from any instance (stop.go). A
-// running invocation is asked through a request document beside its
-// session, named after its lease's fence (sessionstore.RequestStop); the
-// holder listens to that one document (a snapshot listener, one listen
-// stream per invocation that runs longer than stopListenDelay, and one
-// read when a request arrives) and cancels the runner's context. A
-// listener rather than a poll: a poll costs a read per interval per
+// Team.Stop stops what runs in a chat from any instance. A running
+// invocation is asked through a request document beside its session, named
+// after its lease's fence (sessionstore.RequestStop); the holder listens to
+// that one document (sessionstore.AwaitStop) from stopListenDelay after the
+// invocation started until it ends, and cancels the runner's context when
+// the request arrives, which cancels the model request. Then, still under
+// its lease, it stores what the invocation leaves (closeStopped): every
+// call without a response gets one saying it was stopped, pending records
+// are cancelled, and the text the model had streamed of its current
+// response becomes the final assistant event, marked (IsStopNote). The
+// lease is released as after any invocation, so every stream that follows
+// the turn ends.
+//
+// A listener rather than a poll: a poll costs a read per interval per
 // running turn, a listener nothing until the request comes. A document of
 // its own rather than the session's: a write there would fence the holder
 // out before it stored what it had generated. The delay keeps turns
 // shorter than it from paying for a listen stream; a request made before
-// the listener starts is in its first snapshot. Then the holder, still
-// under its lease, closes what the invocation left (every call without a
-// response gets one, pending records are cancelled) and stores the text
-// the model had streamed as the final event, marked stoppedKey. A paused
-// turn is stopped under the lease by the request itself: its pending
-// calls are cancelled and closed the same way.
+// the listener starts is in its first snapshot. Hence the latency bound: a
+// stop is noticed at most stopListenDelay plus one listen round trip after
+// it was asked. A paused turn is not running: the stop itself takes the
+// lease, cancels the pending calls (a late answer gets 410) and stores the
+// same responses and note.
 //
 // # One invocation, one session service
 //
@@ -94,23 +137,22 @@
 // session handle it read (the runner's Get returns it instead of reading
 // again), the lease it holds or the claim the message's commit takes, and
 // the client that started it. Nothing of Baton's passes through ADK's
-// runner on the context except the pausing tools' declarations, which the
-// tools themselves must reach. The turn's way (new chat, plain turn,
-// settled turn, short or long resume) is decided in Team.Turn, engine.turn
-// and Team.Resume, before anything is started.
+// runner on the context except what tools must reach: the pausing tools'
+// declarations, and the chat's MCP sessions as the turn read them
+// (ChatMCPSessions).
 //
 // # Round trips
 //
 // A turn reads the chat and its session in one round trip (the session id
-// guessed from an instance cache the chat document then checks) and hands
-// that handle to ADK's runner, whose Get would otherwise read it again.
-// The lease is taken by the commit that stores the user message,
-// conditional on the session being as read; a new chat's first message
-// creates the chat and the session in that same commit. The ledger is
-// queried only when the session document says records may be open, or
+// guessed from what the instance remembers, which the chat document then
+// checks) and hands that handle to ADK's runner, whose Get would otherwise
+// read it again. The lease is taken by the commit that stores the user
+// message, conditional on the session being as read; a new chat's first
+// message creates the chat and the session in that same commit. The ledger
+// is queried only when the session document says records may be open, or
 // when the tail shows something to settle; that turn then takes the lease
-// first, as before. A resume reads chat, session and call at once, and when
-// its answer completes the step, one commit records the answer, takes the
+// first. A resume reads chat, session and call at once, and when its
+// answer completes the step, one commit records the answer, takes the
 // lease and delivers the step's answers. Every other case takes the long
 // path, which reads everything again under the lease: the short paths only
 // skip work whose outcome the conditional commit would contradict.
@@ -118,43 +160,19 @@
 // # Warm turns
 //
 // An instance keeps the session handle its last turn of a chat left
-// (warm.go): the invocation's final reply is staged and stored with the
+// (chatMemory): the invocation's final reply is staged and stored with the
 // lease's release, so the handle is then the session exactly as stored.
 // The chat's next turn on that instance reads nothing: it stages the
 // message on the copy and starts the model at once, while the commit that
 // stores the message and claims the lease, conditional on the copy's
 // version, runs beside it. The copy may be stale (another instance wrote),
 // so nothing is shown until that commit succeeds, and a failed one cancels
-// the model request and falls back to the read: speculation costs one
-// cancelled model request on a lost race, never a wrong history.
-//
-// # Turn limits
-//
-// A turn's limits (limits.go) add no round trip: the user's counts
-// ({root}/{app}/users/{user}/limits/turns and tokens-{day}) are read with
-// the chat and session, a chat's recent turn times live in its session
-// document, and the turn is counted in the commit that stores its message.
-// A model response's tokens are counted in the session document the
-// commit that stores it writes anyway; a user's day is their sum over the
-// user's sessions, an aggregation query sent beside the turn's read.
-// Counting a chat's tokens per chat, rather than per user, is what saves
-// the write: a user's total is then only ever read, never written on the
-// turn path (a deleted session moves its count to tokens-{day}).
-//
-// # Files
-//
-// With Options.Files (an ADK artifact.Service), Team.Turn saves a user
-// message's inline files as artifacts of the chat ({app}/{user}/{chat id}/
-// {name}/{version} in gcsartifact's bucket) before the turn starts, and the
-// session stores a genai.FileData reference (baton-file:{chat}/{name}/
-// {version}) in each file's place, so files never enter Firestore. The
-// model gets the bytes from a plugin of each invocation's runner: its
-// before-model callback swaps the references in the LLM request for the
-// artifacts' bytes. That is where it is cheapest: ADK's contents processor
-// (llminternal.buildContentsDefault) has already deep-copied the history's
-// contents into the request, so the swap edits that copy, reads each file
-// once per invocation, and leaves the session's events as they are. Sweep's
-// deletion of an idle chat deletes its files first (files.go).
+// the model request and the turn is planned again on a read: speculation
+// costs one cancelled model request on a lost race, never a wrong history.
+// A copy is used only when the agents keep no app: or user: state
+// (Options.SessionStateOnly: those are shared with other sessions, and a
+// copy's would be stale) and when the caller's limits can be checked
+// without a read (limits.Reading.Cached).
 //
 // # Indexes
 //

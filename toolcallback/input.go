@@ -15,19 +15,6 @@ import (
 	"google.golang.org/genai"
 )
 
-// A tool that needs a person's input mid-call (an MCP server's
-// multi-round-trip input requests) pauses the way an approval does: it asks
-// through ADK's tool confirmation, with an InputRequest as the payload, so
-// ADK stores the request as an adk_request_confirmation call, the ledger
-// records it in the same commit (KindInput), and the answer re-runs the
-// tool, which reads it with InputReplyOf and calls again. Each round is one
-// confirmation call and one ledger record; the model's call stays the same.
-//
-// The request state travels from the tool to the ledger only: it is taken
-// out of the stored event before the event is stored or streamed, kept in
-// the record (never in Call, so Pending does not show it), and handed back
-// to the tool with the answer. An answer carries responses, nothing else.
-
 // inputPayloadKey marks a confirmation payload as an input request. The
 // uistream encoder recognises the same key (uistream.InputPayloadKey).
 const inputPayloadKey = "batonInput"
@@ -80,6 +67,19 @@ type InputReply struct {
 // tool then runs again, and InputReplyOf returns the answer. The tool
 // should return right after it (its response is replaced by the one it
 // returns when it runs again).
+//
+// A tool that needs a person's input mid-call (an MCP server's
+// multi-round-trip input requests) pauses this way, as an approval does: it asks
+// through ADK's tool confirmation, with an InputRequest as the payload, so
+// ADK stores the request as an adk_request_confirmation call, the ledger
+// records it in the same commit (KindInput), and the answer re-runs the
+// tool, which reads it with InputReplyOf and calls again. Each round is one
+// confirmation call and one ledger record; the model's call stays the same.
+//
+// The request state travels from the tool to the ledger only: it is taken
+// out of the stored event before the event is stored or streamed, kept in
+// the record (never in Call, so Pending does not show it), and handed back
+// to the tool with the answer. An answer carries responses, nothing else.
 func RequestInput(ctx agent.Context, req InputRequest) error {
 	if len(req.Requests) == 0 {
 		return errors.New("input request without requests")

@@ -51,7 +51,7 @@ type invocationSessions struct {
 	// stageClaim: the first append stages the user's message and stores it
 	// (taking the claimed lease) in the background, so the model is called
 	// at once; the invocation is handed to the caller only once it is
-	// stored (a warm turn, see warm.go).
+	// stored (a warm turn, see chatMemory).
 	stageClaim bool
 	// claimStored is closed once a staged claim's commit reported;
 	// claimStaged says whether one was staged at all.
@@ -59,7 +59,7 @@ type invocationSessions struct {
 	claimStaged bool
 	// sess is the handle the runner appends through.
 	sess *sessionstore.Session
-	// held are final replies staged to be stored with the lease's release
+	// heldBack are final replies staged to be stored with the lease's release
 	// (see finish), not yet pushed to readers; last is the latest staged.
 	heldBack []*session.Event
 	last     *sessionstore.StagedEvent

@@ -16,22 +16,6 @@ import (
 	"github.com/baton-run/baton/sessionstore"
 )
 
-// A tool that must have a person's answer before it returns (an MCP server
-// of 2025-11-25 sends elicitation/create on the live call and waits on that
-// connection) cannot pause: AskLive keeps the turn open instead. It is the
-// one place where an instance waits for a person, bounded by the caller's
-// deadline.
-//
-// The question gets a ledger record of kind KindInput, marked live, so that
-// an answer is accepted exactly once, from the device that started the
-// turn, on any instance (Team.Resume records it and resumes nothing); the
-// asking instance watches the record. The record is written resumed, with
-// no sweep time: no resume, repair, cancellation or Sweep ever delivers it
-// to the agent, since the tool returns the answer itself. The form is
-// streamed to the turn's readers as a browser call of InputToolName (not
-// stored: the tool's response follows in the same stream). Pending does
-// not list it: a reloaded page does not see the question again.
-
 // ErrNoLiveInput: AskLive was called outside an invocation of a Team.
 var ErrNoLiveInput = errors.New("no invocation to ask in")
 
@@ -47,6 +31,22 @@ type liveAsker struct {
 // once ctx is done or wait has passed; the question is then closed and a
 // late answer refused. Callers bound wait below their own deadline, to
 // leave time to tell the server.
+//
+// A tool that must have a person's answer before it returns (an MCP server
+// of 2025-11-25 sends elicitation/create on the live call and waits on that
+// connection) cannot pause: AskLive keeps the turn open instead. It is the
+// one place where an instance waits for a person, bounded by the caller's
+// deadline.
+//
+// The question gets a ledger record of kind KindInput, marked live, so that
+// an answer is accepted exactly once, from the device that started the
+// turn, on any instance (Team.Resume records it and resumes nothing); the
+// asking instance watches the record. The record is written resumed, with
+// no sweep time: no resume, repair, cancellation or Sweep ever delivers it
+// to the agent, since the tool returns the answer itself. The form is
+// streamed to the turn's readers as a browser call of InputToolName (not
+// stored: the tool's response follows in the same stream). Pending does
+// not list it: a reloaded page does not see the question again.
 func AskLive(ctx agent.Context, tool string, req InputRequest, wait time.Duration) (*InputReply, error) {
 	tools := pausingToolsFrom(ctx)
 	if tools == nil || tools.live == nil {

@@ -15,12 +15,6 @@ import (
 	"github.com/baton-run/baton/sessionstore"
 )
 
-// How a turn runs is decided in one place, planTurn, from what the turn
-// knows of its chat (a turnView: this instance's copy, or one read), into
-// a turnPlan; carryOut then does what the plan says without deciding
-// again. A plan that loses its race (its commit finds the chat changed) is
-// planned again on a fresh read, by Team.turn.
-
 // turnRequest is a user message to run in a chat, its ids checked and its
 // files stored: a new message (TurnRequest), or a rewind's.
 type turnRequest struct {

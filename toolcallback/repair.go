@@ -13,8 +13,23 @@ import (
 	"github.com/baton-run/baton/sessionstore"
 )
 
+// interruptedKey marks, in an event's CustomMetadata, the note Baton stores
+// for a message whose invocation died before answering it.
+const interruptedKey = "baton_interrupted"
+
+// interruptedText is that note, as the model and the page read it.
+const interruptedText = "(No answer: the server stopped while working on this. Please send it again.)"
+
+// interruptedCallError is the response of a call closed that way.
+const interruptedCallError = "interrupted: the server stopped before this call finished; it may or may not have taken effect"
+
+// repairTail makes the tail of sess valid for the model after a holder
+// died, under the session's lease. lead are responses the caller delivers
+// in the same content (settled ledger calls); known are the ids of calls
+// the ledger still answers, which must not be closed here.
+//
 // What a session can hold after the process running its invocation died,
-// and what the next holder of its lease does about it (repairTail):
+// and what repairTail does about it:
 //
 //   - A call of a pausing tool, stored with its ledger record: it stays
 //     pending; Pending lists it and it can be answered. (The record and the
@@ -37,21 +52,6 @@ import (
 // (an approval, an answer to a question) was delivered but whose tool, run
 // again, died before responding, are closed like interrupted calls
 // (interruptedReruns).
-
-// interruptedKey marks, in an event's CustomMetadata, the note Baton stores
-// for a message whose invocation died before answering it.
-const interruptedKey = "baton_interrupted"
-
-// interruptedText is that note, as the model and the page read it.
-const interruptedText = "(No answer: the server stopped while working on this. Please send it again.)"
-
-// interruptedCallError is the response of a call closed that way.
-const interruptedCallError = "interrupted: the server stopped before this call finished; it may or may not have taken effect"
-
-// repairTail makes the tail of sess valid for the model after a holder
-// died, under the session's lease. lead are responses the caller delivers
-// in the same content (settled ledger calls); known are the ids of calls
-// the ledger still answers, which must not be closed here.
 func (e *engine) repairTail(ctx context.Context, sess *sessionstore.Session, lead []*genai.Part, known map[string]bool) error {
 	events := sess.Events()
 	if unanswered(events, known) {

@@ -13,26 +13,6 @@ import (
 	"github.com/baton-run/baton/sessionstore"
 )
 
-// Rewinding a chat: regenerate an answer, or edit an earlier user message.
-// Both take a turn back, with everything after it, and run a user message
-// in its place, under the session's lease like any turn:
-//
-//  1. read the chat and the session whole, and find the turn: a request
-//     refused here (unknown or taken-back message, served before) writes
-//     nothing;
-//  2. query the ledger for the records still open;
-//  3. one commit takes the session's lease (conditional on the session as
-//     read: else busy, writing nothing), stores the rewind mark
-//     (sessionstore.RewindSession), which puts session-scoped state back,
-//     and closes those records: pending ones become cancelled (a late
-//     answer gets ErrExpired), and none is resumed;
-//  4. the user message runs as a turn (its commit, then the agent).
-//
-// The mark names the request that made it (Rewind.key), so the same
-// request again is recognised: after step 4 it is ErrMessageTaken (the
-// caller replays the turn); after step 3 only (the process died), the
-// turn runs now, without a second mark.
-
 var (
 	// ErrMessageNotFound: a rewind names a message the chat does not have.
 	ErrMessageNotFound = errors.New("message not found")

@@ -17,37 +17,6 @@ import (
 	"github.com/baton-run/baton/sessionstore"
 )
 
-// Stopping a chat (Team.Stop), from any instance.
-//
-// A running invocation is stopped by a request document beside its
-// session (sessionstore.RequestStop), named after the fence of the lease
-// the invocation holds. The holder listens to that one document
-// (sessionstore.AwaitStop) from stopListenDelay after the invocation
-// started until it ends; when the request arrives it cancels the
-// context of ADK's runner, which cancels the model request. Then, still
-// under its lease, it stores what the invocation leaves (closeStopped):
-// the calls it had not finished get a response saying they were stopped,
-// and the text the model had streamed of its current response becomes
-// the final assistant event, marked stoppedKey. The lease is released as
-// after any invocation, so every stream that follows the turn ends.
-//
-// Why a listener on a document of its own: the session document is the
-// holder's fence (every write there changes its update time, on which
-// the holder's own writes are conditioned), so a request written there
-// would shut the holder out before it could store what it had generated;
-// and a poll would cost a read per interval per running turn. The
-// listener starts after stopListenDelay so that a turn shorter than that
-// costs nothing more (no listen stream), and a stop asked earlier is not
-// lost: the listener's first snapshot finds the request already written.
-// Hence the latency bound: a stop is noticed at most stopListenDelay plus
-// one listen round trip after it was asked, and about one listen delivery
-// after when the turn is older.
-//
-// A paused turn (its invocation ended on calls that wait for answers) is
-// not running: stopping it takes the lease, cancels the pending calls (a
-// late answer finds its call cancelled: 410) and stores the same
-// responses and marked note.
-
 // stoppedKey marks, in an event's CustomMetadata, the final assistant
 // event of a stopped turn.
 const stoppedKey = "baton_stopped"

@@ -76,6 +76,18 @@ func NewTeam(client *firestore.Client, sessions *sessionstore.Service, app strin
 // Agents returns the team's agent names; the first is the default.
 func (t *Team) Agents() []string { return slices.Clone(t.names) }
 
+// Members returns the team's members, in order; the first is the default.
+func (t *Team) Members() []Member {
+	out := make([]Member, len(t.names))
+	for i, name := range t.names {
+		out[i] = t.members[name]
+	}
+	return out
+}
+
+// App returns the app whose sessions the team serves.
+func (t *Team) App() string { return t.app }
+
 // UnknownAgentError is returned for a chat asking for an agent the team
 // does not have.
 type UnknownAgentError struct {

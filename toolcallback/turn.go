@@ -12,12 +12,6 @@ import (
 	"github.com/baton-run/baton/sessionstore"
 )
 
-// A turn is what one user message sets off: the invocation that answers it
-// and every resume that continues it (answers to the calls it paused on),
-// up to the next user message. A client shows a turn as one assistant
-// message, and the id of the turn's first invocation names it: a resume
-// reports it as ResumeOutcome.Turn.
-
 // TurnRequest is one user message to a chat.
 type TurnRequest struct {
 	UserID   string
