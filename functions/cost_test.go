@@ -53,12 +53,16 @@ func TestTurnCost(t *testing.T) {
 		stateOnly bool
 		// budget sets a token budget, with a model that reports usage.
 		budget bool
-		// warm keeps warm turns on (see the package doc of toolcallback, "Warm turns"); the other
-		// rows turn them off, so that they measure what a cold instance
-		// pays. A warm row holds every commit until the model was asked
-		// (for at most 5 s): a turn that waited for one before asking
-		// counts it as a round trip before the model.
-		warm   bool
+		// warm keeps warm turns on (see the package doc of toolcallback,
+		// "Warm turns"); the other rows turn them off, so that they measure
+		// what a cold instance pays.
+		warm bool
+		// beside: the turn asks the model beside its commit and the day's
+		// token count, so the row holds those until the model was asked
+		// (for at most 5 s), and a warm row every read too: a turn that
+		// waited for one before asking counts it as a round trip before
+		// the model.
+		beside bool
 		config func(*Config)
 		script []modeltest.Reply
 		setup  func(f *httpFixture) // runs before counting starts
@@ -72,6 +76,7 @@ func TestTurnCost(t *testing.T) {
 		name:      "warm plain turn",
 		stateOnly: true,
 		warm:      true,
+		beside:    true,
 		script:    []modeltest.Reply{modeltest.TextReply("first"), modeltest.TextReply("second")},
 		setup:     func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "hello")) },
 		run:       func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "again")) },
@@ -80,6 +85,7 @@ func TestTurnCost(t *testing.T) {
 		name:      "warm plain turn, 5 MB of history",
 		stateOnly: true,
 		warm:      true,
+		beside:    true,
 		config:    func(c *Config) { c.MaxBodyBytes = 1 << 20 },
 		script:    slices.Repeat([]modeltest.Reply{modeltest.TextReply("noted")}, 7),
 		setup: func(f *httpFixture) {
@@ -92,56 +98,76 @@ func TestTurnCost(t *testing.T) {
 		run:   func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "again")) },
 		bound: costBound{beforeModel: 0, roundTrips: 2, lookups: 0, writes: 3},
 	}, {
+		// Another instance served the chat's last turn: one read (the chat,
+		// its session, the user's turns document), then the model is asked
+		// beside the message's commit.
 		name:      "plain turn, existing chat",
 		stateOnly: true,
+		beside:    true,
 		script:    []modeltest.Reply{modeltest.TextReply("first"), modeltest.TextReply("second")},
 		setup:     func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "hello")) },
 		run:       func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "again")) },
-		bound:     costBound{beforeModel: 2, roundTrips: 3, lookups: 3, writes: 3},
+		bound:     costBound{beforeModel: 1, roundTrips: 3, lookups: 3, writes: 3},
 	}, {
 		// Without turn limits: the floor the limits add to.
 		name:      "plain turn, existing chat, no limits",
 		stateOnly: true,
+		beside:    true,
 		config:    func(c *Config) { c.TurnLimits = TurnLimits{} },
 		script:    []modeltest.Reply{modeltest.TextReply("first"), modeltest.TextReply("second")},
 		setup:     func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "hello")) },
 		run:       func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "again")) },
-		bound:     costBound{beforeModel: 2, roundTrips: 3, lookups: 2, writes: 2},
+		bound:     costBound{beforeModel: 1, roundTrips: 3, lookups: 2, writes: 2},
 	}, {
 		// With a token budget as well as the rate limits: the day's count
-		// of deleted sessions is read with the chat, and the sum over the
-		// user's sessions is queried beside that read (one more RPC before
-		// the model, not one more round trip after another: see
-		// TestTokenSumBesideRead); the reply's tokens are counted in the
-		// session document, which the reply's commit writes anyway. So
-		// both limits together add one write, the user's turn log.
+		// (the sum over the user's sessions and the deleted sessions'
+		// count) is read beside the model request, and the message's
+		// commit waits for it (TestBudgetGatesCommit); the reply's tokens
+		// are counted in the session document, which the reply's commit
+		// writes anyway. So both limits together add one write, the user's
+		// turn log.
 		name:      "plain turn, existing chat, token budget",
 		stateOnly: true,
 		budget:    true,
+		beside:    true,
 		script:    []modeltest.Reply{modeltest.TextReply("first"), modeltest.TextReply("second")},
 		setup:     func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "hello")) },
 		run:       func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "again")) },
-		bound:     costBound{beforeModel: 3, roundTrips: 4, lookups: 5, writes: 3},
+		bound:     costBound{beforeModel: 1, roundTrips: 4, lookups: 5, writes: 3},
+	}, {
+		// A warm turn with every limit on: nothing read before the model.
+		name:      "warm plain turn, token budget",
+		stateOnly: true,
+		budget:    true,
+		warm:      true,
+		beside:    true,
+		script:    []modeltest.Reply{modeltest.TextReply("first"), modeltest.TextReply("second")},
+		setup:     func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "hello")) },
+		run:       func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "again")) },
+		bound:     costBound{beforeModel: 0, roundTrips: 4, lookups: 2, writes: 3},
 	}, {
 		name:   "plain turn, existing chat, default",
+		beside: true,
 		script: []modeltest.Reply{modeltest.TextReply("first"), modeltest.TextReply("second")},
 		setup:  func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "hello")) },
 		run:    func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "again")) },
-		bound:  costBound{beforeModel: 2, roundTrips: 3, lookups: 5, writes: 3},
+		bound:  costBound{beforeModel: 1, roundTrips: 3, lookups: 5, writes: 3},
 	}, {
 		name:      "first turn of a new chat",
 		stateOnly: true,
+		beside:    true,
 		script:    []modeltest.Reply{modeltest.TextReply("first")},
 		run:       func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "hello")) },
-		bound:     costBound{beforeModel: 2, roundTrips: 4, lookups: 3, writes: 5},
+		bound:     costBound{beforeModel: 1, roundTrips: 3, lookups: 3, writes: 4},
 	}, {
 		name:      "turn that pauses on a browser tool",
 		stateOnly: true,
+		beside:    true,
 		script: []modeltest.Reply{modeltest.TextReply("first"),
 			modeltest.CallReply(modeltest.Call("c1", "change_bgm", map[string]any{"track": 2}))},
 		setup: func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "hello")) },
 		run:   func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "track 2"), "c1") },
-		bound: costBound{beforeModel: 2, roundTrips: 5, lookups: 3, writes: 6},
+		bound: costBound{beforeModel: 1, roundTrips: 4, lookups: 3, writes: 5},
 	}, {
 		name:      "resume that answers it",
 		stateOnly: true,
@@ -154,10 +180,11 @@ func TestTurnCost(t *testing.T) {
 		},
 		bound: costBound{beforeModel: 3, roundTrips: 6, lookups: 4, writes: 5},
 	}, {
-		// The resume leaves its records open until a turn settles them: that
-		// turn takes the lease first and queries the ledger.
+		// The resume marks its records resumed before its last commit, which
+		// records that none is open: the next turn goes the short way.
 		name:      "turn after a resume",
 		stateOnly: true,
+		beside:    true,
 		script: []modeltest.Reply{modeltest.CallReply(modeltest.Call("c1", "change_bgm", map[string]any{"track": 2})),
 			modeltest.EchoReply, modeltest.TextReply("next")},
 		setup: func(f *httpFixture) {
@@ -166,7 +193,7 @@ func TestTurnCost(t *testing.T) {
 				map[string]any{"sessionId": "s1", "toolCallId": "c1", "clientId": "tab-a", "output": map[string]any{"playing": 2}}, nil), "c1")
 		},
 		run:   func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "next")) },
-		bound: costBound{beforeModel: 6, roundTrips: 8, lookups: 6, writes: 5},
+		bound: costBound{beforeModel: 1, roundTrips: 3, lookups: 3, writes: 3},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -219,8 +246,8 @@ func TestTurnCost(t *testing.T) {
 			if tt.setup != nil {
 				tt.setup(f)
 			}
-			if tt.warm {
-				gateCommits(f, asked)
+			if tt.beside {
+				holdBeside(f, asked, tt.warm)
 			}
 			before := f.counter.Snapshot()
 			mu.Lock()
@@ -250,12 +277,16 @@ func TestTurnCost(t *testing.T) {
 	}
 }
 
-// gateCommits holds each commit of f's client until asked is closed (the
-// model was asked), or for at most 5 s: a request that waits for a commit
-// before asking the model is then seen to send it first.
-func gateCommits(f *httpFixture, asked <-chan struct{}) {
+// holdBeside holds what a turn asks the model beside until asked is closed
+// (the model was asked), or for at most 5 s: each commit, the sum of the
+// day's tokens (an aggregation query) and, with reads, every read. A
+// request that waits for one of them before asking the model is then seen
+// to send it first.
+func holdBeside(f *httpFixture, asked <-chan struct{}, reads bool) {
 	f.counter.SetHook(func(method string, _ any) error {
-		if strings.HasSuffix(method, "/Commit") {
+		hold := strings.HasSuffix(method, "/Commit") || strings.HasSuffix(method, "/RunAggregationQuery") ||
+			reads && strings.HasSuffix(method, "/BatchGetDocuments")
+		if hold {
 			select {
 			case <-asked:
 			case <-time.After(5 * time.Second):

@@ -8,10 +8,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"google.golang.org/adk/v2/model"
 	"google.golang.org/genai"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/baton-run/baton/internal/authtest"
 	"github.com/baton-run/baton/limits"
@@ -94,6 +98,76 @@ func TestBudgetExhaustedStatus(t *testing.T) {
 	f.model.Usage = &genai.GenerateContentResponseUsageMetadata{TotalTokenCount: 60}
 	f.stream(f.turn("ada", "s1", "tab", "one"))
 	wantRefused(t, f.turn("ada", "s2", "tab", "two"), "budget_exhausted", 24*3600)
+}
+
+// TestBudgetGatesCommit: with a token budget, a turn asks the model while
+// the day's count is read, and the message's commit waits for that count:
+// within the budget the turn runs, its commit sent only once the count was
+// read; over it, the turn is refused with 429 though its model request had
+// started, and nothing is stored. The count is held here until the model
+// was asked: a turn that waited for it before asking would time out.
+func TestBudgetGatesCommit(t *testing.T) {
+	t.Parallel()
+	for _, warm := range []bool{false, true} {
+		t.Run(fmt.Sprintf("warm=%t", warm), func(t *testing.T) {
+			t.Parallel()
+			f := newHTTPFixtureWith(t, func(_ *httpFixture, o *ServerOptions) {
+				o.SessionStateOnly = true
+				if !warm {
+					o.WarmChats = -1
+				}
+			}, func(c *Config) {
+				c.TurnLimits = TurnLimits{User: limits.Limits{UserTokensPerDay: 150}, Anonymous: limits.Limits{UserTokensPerDay: 150}}
+			})
+			var asked atomic.Pointer[chan struct{}]
+			reply := modeltest.TextReply("ok")
+			f.model.Repeat = func(req *model.LLMRequest) *genai.Content {
+				if ch := asked.Swap(nil); ch != nil {
+					close(*ch)
+				}
+				return reply(req)
+			}
+			f.model.Usage = &genai.GenerateContentResponseUsageMetadata{TotalTokenCount: 100}
+			f.token("ada")
+			f.stream(f.turn("ada", "s1", "tab", "one"))
+			var holding, early, late atomic.Bool
+			hold := func() {
+				ch := make(chan struct{})
+				asked.Store(&ch)
+				early.Store(false)
+				f.counter.SetHook(func(method string, _ any) error {
+					switch {
+					case strings.HasSuffix(method, "/RunAggregationQuery"):
+						holding.Store(true)
+						defer holding.Store(false)
+						select {
+						case <-ch:
+						case <-time.After(5 * time.Second):
+							late.Store(true)
+						}
+					case strings.HasSuffix(method, "/Commit") && holding.Load():
+						early.Store(true)
+					}
+					return nil
+				})
+			}
+			hold() // 100 of 150 used: the turn runs
+			f.stream(f.turn("ada", "s1", "tab", "two"))
+			if early.Load() || late.Load() {
+				t.Errorf("within the budget: a commit sent while the day's count was read: %t; the model asked only after the count: %t", early.Load(), late.Load())
+			}
+			stored := f.messages("ada", "s1")
+			hold() // 200 of 150: refused
+			wantRefused(t, f.turn("ada", "s1", "tab", "three"), "budget_exhausted", 24*3600)
+			f.counter.SetHook(nil)
+			if late.Load() {
+				t.Errorf("over the budget: the model was asked only after the day's count was read")
+			}
+			if diff := cmp.Diff(stored, f.messages("ada", "s1")); diff != "" {
+				t.Errorf("the refused turn stored something (-before +after):\n%s", diff)
+			}
+		})
+	}
 }
 
 // TestLimitsNeverBlockAnswers: a user at the turn limit still answers the

@@ -22,6 +22,17 @@ type Counter struct {
 
 	mu    sync.Mutex
 	users map[string]userTurns
+	// spent holds the users whose budget this instance found used up, with
+	// the UTC day and the budget: a day's count only grows, so that stays
+	// true until the day ends (or the budget is raised), and their later
+	// turns are refused without a read, or a model request.
+	spent map[string]spentBudget
+}
+
+// spentBudget is a budget found used up on a UTC day.
+type spentBudget struct {
+	day    string
+	budget int64
 }
 
 // maxUsers bounds the memory the copies take; past it they are forgotten
@@ -34,52 +45,61 @@ func NewCounter(sessions *sessionstore.Service, app string) *Counter {
 	return &Counter{sessions: sessions, app: app}
 }
 
-// Reading is what one turn of a user reads for its limits, started by
-// Begin: the documents to read beside the chat (Refs) and the query of the
-// day's tokens, already sent.
+// Reading is what one turn of a user reads for its limits, begun by Begin:
+// the documents to read beside the chat (Refs) and, with a budget, the sum
+// of the day's tokens over the user's sessions, already being queried.
 type Reading struct {
 	c      *Counter
 	user   string
 	limits Limits
 	now    time.Time
-	sum    *sum // nil: no budget
+	sum    *pending // nil: no budget
 }
 
-// Begin starts what a turn of user with limits l at now reads: with a
-// budget, the query of the user's tokens of the day across the user's
-// sessions, sent now so that it takes the same round trip as the read of
-// Refs.
-func (c *Counter) Begin(ctx context.Context, user string, l Limits, now time.Time) *Reading {
-	r := &Reading{c: c, user: user, limits: l, now: now}
-	if l.UserTokensPerDay > 0 {
-		r.sum = &sum{done: make(chan struct{})}
-		go func() {
-			defer close(r.sum.done)
-			r.sum.n, r.sum.err = c.sessions.SessionTokens(ctx, c.app, user, now)
-		}()
-	}
-	return r
-}
-
-// sum is the sum of a user's sessions' tokens of a day, being queried.
-type sum struct {
+// pending is a count being read in the background, or known (done nil).
+type pending struct {
 	done chan struct{}
 	n    int64
 	err  error
 }
 
-// wait returns the sum once the query answered.
-func (s *sum) wait() (int64, error) {
-	if s == nil {
+// readInBackground runs read in the background; nil when !needed.
+func readInBackground(needed bool, read func() (int64, error)) *pending {
+	if !needed {
+		return nil
+	}
+	p := &pending{done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		p.n, p.err = read()
+	}()
+	return p
+}
+
+// wait returns the count once read; 0 for nil.
+func (p *pending) wait() (int64, error) {
+	if p == nil {
 		return 0, nil
 	}
-	<-s.done
-	return s.n, s.err
+	if p.done != nil {
+		<-p.done
+	}
+	return p.n, p.err
+}
+
+// Begin begins what a turn of user with limits l at now reads. With a
+// budget, the sum of the day's tokens over the user's sessions is queried
+// at once, in the background: nothing waits for it but the turn's first
+// commit (Meter.CheckBudget), so the model is asked while it is read.
+func (c *Counter) Begin(ctx context.Context, user string, l Limits, now time.Time) *Reading {
+	return &Reading{c: c, user: user, limits: l, now: now, sum: readInBackground(l.UserTokensPerDay > 0, func() (int64, error) {
+		return c.sessions.SessionTokens(ctx, c.app, user, now)
+	})}
 }
 
 // Refs are the documents the turn reads beside its chat (see Meter): the
-// user's turns document and the day document of the user's deleted
-// sessions' tokens, as the limits need them.
+// user's turns document, when the user's rate is limited, and the day
+// document of the user's deleted sessions' tokens, with a budget.
 func (r *Reading) Refs() []*firestore.DocumentRef {
 	var refs []*firestore.DocumentRef
 	if r.limits.UserTurnsPerMinute > 0 {
@@ -91,14 +111,14 @@ func (r *Reading) Refs() []*firestore.DocumentRef {
 	return refs
 }
 
-// Meter pairs what the turn read (snaps, of Refs in that order, and the
-// sum) into the turn's meter, and keeps the user's turns document as read.
-// It is nil when the limits limit nothing.
+// Meter pairs what the turn read (snaps, of Refs in that order) into the
+// turn's meter, and keeps the user's turns document as read. It is nil
+// when the limits limit nothing.
 func (r *Reading) Meter(snaps []*firestore.DocumentSnapshot) (*Meter, error) {
 	if r.limits.Zero() {
 		return nil, nil
 	}
-	m := &Meter{limits: r.limits, now: r.now}
+	m := r.meter()
 	if r.limits.UserTurnsPerMinute > 0 {
 		turns, err := turnsFrom(snaps[0])
 		if err != nil {
@@ -110,37 +130,75 @@ func (r *Reading) Meter(snaps []*firestore.DocumentSnapshot) (*Meter, error) {
 	}
 	if r.limits.UserTokensPerDay > 0 {
 		deleted, err := sessionstore.DayTokens(snaps[0])
-		stored, serr := r.sum.wait()
-		if err = errors.Join(err, serr); err != nil {
+		if err != nil {
 			return nil, err
 		}
-		m.tokens = deleted + stored
+		m.deleted = &pending{n: deleted}
 	}
 	return m, nil
 }
 
-// Cached returns the turn's meter made from this instance's copies alone,
-// for a turn that reads nothing; ok is false when they cannot serve it (no
-// copy of the user's turns document, or a token budget, which every
-// instance counts into).
-func (r *Reading) Cached() (_ *Meter, ok bool) {
-	l := r.limits
-	if l.UserTokensPerDay > 0 {
-		return nil, false
-	}
-	if l.Zero() {
+// Cached returns the turn's meter for a turn that reads nothing: from this
+// instance's copy of the user's turns document, and with a budget the day
+// document of the deleted sessions' tokens read now in the background,
+// beside the sum. ok is false when the user's rate is limited and there is
+// no copy.
+func (r *Reading) Cached(ctx context.Context) (_ *Meter, ok bool) {
+	if r.limits.Zero() {
 		return nil, true
 	}
-	m := &Meter{limits: l, now: r.now}
-	if l.UserTurnsPerMinute > 0 {
+	m := r.meter()
+	if r.limits.UserTurnsPerMinute > 0 {
 		turns, ok := r.c.get(r.user)
 		if !ok {
 			return nil, false
 		}
 		m.turns, m.remember = &turns, r.c.rememberer(r.user)
 	}
+	m.deleted = readInBackground(r.limits.UserTokensPerDay > 0, func() (int64, error) {
+		snap, err := r.c.sessions.DayTokensRef(r.c.app, r.user, r.now).Get(ctx)
+		if err = sessionstore.FirestoreError(err); errors.Is(err, sessionstore.ErrNotFound) {
+			return 0, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+		return sessionstore.DayTokens(snap)
+	})
 	return m, true
 }
+
+// meter is the turn's meter before what it read of the user's turns.
+func (r *Reading) meter() *Meter {
+	m := &Meter{limits: r.limits, now: r.now, sum: r.sum}
+	if r.limits.UserTokensPerDay > 0 {
+		m.spent = r.c.spentOn(r.user, r.now, r.limits.UserTokensPerDay)
+		m.noteSpent = func() { r.c.setSpent(r.user, r.now, r.limits.UserTokensPerDay) }
+	}
+	return m
+}
+
+// spentOn reports whether this instance found user's budget (of budget
+// tokens, or more) used up on the UTC day of now.
+func (c *Counter) spentOn(user string, now time.Time, budget int64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s, ok := c.spent[user]
+	return ok && s.day == utcDay(now) && budget <= s.budget
+}
+
+// setSpent notes that user's budget of budget tokens is used up on the UTC
+// day of now.
+func (c *Counter) setSpent(user string, now time.Time, budget int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.spent == nil || len(c.spent) >= maxUsers {
+		c.spent = map[string]spentBudget{}
+	}
+	c.spent[user] = spentBudget{day: utcDay(now), budget: budget}
+}
+
+func utcDay(t time.Time) string { return t.UTC().Format(time.DateOnly) }
 
 func (c *Counter) get(user string) (userTurns, bool) {
 	c.mu.Lock()
@@ -175,19 +233,27 @@ type Meter struct {
 	limits Limits
 	now    time.Time
 	turns  *userTurns // nil: no user rate limit
-	tokens int64      // the user's tokens of the day, with a budget
+	// sum and deleted are the day's tokens of the user's sessions and of
+	// those deleted, being read; nil: no budget.
+	sum, deleted *pending
+	// spent: this instance found the budget used up today already;
+	// noteSpent tells it so.
+	spent     bool
+	noteSpent func()
 	// remember keeps the user's turn times the message's commit stores.
 	remember func(userTurns)
 }
 
 // Check refuses the turn with a *LimitError when the user, or the chat
-// whose session is sess (nil: not stored yet), is at a limit.
+// whose session is sess (nil: not stored yet), is at a rate limit, or the
+// user's budget is known to be used up today. The budget as read now is
+// CheckBudget's.
 func (m *Meter) Check(sess *sessionstore.Session) error {
 	if m == nil {
 		return nil
 	}
-	if err := budgetError(m.tokens, m.limits.UserTokensPerDay, m.now); err != nil {
-		return err
+	if m.spent {
+		return budgetError(m.limits.UserTokensPerDay, m.limits.UserTokensPerDay, m.now)
 	}
 	var times []time.Time
 	if m.turns != nil {
@@ -200,6 +266,27 @@ func (m *Meter) Check(sess *sessionstore.Session) error {
 		return nil
 	}
 	return checkRate("chat", sess.TurnLog(), m.limits.ChatTurnsPerMinute, m.now)
+}
+
+// CheckBudget refuses the turn with a *LimitError when the user has used
+// the day's token budget, as read when the turn began; it waits for that
+// read. Nothing the turn writes may be committed before it passed: a
+// commit cannot be conditioned on a sum, so the turn's first commit waits
+// for it, while the model is already asked.
+func (m *Meter) CheckBudget() error {
+	if m == nil || m.sum == nil {
+		return nil
+	}
+	stored, err := m.sum.wait()
+	deleted, derr := m.deleted.wait()
+	if err = errors.Join(err, derr); err != nil {
+		return err
+	}
+	err = budgetError(stored+deleted, m.limits.UserTokensPerDay, m.now)
+	if err != nil {
+		m.noteSpent()
+	}
+	return err
 }
 
 // ChatLog is the turn log the message's commit stores in sess's session

@@ -163,23 +163,23 @@ func (s *Service) AppendEventWith(ctx context.Context, sess *Session, event *ses
 	if ss == nil || err != nil {
 		return err
 	}
+	ss.appendMu.Lock()
+	defer ss.appendMu.Unlock()
+	if err := s.flushLocked(ctx, ss, nil, nil); err != nil {
+		return err
+	}
+	return s.appendLocked(ctx, ss, event, opts)
+}
+
+// appendLocked plans, makes and applies the commit of one append (its span
+// is baton.session.append, staged or not); the caller holds ss.appendMu.
+func (s *Service) appendLocked(ctx context.Context, ss *Session, event *session.Event, opts AppendOptions) (err error) {
 	ctx, span := startSpan(ctx, "baton.session.append", ss.id,
 		attribute.String("baton.event.author", event.Author), attribute.Int("baton.ledger.records", len(opts.Create)))
 	defer func() { endSpan(span, err) }()
 	if c := opts.Claim; c != nil {
 		span.SetAttributes(attribute.Bool("baton.lease.take", true), attribute.Bool("baton.session.create", c.create != nil))
 	}
-	ss.appendMu.Lock()
-	defer ss.appendMu.Unlock()
-	if err := s.flushLocked(ctx, ss, nil, false); err != nil {
-		return err
-	}
-	return s.appendLocked(ctx, ss, event, opts)
-}
-
-// appendLocked plans, makes and applies the commit of one append; the
-// caller holds ss.appendMu.
-func (s *Service) appendLocked(ctx context.Context, ss *Session, event *session.Event, opts AppendOptions) error {
 	if l := ss.lease; l != nil {
 		l.mu.Lock()
 		defer l.mu.Unlock()

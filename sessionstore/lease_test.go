@@ -260,7 +260,7 @@ func TestKeepLeaseStopLetsRenewalFinish(t *testing.T) {
 	if err := svc.AppendEvent(ctx, held, textEvent("e1", "user", "after the renewals")); err != nil {
 		t.Fatalf("append after stopping the renewals: %v", err)
 	}
-	if err := svc.ReleaseSession(ctx, held); err != nil {
+	if err := svc.ReleaseSession(ctx, held, sessionstore.ReleaseOptions{}); err != nil {
 		t.Fatalf("release after stopping the renewals: %v", err)
 	}
 	if !held.AsStored() {

@@ -81,7 +81,7 @@ func TestLostCommitReply(t *testing.T) {
 			if err := svc.AppendEvent(ctx, sess, textEvent("e2", "agent", "hi")); err != nil {
 				t.Fatalf("second append, its reply lost too: %v, want nil", err)
 			}
-			if err := svc.ReleaseSession(ctx, sess); err != nil {
+			if err := svc.ReleaseSession(ctx, sess, sessionstore.ReleaseOptions{}); err != nil {
 				t.Fatalf("release after the appends: %v", err)
 			}
 			if !sess.AsStored() {
@@ -120,7 +120,7 @@ func TestLostReplyOfNewChat(t *testing.T) {
 	if err := svc.AppendEvent(ctx, sess, textEvent("m2", "model", "hi")); err != nil {
 		t.Fatalf("second append under the lease: %v", err)
 	}
-	if err := svc.ReleaseSession(ctx, sess); err != nil {
+	if err := svc.ReleaseSession(ctx, sess, sessionstore.ReleaseOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := svc.ReadChat(ctx, sessionstore.ChatRead{App: "app", User: "u", ChatID: "c", SessionID: "c~0"})

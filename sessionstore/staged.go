@@ -48,13 +48,13 @@ func (s *Service) StageEvent(sess *Session, event *session.Event, opts AppendOpt
 func (st *StagedEvent) Commit(ctx context.Context) error {
 	st.ss.appendMu.Lock()
 	defer st.ss.appendMu.Unlock()
-	return st.s.flushLocked(ctx, st.ss, st, false)
+	return st.s.flushLocked(ctx, st.ss, st, nil)
 }
 
 // flushLocked stores the staged events of ss in order, up to upTo (nil:
-// all of them), releasing the handle's lease in the last commit when
-// release is set. The caller holds ss.appendMu.
-func (s *Service) flushLocked(ctx context.Context, ss *Session, upTo *StagedEvent, release bool) error {
+// all of them), releasing the handle's lease in the last commit as release
+// says, when it is set. The caller holds ss.appendMu.
+func (s *Service) flushLocked(ctx context.Context, ss *Session, upTo *StagedEvent, release *ReleaseOptions) error {
 	for {
 		ss.mu.RLock()
 		broken, n := ss.broken, len(ss.staged)
@@ -70,7 +70,10 @@ func (s *Service) flushLocked(ctx context.Context, ss *Session, upTo *StagedEven
 			return nil // upTo, if any, was stored by an earlier flush
 		}
 		opts := next.opts
-		opts.staged, opts.release = true, release && n == 1
+		opts.staged = true
+		if release != nil && n == 1 {
+			opts.release, opts.DocsClosed = true, opts.DocsClosed || release.DocsClosed
+		}
 		if err := s.appendLocked(ctx, ss, next.event, opts); err != nil {
 			ss.mu.Lock()
 			ss.broken = fmt.Errorf("session %q: a staged event was not stored: %w", ss.id, err)
@@ -83,12 +86,21 @@ func (s *Service) flushLocked(ctx context.Context, ss *Session, upTo *StagedEven
 	}
 }
 
+// ReleaseOptions is what the commit that releases a session's lease does
+// besides.
+type ReleaseOptions struct {
+	// DocsClosed records that none of the documents appends created beside
+	// the session is open any more (see AppendOptions.DocsClosed), when the
+	// releasing commit creates none.
+	DocsClosed bool
+}
+
 // ReleaseSession stores the events staged on sess, releasing its lease in
 // the last commit, or alone when none is staged, and leaves sess as the
 // store holds it, ready for ClaimLease (see AsStored), unless another
 // writer changed the session since. sess must hold the lease (read under
 // it, or its claim stored); stop renewing the lease first.
-func (s *Service) ReleaseSession(ctx context.Context, ss *Session) (err error) {
+func (s *Service) ReleaseSession(ctx context.Context, ss *Session, opts ReleaseOptions) (err error) {
 	ctx, span := startSpan(ctx, "baton.lease.release", ss.id)
 	defer func() { endSpan(span, err) }()
 	ss.appendMu.Lock()
@@ -100,16 +112,21 @@ func (s *Service) ReleaseSession(ctx context.Context, ss *Session) (err error) {
 		return fmt.Errorf("release session %q: the handle holds no lease", ss.id)
 	}
 	if staged > 0 {
-		return s.flushLocked(ctx, ss, nil, true)
+		return s.flushLocked(ctx, ss, nil, &opts)
 	}
 	ref := s.sessionRef(ss.app, ss.user, ss.id)
+	updates := releaseUpdates()
+	if opts.DocsClosed {
+		updates = append(updates, firestore.Update{Path: "sideDocsClosed", Value: true})
+	}
 	l.mu.Lock()
 	current := l.revision == ss.revision // no other handle appended under the lease
-	res, err := ref.Update(ctx, releaseUpdates(), firestore.LastUpdateTime(l.version))
+	res, err := ref.Update(ctx, updates, firestore.LastUpdateTime(l.version))
 	l.mu.Unlock()
 	if err == nil && current {
 		ss.mu.Lock()
 		ss.version = res.UpdateTime
+		ss.docsOpen = ss.docsOpen && !opts.DocsClosed
 		ss.released()
 		ss.mu.Unlock()
 		return nil

@@ -50,7 +50,7 @@ func TestStagedTurn(t *testing.T) {
 		if _, err := svc.StageEvent(warm, textEvent("r"+string(rune('0'+turn)), "agent", "hi"), sessionstore.AppendOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if err := svc.ReleaseSession(ctx, warm); err != nil {
+		if err := svc.ReleaseSession(ctx, warm, sessionstore.ReleaseOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		fresh := getSession(t, svc, "s")

@@ -71,11 +71,19 @@ type invocationRun struct {
 	turnLog   []time.Time
 	writes    []sessionstore.DocWrite
 	committed func(time.Time)
-	// after runs once the runner is done, before the lease is released,
-	// if the lease was held (a claim that lost its race delivered nothing).
-	after func(context.Context)
-	// warm stages the claiming append (see invocationSessions.stageClaim).
-	warm bool
+	// resumed are the ledger records whose answers the run delivers (a
+	// resume's): once the runner is done, and before the lease is
+	// released, they are marked resumed, if the lease was held (a claim
+	// that lost its race delivered nothing). closesDocs: they are all the
+	// session's open records, so the release may record that none is open
+	// when the run created none (the next turn then takes the short path).
+	resumed    []*callDoc
+	closesDocs bool
+	// speculative stages the claiming append, so that the model is asked
+	// beside its commit (see invocationSessions.stageClaim); gate must pass
+	// before that commit is sent.
+	speculative bool
+	gate        func() error
 	// keep, when set, receives the session once the invocation released
 	// it, if the handle is still the session as stored (a warm copy).
 	keep func(*sessionstore.Session)
@@ -128,7 +136,7 @@ func (e *engine) sessionsFor(run invocationRun) *invocationSessions {
 	svc := &invocationSessions{Service: e.sessions, e: e, client: run.client, tools: &pausingTools{}, handle: run.handle,
 		first: sessionstore.AppendOptions{Claim: run.claim, DocsClosed: run.docsClosed, TurnLog: run.turnLog, Writes: run.writes,
 			Committed: run.committed},
-		stageClaim: run.warm && run.claim != nil, claimStored: make(chan struct{}), held: run.held}
+		stageClaim: run.speculative && run.claim != nil, gate: run.gate, claimStored: make(chan struct{}), held: run.held}
 	if run.claim != nil {
 		svc.held = &heldLease{lease: run.claim.Lease()}
 		svc.claimed = make(chan error, 1)
@@ -190,13 +198,13 @@ func (e *engine) runGuarded(ctx context.Context, svc *invocationSessions, run in
 
 // afterRun follows up a run that ended with runErr, when the lease was
 // held: the staged replies are stored before anything else is appended,
-// what a stop leaves is stored, then run.after. It returns the run's
-// outcome.
+// what a stop leaves is stored, then run.resumed are marked resumed. It
+// returns the run's outcome.
 func (e *engine) afterRun(ctx context.Context, svc *invocationSessions, run invocationRun, sw *stopWatch, inv *Invocation, runErr error) error {
 	if svc.held.stop == nil {
 		return runErr // a claim that was not taken delivered nothing
 	}
-	if sw.asked.Load() || run.after != nil {
+	if sw.asked.Load() || len(run.resumed) > 0 {
 		// What follows appends through other handles.
 		if err := svc.pushHeld(ctx, inv); err != nil {
 			inv.fail(err)
@@ -210,8 +218,12 @@ func (e *engine) afterRun(ctx context.Context, svc *invocationSessions, run invo
 			inv.fail(runErr)
 		}
 	}
-	if run.after != nil {
-		run.after(ctx)
+	if len(run.resumed) > 0 {
+		err := e.ledger.markResumed(ctx, run.resumed)
+		if err != nil {
+			e.opts.Logger.Warn("mark resumed", "session", run.session, "error", err) // Sweep looks at them again
+		}
+		svc.closeDocs(run.closesDocs && err == nil && runErr == nil && !sw.asked.Load())
 	}
 	return runErr
 }

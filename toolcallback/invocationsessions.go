@@ -51,8 +51,11 @@ type invocationSessions struct {
 	// stageClaim: the first append stages the user's message and stores it
 	// (taking the claimed lease) in the background, so the model is called
 	// at once; the invocation is handed to the caller only once it is
-	// stored (a warm turn, see chatMemory).
+	// stored. gate, when set, must pass before that commit is sent (a
+	// check that reads what the turn's commit cannot be conditioned on,
+	// such as the day's token count).
 	stageClaim bool
+	gate       func() error
 	// claimStored is closed once a staged claim's commit reported;
 	// claimStaged says whether one was staged at all.
 	claimStored chan struct{}
@@ -63,6 +66,17 @@ type invocationSessions struct {
 	// (see finish), not yet pushed to readers; last is the latest staged.
 	heldBack []*session.Event
 	last     *sessionstore.StagedEvent
+	// created: an append of the run created ledger records; docsClosed:
+	// the release may record that no record is open (closeDocs).
+	created, docsClosed bool
+}
+
+// closeDocs says whether the release may record that no ledger record of
+// the session is open: when closed, unless the run created records.
+func (s *invocationSessions) closeDocs(closed bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.docsClosed = closed && !s.created
 }
 
 // Get returns the handle the request read, once, for the session it names;
@@ -116,6 +130,11 @@ func (s *invocationSessions) AppendEvent(ctx context.Context, handle session.Ses
 		opts.Tokens = sessionstore.TokenUse{N: n, At: platform.Now(ctx)}
 	}
 	opts.Create = records
+	if len(records) > 0 {
+		s.mu.Lock()
+		s.created = true
+		s.mu.Unlock()
+	}
 	switch {
 	case err != nil:
 		if opts.Claim != nil {
@@ -159,6 +178,12 @@ func (s *invocationSessions) stageClaimed(ctx context.Context, sess *sessionstor
 	s.mu.Unlock()
 	go func() {
 		defer close(s.claimStored)
+		if s.gate != nil {
+			if err := s.gate(); err != nil {
+				s.claimDone(ctx, err) // nothing is stored: the handle keeps its staged message, and is dropped
+				return
+			}
+		}
 		s.claimDone(ctx, st.Commit(ctx))
 	}()
 	return nil
@@ -221,7 +246,7 @@ func (s *invocationSessions) awaitStagedClaim() {
 func (s *invocationSessions) finish(ctx context.Context, inv *Invocation) *sessionstore.Session {
 	h := s.held
 	s.mu.Lock()
-	sess, held := s.sess, s.heldBack
+	sess, held, closed := s.sess, s.heldBack, s.docsClosed
 	s.heldBack, s.last = nil, nil
 	s.mu.Unlock()
 	if sess == nil || h.stop == nil || sess.HeldLease() != h.lease {
@@ -231,7 +256,7 @@ func (s *invocationSessions) finish(ctx context.Context, inv *Invocation) *sessi
 	h.stop()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if err := s.Service.ReleaseSession(ctx, sess); err != nil {
+	if err := s.Service.ReleaseSession(ctx, sess, sessionstore.ReleaseOptions{DocsClosed: closed}); err != nil {
 		s.e.opts.Logger.Warn("release lease", "session", sess.ID(), "error", err)
 		if len(held) > 0 {
 			inv.fail(fmt.Errorf("store the reply: %w", err))

@@ -102,17 +102,6 @@ func queryCalls(ctx context.Context, q firestore.Query) (_ []*callDoc, _ []*fire
 	return docs, snaps, nil
 }
 
-// markResumedAfter returns what a resume runs once the agent has the
-// answers of docs: markResumed, a failure of which is only logged (Sweep
-// looks at the calls again).
-func (l *ledger) markResumedAfter(docs []*callDoc) func(context.Context) {
-	return func(ctx context.Context) {
-		if err := l.markResumed(ctx, docs); err != nil {
-			l.opts.Logger.Warn("mark resumed", "error", err)
-		}
-	}
-}
-
 // markResumed records that the agent has the answers of calls: Sweep
 // stops looking at them.
 func (l *ledger) markResumed(ctx context.Context, docs []*callDoc) (err error) {

@@ -106,6 +106,8 @@ func TestTurnRateLimitsAcrossInstances(t *testing.T) {
 // TestUserRateRace: turns of one user racing in different chats on two
 // instances do not pass the per-user limit together: the count is checked
 // and written in the commit that stores each message, conditional on it.
+// The model is asked beside that commit, so a turn that lost may have
+// asked it; it stored nothing.
 func TestUserRateRace(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, nil)
@@ -137,15 +139,42 @@ func TestUserRateRace(t *testing.T) {
 	if passed > lim.UserTurnsPerMinute || passed == 0 {
 		t.Errorf("%d of %d racing turns passed, want 1 to %d", passed, racers, lim.UserTurnsPerMinute)
 	}
-	if f.model.Calls() != passed+len(teams) {
-		t.Errorf("the model was called %d times for %d turns", f.model.Calls(), passed)
+	for i, err := range errs {
+		chat := fmt.Sprintf("c%d", i)
+		if n := f.storedEvents("ada", chat); (err == nil) != (n > 0) {
+			t.Errorf("chat %s: turn error %v, %d events stored: a refused turn stores nothing, a turn that ran stores its message", chat, err, n)
+		}
 	}
+}
+
+// storedEvents returns how many events user's chat stores: 0 for a chat
+// that was never stored.
+func (f *fixture) storedEvents(user, chat string) int {
+	f.t.Helper()
+	c, err := f.sessions.GetChat(f.t.Context(), "app", user, chat)
+	if errors.Is(err, sessionstore.ErrNotFound) {
+		return 0
+	}
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	got, err := f.sessions.Read(f.t.Context(), sessionstore.ReadRequest{App: "app", User: user, SessionID: c.SessionID})
+	if errors.Is(err, sessionstore.ErrNotFound) {
+		return 0
+	}
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return got.Events().Len()
 }
 
 // TestTokenBudgetAcrossInstances: tokens are counted from each model
 // response's usage metadata; once a user's day has reached the budget, the
-// next turn is refused on any instance, in any chat, until the next day.
-// The turn that crossed the budget ran whole: it overran by what it used.
+// next turn is refused on any instance, in any chat, until the next day,
+// storing nothing. The turn that crossed the budget ran whole: it overran
+// by what it used. The day's count is read beside the model request, so
+// the first refused turn on an instance asked the model (and cancelled it);
+// that instance then refuses the user without asking it, all day.
 func TestTokenBudgetAcrossInstances(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, &toolcallback.Options{CountTokens: true})
@@ -167,13 +196,24 @@ func TestTokenBudgetAcrossInstances(t *testing.T) {
 		t.Errorf("tokens counted = %d, want 300 (three responses of 100)", got)
 	}
 	// 10:05 UTC: 13 h 55 min to the next day.
-	calls := f.model.Calls()
+	storedC2 := f.storedEvents("ada", "c2")
 	_, err := runTurn(at(5*time.Minute), b, limitedTurn("ada", "c3", lim))
 	wantLimited(t, err, limits.ErrBudgetExhausted, "user", 13*time.Hour+55*time.Minute)
 	_, err = runTurn(at(6*time.Minute), a, limitedTurn("ada", "c2", lim))
 	wantLimited(t, err, limits.ErrBudgetExhausted, "user", 13*time.Hour+54*time.Minute)
+	if n, m := f.storedEvents("ada", "c3"), f.storedEvents("ada", "c2"); n != 0 || m != storedC2 {
+		t.Errorf("refused turns stored %d events in a new chat and %d in c2 (%d before): want nothing stored", n, m-storedC2, storedC2)
+	}
+	if got := f.tokensOf("ada", at(0)); got != 300 {
+		t.Errorf("tokens counted after the refused turns = %d, want 300", got)
+	}
+	calls := f.model.Calls()
+	for i, team := range []*toolcallback.Team{a, b} {
+		_, err = runTurn(at(time.Duration(7+i)*time.Minute), team, limitedTurn("ada", "c1", lim))
+		wantLimited(t, err, limits.ErrBudgetExhausted, "user", 13*time.Hour+time.Duration(53-i)*time.Minute)
+	}
 	if f.model.Calls() != calls {
-		t.Errorf("a turn over budget called the model")
+		t.Errorf("an instance that had refused the user's turn for the budget asked the model again that day")
 	}
 	if _, err := runTurn(at(time.Minute), a, limitedTurn("bob", "c1", lim)); err != nil {
 		t.Errorf("another user's turn: %v", err)

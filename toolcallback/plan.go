@@ -153,11 +153,12 @@ func (t *Team) newChat(ctx context.Context, req TurnRequest, sid string) *sessio
 // (a second read when the guess was wrong).
 func (t *Team) look(ctx context.Context, req turnRequest, useCopy bool) (turnView, error) {
 	reading := t.limits.Begin(ctx, req.UserID, req.Limits, platform.Now(ctx))
-	cached, cachedOK := reading.Cached()
 	first := sessionstore.ChatSessionID(req.ChatID, 0)
-	guess, chat, sess := t.memory.recall(req.UserID, req.ChatID, first, useCopy && cachedOK && req.rewind == nil)
+	guess, chat, sess := t.memory.recall(req.UserID, req.ChatID, first, useCopy && req.rewind == nil)
 	if sess != nil {
-		return turnView{chat: chat, sess: sess, copy: true, meter: cached, first: first}, nil
+		if meter, ok := reading.Cached(ctx); ok {
+			return turnView{chat: chat, sess: sess, copy: true, meter: meter, first: first}, nil
+		}
 	}
 	st, err := t.sessions.ReadChat(ctx, sessionstore.ChatRead{App: t.app, User: req.UserID, ChatID: req.ChatID,
 		SessionID: guess, Shared: !t.opts.SessionStateOnly, Also: reading.Refs()})
@@ -392,7 +393,6 @@ func (t *Team) carryOut(ctx context.Context, req turnRequest, p turnPlan) (*Invo
 		}
 		return e.firstTurn(ctx, run, create, p.meter)
 	case wayClaim:
-		run.warm = p.fromCopy
 		return e.claimTurn(ctx, run, p)
 	case waySettle:
 		return e.settledTurn(ctx, run, p)
@@ -409,7 +409,7 @@ func (e *engine) firstTurn(ctx context.Context, run invocationRun, chat *session
 	if err != nil {
 		return nil, err
 	}
-	run.handle, run.claim = sess, claim
+	run.handle, run.claim, run.speculative, run.gate = sess, claim, true, meter.CheckBudget
 	run.turnLog, run.writes, run.committed = meter.ChatLog(nil), meter.Writes(), meter.Committed
 	return e.start(ctx, run)
 }
@@ -425,11 +425,14 @@ func (e *engine) claimTurn(ctx context.Context, run invocationRun, p turnPlan) (
 	}
 	run.turnLog, run.writes, run.committed = p.meter.ChatLog(p.sess), p.meter.Writes(), p.meter.Committed
 	if p.rewind != nil && !p.rewind.stored {
+		if err := p.meter.CheckBudget(); err != nil {
+			return nil, err
+		}
 		return e.claimedRewind(ctx, run, p, claim)
 	}
-	// A rewind whose mark a request that died stored: its turn's commit
-	// takes the lease, as a plain turn's does.
-	run.claim, run.docsClosed = claim, p.rewind != nil
+	// The model is asked beside the commit that stores the message (a
+	// rewind's whose mark a request that died stored, as a plain turn's).
+	run.claim, run.docsClosed, run.speculative, run.gate = claim, p.rewind != nil, true, p.meter.CheckBudget
 	return e.start(ctx, run)
 }
 
@@ -444,6 +447,9 @@ func (e *engine) settledTurn(ctx context.Context, run invocationRun, p turnPlan)
 		if err := e.rejectIfPending(ctx, run.user, run.session); err != nil {
 			return nil, err
 		}
+	}
+	if err := p.meter.CheckBudget(); err != nil {
+		return nil, err // refused before the lease is taken: nothing is written
 	}
 	h, err := e.acquire(ctx, run.user, run.session, run.client, e.leaseWait())
 	if err != nil {

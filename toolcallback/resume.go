@@ -303,7 +303,7 @@ func (e *engine) resumeStep(ctx context.Context, doc *callDoc, client string, wa
 	msg := &genai.Content{Role: genai.RoleUser, Parts: responseParts(todo, true)}
 	res.Turn = turnOf(sess.Events(), doc.Step, doc.Invocation)
 	res.Invocation, err = e.start(ctx, invocationRun{user: doc.User, session: doc.Session, client: client, msg: msg, held: h,
-		after: e.ledger.markResumedAfter(open)})
+		resumed: open, closesDocs: len(unresumed) == len(open)})
 	return res, err
 }
 

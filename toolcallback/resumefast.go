@@ -73,7 +73,7 @@ func (e *engine) fastResume(ctx context.Context, r ResumeRequest, doc *callDoc, 
 	}
 	msg := &genai.Content{Role: genai.RoleUser, Parts: responseParts(todo, true)}
 	inv, err := e.start(ctx, invocationRun{user: doc.User, session: doc.Session, client: client, msg: msg, handle: sess, claim: claim,
-		after: e.ledger.markResumedAfter(open)})
+		resumed: open, closesDocs: len(unresumed) == len(open)})
 	if errors.Is(err, sessionstore.ErrBusy) {
 		return nil, nil
 	}
