@@ -23,9 +23,10 @@ import (
 // usageMetadata. Function calls go out as toolCall frames and wait for the
 // client's toolResponse (a NON_BLOCKING declaration does not make the
 // model wait). When the setup asks for session resumption, each finished
-// turn brings a sessionResumptionUpdate with a new handle (resumable false
-// while a call waits for its response); a later connection presenting the
-// handle resumes what the model had seen then. A test drives the rest:
+// turn (and nothing before the first) brings a sessionResumptionUpdate
+// with a new handle, and a toolCall of a blocking function one with
+// resumable false; a later connection presenting a handle resumes what the
+// model had seen when it was issued. A test drives the rest:
 // goAway, a 1011 close as at Gemini's connection limit, a dropped
 // connection, toolCallCancellation, forgotten handles; and it reads every
 // frame of every connection and what the model has seen.

@@ -152,12 +152,14 @@ func TestLiveServerTurns(t *testing.T) {
 		opts modeltest.LiveOptions
 		cfg  genai.LiveConnectConfig
 		send func(*testing.T, *genai.Session)
+		end  func(*genai.LiveServerMessage) bool // the last message to read; nil: turnComplete or toolCall
 		want turn
 	}{{
 		name: "text in, text out, with handles",
 		opts: modeltest.LiveOptions{Script: []modeltest.Reply{modeltest.TextReply("Hello there, how are you today?")}},
 		cfg:  genai.LiveConnectConfig{ResponseModalities: textOut, SessionResumption: &genai.SessionResumptionConfig{}},
 		send: func(t *testing.T, s *genai.Session) { say(t, s, "hi") },
+		end:  func(m *genai.LiveServerMessage) bool { return m.SessionResumptionUpdate != nil },
 		want: turn{Text: "Hello there, how are you today?", Handles: []string{"handle-1"}, Usage: "1+8=9", Done: true},
 	}, {
 		name: "speech ended by silence, fixed answer in audio",
@@ -197,7 +199,11 @@ func TestLiveServerTurns(t *testing.T) {
 			defer s.Close()
 			sess := connect(t, s, &tc.cfg)
 			tc.send(t, sess)
-			got := summarize(receive(t, sess, func(m *genai.LiveServerMessage) bool { return turnComplete(m) || m.ToolCall != nil }))
+			end := tc.end
+			if end == nil {
+				end = func(m *genai.LiveServerMessage) bool { return turnComplete(m) || m.ToolCall != nil }
+			}
+			got := summarize(receive(t, sess, end))
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("turn (-want +got):\n%s", diff)
 			}
@@ -231,24 +237,24 @@ func TestLiveServerToolCalls(t *testing.T) {
 
 	say(t, sess, "weather?")
 	got := summarize(slices.Concat(receive(t, sess, isCall), receive(t, sess, isUpdate)))
-	want := turn{Calls: []string{`call-2 get_weather {"city":"Paris"}`}, Handles: []string{"handle-1", "-"}}
+	want := turn{Calls: []string{`call-1 get_weather {"city":"Paris"}`}, Handles: []string{"-"}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("blocking call (-want +got):\n%s", diff)
 	}
-	answer(t, sess, &genai.FunctionResponse{ID: "call-2", Name: "get_weather", Response: map[string]any{"temp": 20}})
+	answer(t, sess, &genai.FunctionResponse{ID: "call-1", Name: "get_weather", Response: map[string]any{"temp": 20}})
 	got = summarize(slices.Concat(receive(t, sess, turnComplete), receive(t, sess, isUpdate)))
-	want = turn{Text: `saw get_weather={"temp":20}`, Handles: []string{"handle-3"}, Usage: "15+7=22", Done: true}
+	want = turn{Text: `saw get_weather={"temp":20}`, Handles: []string{"handle-2"}, Usage: "15+7=22", Done: true}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("after the response (-want +got):\n%s", diff)
 	}
 
 	say(t, sess, "play")
 	got = summarize(receive(t, sess, turnComplete))
-	want = turn{Calls: []string{"call-4 play null"}, Usage: "22+2=24", Done: true}
+	want = turn{Calls: []string{"call-3 play null"}, Usage: "22+2=24", Done: true}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("non-blocking call (-want +got):\n%s", diff)
 	}
-	answer(t, sess, &genai.FunctionResponse{ID: "call-4", Name: "play", Response: map[string]any{"ok": true}, Scheduling: genai.FunctionResponseSchedulingSilent})
+	answer(t, sess, &genai.FunctionResponse{ID: "call-3", Name: "play", Response: map[string]any{"ok": true}, Scheduling: genai.FunctionResponseSchedulingSilent})
 	answer(t, sess, &genai.FunctionResponse{ID: "call-99", Name: "play", Response: map[string]any{"ok": true}})
 	say(t, sess, "what now?")
 	got = summarize(receive(t, sess, turnComplete))
@@ -258,7 +264,7 @@ func TestLiveServerToolCalls(t *testing.T) {
 	if o := s.Conn(0).Orphans(); len(o) != 1 || o[0].ID != "call-99" {
 		t.Fatalf("orphans = %v, want call-99", o)
 	}
-	if seen := modeltest.DumpContents(s.Conn(0).Seen()); !strings.Contains(seen, "response(call-4 play") || strings.Contains(seen, "call-99") {
+	if seen := modeltest.DumpContents(s.Conn(0).Seen()); !strings.Contains(seen, "response(call-3 play") || strings.Contains(seen, "call-99") {
 		t.Fatalf("the model saw:\n%s\nwant the silent response and not the orphan", seen)
 	}
 }

@@ -36,10 +36,13 @@ type LiveConn struct {
 }
 
 // LiveFrame is one frame of a connection: Client for a frame the client
-// sent, Server for one the stand-in sent.
+// sent, Server for one the stand-in sent (recorded as it is written: a
+// frame written to a connection that just died is among them). At is
+// when the stand-in read or wrote it, for measuring delays.
 type LiveFrame struct {
 	Client *LiveClientMessage
 	Server *genai.LiveServerMessage
+	At     time.Time
 }
 
 // LiveClientMessage is a client frame as the wire carries it for the
@@ -261,12 +264,12 @@ func (c *LiveConn) read() (*LiveClientMessage, error) {
 		return nil, err
 	}
 	c.mu.Lock()
-	c.frames = append(c.frames, LiveFrame{Client: msg})
+	c.frames = append(c.frames, LiveFrame{Client: msg, At: time.Now()})
 	c.mu.Unlock()
 	return msg, nil
 }
 
-// send writes one server frame and records it; false once the connection
+// send records one server frame and writes it; false once the connection
 // is gone.
 func (c *LiveConn) send(msg *genai.LiveServerMessage) bool {
 	data, err := encode(msg)
@@ -277,15 +280,12 @@ func (c *LiveConn) send(msg *genai.LiveServerMessage) bool {
 		time.Sleep(d)
 	}
 	c.wmu.Lock()
-	err = c.ws.WriteMessage(websocket.TextMessage, data)
-	c.wmu.Unlock()
-	if err != nil {
-		return false
-	}
+	defer c.wmu.Unlock()
+	// Recorded first, so that a test that saw the frame arrive finds it.
 	c.mu.Lock()
-	c.frames = append(c.frames, LiveFrame{Server: msg})
+	c.frames = append(c.frames, LiveFrame{Server: msg, At: time.Now()})
 	c.mu.Unlock()
-	return true
+	return c.ws.WriteMessage(websocket.TextMessage, data) == nil
 }
 
 // encode writes a server frame as the Live API does. genai's own encoding
@@ -323,10 +323,7 @@ func (c *LiveConn) begin(setup *genai.LiveClientSetup) bool {
 	c.mu.Lock()
 	c.setup, c.resumed, c.state = setup, handle, state
 	c.mu.Unlock()
-	if !c.send(&genai.LiveServerMessage{SetupComplete: &genai.LiveServerSetupComplete{}}) {
-		return false
-	}
-	return c.offerHandle()
+	return c.send(&genai.LiveServerMessage{SetupComplete: &genai.LiveServerSetupComplete{}})
 }
 
 // handle answers one client frame after the setup.
