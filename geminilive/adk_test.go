@@ -50,6 +50,7 @@ type adkLive struct {
 	sessions session.Service
 	live     agent.LiveSession
 	events   chan adkEvent
+	cancel   context.CancelFunc
 }
 
 type adkEvent struct {
@@ -82,7 +83,7 @@ func startADK(t *testing.T, s *modeltest.LiveServer, cfg agent.LiveRunConfig, to
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &adkLive{t: t, sessions: svc, live: live, events: make(chan adkEvent, 1024)}
+	l := &adkLive{t: t, sessions: svc, live: live, events: make(chan adkEvent, 1024), cancel: cancel}
 	go l.read(events)
 	t.Cleanup(func() { _ = live.Close() })
 	return l
@@ -106,6 +107,13 @@ func chatWith(t *testing.T, history ...*genai.Content) session.Service {
 		}
 	}
 	return svc
+}
+
+// stop ends ADK's live run and waits for its events to end.
+func (l *adkLive) stop() {
+	l.cancel()
+	for range l.events {
+	}
 }
 
 func (l *adkLive) read(events iter.Seq2[*session.Event, error]) {
@@ -538,6 +546,10 @@ func TestADKWritesHandleIntoConfig(t *testing.T) {
 	if seen := modeltest.DumpContents(s.Conn(2).Seen()); !strings.Contains(seen, "my secret is 42") {
 		t.Fatalf("the other chat's model did not see the first chat:\n%s", seen)
 	}
+	// Both runs would write the shared config again on the reconnect the
+	// server's close brings: a data race, the finding itself.
+	l.stop()
+	other.stop()
 }
 
 // writeRaceEnv makes TestADKConcurrentWritePanics the process that panics.

@@ -59,9 +59,9 @@ type Session struct {
 	dropped int
 	handle  string
 	calls   *calls
-	heard   strings.Builder // the turn's transcriptions so far
-	said    strings.Builder
 	err     error
+
+	heard, said strings.Builder // the turn's transcriptions so far: the reader's alone
 }
 
 // outgoing is one write waiting for the model's socket.
@@ -76,7 +76,7 @@ type outgoing struct {
 var ErrClosed = errors.New("live session closed")
 
 // Open connects to the model and returns the running session, or the
-// error of the first connect.
+// error of the first connect. The session outlives ctx: Close ends it.
 func Open(ctx context.Context, cfg Config) (*Session, error) {
 	if cfg.Client == nil || cfg.Model == "" {
 		return nil, errors.New("geminilive: Config needs a Client and a Model")

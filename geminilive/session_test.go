@@ -105,14 +105,16 @@ func TestSessionAudioDuringToolResponses(t *testing.T) {
 	sess := open(t, s, geminilive.Config{})
 	stop := make(chan struct{})
 	streamed := make(chan struct{})
-	go func() {
+	go func() { // a microphone at 20 times real time
 		defer close(streamed)
 		frame := modeltest.Silence(20*time.Millisecond, modeltest.InputRate)
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
 		for {
 			select {
 			case <-stop:
 				return
-			default:
+			case <-tick.C:
 				_ = sess.SendAudio(frame)
 			}
 		}
@@ -120,8 +122,8 @@ func TestSessionAudioDuringToolResponses(t *testing.T) {
 	if err := sess.SendText("go"); err != nil {
 		t.Fatal(err)
 	}
-	const rounds = 50
-	for range rounds {
+	const rounds, frames = 50, 100 // answers, and audio frames among them
+	for i := 0; i < rounds || s.Conn(0).Count("realtimeInput") < frames; i++ {
 		call := until(t, sess, geminilive.ToolCall)
 		fc := call[len(call)-1].Calls[0]
 		if err := sess.Deliver(&genai.FunctionResponse{ID: fc.ID, Name: fc.Name, Response: map[string]any{"pong": true}}); err != nil {
