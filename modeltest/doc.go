@@ -7,6 +7,12 @@
 // Baton's own tests use it, and so can a user's tests of their own agent:
 // give Strict to llmagent.Config.Model in place of Gemini.
 //
+// LiveServer stands in for Gemini Live (the BidiGenerateContent WebSocket
+// protocol) for genai's own client, and so for anything built on it: ADK's
+// live flow, Baton's live mode, the local runner without a key. Its model
+// turns are the same Reply steps, so one script (or, through LLMReply, one
+// model's rules) answers both the HTTP and the live API.
+//
 // It is a folder of its own, rather than internal/, because users import
 // it; it holds nothing but models for tests.
 package modeltest

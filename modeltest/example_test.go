@@ -51,3 +51,41 @@ func ExampleStrict() {
 	// saw add={"sum":5}
 	// model calls: 2
 }
+
+// A live session on the Gemini Live stand-in, through genai's own client:
+// the scripted answer arrives as text, then turnComplete with the turn's
+// usage.
+func ExampleNewLiveServer() {
+	s := modeltest.NewLiveServer(&modeltest.LiveOptions{Script: []modeltest.Reply{modeltest.TextReply("Hello from the stand-in.")}})
+	defer s.Close()
+	ctx := context.Background()
+	client, err := genai.NewClient(ctx, s.ClientConfig())
+	if err != nil {
+		log.Fatal(err)
+	}
+	sess, err := client.Live.Connect(ctx, "gemini-live-2.5-flash", &genai.LiveConnectConfig{ResponseModalities: []genai.Modality{genai.ModalityText}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer sess.Close()
+	done := true
+	if err := sess.SendClientContent(genai.LiveClientContentInput{Turns: []*genai.Content{genai.NewContentFromText("hi", genai.RoleUser)}, TurnComplete: &done}); err != nil {
+		log.Fatal(err)
+	}
+	for {
+		m, err := sess.Receive()
+		if err != nil {
+			log.Fatal(err)
+		}
+		if sc := m.ServerContent; sc != nil && sc.ModelTurn != nil {
+			fmt.Print(sc.ModelTurn.Parts[0].Text)
+		}
+		if m.UsageMetadata != nil {
+			fmt.Println("\ntokens:", m.UsageMetadata.TotalTokenCount)
+			break
+		}
+	}
+	// Output:
+	// Hello from the stand-in.
+	// tokens: 7
+}

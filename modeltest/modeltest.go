@@ -268,3 +268,21 @@ func FailReply(*model.LLMRequest) *genai.Content { return failure }
 func TextReply(s string) Reply {
 	return func(*model.LLMRequest) *genai.Content { return genai.NewContentFromText(s, genai.RoleModel) }
 }
+
+// LLMReply answers with m's final content for the request: a model's rules
+// (an offline model's regular expressions, say) behind a scripted step or
+// a LiveServer. An error or no content fails the step, as FailReply.
+func LLMReply(m model.LLM) Reply {
+	return func(req *model.LLMRequest) *genai.Content {
+		content := failure
+		for resp, err := range m.GenerateContent(context.Background(), req, false) {
+			if err != nil {
+				return failure
+			}
+			if resp.Content != nil && !resp.Partial {
+				content = resp.Content
+			}
+		}
+		return content
+	}
+}

@@ -1,0 +1,240 @@
+package geminilive
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"google.golang.org/genai"
+)
+
+// errGoAway ends a connection the model said it will close.
+var errGoAway = errors.New("model sent goAway")
+
+// errReadEnded: the reader stopped; its own error says why.
+var errReadEnded = errors.New("reader ended")
+
+// writeError is a write the connection did not take: the connection is
+// gone, and the session reconnects.
+type writeError struct{ err error }
+
+func (e writeError) Error() string { return "write to model: " + e.err.Error() }
+func (e writeError) Unwrap() error { return e.err }
+
+// reconnectable reports whether a connection that ended with err is worth
+// another: goAway, a close at the model's limits (1011 at its connection
+// limit, 1000, 1001, 1012-1014), a lost connection or a failed write. A
+// refused frame (1007) or policy (1008) is not.
+func reconnectable(err error) bool {
+	var ce *websocket.CloseError
+	var ne net.Error
+	var we writeError
+	switch {
+	case errors.Is(err, errGoAway), errors.As(err, &we), errors.As(err, &ne),
+		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return true
+	case errors.As(err, &ce):
+		switch ce.Code {
+		case websocket.CloseNormalClosure, websocket.CloseGoingAway, websocket.CloseAbnormalClosure,
+			websocket.CloseInternalServerErr, websocket.CloseServiceRestart, websocket.CloseTryAgainLater, 1014:
+			return true
+		}
+	}
+	return false
+}
+
+// refused reports whether a connect failed because the model refused the
+// handle (Gemini's INVALID_ARGUMENT, 1007: unknown or expired).
+func refused(err error) bool {
+	var ce *websocket.CloseError
+	return errors.As(err, &ce) && ce.Code == websocket.CloseInvalidFramePayloadData
+}
+
+// run keeps the session connected until Close or a failure.
+func (s *Session) run(ctx context.Context, conn *genai.Session) {
+	defer s.finish()
+	for {
+		err := s.serve(ctx, conn)
+		if ctx.Err() != nil {
+			return
+		}
+		if !reconnectable(err) {
+			s.fail(err)
+			return
+		}
+		s.log.Info("live: reconnecting", "reason", err)
+		if conn, err = s.reconnect(ctx); err != nil {
+			s.fail(err)
+			return
+		}
+	}
+}
+
+// reconnect connects again, backing off, up to Reconnects failures.
+func (s *Session) reconnect(ctx context.Context) (*genai.Session, error) {
+	var err error
+	for attempt := range s.cfg.Reconnects {
+		if attempt > 0 {
+			select {
+			case <-time.After(min(50*time.Millisecond<<attempt, 2*time.Second)):
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		var conn *genai.Session
+		if conn, err = s.connect(ctx); err == nil {
+			return conn, nil
+		}
+		if !reconnectable(err) {
+			return nil, err
+		}
+	}
+	return nil, fmt.Errorf("%d connects failed: %w", s.cfg.Reconnects, err)
+}
+
+// connect opens a connection: resumed with the latest handle, or a new
+// model session seeded with History when there is none or the model
+// refuses it.
+func (s *Session) connect(ctx context.Context) (*genai.Session, error) {
+	handle := s.Handle()
+	conn, err := s.dial(ctx, handle)
+	if handle != "" && refused(err) {
+		s.log.Info("live: handle refused, seeding a new model session", "err", err)
+		s.mu.Lock()
+		s.handle = ""
+		s.mu.Unlock()
+		handle = ""
+		conn, err = s.dial(ctx, "")
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := s.prime(ctx, conn, handle != ""); err != nil {
+		_ = conn.Close()
+		return nil, err
+	}
+	s.emit(ctx, Event{Kind: Connected, Resumed: handle != ""})
+	return conn, nil
+}
+
+func (s *Session) dial(ctx context.Context, handle string) (*genai.Session, error) {
+	var cfg genai.LiveConnectConfig
+	if s.cfg.Setup != nil {
+		cfg = *s.cfg.Setup
+	}
+	cfg.SessionResumption = &genai.SessionResumptionConfig{Handle: handle}
+	return s.cfg.Client.Live.Connect(ctx, s.cfg.Model, &cfg)
+}
+
+// prime brings a new connection up to date: a resumed model session gets
+// the answers it lacks; a new one, the history as context.
+func (s *Session) prime(ctx context.Context, conn *genai.Session, resumed bool) error {
+	var again []string
+	s.mu.Lock()
+	if resumed {
+		again = s.calls.resumed()
+	} else {
+		s.calls.seeded()
+	}
+	s.mu.Unlock()
+	if !resumed && s.cfg.History != nil {
+		history, err := s.cfg.History(ctx)
+		if err != nil {
+			return fmt.Errorf("history: %w", err)
+		}
+		if len(history) > 0 {
+			asContext := false
+			if err := conn.SendClientContent(genai.LiveClientContentInput{Turns: history, TurnComplete: &asContext}); err != nil {
+				return writeError{err}
+			}
+		}
+	}
+	if len(again) > 0 {
+		return s.write(conn, outgoing{answers: again})
+	}
+	return nil
+}
+
+// serve runs one connection: its reader on a goroutine, the writer here.
+func (s *Session) serve(ctx context.Context, conn *genai.Session) error {
+	readDone, goAway := make(chan struct{}), make(chan struct{}, 1)
+	var readErr error
+	go func() {
+		defer close(readDone)
+		readErr = s.read(ctx, conn, goAway)
+	}()
+	err := s.pump(ctx, conn, readDone, goAway)
+	_ = conn.Close()
+	<-readDone
+	if errors.Is(err, errReadEnded) {
+		err = readErr
+	}
+	return err
+}
+
+// pump is the connection's only writer: it writes the queue in order
+// until the connection ends.
+func (s *Session) pump(ctx context.Context, conn *genai.Session, readDone, goAway <-chan struct{}) error {
+	for {
+		for o, ok := s.pop(); ok; o, ok = s.pop() {
+			if err := s.write(conn, o); err != nil {
+				s.unpop(o)
+				return err
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-readDone:
+			return errReadEnded
+		case <-goAway:
+			return errGoAway
+		case <-s.wake:
+		}
+	}
+}
+
+// write sends one queued write.
+func (s *Session) write(conn *genai.Session, o outgoing) error {
+	done := true
+	var err error
+	switch {
+	case o.audio != nil:
+		err = conn.SendRealtimeInput(genai.LiveRealtimeInput{Audio: o.audio})
+	case o.realtime != nil:
+		err = conn.SendRealtimeInput(*o.realtime)
+	case o.text != nil:
+		err = conn.SendClientContent(genai.LiveClientContentInput{Turns: []*genai.Content{o.text}, TurnComplete: &done})
+	case o.answers != nil:
+		s.mu.Lock()
+		known, pair := s.calls.split(o.answers)
+		s.mu.Unlock()
+		if len(known) > 0 {
+			err = conn.SendToolResponse(genai.LiveToolResponseInput{FunctionResponses: known})
+		}
+		if err == nil && pair != nil {
+			err = conn.SendClientContent(genai.LiveClientContentInput{Turns: pair, TurnComplete: &done})
+		}
+	}
+	if err != nil {
+		return writeError{err}
+	}
+	return nil
+}
+
+func (s *Session) fail(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.err = err
+}
+
+func (s *Session) finish() {
+	s.mu.Lock()
+	close(s.done)
+	s.mu.Unlock()
+	close(s.events)
+}

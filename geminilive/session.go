@@ -1,0 +1,238 @@
+package geminilive
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+
+	"google.golang.org/genai"
+)
+
+// Config is what a Session needs. Client and Model are required.
+type Config struct {
+	Client *genai.Client
+	Model  string
+	// Setup is the connection's configuration (modalities, voice,
+	// transcriptions, instruction, tools): see ConnectConfig. The session
+	// sets its SessionResumption on every connect.
+	Setup *genai.LiveConnectConfig
+	// Handle, when set, resumes an earlier holder's model session.
+	Handle string
+	// Pending are an earlier holder's calls still waiting for responses.
+	// The model session of Handle does not hold them (Gemini issues no
+	// handle while a blocking call waits): their responses go as
+	// call-and-response pairs.
+	Pending []*genai.FunctionCall
+	// History seeds a new model session, when there is no handle or the
+	// model refuses it (expired): the chat's stored conversation, without
+	// the Pending calls. It is sent as context, with turnComplete false, so
+	// the model waits for the user.
+	History func(ctx context.Context) ([]*genai.Content, error)
+	// AudioFrames bounds the audio waiting for the model's socket (during
+	// a reconnect): beyond it the oldest frame is dropped. Zero: 50.
+	AudioFrames int
+	// Reconnects bounds consecutive failed connects. Zero: 5.
+	Reconnects int
+	Logger     *slog.Logger
+}
+
+// Session is one conversation with Gemini Live, across the connections it
+// opens: on goAway, on a 1011 close (Gemini's connection limit), on a lost
+// connection, it reconnects with the latest resumption handle, or seeds a
+// new model session from History when the handle is refused. One goroutine
+// writes to the model's socket (audio, text and tool responses in the
+// order given), one reads it into Events; tools never run on either.
+type Session struct {
+	cfg    Config
+	events chan Event
+	wake   chan struct{}
+	stop   context.CancelFunc
+	done   chan struct{}
+	log    *slog.Logger
+
+	mu      sync.Mutex
+	queue   []outgoing
+	audio   int // audio frames in queue
+	dropped int
+	handle  string
+	calls   *calls
+	err     error
+
+	heard, said strings.Builder // the turn's transcriptions so far: the reader's alone
+}
+
+// outgoing is one write waiting for the model's socket.
+type outgoing struct {
+	audio    *genai.Blob
+	realtime *genai.LiveRealtimeInput
+	text     *genai.Content
+	answers  []string // call ids
+}
+
+// ErrClosed: the session has ended (Close, or a failure Err reports).
+var ErrClosed = errors.New("live session closed")
+
+// Open connects to the model and returns the running session, or the
+// error of the first connect. The session outlives ctx: Close ends it.
+func Open(ctx context.Context, cfg Config) (*Session, error) {
+	if cfg.Client == nil || cfg.Model == "" {
+		return nil, errors.New("geminilive: Config needs a Client and a Model")
+	}
+	if cfg.AudioFrames == 0 {
+		cfg.AudioFrames = 50
+	}
+	if cfg.Reconnects == 0 {
+		cfg.Reconnects = 5
+	}
+	s := &Session{
+		cfg: cfg, events: make(chan Event, 256), wake: make(chan struct{}, 1), done: make(chan struct{}),
+		log: cfg.Logger, handle: cfg.Handle, calls: newCalls(cfg.Pending),
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	s.stop = stop
+	conn, err := s.connect(ctx)
+	if err != nil {
+		stop()
+		return nil, err
+	}
+	go s.run(runCtx, conn)
+	return s, nil
+}
+
+// Events are the model session's events, in order; the channel closes when
+// the session ends (then Err says why). Read them promptly: the reader
+// waits for room.
+func (s *Session) Events() <-chan Event { return s.events }
+
+// Err is why the session ended: nil after Close, else the failure.
+func (s *Session) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+// Handle is the latest resumption handle ("" before the first).
+func (s *Session) Handle() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.handle
+}
+
+// Dropped is how many audio frames were dropped because the socket was
+// away longer than AudioFrames.
+func (s *Session) Dropped() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.dropped
+}
+
+// Close ends the session and waits for its goroutines.
+func (s *Session) Close() error {
+	s.stop()
+	<-s.done
+	return nil
+}
+
+// SendAudio queues a frame of the user's audio (16-bit PCM at 16 kHz). It
+// never waits: when AudioFrames are queued already, the oldest is dropped.
+func (s *Session) SendAudio(pcm []byte) error {
+	return s.push(outgoing{audio: &genai.Blob{MIMEType: "audio/pcm;rate=16000", Data: pcm}})
+}
+
+// SendActivity queues an activity signal (ActivityStart, ActivityEnd or
+// AudioStreamEnd), in order with the audio.
+func (s *Session) SendActivity(in genai.LiveRealtimeInput) error {
+	return s.push(outgoing{realtime: &in})
+}
+
+// SendText queues a user's text turn; the model answers it.
+func (s *Session) SendText(text string) error {
+	return s.push(outgoing{text: genai.NewContentFromText(text, genai.RoleUser)})
+}
+
+// Deliver queues responses to calls the session waits on, each at most
+// once: a call answered already, cancelled, or unknown gets ErrNotPending
+// and nothing is sent. A call the current model session does not hold
+// (made before a resume) is answered with a call-and-response pair.
+func (s *Session) Deliver(responses ...*genai.FunctionResponse) error {
+	s.mu.Lock()
+	err := s.calls.answer(responses)
+	s.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("deliver %s: %w", responses[0].ID, err)
+	}
+	var ids []string
+	for _, r := range responses {
+		ids = append(ids, r.ID)
+	}
+	return s.push(outgoing{answers: ids})
+}
+
+// push adds a write to the queue and wakes the writer.
+func (s *Session) push(o outgoing) error {
+	s.mu.Lock()
+	if s.err != nil || s.isDone() {
+		s.mu.Unlock()
+		return ErrClosed
+	}
+	s.queue = append(s.queue, o)
+	if o.audio != nil {
+		s.audio++
+		if s.audio > s.cfg.AudioFrames {
+			i := 0
+			for s.queue[i].audio == nil {
+				i++
+			}
+			s.queue = append(s.queue[:i], s.queue[i+1:]...)
+			s.audio--
+			s.dropped++
+		}
+	}
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// pop takes the next write, if any.
+func (s *Session) pop() (outgoing, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.queue) == 0 {
+		return outgoing{}, false
+	}
+	o := s.queue[0]
+	s.queue = s.queue[1:]
+	if o.audio != nil {
+		s.audio--
+	}
+	return o, true
+}
+
+// unpop puts back a write that a dead connection did not take (audio is
+// not worth resending).
+func (s *Session) unpop(o outgoing) {
+	if o.audio != nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.queue = append([]outgoing{o}, s.queue...)
+}
+
+func (s *Session) isDone() bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
+	}
+}
