@@ -55,6 +55,13 @@ func runWebCore(t *testing.T, cases []webCase) map[string]webResult {
 		}
 		t.Skipf("@a2ui/web_core check needs node and local/e2e's npm packages (%v): run ./test, or npm ci in local/e2e", err)
 	}
+	// Read the script and the lockfile so that a change to them
+	// invalidates go test's cached result.
+	for _, name := range []string{"a2ui.mjs", "package-lock.json"} {
+		if _, err := os.ReadFile(filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	input, err := json.Marshal(map[string]any{"cases": cases})
 	if err != nil {
 		t.Fatal(err)
