@@ -62,9 +62,11 @@ type (
 		ErrorText  string `json:"errorText"`
 	}
 	// Data is a data-<Name> chunk, which the client adds to the message as
-	// a part of that type.
+	// a part of that type; a chunk whose ID a part of that type already has
+	// replaces that part's data instead.
 	Data struct {
 		Name string          `json:"-"`
+		ID   string          `json:"id,omitempty"`
 		Data json.RawMessage `json:"data"`
 	}
 	// File is a file of the assistant message (a model's image), at URL.

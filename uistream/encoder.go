@@ -194,6 +194,11 @@ func (s *Encoder) Event(ev *session.Event, kind func(call *genai.FunctionCall) C
 // Data writes a data-<name> chunk, which the client adds to the message as
 // a part of type data-<name>.
 func (s *Encoder) Data(name string, data any) error {
+	return s.data(name, "", data)
+}
+
+// data writes a data-<name> chunk with id (none when "").
+func (s *Encoder) data(name, id string, data any) error {
 	if name == "" {
 		return errors.New("data chunk: empty name")
 	}
@@ -207,7 +212,7 @@ func (s *Encoder) Data(name string, data any) error {
 		return err
 	}
 	s.start()
-	s.chunk(Data{Name: name, Data: raw})
+	s.chunk(Data{Name: name, ID: id, Data: raw})
 	return s.flush()
 }
 

@@ -1,0 +1,101 @@
+package a2ui
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+
+	"bytes"
+	"encoding/json"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// ErrNotOffered is returned (wrapped) by [Surfaces.CheckAction] for an
+// action its surface did not offer: the component is not there, has no
+// such event, or the context carries a field the event did not declare, or
+// a fixed value the agent did not give.
+var ErrNotOffered = errors.New("action not offered")
+
+// DecodeAction reads a client-to-agent message that holds an action,
+// checked against the schema. Its error wraps [ErrInvalid].
+func DecodeAction(data []byte) (Action, error) {
+	s, err := compiled()
+	if err != nil {
+		return Action{}, err
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	if err != nil {
+		return Action{}, &ValidationError{Problems: []string{"action: not JSON: " + err.Error()}}
+	}
+	if err := s.messages["action"].Validate(doc); err != nil {
+		var p problems
+		p.addIssues("action message", describe(err))
+		return Action{}, p.err()
+	}
+	var msg ClientMessage
+	if err := decodeJSON(data, &msg); err != nil {
+		return Action{}, fmt.Errorf("decode checked action: %w", err)
+	}
+	return *msg.Action, nil
+}
+
+// CheckAction checks an action against the surface it names, as folded:
+// the surface is shown ([ErrNoSurface] if not), and its source component
+// has an event of that name whose declared context has every field the
+// action's context carries, with the same value where the agent gave a
+// fixed one ([ErrNotOffered] if not). A field bound to the data model or
+// computed by a function may carry any value: the user typed it.
+func (s *Surfaces) CheckAction(a Action) error {
+	sf, ok := s.Surface(a.SurfaceID)
+	if !ok {
+		return fmt.Errorf("%w: %q", ErrNoSurface, a.SurfaceID)
+	}
+	comp, ok := sf.Component(a.SourceComponentID)
+	if !ok {
+		return fmt.Errorf("%w: surface %q has no component %q", ErrNotOffered, a.SurfaceID, a.SourceComponentID)
+	}
+	event, ok := lookup(comp.Properties, "action", "event").(map[string]any)
+	if !ok || event["name"] != a.Name {
+		return fmt.Errorf("%w: %s %q has no event %q", ErrNotOffered, comp.Component, comp.ID, a.Name)
+	}
+	declared, _ := event["context"].(map[string]any)
+	for _, key := range sortedKeys(a.Context) {
+		want, ok := declared[key]
+		if !ok {
+			return fmt.Errorf("%w: event %q has no context field %q", ErrNotOffered, a.Name, key)
+		}
+		if fixed(want) && !sameJSON(want, a.Context[key]) {
+			return fmt.Errorf("%w: event %q: context field %q is not the value offered", ErrNotOffered, a.Name, key)
+		}
+	}
+	return nil
+}
+
+// fixed reports whether a declared context value is a literal, not a
+// binding or a function call.
+func fixed(v any) bool {
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return true
+	}
+	_, path := obj["path"]
+	_, call := obj["call"]
+	return !path && !call
+}
+
+// sameJSON reports whether a and b encode to the same JSON value (1 and
+// 1.0 are the same number).
+func sameJSON(a, b any) bool {
+	norm := func(v any) any {
+		raw, err := json.Marshal(v)
+		if err != nil {
+			return v
+		}
+		var out any
+		if json.Unmarshal(raw, &out) != nil {
+			return v
+		}
+		return out
+	}
+	return reflect.DeepEqual(norm(a), norm(b))
+}
