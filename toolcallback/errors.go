@@ -32,9 +32,6 @@ var (
 	// ErrPendingCalls: a new message arrived while calls are pending and the
 	// policy is PendingReject. The *PendingCallsError lists them.
 	ErrPendingCalls = errors.New("calls are pending")
-	// ErrInvalidCallToken: a call token is malformed, forged, expired or bound
-	// to other arguments.
-	ErrInvalidCallToken = errors.New("invalid call token")
 )
 
 // AlreadyResolvedError is returned when an answer arrives for a call that
