@@ -146,18 +146,19 @@ func times(offsets ...time.Duration) []time.Time {
 	return out
 }
 
-// limitOf is the *LimitError err is, nil for nil.
-func limitOf(t *testing.T, err error) *limits.LimitError {
+// wantRefused fails t unless err, of Check, refuses the turn as want
+// does (nil: not at all).
+func wantRefused(t *testing.T, err error, want *limits.LimitError) {
 	t.Helper()
-	var le *limits.LimitError
-	if err != nil && !errors.As(err, &le) {
+	var got *limits.LimitError
+	if err != nil && !errors.As(err, &got) {
 		t.Fatalf("Check() error = %v, want a *LimitError", err)
 	}
-	return le
+	sameErr := cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".Err" }, cmpopts.EquateErrors())
+	if diff := cmp.Diff(want, got, sameErr); diff != "" {
+		t.Errorf("Check() (-want +got):\n%s", diff)
+	}
 }
-
-// sameErr compares LimitError.Err with errors.Is.
-var sameErr = cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".Err" }, cmpopts.EquateErrors())
 
 // rate is a *LimitError of a rate limit.
 func rate(scope string, limit int64, wait time.Duration) *limits.LimitError {
@@ -194,10 +195,7 @@ func TestUserRate(t *testing.T) {
 			t.Parallel()
 			user := fmt.Sprint("user-", i)
 			s.turns(user, 10, tc.turns...)
-			got := limitOf(t, s.meter(user, limits.Limits{UserTurnsPerMinute: tc.limit}, base).Check(nil))
-			if diff := cmp.Diff(tc.want, got, sameErr); diff != "" {
-				t.Errorf("Check() (-want +got):\n%s", diff)
-			}
+			wantRefused(t, s.meter(user, limits.Limits{UserTurnsPerMinute: tc.limit}, base).Check(nil), tc.want)
 		})
 	}
 }
@@ -231,9 +229,7 @@ func TestChatRate(t *testing.T) {
 				sess = s.session(user, "chat~0", tc.log)
 			}
 			m := s.meter(user, limits.Limits{ChatTurnsPerMinute: tc.limit}, base)
-			if diff := cmp.Diff(tc.want, limitOf(t, m.Check(sess)), sameErr); diff != "" {
-				t.Errorf("Check() (-want +got):\n%s", diff)
-			}
+			wantRefused(t, m.Check(sess), tc.want)
 			if diff := cmp.Diff(tc.wantLog, m.ChatLog(sess)); diff != "" {
 				t.Errorf("ChatLog() (-want +got):\n%s", diff)
 			}
@@ -281,9 +277,7 @@ func TestBudget(t *testing.T) {
 			}
 			s.turns(user, 1, tc.turns...)
 			m := s.meter(user, limits.Limits{UserTokensPerDay: tc.budget, UserTurnsPerMinute: 1}, tc.now)
-			if diff := cmp.Diff(tc.want, limitOf(t, m.Check(nil)), sameErr); diff != "" {
-				t.Errorf("Check() (-want +got):\n%s", diff)
-			}
+			wantRefused(t, m.Check(nil), tc.want)
 		})
 	}
 }
@@ -369,9 +363,7 @@ func TestCounterCopy(t *testing.T) {
 		t.Fatal("Cached() after the commits: no copy")
 	}
 	// The copy is second's: both turns, at the document's version.
-	if diff := cmp.Diff(rate("user", 2, 58*time.Second), limitOf(t, m.Check(nil)), sameErr); diff != "" {
-		t.Errorf("Check() of the copy (-want +got):\n%s", diff)
-	}
+	wantRefused(t, m.Check(nil), rate("user", 2, 58*time.Second))
 	m, _ = cached(limits.Limits{UserTurnsPerMinute: 3}, 2*time.Second)
 	if _, err := s.commit(m.Writes()); err != nil {
 		t.Errorf("Writes of the copy: %v, want it conditional on the version stored", err)
