@@ -1,8 +1,6 @@
 package mcpregistry_test
 
 import (
-	"context"
-	"iter"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,14 +13,14 @@ import (
 	"github.com/baton-run/baton/internal/firestoretest"
 	"github.com/baton-run/baton/internal/polltest"
 	"github.com/baton-run/baton/mcpregistry"
+	"github.com/baton-run/baton/modeltest"
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
 )
 
-// atFirstRequest is whoamiModel that notes its instance's Firestore
-// operations when it is first asked after arm.
+// atFirstRequest notes an instance's Firestore operations when its model
+// is first asked after arm.
 type atFirstRequest struct {
-	whoamiModel
 	counter *firestoretest.Counter
 
 	mu    sync.Mutex
@@ -30,13 +28,16 @@ type atFirstRequest struct {
 	at    firestoretest.Ops
 }
 
-func (m *atFirstRequest) GenerateContent(ctx context.Context, req *model.LLMRequest, stream bool) iter.Seq2[*model.LLMResponse, error] {
-	m.mu.Lock()
-	if m.armed {
-		m.at, m.armed = m.counter.Snapshot(), false
-	}
-	m.mu.Unlock()
-	return m.whoamiModel.GenerateContent(ctx, req, stream)
+// strict is whoamiModel noting the operations.
+func (m *atFirstRequest) strict(t *testing.T) *modeltest.Strict {
+	return &modeltest.Strict{T: t, Repeat: func(req *model.LLMRequest) *genai.Content {
+		m.mu.Lock()
+		if m.armed {
+			m.at, m.armed = m.counter.Snapshot(), false
+		}
+		m.mu.Unlock()
+		return whoamiReply(req)
+	}}
 }
 
 // arm starts counting and returns the round trips sent before the model's
@@ -75,10 +76,10 @@ func TestMCPOffTheCriticalPath(t *testing.T) {
 	servers := []mcpregistry.Server{{Name: "notes", URL: srv.URL}}
 	clientA, counterA := firestoretest.NewCountingClient(t)
 	clientB, counterB := firestoretest.Reopen(t, clientA)
-	modelA := &atFirstRequest{whoamiModel: whoamiModel{t}, counter: counterA}
-	modelB := &atFirstRequest{whoamiModel: whoamiModel{t}, counter: counterB}
-	a := newTeamInstanceWith(t, clientA, servers, modelA)
-	b := newTeamInstanceWith(t, clientB, servers, modelB)
+	modelA := &atFirstRequest{counter: counterA}
+	modelB := &atFirstRequest{counter: counterB}
+	a := newTeamInstanceWith(t, clientA, servers, modelA.strict(t))
+	b := newTeamInstanceWith(t, clientB, servers, modelB.strict(t))
 	const bound = 2
 
 	preA := modelA.arm()
@@ -104,17 +105,6 @@ func TestMCPOffTheCriticalPath(t *testing.T) {
 	srv.initialized(t, 1)
 }
 
-// textModel answers every request with text, calling no tool.
-type textModel struct{}
-
-func (textModel) Name() string { return "text" }
-
-func (textModel) GenerateContent(context.Context, *model.LLMRequest, bool) iter.Seq2[*model.LLMResponse, error] {
-	return func(yield func(*model.LLMResponse, error) bool) {
-		yield(&model.LLMResponse{Content: genai.NewContentFromText("hello", genai.RoleModel), TurnComplete: true}, nil)
-	}
-}
-
 // TestUnusedSessionIsNotRecorded: a turn that lists a server's tools but
 // calls none writes nothing for MCP, and the session it opened, which no
 // other instance knows of, ends when this instance lets go of it.
@@ -122,7 +112,7 @@ func TestUnusedSessionIsNotRecorded(t *testing.T) {
 	t.Parallel()
 	srv := newHTTPServer(t)
 	client := firestoretest.NewClient(t)
-	ti := newTeamInstanceWith(t, client, []mcpregistry.Server{{Name: "notes", URL: srv.URL}}, textModel{})
+	ti := newTeamInstanceWith(t, client, []mcpregistry.Server{{Name: "notes", URL: srv.URL}}, &modeltest.Strict{T: t, Repeat: modeltest.TextReply("hello")})
 	if got := ti.whoami("chat-1", ""); got.Session != "" {
 		t.Fatalf("the text model called notes_whoami: %+v", got)
 	}
@@ -137,28 +127,6 @@ func TestUnusedSessionIsNotRecorded(t *testing.T) {
 	polltest.Until(t, "the server to end the session nobody recorded", func() bool { return srv.live() == 0 })
 }
 
-// gatedModel is whoamiModel that, on its first request, says so (asked)
-// and waits for gate.
-type gatedModel struct {
-	whoamiModel
-	once  sync.Once
-	asked chan struct{}
-	gate  chan struct{}
-}
-
-func (m *gatedModel) GenerateContent(ctx context.Context, req *model.LLMRequest, stream bool) iter.Seq2[*model.LLMResponse, error] {
-	first := false
-	m.once.Do(func() { first = true })
-	if first {
-		close(m.asked)
-		select {
-		case <-m.gate:
-		case <-ctx.Done():
-		}
-	}
-	return m.whoamiModel.GenerateContent(ctx, req, stream)
-}
-
 // TestWaitedTurnRereadsTheChat: a turn that read its chat, found the
 // session busy and waited for the lease does not trust that read for its
 // MCP sessions: the turn it waited for may have recorded one meanwhile,
@@ -170,9 +138,10 @@ func TestWaitedTurnRereadsTheChat(t *testing.T) {
 	clientA, _ := firestoretest.NewCountingClient(t)
 	clientB, counterB := firestoretest.Reopen(t, clientA)
 	enqueue := func(o *toolcallback.Options) { o.LeasePolicy, o.MaxWait = toolcallback.LeaseEnqueue, 20*time.Second }
-	modelA := &gatedModel{whoamiModel: whoamiModel{t}, asked: make(chan struct{}), gate: make(chan struct{})}
+	modelA := whoamiModel(t)
+	modelA.Gate = make(chan struct{})
 	a := newTeamInstanceWith(t, clientA, servers, modelA, enqueue)
-	b := newTeamInstanceWith(t, clientB, servers, whoamiModel{t}, enqueue)
+	b := newTeamInstanceWith(t, clientB, servers, whoamiModel(t), enqueue)
 
 	// A's turn holds the chat's lease, its model not yet answered: no MCP
 	// session is recorded.
@@ -185,7 +154,7 @@ func TestWaitedTurnRereadsTheChat(t *testing.T) {
 		w, err := a.tryWhoami("chat-1", "")
 		firstDone <- result{w, err}
 	}()
-	<-modelA.asked
+	polltest.Until(t, "instance A's model to be asked", func() bool { return modelA.Calls() > 0 })
 	// B reads the chat with its session, finds it busy, and waits.
 	var reads atomic.Int32
 	counterB.SetHook(func(method string, _ any) error {
@@ -200,7 +169,7 @@ func TestWaitedTurnRereadsTheChat(t *testing.T) {
 		secondDone <- result{w, err}
 	}()
 	polltest.Until(t, "instance B's turn to find the chat busy and wait", func() bool { return reads.Load() >= 2 })
-	close(modelA.gate) // A calls notes_whoami, recording its session
+	close(modelA.Gate) // A calls notes_whoami, recording its session
 	first, second := <-firstDone, <-secondDone
 	if first.err != nil || second.err != nil {
 		t.Fatalf("turns on A and B: %v, %v", first.err, second.err)

@@ -3,7 +3,6 @@ package mcpregistry_test
 import (
 	"context"
 	"fmt"
-	"iter"
 	"testing"
 	"time"
 
@@ -22,22 +21,18 @@ import (
 
 // whoamiModel calls notes_whoami for every user message and then says
 // what it got; it fails the test on a request Gemini would refuse.
-type whoamiModel struct{ t *testing.T }
+func whoamiModel(t *testing.T) *modeltest.Strict {
+	return &modeltest.Strict{T: t, Repeat: whoamiReply}
+}
 
-func (whoamiModel) Name() string { return "whoami" }
-
-func (m whoamiModel) GenerateContent(_ context.Context, req *model.LLMRequest, _ bool) iter.Seq2[*model.LLMResponse, error] {
-	if err := modeltest.CheckPairing(req.Contents); err != nil {
-		m.t.Errorf("model request: %v", err)
-	}
+// whoamiReply calls notes_whoami when the request ends on the user's
+// message and the agent has the tool; otherwise it says it is done.
+func whoamiReply(req *model.LLMRequest) *genai.Content {
 	last := req.Contents[len(req.Contents)-1]
-	reply := genai.NewContentFromText("done", genai.RoleModel)
 	if last.Parts[0].FunctionResponse == nil && req.Tools["notes_whoami"] != nil {
-		reply = modeltest.CallReply(modeltest.Call("", "notes_whoami", map[string]any{}))(req)
+		return modeltest.CallReply(modeltest.Call("", "notes_whoami", map[string]any{}))(req)
 	}
-	return func(yield func(*model.LLMResponse, error) bool) {
-		yield(&model.LLMResponse{Content: reply, TurnComplete: true}, nil)
-	}
+	return genai.NewContentFromText("done", genai.RoleModel)
 }
 
 // teamInstance is one instance: a team of a concierge and a DJ that both
@@ -51,7 +46,7 @@ type teamInstance struct {
 
 func newTeamInstance(t *testing.T, client *firestore.Client, servers []mcpregistry.Server) *teamInstance {
 	t.Helper()
-	return newTeamInstanceWith(t, client, servers, whoamiModel{t})
+	return newTeamInstanceWith(t, client, servers, whoamiModel(t))
 }
 
 // newTeamInstanceWith is newTeamInstance with the agents on llm.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"iter"
 	"strings"
 	"sync"
 	"testing"
@@ -23,6 +22,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/internal/firestoretest"
+	"github.com/baton-run/baton/modeltest"
 	"github.com/baton-run/baton/sessionstore"
 )
 
@@ -221,32 +221,6 @@ func TestStateScopes(t *testing.T) {
 	}
 }
 
-// scriptedModel answers with canned responses in order and records every
-// request it receives.
-type scriptedModel struct {
-	mu        sync.Mutex
-	responses []*genai.Content
-	requests  []*model.LLMRequest
-}
-
-func (m *scriptedModel) Name() string { return "scripted" }
-
-func (m *scriptedModel) GenerateContent(_ context.Context, req *model.LLMRequest, _ bool) iter.Seq2[*model.LLMResponse, error] {
-	return func(yield func(*model.LLMResponse, error) bool) {
-		m.mu.Lock()
-		m.requests = append(m.requests, req)
-		if len(m.responses) == 0 {
-			m.mu.Unlock()
-			yield(nil, errors.New("scripted model: no response left"))
-			return
-		}
-		c := m.responses[0]
-		m.responses = m.responses[1:]
-		m.mu.Unlock()
-		yield(&model.LLMResponse{Content: c, TurnComplete: true}, nil)
-	}
-}
-
 // TestRunnerSeesAppendedEvents fails when AppendEvent does not update the
 // session it is given: the flow reads the tool call and its response from
 // that session before calling the model a second time.
@@ -264,9 +238,9 @@ func TestRunnerSeesAppendedEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	llm := &scriptedModel{responses: []*genai.Content{
-		{Role: "model", Parts: []*genai.Part{{FunctionCall: &genai.FunctionCall{ID: "call-1", Name: "get_weather", Args: map[string]any{"city": "Tokyo"}}}}},
-		genai.NewContentFromText("It is sunny in Tokyo.", "model"),
+	llm := &modeltest.Strict{T: t, Script: []modeltest.Reply{
+		modeltest.CallReply(modeltest.Call("call-1", "get_weather", map[string]any{"city": "Tokyo"})),
+		modeltest.TextReply("It is sunny in Tokyo."),
 	}}
 	a, err := llmagent.New(llmagent.Config{Name: "assistant", Model: llm, Tools: []tool.Tool{weather}})
 	if err != nil {
@@ -291,11 +265,11 @@ func TestRunnerSeesAppendedEvents(t *testing.T) {
 	if last != "It is sunny in Tokyo." {
 		t.Errorf("final text = %q, want the model's second answer", last)
 	}
-	if len(llm.requests) != 2 {
-		t.Fatalf("model called %d times, want 2", len(llm.requests))
+	if llm.Calls() != 2 {
+		t.Fatalf("model called %d times, want 2", llm.Calls())
 	}
 	var sawCall, sawResponse bool
-	for _, c := range llm.requests[1].Contents {
+	for _, c := range llm.LastRequest().Contents {
 		for _, p := range c.Parts {
 			if p.FunctionCall != nil && p.FunctionCall.ID == "call-1" {
 				sawCall = true

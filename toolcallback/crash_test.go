@@ -20,7 +20,6 @@ import (
 	"google.golang.org/adk/v2/tool"
 	"google.golang.org/adk/v2/tool/functiontool"
 	"google.golang.org/adk/v2/tool/toolconfirmation"
-	"google.golang.org/genai"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -358,10 +357,18 @@ func (w *crashWorld) team(client *firestore.Client, m *modeltest.Strict) *toolca
 	return team
 }
 
+// crashTurn is user-1's message text to the crash chat, with the client's
+// message id id ("": none), for agentName ("": the chat's agent).
+func crashTurn(agentName, id, text string) toolcallback.TurnRequest {
+	req := textTurn(crashChat, crashClient, text)
+	req.Agent, req.MessageID = agentName, id
+	return req
+}
+
 // turnErr runs a turn that must not die; its message is one the chat must
 // keep whatever happens later.
 func (w *crashWorld) turnErr(team *toolcallback.Team, agentName, text string) error {
-	err := w.turnCtx(w.t.Context(), team, agentName, text, nil)
+	_, _, err := runTurn(w.t.Context(), team, crashTurn(agentName, "", text))
 	if err == nil {
 		w.kept = append(w.kept, text)
 	}
@@ -370,22 +377,8 @@ func (w *crashWorld) turnErr(team *toolcallback.Team, agentName, text string) er
 
 // turn runs a turn that may die; it returns what the client was streamed.
 func (w *crashWorld) turn(team *toolcallback.Team, agentName, text string) []*session.Event {
-	var seen []*session.Event
-	_ = w.turnCtx(w.t.Context(), team, agentName, text, &seen)
-	return seen
-}
-
-func (w *crashWorld) turnCtx(ctx context.Context, team *toolcallback.Team, agentName, text string, seen *[]*session.Event) error {
-	inv, _, err := team.Turn(ctx, toolcallback.TurnRequest{UserID: "user-1", ChatID: crashChat, ClientID: crashClient, Agent: agentName,
-		Content: genai.NewContentFromText(text, genai.RoleUser)})
-	if err != nil {
-		return err
-	}
-	events, err := collect(inv)
-	if seen != nil {
-		*seen = events
-	}
-	return err
+	events, _, _ := runTurn(w.t.Context(), team, crashTurn(agentName, "", text))
+	return events
 }
 
 func (w *crashWorld) answer(team *toolcallback.Team, callID string, a toolcallback.Answer) []*session.Event {
@@ -472,7 +465,7 @@ func (w *crashWorld) recover(seen []*session.Event) {
 			t.Errorf("answer %s after the crash: %v", c.ID, err)
 		}
 	}
-	if err := w.turnCtx(ctx, team, "", "are you there?", nil); err != nil {
+	if _, _, err := runTurn(ctx, team, crashTurn("", "", "are you there?")); err != nil {
 		t.Fatalf("turn after the crash error = %v", err)
 	}
 	if m.Calls() == 0 {

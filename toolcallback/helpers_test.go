@@ -114,17 +114,35 @@ func (f *fixture) instanceOn(client *firestore.Client) *toolcallback.Team {
 // invocation's events.
 func (f *fixture) turn(team *toolcallback.Team, chat, client, text string) ([]*session.Event, error) {
 	f.t.Helper()
-	return runTurn(f.t.Context(), team, textTurn(chat, client, text))
+	events, _, err := runTurn(f.t.Context(), team, textTurn(chat, client, text))
+	return events, err
 }
 
-func runTurn(ctx context.Context, team *toolcallback.Team, req toolcallback.TurnRequest) ([]*session.Event, error) {
-	inv, _, err := team.Turn(ctx, req)
+// runTurn is team.Turn with what the invocation streamed in place of the
+// invocation: every event, or, when the stream fails, the events before
+// the failure and its error. A refused turn streams nothing. A test that
+// needs the invocation itself (to read events as they come, or to race
+// it) calls Turn and collect.
+func runTurn(ctx context.Context, team *toolcallback.Team, req toolcallback.TurnRequest) ([]*session.Event, *toolcallback.SwitchReport, error) {
+	inv, report, err := team.Turn(ctx, req)
+	if err != nil {
+		return nil, nil, err
+	}
+	events, err := collect(inv)
+	return events, report, err
+}
+
+// runRewind is team.Rewind as runTurn is team.Turn.
+func runRewind(ctx context.Context, team *toolcallback.Team, req toolcallback.RewindRequest) ([]*session.Event, error) {
+	inv, err := team.Rewind(ctx, req)
 	if err != nil {
 		return nil, err
 	}
 	return collect(inv)
 }
 
+// collect reads inv's events to the end: all of them, or those before the
+// stream's error, with it.
 func collect(inv *toolcallback.Invocation) ([]*session.Event, error) {
 	var out []*session.Event
 	for ev, err := range inv.Events() {

@@ -57,7 +57,7 @@ func TestTurnRateLimitsAcrossInstances(t *testing.T) {
 	lim := limits.Limits{UserTurnsPerMinute: 3, ChatTurnsPerMinute: 2}
 	run := func(team *toolcallback.Team, d time.Duration, user, chat string) error {
 		t.Helper()
-		_, err := runTurn(at(d), team, limitedTurn(user, chat, lim))
+		_, _, err := runTurn(at(d), team, limitedTurn(user, chat, lim))
 		return err
 	}
 	for i, step := range []struct {
@@ -122,7 +122,7 @@ func TestUserRateRace(t *testing.T) {
 	ctx := limitClock(t)(0)
 	for i := range racers {
 		wg.Go(func() {
-			_, errs[i] = runTurn(ctx, teams[i%2], limitedTurn("ada", fmt.Sprintf("c%d", i), lim))
+			_, _, errs[i] = runTurn(ctx, teams[i%2], limitedTurn("ada", fmt.Sprintf("c%d", i), lim))
 		})
 	}
 	wg.Wait()
@@ -188,7 +188,7 @@ func TestTokenBudgetAcrossInstances(t *testing.T) {
 		team *toolcallback.Team
 		chat string
 	}{{a, "c1"}, {b, "c2"}, {a, "c1"}} {
-		if _, err := runTurn(at(time.Duration(i)*time.Minute), step.team, limitedTurn("ada", step.chat, lim)); err != nil {
+		if _, _, err := runTurn(at(time.Duration(i)*time.Minute), step.team, limitedTurn("ada", step.chat, lim)); err != nil {
 			t.Fatalf("turn %d: %v", i, err)
 		}
 	}
@@ -197,9 +197,9 @@ func TestTokenBudgetAcrossInstances(t *testing.T) {
 	}
 	// 10:05 UTC: 13 h 55 min to the next day.
 	storedC2 := f.storedEvents("ada", "c2")
-	_, err := runTurn(at(5*time.Minute), b, limitedTurn("ada", "c3", lim))
+	_, _, err := runTurn(at(5*time.Minute), b, limitedTurn("ada", "c3", lim))
 	wantLimited(t, err, limits.ErrBudgetExhausted, "user", 13*time.Hour+55*time.Minute)
-	_, err = runTurn(at(6*time.Minute), a, limitedTurn("ada", "c2", lim))
+	_, _, err = runTurn(at(6*time.Minute), a, limitedTurn("ada", "c2", lim))
 	wantLimited(t, err, limits.ErrBudgetExhausted, "user", 13*time.Hour+54*time.Minute)
 	if n, m := f.storedEvents("ada", "c3"), f.storedEvents("ada", "c2"); n != 0 || m != storedC2 {
 		t.Errorf("refused turns stored %d events in a new chat and %d in c2 (%d before): want nothing stored", n, m-storedC2, storedC2)
@@ -209,16 +209,16 @@ func TestTokenBudgetAcrossInstances(t *testing.T) {
 	}
 	calls := f.model.Calls()
 	for i, team := range []*toolcallback.Team{a, b} {
-		_, err = runTurn(at(time.Duration(7+i)*time.Minute), team, limitedTurn("ada", "c1", lim))
+		_, _, err = runTurn(at(time.Duration(7+i)*time.Minute), team, limitedTurn("ada", "c1", lim))
 		wantLimited(t, err, limits.ErrBudgetExhausted, "user", 13*time.Hour+time.Duration(53-i)*time.Minute)
 	}
 	if f.model.Calls() != calls {
 		t.Errorf("an instance that had refused the user's turn for the budget asked the model again that day")
 	}
-	if _, err := runTurn(at(time.Minute), a, limitedTurn("bob", "c1", lim)); err != nil {
+	if _, _, err := runTurn(at(time.Minute), a, limitedTurn("bob", "c1", lim)); err != nil {
 		t.Errorf("another user's turn: %v", err)
 	}
-	if _, err := runTurn(at(14*time.Hour), b, limitedTurn("ada", "c3", lim)); err != nil {
+	if _, _, err := runTurn(at(14*time.Hour), b, limitedTurn("ada", "c3", lim)); err != nil {
 		t.Errorf("turn on the next day: %v", err)
 	}
 }
@@ -238,7 +238,7 @@ func TestTokenBudgetAfterSwitch(t *testing.T) {
 	turn := func(agent string) error {
 		req := limitedTurn("user-1", "chat", lim)
 		req.Agent = agent
-		_, err := runTurn(ctx, f.team, req)
+		_, _, err := runTurn(ctx, f.team, req)
 		return err
 	}
 	for i, agent := range []string{"concierge", "concierge", "dj"} {
@@ -266,7 +266,7 @@ func TestTokenBudgetRace(t *testing.T) {
 	warmUp(t, teams...)
 	lim := limits.Limits{UserTokensPerDay: 250}
 	ctx := limitClock(t)(0)
-	if _, err := runTurn(ctx, f.team, limitedTurn("ada", "c0", lim)); err != nil {
+	if _, _, err := runTurn(ctx, f.team, limitedTurn("ada", "c0", lim)); err != nil {
 		t.Fatal(err)
 	}
 	// Hold the model so that every racer is in flight at once.
@@ -300,7 +300,7 @@ func TestTokenBudgetRace(t *testing.T) {
 	if over := used - lim.UserTokensPerDay; over > int64(100*inFlight) {
 		t.Errorf("budget overrun by %d, more than the %d turns in flight used", over, inFlight)
 	}
-	_, err := runTurn(ctx, teams[1], limitedTurn("ada", "c1", lim))
+	_, _, err := runTurn(ctx, teams[1], limitedTurn("ada", "c1", lim))
 	wantLimited(t, err, limits.ErrBudgetExhausted, "user", 14*time.Hour)
 }
 
@@ -310,7 +310,7 @@ func TestTokenBudgetRace(t *testing.T) {
 func warmUp(t *testing.T, teams ...*toolcallback.Team) {
 	t.Helper()
 	for i, team := range teams {
-		if _, err := runTurn(t.Context(), team, limitedTurn("warm-up", fmt.Sprint("w", i), limits.Limits{})); err != nil {
+		if _, _, err := runTurn(t.Context(), team, limitedTurn("warm-up", fmt.Sprint("w", i), limits.Limits{})); err != nil {
 			t.Fatal(err)
 		}
 	}

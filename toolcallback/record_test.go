@@ -69,12 +69,9 @@ func TestSwitchRecordsWhatRan(t *testing.T) {
 				t.Fatalf("Pending() = %v, %v; want the approval", state, err)
 			}
 			calls := state.Calls
-			res, err := f.team.Resume(t.Context(), toolcallback.ResumeRequest{UserID: "user-1", ChatID: "chat", CallID: calls[0].ID, ClientID: "tab-a", Answer: tc.answer})
+			res, _, err := resume(f.team, t.Context(), "chat", calls[0].ID, "tab-a", tc.answer)
 			if err != nil || res.Invocation == nil {
 				t.Fatalf("Resume() = %+v, %v", res, err)
-			}
-			if _, err := collect(res.Invocation); err != nil {
-				t.Fatal(err)
 			}
 			if _, _, err := f.turn("chat", "dj", "what was booked?"); err != nil {
 				t.Fatal(err)

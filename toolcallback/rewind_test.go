@@ -23,7 +23,7 @@ func (f *fixture) idTurn(chat, id, text string) []*session.Event {
 	f.t.Helper()
 	req := textTurn(chat, "tab-a", text)
 	req.MessageID = id
-	events, err := runTurn(f.t.Context(), f.team, req)
+	events, _, err := runTurn(f.t.Context(), f.team, req)
 	if err != nil {
 		f.t.Fatalf("Turn(%q) error = %v", text, err)
 	}
@@ -36,11 +36,7 @@ func (f *fixture) rewind(req toolcallback.RewindRequest) ([]*session.Event, erro
 	if req.ClientID == "" {
 		req.ClientID = "tab-a"
 	}
-	inv, err := f.team.Rewind(f.t.Context(), req)
-	if err != nil {
-		return nil, err
-	}
-	return collect(inv)
+	return runRewind(f.t.Context(), f.team, req)
 }
 
 // requestText is everything a model request holds, as text.
@@ -261,12 +257,7 @@ func TestRewoundPartIsNotMigratedNorListed(t *testing.T) {
 	if got := dumpEvents(state.History); strings.Contains(got, "two") || strings.Contains(got, `"second"`) || !strings.Contains(got, "second, edited") {
 		t.Errorf("Pending's history holds the part taken back, or lacks the edit:\n%s", got)
 	}
-	inv, _, err := team.Turn(t.Context(), toolcallback.TurnRequest{UserID: "user-1", ChatID: crashChat, ClientID: crashClient, Agent: "dj",
-		Content: genai.NewContentFromText("DJ please", genai.RoleUser)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := collect(inv); err != nil {
+	if _, _, err := runTurn(t.Context(), team, crashTurn("dj", "", "DJ please")); err != nil {
 		t.Fatal(err)
 	}
 	req := requestText(w.model.LastRequest())
@@ -338,21 +329,11 @@ func TestRewindBeforeAnAgentSwitch(t *testing.T) {
 	w := newCrashWorld(t)
 	w.model = &modeltest.Strict{T: t, Script: []reply{textReply("one"), textReply("the DJ here"), textReply("again")}}
 	team := w.team(w.client, w.model)
-	inv, _, err := team.Turn(t.Context(), toolcallback.TurnRequest{UserID: "user-1", ChatID: crashChat, ClientID: crashClient, MessageID: "m1",
-		Content: genai.NewContentFromText("first", genai.RoleUser)})
+	first, _, err := runTurn(t.Context(), team, crashTurn("", "m1", "first"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	first, err := collect(inv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	inv, _, err = team.Turn(t.Context(), toolcallback.TurnRequest{UserID: "user-1", ChatID: crashChat, ClientID: crashClient, Agent: "dj",
-		MessageID: "m2", Content: genai.NewContentFromText("DJ please", genai.RoleUser)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := collect(inv); err != nil {
+	if _, _, err := runTurn(t.Context(), team, crashTurn("dj", "m2", "DJ please")); err != nil {
 		t.Fatal(err)
 	}
 	events := w.rewind(team, toolcallback.RewindRequest{Message: first[0].InvocationID})

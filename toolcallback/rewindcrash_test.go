@@ -68,11 +68,7 @@ func init() {
 // idTurn runs a turn with the client's message id id; keep says whether
 // the chat must still hold it after the doomed part.
 func (w *crashWorld) idTurn(team *toolcallback.Team, id, text string, keep bool) error {
-	inv, _, err := team.Turn(w.t.Context(), toolcallback.TurnRequest{UserID: "user-1", ChatID: crashChat, ClientID: crashClient,
-		Content: genai.NewContentFromText(text, genai.RoleUser), MessageID: id})
-	if err == nil {
-		_, err = collect(inv)
-	}
+	_, _, err := runTurn(w.t.Context(), team, crashTurn("", id, text))
 	if err == nil && keep {
 		w.kept = append(w.kept, text)
 	}
@@ -83,11 +79,7 @@ func (w *crashWorld) idTurn(team *toolcallback.Team, id, text string, keep bool)
 // streamed.
 func (w *crashWorld) rewind(team *toolcallback.Team, req toolcallback.RewindRequest) []*session.Event {
 	req.UserID, req.ChatID, req.ClientID = "user-1", crashChat, crashClient
-	inv, err := team.Rewind(w.t.Context(), req)
-	if err != nil {
-		return nil
-	}
-	events, _ := collect(inv)
+	events, _ := runRewind(w.t.Context(), team, req)
 	return events
 }
 
@@ -181,11 +173,7 @@ func TestRewindRetryCompletes(t *testing.T) {
 	next := w.team(client, m)
 	ctx := platform.WithTimeProvider(t.Context(), func() time.Time { return time.Now().Add(crashLeaseTTL + time.Second) })
 	edit.UserID, edit.ChatID, edit.ClientID = "user-1", crashChat, crashClient
-	inv, err := next.Rewind(ctx, edit)
-	if err != nil {
-		t.Fatalf("Rewind(same edit) after the crash error = %v", err)
-	}
-	events, err := collect(inv)
+	events, err := runRewind(ctx, next, edit)
 	if err != nil || finalText(events) != "edited answer" {
 		t.Fatalf("retried edit = %q, %v; want the edited answer", finalText(events), err)
 	}

@@ -3,7 +3,6 @@ package toolcallback_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"testing"
 	"time"
 
@@ -26,20 +25,19 @@ func TestRewindCountsAsTurn(t *testing.T) {
 	lim := limits.Limits{ChatTurnsPerMinute: 2}
 	turn := limitedTurn("ada", "c1", lim)
 	turn.MessageID = "m1"
-	events, err := runTurn(at(0), f.team, turn)
+	events, _, err := runTurn(at(0), f.team, turn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// regenerate replaces the assistant message answer (a turn's id) and
 	// returns the new answer's.
 	regenerate := func(ctx context.Context, answer string) (string, error) {
-		inv, err := f.team.Rewind(ctx, toolcallback.RewindRequest{UserID: "ada", ChatID: "c1", ClientID: "tab", Message: answer, Limits: lim})
+		events, err := runRewind(ctx, f.team, toolcallback.RewindRequest{UserID: "ada", ChatID: "c1", ClientID: "tab", Message: answer, Limits: lim})
 		if err != nil {
 			return "", err
 		}
-		events, err := collect(inv)
-		if err != nil || len(events) == 0 {
-			return "", fmt.Errorf("the regenerated turn: %d events, %v", len(events), err)
+		if len(events) == 0 {
+			return "", errors.New("the regenerated turn streamed nothing")
 		}
 		return events[len(events)-1].InvocationID, nil
 	}
@@ -58,11 +56,7 @@ func TestRewindCountsAsTurn(t *testing.T) {
 		t.Fatalf("a regenerate after the window: %v", err)
 	}
 	edit := toolcallback.RewindRequest{UserID: "ada", ChatID: "c1", ClientID: "tab", Message: "m1", Content: genai.NewContentFromText("hello", genai.RoleUser), Limits: lim}
-	inv, err := f.team.Rewind(at(62*time.Second), edit)
-	if err == nil {
-		_, err = collect(inv)
-	}
-	if err != nil {
+	if _, err := runRewind(at(62*time.Second), f.team, edit); err != nil {
 		t.Fatalf("an edit, the second turn of the window: %v", err)
 	}
 	// The chat is at its limit, but the same edit again is a replay.

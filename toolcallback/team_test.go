@@ -68,15 +68,13 @@ func newTeamFixture(t *testing.T, options ...func(*toolcallback.Options)) *teamF
 	return f
 }
 
-func (f *teamFixture) turn(chat, agent, text string) (*toolcallback.SwitchReport, []*session.Event, error) {
+// turn sends user-1's message text to chat from tab-a, asking for agent
+// ("": the chat's own), as runTurn does.
+func (f *teamFixture) turn(chat, agent, text string) ([]*session.Event, *toolcallback.SwitchReport, error) {
 	f.t.Helper()
-	inv, report, err := f.team.Turn(f.t.Context(), toolcallback.TurnRequest{UserID: "user-1", ChatID: chat, ClientID: "tab-a", Agent: agent,
-		Content: genai.NewContentFromText(text, genai.RoleUser)})
-	if err != nil {
-		return nil, nil, err
-	}
-	events, err := collect(inv)
-	return report, events, err
+	req := textTurn(chat, "tab-a", text)
+	req.Agent = agent
+	return runTurn(f.t.Context(), f.team, req)
 }
 
 // sessionIDs lists the user's stored ADK sessions.
@@ -130,13 +128,13 @@ func TestSwitchAndBack(t *testing.T) {
 	f.concierge.Script = []reply{textReply("Hello, I'm the concierge."), echoReply}
 	f.dj.Script = []reply{callReply(call("c1", "change_bgm", map[string]any{"track": 2})), textReply("Track 2 is on.")}
 
-	if report, _, err := f.turn("chat", "", "hello"); err != nil || report.Switched || report.To != "concierge" {
+	if _, report, err := f.turn("chat", "", "hello"); err != nil || report.Switched || report.To != "concierge" {
 		t.Fatalf("first turn: %+v, %v; want the concierge without a switch", report, err)
 	}
 	if got := f.sessionIDs(); strings.Join(got, ",") != "chat~0" {
 		t.Fatalf("sessions after the first turn = %v, want [chat~0]", got)
 	}
-	report, _, err := f.turn("chat", "dj", "play track 2")
+	_, report, err := f.turn("chat", "dj", "play track 2")
 	if err != nil || !report.Switched || report.From != "concierge" || report.To != "dj" {
 		t.Fatalf("switch to dj: %+v, %v", report, err)
 	}
@@ -148,15 +146,11 @@ func TestSwitchAndBack(t *testing.T) {
 	if !strings.Contains(djReq, `text("hello")`) || !strings.Contains(djReq, `model: text("Hello, I'm the concierge.")`) {
 		t.Errorf("DJ's first request lacks the migrated conversation:\n%s", djReq)
 	}
-	res, err := f.team.Resume(t.Context(), toolcallback.ResumeRequest{UserID: "user-1", ChatID: "chat", CallID: "c1", ClientID: "tab-a",
-		Answer: toolcallback.Answer{Output: map[string]any{"playing": 2}}})
+	res, _, err := resume(f.team, t.Context(), "chat", "c1", "tab-a", toolcallback.Answer{Output: map[string]any{"playing": 2}})
 	if err != nil || res.Invocation == nil {
 		t.Fatalf("answer c1: %+v, %v", res, err)
 	}
-	if _, err := collect(res.Invocation); err != nil {
-		t.Fatal(err)
-	}
-	report, _, err = f.turn("chat", "concierge", "what did the DJ just do?")
+	_, report, err = f.turn("chat", "concierge", "what did the DJ just do?")
 	if err != nil || !report.Switched || report.From != "dj" {
 		t.Fatalf("switch back: %+v, %v", report, err)
 	}
@@ -200,7 +194,7 @@ func TestLongChatIDs(t *testing.T) {
 				if i%2 == 0 {
 					target = "concierge"
 				}
-				report, _, err := f.turn(chatID, target, fmt.Sprintf("switch %d", i))
+				_, report, err := f.turn(chatID, target, fmt.Sprintf("switch %d", i))
 				if err != nil || !report.Switched {
 					t.Fatalf("switch %d to %s: %+v, %v", i, target, report, err)
 				}
@@ -318,7 +312,7 @@ func TestSwitchFailures(t *testing.T) {
 			if tc.wantSwitch {
 				agent = "dj"
 			}
-			report, events, err := f.turn("chat", "", "are you there?")
+			events, report, err := f.turn("chat", "", "are you there?")
 			if err != nil || report.To != agent || finalText(events) == "" {
 				t.Fatalf("next turn: %+v %q %v; want %s answering", report, finalText(events), err, agent)
 			}
@@ -414,12 +408,7 @@ func TestIdleCleanup(t *testing.T) {
 	ctx := t.Context()
 	// A chat active "now" (at the sweep's clock) must stay.
 	activeCtx := platformAt(ctx, later)
-	inv, _, err := f.team.Turn(activeCtx, toolcallback.TurnRequest{UserID: "user-1", ChatID: "new", ClientID: "tab-a",
-		Content: genai.NewContentFromText("hi", genai.RoleUser)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := collect(inv); err != nil {
+	if _, _, err := runTurn(activeCtx, f.team, textTurn("new", "tab-a", "hi")); err != nil {
 		t.Fatal(err)
 	}
 	withNew := countDocs(t, ctx, user)
