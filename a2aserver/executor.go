@@ -18,6 +18,7 @@ import (
 	"github.com/baton-run/baton/limits"
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
+	"github.com/baton-run/baton/userinput"
 )
 
 // executor runs Baton's team for a2a-go's request handler: a task is one
@@ -355,7 +356,7 @@ func callPart(c *toolcallback.Call) (*a2a.Part, error) {
 	case c.Kind == toolcallback.KindInput && c.Input != nil:
 		// A tool's question: answered by a function response
 		// {"responses": {id: {"action", "content"}}}, as a page answers it.
-		fc = &genai.FunctionCall{ID: c.ID, Name: toolcallback.InputToolName, Args: map[string]any{
+		fc = &genai.FunctionCall{ID: c.ID, Name: userinput.ToolName, Args: map[string]any{
 			"server": c.Input.Server, "tool": c.Input.Tool, "message": c.Input.Message, "round": c.Input.Round, "requests": c.Input.Requests,
 		}}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/baton-run/baton/internal/polltest"
 	"github.com/baton-run/baton/modeltest"
 	"github.com/baton-run/baton/toolcallback"
+	"github.com/baton-run/baton/userinput"
 )
 
 // askingTool asks whether to clear the playlist (as an MCP server's
@@ -29,7 +30,7 @@ func askingTool(t *testing.T) tool.Tool {
 				}
 				return nil, err
 			}
-			return map[string]any{"status": "asking"}, toolcallback.RequestInput(ctx, toolcallback.InputRequest{
+			return map[string]any{"status": "asking"}, toolcallback.RequestInput(ctx, userinput.Request{
 				Tool: "clear_playlist", Message: "Clear it?", Round: 1, State: "s1",
 				Requests: map[string]any{"confirm": map[string]any{"method": "elicitation/create"}}})
 		})
@@ -58,12 +59,12 @@ func TestInputRequired(t *testing.T) {
 			ids := pendingIDs(t, task)
 			var listed bool
 			for _, p := range task.Status.Message.Parts {
-				if data, ok := p.Data().(map[string]any); ok && data["name"] == toolcallback.InputToolName && len(ids) == 1 && data["id"] == ids[0] {
+				if data, ok := p.Data().(map[string]any); ok && data["name"] == userinput.ToolName && len(ids) == 1 && data["id"] == ids[0] {
 					listed = true
 				}
 			}
 			if !listed {
-				t.Fatalf("input-required task lists %v; want one call of %s", task.Status.Message.Parts, toolcallback.InputToolName)
+				t.Fatalf("input-required task lists %v; want one call of %s", task.Status.Message.Parts, userinput.ToolName)
 			}
 			if tc.cancel {
 				if got, err := c.CancelTask(ctx, &a2a.CancelTaskRequest{ID: task.ID}); err != nil || got.Status.State != a2a.TaskStateCanceled {
@@ -77,7 +78,7 @@ func TestInputRequired(t *testing.T) {
 				})
 				return
 			}
-			done := send(ctx, t, c, answerMessage(task, &genai.FunctionResponse{ID: ids[0], Name: toolcallback.InputToolName,
+			done := send(ctx, t, c, answerMessage(task, &genai.FunctionResponse{ID: ids[0], Name: userinput.ToolName,
 				Response: map[string]any{"responses": map[string]any{"confirm": map[string]any{"action": "accept", "content": map[string]any{"ok": true}}}}}))
 			if done.Status.State != a2a.TaskStateCompleted || !strings.Contains(artifactText(done), `"action":"accept"`) {
 				t.Fatalf("after the answer: %s %q; want completed with the tool's answer", done.Status.State, artifactText(done))

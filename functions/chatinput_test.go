@@ -12,6 +12,7 @@ import (
 
 	"github.com/baton-run/baton/modeltest"
 	"github.com/baton-run/baton/toolcallback"
+	"github.com/baton-run/baton/userinput"
 )
 
 // inputState is the request state clear_notes gives with its question; no
@@ -29,7 +30,7 @@ func (f *httpFixture) clearTool() tool.Tool {
 				return nil, err
 			}
 			if reply == nil {
-				return map[string]any{"status": "asking"}, toolcallback.RequestInput(ctx, toolcallback.InputRequest{
+				return map[string]any{"status": "asking"}, toolcallback.RequestInput(ctx, userinput.Request{
 					Server: "notes", Tool: "clear_notes", Message: "Forget the notes?", Round: 1, State: inputState,
 					Requests: map[string]any{"confirm": map[string]any{"method": "elicitation/create", "params": map[string]any{
 						"mode": "form", "message": "Forget the notes?",
@@ -41,7 +42,7 @@ func (f *httpFixture) clearTool() tool.Tool {
 				return nil, toolcallback.ErrInvalidAnswer
 			}
 			r := reply.Responses["confirm"]
-			if r.Action != toolcallback.InputAccept || r.Content["confirm"] != true {
+			if r.Action != userinput.Accept || r.Content["confirm"] != true {
 				return map[string]any{"cleared": false, "action": r.Action}, nil
 			}
 			f.cleared.Add(1)
@@ -59,7 +60,7 @@ func inputAnswered(messageID, callID string, input, output map[string]any) map[s
 	return map[string]any{"id": messageID, "role": "assistant", "parts": []any{
 		map[string]any{"type": "step-start"},
 		map[string]any{"type": "tool-clear_notes", "toolCallId": "q1", "state": "input-available", "input": map[string]any{}, "providerExecuted": true},
-		map[string]any{"type": "tool-" + toolcallback.InputToolName, "toolCallId": callID, "state": "output-available", "input": input, "output": output},
+		map[string]any{"type": "tool-" + userinput.ToolName, "toolCallId": callID, "state": "output-available", "input": input, "output": output},
 	}}
 }
 
@@ -75,13 +76,13 @@ func TestChatAnswersAToolsQuestion(t *testing.T) {
 	chunks := f.stream(resp)
 	var form map[string]any
 	for _, c := range chunksOfType(chunks, "tool-input-available") {
-		if c["toolName"] == toolcallback.InputToolName {
+		if c["toolName"] == userinput.ToolName {
 			form = c
 		}
 	}
 	meta, _ := form["providerMetadata"].(map[string]any)
 	if baton, _ := meta["baton"].(map[string]any); form == nil || form["providerExecuted"] != nil || baton["deviceId"] != "tab-a" {
-		t.Fatalf("the stream's form = %v; want a browser call of %s for tab-a", form, toolcallback.InputToolName)
+		t.Fatalf("the stream's form = %v; want a browser call of %s for tab-a", form, userinput.ToolName)
 	}
 	input, _ := form["input"].(map[string]any)
 	if requests, _ := input["requests"].(map[string]any); requests["confirm"] == nil || input["message"] != "Forget the notes?" {
@@ -97,7 +98,7 @@ func TestChatAnswersAToolsQuestion(t *testing.T) {
 	var shown bool
 	for _, m := range reloaded.Messages {
 		for _, p := range m.Parts {
-			if p["type"] == "tool-"+toolcallback.InputToolName && p["toolCallId"] == callID && p["state"] == "input-available" {
+			if p["type"] == "tool-"+userinput.ToolName && p["toolCallId"] == callID && p["state"] == "input-available" {
 				shown = true
 			}
 		}
@@ -132,7 +133,7 @@ func TestChatQuestionOnlyForItsDevice(t *testing.T) {
 	var callID string
 	var input map[string]any
 	for _, c := range chunksOfType(chunks, "tool-input-available") {
-		if c["toolName"] == toolcallback.InputToolName {
+		if c["toolName"] == userinput.ToolName {
 			callID, input = c["toolCallId"].(string), c["input"].(map[string]any)
 		}
 	}

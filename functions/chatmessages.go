@@ -226,7 +226,7 @@ func deviceOf(open *toolcallback.Call) *callMetadata {
 }
 
 // newInputPart is the question a paused call asks (docs/mcp-input.md): a
-// browser call of toolcallback.InputToolName that the device that started
+// browser call of userinput.ToolName that the device that started
 // the turn answers with its output, as the stream showed it.
 func newInputPart(open *toolcallback.Call) toolPart {
 	v := newCallView(open, "")

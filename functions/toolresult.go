@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/baton-run/baton/toolcallback"
+	"github.com/baton-run/baton/userinput"
 )
 
 // toolResultRequest is the body of a ToolResult: the ids of the call (or a
@@ -110,7 +111,7 @@ func newCallView(c *toolcallback.Call, token string) callView {
 	if c.Kind == toolcallback.KindInput && c.Input != nil {
 		// A question is shown as the stream shows it: a call of the input
 		// tool, answered with {"responses": ...} under its own id.
-		v.ToolCallID, v.ToolName = c.ID, toolcallback.InputToolName
+		v.ToolCallID, v.ToolName = c.ID, userinput.ToolName
 		v.Input = map[string]any{"server": c.Input.Server, "tool": c.Input.Tool, "message": c.Input.Message,
 			"round": c.Input.Round, "requests": c.Input.Requests}
 	}

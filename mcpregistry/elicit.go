@@ -11,6 +11,7 @@ import (
 	"google.golang.org/adk/v2/agent"
 
 	"github.com/baton-run/baton/toolcallback"
+	"github.com/baton-run/baton/userinput"
 )
 
 // A server that speaks 2025-11-25 asks for input with elicitation/create
@@ -75,7 +76,7 @@ func (l *liveCalls) only() *liveCall {
 	return nil
 }
 
-var decline = &mcp.ElicitResult{Action: toolcallback.InputDecline}
+var decline = &mcp.ElicitResult{Action: userinput.Decline}
 
 // elicit answers an elicitation/create of server's with a person's answer.
 func (r *Registry) elicit(c *conn, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
@@ -91,7 +92,7 @@ func (r *Registry) elicit(c *conn, req *mcp.ElicitRequest) (*mcp.ElicitResult, e
 	call.mu.Unlock()
 	left := time.Until(call.deadline)
 	wait := max(left-max(left/5, answerMargin), 0)
-	in := toolcallback.InputRequest{Server: c.server, Tool: call.tool, Message: p.Message, Round: round,
+	in := userinput.Request{Server: c.server, Tool: call.tool, Message: p.Message, Round: round,
 		Requests: map[string]any{"elicitation": map[string]any{"method": "elicitation/create", "params": p}}}
 	reply, err := toolcallback.AskLive(call.ctx, call.tool, in, wait)
 	if errors.Is(err, toolcallback.ErrExpired) {

@@ -13,6 +13,7 @@ import (
 	"github.com/baton-run/baton/internal/firestoretest"
 	"github.com/baton-run/baton/mcpregistry"
 	"github.com/baton-run/baton/toolcallback"
+	"github.com/baton-run/baton/userinput"
 )
 
 // liveTurn runs a turn on a server of 2025-11-25 whose tool asks on the
@@ -32,7 +33,7 @@ func (in *inputInstance) liveTurn(text string, answer func(id string, round int)
 			in.t.Fatalf("invocation: %v", err)
 		}
 		for _, p := range partsOf(ev.Content) {
-			if fc := p.FunctionCall; fc != nil && fc.Name == toolcallback.InputToolName {
+			if fc := p.FunctionCall; fc != nil && fc.Name == userinput.ToolName {
 				if fc.Args["live"] != true || !slicesContain(ev.LongRunningToolIDs, fc.ID) {
 					in.t.Errorf("form %v is not shown as a live browser call", fc)
 				}

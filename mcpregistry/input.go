@@ -11,6 +11,7 @@ import (
 	"google.golang.org/adk/v2/agent"
 
 	"github.com/baton-run/baton/toolcallback"
+	"github.com/baton-run/baton/userinput"
 )
 
 // A server that speaks 2026-07-28 asks for a person's input by answering
@@ -72,7 +73,7 @@ func askInput(ctx agent.Context, server, tool string, res *mcp.CallToolResult, r
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s on MCP server %s: %w", errInput, tool, server, err)
 	}
-	req := toolcallback.InputRequest{Server: server, Tool: tool, Message: message, Requests: requests, Round: round, State: res.RequestState}
+	req := userinput.Request{Server: server, Tool: tool, Message: message, Requests: requests, Round: round, State: res.RequestState}
 	if err := toolcallback.RequestInput(ctx, req); err != nil {
 		return nil, err
 	}

@@ -24,6 +24,8 @@ var ErrLeaseLost = fmt.Errorf("%w: lease lost", ErrConflict)
 type BusyError struct {
 	SessionID  string
 	RetryAfter time.Duration // until the current lease expires
+	// Holder is the current lease's holder, when the refusal read it.
+	Holder string
 }
 
 func (e *BusyError) Error() string {
@@ -100,7 +102,7 @@ func (s *Service) AcquireLease(ctx context.Context, req LeaseRequest) (_ *Lease,
 	err = s.readModifyWrite(ctx, ref, func(doc *sessionDoc, batch *firestore.WriteBatch, pre firestore.Precondition) error {
 		now := platform.Now(ctx)
 		if cur := doc.Lease; cur.Holder != "" && cur.Expires.After(now) {
-			return &BusyError{SessionID: id, RetryAfter: cur.Expires.Sub(now)}
+			return &BusyError{SessionID: id, RetryAfter: cur.Expires.Sub(now), Holder: cur.Holder}
 		}
 		next := leaseDoc{Holder: holder, Fence: doc.Lease.Fence + 1, Expires: now.Add(ttl)}
 		batch.Update(ref, []firestore.Update{{Path: "lease", Value: next}}, pre)

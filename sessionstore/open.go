@@ -122,7 +122,7 @@ func (s *Service) ClaimLease(ctx context.Context, ss *Session, holder string, tt
 	}
 	now := platform.Now(ctx)
 	if cur := ss.stored; cur.Holder != "" && cur.Expires.After(now) {
-		return nil, &BusyError{SessionID: ss.id, RetryAfter: cur.Expires.Sub(now)}
+		return nil, &BusyError{SessionID: ss.id, RetryAfter: cur.Expires.Sub(now), Holder: cur.Holder}
 	}
 	l := &Lease{
 		App: ss.app, User: ss.user, SessionID: ss.id, Holder: holder, Fence: ss.stored.Fence + 1,

@@ -3,6 +3,8 @@ package toolcallback
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/baton-run/baton/userinput"
 )
 
 // Status is where a paused call stands.
@@ -36,7 +38,7 @@ type Call struct {
 	Hint       string // approvals: ADK's explanation for the person
 	// Input is what a KindInput call asks the person (without the
 	// server's request state, which stays in the ledger).
-	Input    *InputRequest
+	Input    *userinput.Request
 	Status   Status
 	Answer   *Answer // the recorded answer, once resolved
 	Created  time.Time
@@ -71,7 +73,7 @@ type callDoc struct {
 	OriginalID string    `firestore:"originalId"`
 	AnyDevice  bool      `firestore:"anyDevice"`
 	Hint       string    `firestore:"hint"`
-	Input      []byte    `firestore:"input"`      // KindInput: JSON of the InputRequest shown
+	Input      []byte    `firestore:"input"`      // KindInput: JSON of the userinput.Request shown
 	InputState string    `firestore:"inputState"` // KindInput: the server's request state, never shown
 	Live       bool      `firestore:"live"`       // asked by AskLive: answered to the waiting tool, never resumed
 	Status     string    `firestore:"status"`
@@ -103,7 +105,7 @@ func (d *callDoc) call() (*Call, error) {
 		}
 	}
 	if len(d.Input) > 0 {
-		c.Input = &InputRequest{}
+		c.Input = &userinput.Request{}
 		if err := json.Unmarshal(d.Input, c.Input); err != nil {
 			return nil, err
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/baton-run/baton/modeltest"
 	"github.com/baton-run/baton/toolcallback"
+	"github.com/baton-run/baton/userinput"
 )
 
 // The crash paths of a tool that asks for input twice (as an MCP server's
@@ -76,7 +77,7 @@ func (w *crashWorld) renameTool() tool.Tool {
 			}
 			if round < 2 {
 				next := round + 1
-				err := toolcallback.RequestInput(ctx, toolcallback.InputRequest{Tool: "rename", Message: "Rename?", Round: next,
+				err := toolcallback.RequestInput(ctx, userinput.Request{Tool: "rename", Message: "Rename?", Round: next,
 					Requests: map[string]any{"q": map[string]any{"method": "elicitation/create"}}, State: fmt.Sprintf("state-%d", next)})
 				return map[string]any{"status": "asking"}, err
 			}

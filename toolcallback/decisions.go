@@ -5,6 +5,8 @@ import (
 
 	"google.golang.org/adk/v2/session"
 	"google.golang.org/adk/v2/tool/toolconfirmation"
+
+	"github.com/baton-run/baton/userinput"
 )
 
 // ApprovalDecision is a person's answer to a call that needed approval, as
@@ -44,7 +46,7 @@ func ApprovalDecisions(events session.Events) map[string]ApprovalDecision {
 			if b, err := json.Marshal(fr.Response); err != nil || json.Unmarshal(b, &tc) != nil {
 				continue
 			}
-			if _, input := inputOf(tc.Payload); input {
+			if _, input := userinput.Of(tc.Payload); input {
 				continue // an answer to a tool's input request, not an approval
 			}
 			d := ApprovalDecision{Approved: tc.Confirmed, Args: orig.args}

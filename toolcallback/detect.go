@@ -9,6 +9,8 @@ import (
 	"google.golang.org/adk/v2/session"
 	"google.golang.org/adk/v2/tool/toolconfirmation"
 	"google.golang.org/genai"
+
+	"github.com/baton-run/baton/userinput"
 )
 
 // pausingTools are the pausing tools one invocation's model requests
@@ -55,7 +57,7 @@ type pausedCall struct {
 	id, tool, step, originalID, invocation, hint string
 	args                                         map[string]any
 	spec                                         pauseSpec
-	input                                        []byte // KindInput: the InputRequest shown, as JSON
+	input                                        []byte // KindInput: the userinput.Request shown, as JSON
 	state                                        string // KindInput: the server's request state
 	created                                      time.Time
 }
@@ -115,7 +117,7 @@ func approvalRequest(prior session.Events, ev *session.Event, fc *genai.Function
 		return d, true
 	}
 	d.hint = tc.Hint
-	if req, ok := inputOf(tc.Payload); ok {
+	if req, ok := userinput.Of(tc.Payload); ok {
 		// A tool asking for input: the request state leaves the event here,
 		// before it is stored or streamed, for the ledger record only.
 		shown, state := takeInputState(fc.Args, tc, req)

@@ -13,54 +13,27 @@ import (
 	"google.golang.org/adk/v2/session"
 	"google.golang.org/adk/v2/tool/toolconfirmation"
 	"google.golang.org/genai"
+
+	"github.com/baton-run/baton/userinput"
 )
 
-// inputPayloadKey marks a confirmation payload as an input request. The
-// uistream encoder recognises the same key (uistream.InputPayloadKey).
-const inputPayloadKey = "batonInput"
+// CancelInput is the answer that cancels every request of the input call
+// c, for a caller that gives up on it.
+func CancelInput(c *Call) Answer { return Answer{Output: userinput.CancelAll(c.Input)} }
 
-// InputToolName is the name under which an input call is shown to those
-// who answer it (a page's form, an A2A caller's function call), with the
-// InputRequest as its arguments (uistream.InputToolName is the same).
-const InputToolName = "baton_input"
-
-// Actions a person takes on an input request, as MCP names them.
-const (
-	InputAccept  = "accept"
-	InputDecline = "decline"
-	InputCancel  = "cancel"
-)
-
-// InputRequest is what a paused tool asks a person for.
-type InputRequest struct {
-	Server string `json:"server,omitempty"` // the MCP server asking
-	Tool   string `json:"tool,omitempty"`   // the tool, as the server names it
-	// Message is a short text for the person (the first request's message).
-	Message string `json:"message,omitempty"`
-	// Requests are the server's requests by its ids, as it sent them: an
-	// elicitation form is {"method": "elicitation/create", "params":
-	// {"mode": "form", "message", "requestedSchema"}}.
-	Requests map[string]any `json:"requests"`
-	// Round counts the input rounds of this call, from 1.
-	Round int `json:"round"`
-	// State is the server's opaque request state. Baton keeps it in the
-	// ledger record and gives it back with the answer; Call.Input never
-	// holds it.
-	State string `json:"state,omitempty"`
-}
-
-// InputResponse is a person's answer to one input request.
-type InputResponse struct {
-	Action  string         `json:"action"`            // InputAccept, InputDecline or InputCancel
-	Content map[string]any `json:"content,omitempty"` // the form's values, with InputAccept only
-}
-
-// InputReply is what a re-run tool receives: the answers to its round's
-// requests and the state the server gave with them.
-type InputReply struct {
-	Round     int                      `json:"round"`
-	Responses map[string]InputResponse `json:"responses"`
-	State     string                   `json:"state,omitempty"`
+// checkInputAnswer checks an answer to an input call.
+func checkInputAnswer(doc *callDoc, a Answer) error {
+	if a.Approved != nil || a.Payload != nil || a.Error != "" || a.Output == nil {
+		return fmt.Errorf("%w: an input call takes an output {\"responses\": {...}}", ErrInvalidAnswer)
+	}
+	var req userinput.Request
+	if err := json.Unmarshal(doc.Input, &req); err != nil {
+		return fmt.Errorf("decode input request of %q: %w", doc.ID, err)
+	}
+	if _, err := userinput.Check(&req, a.Output); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidAnswer, err)
+	}
+	return nil
 }
 
 // RequestInput pauses the calling tool until a person answers req: the
@@ -70,7 +43,7 @@ type InputReply struct {
 //
 // A tool that needs a person's input mid-call (an MCP server's
 // multi-round-trip input requests) pauses this way, as an approval does: it asks
-// through ADK's tool confirmation, with an InputRequest as the payload, so
+// through ADK's tool confirmation, with an userinput.Request as the payload, so
 // ADK stores the request as an adk_request_confirmation call, the ledger
 // records it in the same commit (KindInput), and the answer re-runs the
 // tool, which reads it with InputReplyOf and calls again. Each round is one
@@ -80,11 +53,11 @@ type InputReply struct {
 // out of the stored event before the event is stored or streamed, kept in
 // the record (never in Call, so Pending does not show it), and handed back
 // to the tool with the answer. An answer carries responses, nothing else.
-func RequestInput(ctx agent.Context, req InputRequest) error {
+func RequestInput(ctx agent.Context, req userinput.Request) error {
 	if len(req.Requests) == 0 {
 		return errors.New("input request without requests")
 	}
-	payload := map[string]any{inputPayloadKey: req}
+	payload := map[string]any{userinput.PayloadKey: req}
 	if ctx.ToolConfirmation() != nil {
 		// A tool run again with an answer runs from ADK's confirmation
 		// processor, which (ADK v2.2.0) neither turns a new request into a
@@ -103,45 +76,18 @@ const inputAgainKey = "batonInputAgain"
 
 // InputReplyOf returns the answer a person gave to the tool's latest
 // RequestInput, or nil when the tool runs for the model's call itself.
-func InputReplyOf(ctx agent.Context) (*InputReply, error) {
+func InputReplyOf(ctx agent.Context) (*userinput.Reply, error) {
 	tc := ctx.ToolConfirmation()
 	if tc == nil {
 		return nil, nil
 	}
 	var p struct {
-		Reply *InputReply `json:"batonInput"`
+		Reply *userinput.Reply `json:"batonInput"`
 	}
 	if b, err := json.Marshal(tc.Payload); err != nil || json.Unmarshal(b, &p) != nil || p.Reply == nil {
 		return nil, errors.New("the confirmation of this call is not an answer to an input request")
 	}
 	return p.Reply, nil
-}
-
-// CancelInput is the answer that cancels every request of the input call
-// c, for a caller that gives up on it.
-func CancelInput(c *Call) Answer {
-	responses := map[string]any{}
-	if c.Input != nil {
-		for id := range c.Input.Requests {
-			responses[id] = map[string]any{"action": InputCancel}
-		}
-	}
-	return Answer{Output: map[string]any{"responses": responses}}
-}
-
-// inputOf reads an input request from a confirmation's payload.
-func inputOf(payload any) (*InputRequest, bool) {
-	m, ok := payload.(map[string]any)
-	if !ok || m[inputPayloadKey] == nil {
-		return nil, false
-	}
-	var p struct {
-		Req *InputRequest `json:"batonInput"`
-	}
-	if b, err := json.Marshal(m); err != nil || json.Unmarshal(b, &p) != nil || p.Req == nil {
-		return nil, false
-	}
-	return p.Req, true
 }
 
 // confirmationOf reads the tool confirmation among a confirmation call's
@@ -158,78 +104,20 @@ func confirmationOf(args map[string]any) (toolconfirmation.ToolConfirmation, boo
 // takeInputState removes the request state from the input request that a
 // confirmation call's arguments carry, and returns the request and the
 // state: the event is stored and streamed without it.
-func takeInputState(args map[string]any, tc toolconfirmation.ToolConfirmation, req *InputRequest) (InputRequest, string) {
+func takeInputState(args map[string]any, tc toolconfirmation.ToolConfirmation, req *userinput.Request) (userinput.Request, string) {
 	shown := *req
 	shown.State = ""
-	args["toolConfirmation"] = toolconfirmation.ToolConfirmation{Hint: tc.Hint, Payload: map[string]any{inputPayloadKey: shown}}
+	args["toolConfirmation"] = toolconfirmation.ToolConfirmation{Hint: tc.Hint, Payload: map[string]any{userinput.PayloadKey: shown}}
 	return shown, req.State
-}
-
-// checkInputAnswer checks an answer to an input call: an output
-// {"responses": {id: {"action", "content"}}} answering each of the call's
-// requests and nothing else.
-func checkInputAnswer(doc *callDoc, a Answer) error {
-	if a.Approved != nil || a.Payload != nil || a.Error != "" || a.Output == nil {
-		return fmt.Errorf("%w: an input call takes an output {\"responses\": {...}}", ErrInvalidAnswer)
-	}
-	if len(a.Output) != 1 || a.Output["responses"] == nil {
-		return fmt.Errorf("%w: an input answer holds \"responses\" and nothing else", ErrInvalidAnswer)
-	}
-	var req InputRequest
-	if err := json.Unmarshal(doc.Input, &req); err != nil {
-		return fmt.Errorf("decode input request of %q: %w", doc.ID, err)
-	}
-	responses, err := inputResponses(a.Output["responses"])
-	if err != nil {
-		return err
-	}
-	want, got := slices.Sorted(maps.Keys(req.Requests)), slices.Sorted(maps.Keys(responses))
-	if !slices.Equal(want, got) {
-		return fmt.Errorf("%w: answer requests %v, got %v", ErrInvalidAnswer, want, got)
-	}
-	return nil
-}
-
-// inputResponses decodes and checks the responses of an input answer.
-func inputResponses(v any) (map[string]InputResponse, error) {
-	raw, err := json.Marshal(v)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidAnswer, err)
-	}
-	var fields map[string]map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &fields); err != nil {
-		return nil, fmt.Errorf("%w: responses: %w", ErrInvalidAnswer, err)
-	}
-	out := map[string]InputResponse{}
-	for id, f := range fields {
-		for k := range f {
-			if k != "action" && k != "content" {
-				return nil, fmt.Errorf("%w: response %q: unknown field %q", ErrInvalidAnswer, id, k)
-			}
-		}
-		var r InputResponse
-		b, _ := json.Marshal(f)
-		if err := json.Unmarshal(b, &r); err != nil {
-			return nil, fmt.Errorf("%w: response %q: %w", ErrInvalidAnswer, id, err)
-		}
-		switch {
-		case r.Action != InputAccept && r.Action != InputDecline && r.Action != InputCancel:
-			return nil, fmt.Errorf("%w: response %q: action %q, want accept, decline or cancel", ErrInvalidAnswer, id, r.Action)
-		case r.Action != InputAccept && r.Content != nil:
-			return nil, fmt.Errorf("%w: response %q: content goes with accept only", ErrInvalidAnswer, id)
-		}
-		out[id] = r
-	}
-	return out, nil
 }
 
 // inputReplyPayload is the confirmation payload a re-run tool reads with
 // InputReplyOf: the recorded answer and the state kept in the ledger.
 func inputReplyPayload(c *callDoc, a Answer) map[string]any {
-	responses, _ := inputResponses(a.Output["responses"]) // checked when recorded
-	var req InputRequest
+	responses, _ := userinput.Responses(a.Output["responses"]) // checked when recorded
+	var req userinput.Request
 	_ = json.Unmarshal(c.Input, &req)
-	return map[string]any{inputPayloadKey: InputReply{Round: req.Round, Responses: responses, State: c.InputState}}
+	return map[string]any{userinput.PayloadKey: userinput.Reply{Round: req.Round, Responses: responses, State: c.InputState}}
 }
 
 // hideInputStates takes the request states out of the input requests ev's
@@ -239,7 +127,7 @@ func inputReplyPayload(c *callDoc, a Answer) map[string]any {
 func hideInputStates(ev *session.Event) map[string]toolconfirmation.ToolConfirmation {
 	var again map[string]toolconfirmation.ToolConfirmation
 	for id, tc := range ev.Actions.RequestedToolConfirmations {
-		req, ok := inputOf(tc.Payload)
+		req, ok := userinput.Of(tc.Payload)
 		if !ok {
 			continue
 		}
@@ -247,11 +135,11 @@ func hideInputStates(ev *session.Event) map[string]toolconfirmation.ToolConfirma
 			if again == nil {
 				again = map[string]toolconfirmation.ToolConfirmation{}
 			}
-			again[id] = toolconfirmation.ToolConfirmation{Hint: tc.Hint, Payload: map[string]any{inputPayloadKey: *req}}
+			again[id] = toolconfirmation.ToolConfirmation{Hint: tc.Hint, Payload: map[string]any{userinput.PayloadKey: *req}}
 		}
 		shown := *req
 		shown.State = ""
-		ev.Actions.RequestedToolConfirmations[id] = toolconfirmation.ToolConfirmation{Hint: tc.Hint, Payload: map[string]any{inputPayloadKey: shown}}
+		ev.Actions.RequestedToolConfirmations[id] = toolconfirmation.ToolConfirmation{Hint: tc.Hint, Payload: map[string]any{userinput.PayloadKey: shown}}
 	}
 	return again
 }

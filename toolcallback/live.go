@@ -14,6 +14,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/sessionstore"
+	"github.com/baton-run/baton/userinput"
 )
 
 // ErrNoLiveInput: AskLive was called outside an invocation of a Team.
@@ -44,10 +45,10 @@ type liveAsker struct {
 // asking instance watches the record. The record is written resumed, with
 // no sweep time: no resume, repair, cancellation or Sweep ever delivers it
 // to the agent, since the tool returns the answer itself. The form is
-// streamed to the turn's readers as a browser call of InputToolName (not
+// streamed to the turn's readers as a browser call of userinput.ToolName (not
 // stored: the tool's response follows in the same stream). Pending does
 // not list it: a reloaded page does not see the question again.
-func AskLive(ctx agent.Context, tool string, req InputRequest, wait time.Duration) (*InputReply, error) {
+func AskLive(ctx agent.Context, tool string, req userinput.Request, wait time.Duration) (*userinput.Reply, error) {
 	tools := pausingToolsFrom(ctx)
 	if tools == nil || tools.live == nil {
 		return nil, ErrNoLiveInput
@@ -85,21 +86,21 @@ func AskLive(ctx agent.Context, tool string, req InputRequest, wait time.Duratio
 	if err := json.Unmarshal(answered.Answer, &a); err != nil {
 		return nil, fmt.Errorf("decode answer to %q: %w", id, err)
 	}
-	responses, err := inputResponses(a.Output["responses"])
+	responses, err := userinput.Responses(a.Output["responses"])
 	if err != nil {
 		return nil, err
 	}
-	return &InputReply{Round: req.Round, Responses: responses}, nil
+	return &userinput.Reply{Round: req.Round, Responses: responses}, nil
 }
 
-// liveFormEvent shows the question as a browser call of InputToolName.
+// liveFormEvent shows the question as a browser call of userinput.ToolName.
 func liveFormEvent(ctx agent.Context, id string, input []byte) *session.Event {
 	var args map[string]any
 	_ = json.Unmarshal(input, &args) // encoded just before
 	args["live"] = true
 	ev := session.NewEvent(ctx, ctx.InvocationID())
 	ev.Author = ctx.AgentName()
-	ev.Content = &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{{FunctionCall: &genai.FunctionCall{ID: id, Name: InputToolName, Args: args}}}}
+	ev.Content = &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{{FunctionCall: &genai.FunctionCall{ID: id, Name: userinput.ToolName, Args: args}}}}
 	ev.LongRunningToolIDs = []string{id}
 	return ev
 }

@@ -22,6 +22,15 @@ type turnRequest struct {
 	// rewind, when set, takes back a turn and what followed it, and runs
 	// its user message (or Content, an edit) in its place.
 	rewind *rewindRequest
+	// live opens a live segment instead of running a message (OpenLive).
+	live bool
+}
+
+// started is what a carried-out plan started: a turn's invocation, or a
+// live segment.
+type started struct {
+	inv  *Invocation
+	live *LiveSegment
 }
 
 // turnView is what a turn knows of its chat before it decides how to run.
@@ -93,33 +102,33 @@ const maxPlans = 3
 // plans the turn (planTurn decides, once per look) and carries the plan
 // out. A switch is carried out, then the turn is planned again on the chat
 // as it now is; a plan that lost its race is planned again on a read.
-func (t *Team) turn(ctx context.Context, req turnRequest) (*Invocation, *SwitchReport, error) {
+func (t *Team) turn(ctx context.Context, req turnRequest) (started, *SwitchReport, error) {
 	report := &SwitchReport{}
-	useCopy := true
+	useCopy := !req.live
 	for attempt := 1; ; attempt++ {
 		v, err := t.look(ctx, req, useCopy)
 		if err != nil {
-			return nil, nil, err
+			return started{}, nil, err
 		}
 		p := t.planTurn(ctx, req, v)
 		if p.way != waySwitch {
-			inv, err := t.carryOut(ctx, req, p)
+			s, err := t.carryOut(ctx, req, p)
 			if p.replan && lostRace(err) && attempt < maxPlans {
 				useCopy = false
 				continue
 			}
 			if err != nil {
-				return nil, nil, err
+				return started{}, nil, err
 			}
 			report.To = p.chat.Agent
 			t.memory.points(req.UserID, req.ChatID, p.chat.SessionID)
 			if !report.Switched {
 				t.touch(ctx, p.chat) // once the turn runs: a refused turn writes nothing
 			}
-			return inv, report, nil
+			return s, report, nil
 		}
 		if err := t.switchAgent(ctx, p.chat, req.Agent); err != nil {
-			return nil, nil, err
+			return started{}, nil, err
 		}
 		if !report.Switched {
 			report.Switched, report.From = true, p.chat.Agent
@@ -230,6 +239,15 @@ func (t *Team) planTurn(ctx context.Context, req turnRequest, v turnView) turnPl
 	_, held := v.sess.LiveLease(ctx)
 	enqueue := t.opts.LeasePolicy == LeaseEnqueue
 	settle := req.rewind == nil && (v.sess.MayHaveOpenDocs() || needsRepair(v.sess.Events(), nil))
+	if req.live {
+		// A live segment adopts what is open: its open path repairs and
+		// reads the ledger under the lease, and cancels nothing.
+		p.replan = enqueue
+		if settle || held && enqueue {
+			p.way, p.current = waySettle, false
+		}
+		return p
+	}
 	if settle || held && enqueue {
 		// A rewind's commit closes the open records itself. The chat may
 		// change while the lease is waited for.
@@ -371,11 +389,15 @@ func sameText(a, b *genai.Content) bool {
 }
 
 // carryOut runs the turn as p says; it returns p's refusal as it is.
-func (t *Team) carryOut(ctx context.Context, req turnRequest, p turnPlan) (*Invocation, error) {
+func (t *Team) carryOut(ctx context.Context, req turnRequest, p turnPlan) (started, error) {
 	if p.way == wayRefuse {
-		return nil, p.err
+		return started{}, p.err
 	}
 	e := t.engine(p.chat.Agent)
+	if req.live {
+		live, err := e.openLive(ctx, req, p)
+		return started{live: live}, err
+	}
 	if p.current {
 		// The chat was read with the session whose lease the turn's
 		// commit claims: what it says is current (ChatMCPSessions).
@@ -385,19 +407,23 @@ func (t *Team) carryOut(ctx context.Context, req turnRequest, p turnPlan) (*Invo
 	}
 	run := invocationRun{user: req.UserID, session: p.chat.SessionID, client: req.ClientID, msg: p.content,
 		opts: runOptions(p.messageID), handle: p.sess, keep: t.memory.keeper(p.chat)}
+	var inv *Invocation
+	var err error
 	switch p.way {
 	case wayFirst:
 		var create *sessionstore.Chat
 		if p.createChat {
 			create = p.chat
 		}
-		return e.firstTurn(ctx, run, create, p.meter)
+		inv, err = e.firstTurn(ctx, run, create, p.meter)
 	case wayClaim:
-		return e.claimTurn(ctx, run, p)
+		inv, err = e.claimTurn(ctx, run, p)
 	case waySettle:
-		return e.settledTurn(ctx, run, p)
+		inv, err = e.settledTurn(ctx, run, p)
+	default:
+		err = fmt.Errorf("turn plan of way %d carried out", p.way)
 	}
-	return nil, fmt.Errorf("turn plan of way %d carried out", p.way)
+	return started{inv: inv}, err
 }
 
 // firstTurn runs the first turn of run's session: the commit that stores

@@ -4,6 +4,8 @@ import (
 	"google.golang.org/adk/v2/session"
 	"google.golang.org/adk/v2/tool/toolconfirmation"
 	"google.golang.org/genai"
+
+	"github.com/baton-run/baton/userinput"
 )
 
 // interruptedReruns returns an error response for every model call whose
@@ -79,7 +81,7 @@ func (s *rerunScan) note(ev *session.Event) {
 			s.delivered[fr.ID], s.asked[fr.ID] = false, false // the call has a later word
 		}
 		if _, asking := ev.Actions.RequestedToolConfirmations[fr.ID]; asking && ev.Author != "user" {
-			if _, input := inputOf(ev.Actions.RequestedToolConfirmations[fr.ID].Payload); input {
+			if _, input := userinput.Of(ev.Actions.RequestedToolConfirmations[fr.ID].Payload); input {
 				s.track(fr.ID, fr.Name)
 				s.asked[fr.ID] = true
 			}

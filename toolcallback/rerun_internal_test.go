@@ -10,6 +10,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/internal/eventlist"
+	"github.com/baton-run/baton/userinput"
 )
 
 func rerunEvent(author string, parts ...*genai.Part) *session.Event {
@@ -38,7 +39,7 @@ func TestInterruptedReruns(t *testing.T) {
 	done := rerunEvent("agent", response("x", "rename"))
 	asking := rerunEvent("agent", response("x", "rename"))
 	asking.Actions.RequestedToolConfirmations = map[string]toolconfirmation.ToolConfirmation{
-		"x": {Payload: map[string]any{inputPayloadKey: InputRequest{Requests: map[string]any{"q": nil}, Round: 1}}},
+		"x": {Payload: map[string]any{userinput.PayloadKey: userinput.Request{Requests: map[string]any{"q": nil}, Round: 1}}},
 	}
 	approving := rerunEvent("agent", response("x", "rename"))
 	approving.Actions.RequestedToolConfirmations = map[string]toolconfirmation.ToolConfirmation{"x": {Hint: "ok?"}}

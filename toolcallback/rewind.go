@@ -74,17 +74,17 @@ func (t *Team) Rewind(ctx context.Context, req RewindRequest) (*Invocation, erro
 	in := turnRequest{TurnRequest: TurnRequest{UserID: req.UserID, ChatID: req.ChatID, ClientID: req.ClientID, Limits: req.Limits},
 		rewind: &rewindRequest{message: req.Message}}
 	if req.Content == nil {
-		inv, _, err := t.turn(ctx, in)
-		return inv, err
+		s, _, err := t.turn(ctx, in)
+		return s.inv, err
 	}
 	// An edit: its files are stored as a turn's are.
-	var inv *Invocation
+	var s started
 	err := t.withFiles(ctx, req.UserID, req.ChatID, req.Content, func(content *genai.Content) (err error) {
 		in.Content, in.rewind.edit = content, content
-		inv, _, err = t.turn(ctx, in)
+		s, _, err = t.turn(ctx, in)
 		return err
 	})
-	return inv, err
+	return s.inv, err
 }
 
 // claimedRewind stores p's rewind mark on p.sess in the commit that takes

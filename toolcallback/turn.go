@@ -50,7 +50,9 @@ func (t *Team) Turn(ctx context.Context, req TurnRequest) (*Invocation, *SwitchR
 	var report *SwitchReport
 	err := t.withFiles(ctx, req.UserID, req.ChatID, req.Content, func(content *genai.Content) (err error) {
 		req.Content = content
-		inv, report, err = t.turn(ctx, turnRequest{TurnRequest: req})
+		var s started
+		s, report, err = t.turn(ctx, turnRequest{TurnRequest: req})
+		inv = s.inv
 		return err
 	})
 	return inv, report, err

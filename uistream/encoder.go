@@ -10,6 +10,8 @@ import (
 	"google.golang.org/adk/v2/session"
 	"google.golang.org/adk/v2/tool/toolconfirmation"
 	"google.golang.org/genai"
+
+	"github.com/baton-run/baton/userinput"
 )
 
 // CallKind tells an [Encoder] how a function call is answered.
@@ -507,7 +509,7 @@ func (s *Encoder) approval(call *genai.FunctionCall) error {
 	}
 	s.paused[orig.ID] = true
 	if input, ok := inputRequest(call); ok {
-		return s.toolInput(&genai.FunctionCall{ID: call.ID, Name: InputToolName, Args: input}, CallBrowser)
+		return s.toolInput(&genai.FunctionCall{ID: call.ID, Name: userinput.ToolName, Args: input}, CallBrowser)
 	}
 	encErr := s.toolInput(orig, CallApproval)
 	s.chunk(ToolApprovalRequest{ApprovalID: call.ID, ToolCallID: orig.ID})

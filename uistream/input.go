@@ -4,14 +4,16 @@ import (
 	"encoding/json"
 
 	"google.golang.org/genai"
+
+	"github.com/baton-run/baton/userinput"
 )
 
 // A tool that asks a person for input mid-call (an MCP server's input
 // requests, see toolcallback.RequestInput) pauses on ADK's confirmation
-// request, whose payload holds {InputPayloadKey: request}. The stream shows
-// it not as an approval but as a call of a browser tool named
-// InputToolName, with the confirmation call's id as its toolCallId and the
-// request as its input:
+// request, whose payload holds {userinput.PayloadKey: request}. The stream
+// shows it not as an approval but as a call of a browser tool named
+// userinput.ToolName, with the confirmation call's id as its toolCallId and
+// the request as its input:
 //
 //	{"server": "notes", "tool": "delete_note", "message": "Delete?", "round": 1,
 //	 "requests": {"<id>": {"method": "elicitation/create",
@@ -24,10 +26,6 @@ import (
 //
 // (action "decline" or "cancel" without content). The original call stays
 // open until the tool, run again with the answer, responds.
-const (
-	InputPayloadKey = "batonInput"
-	InputToolName   = "baton_input"
-)
 
 // inputRequest returns the input request an adk_request_confirmation call
 // carries, if it asks for input.
@@ -42,7 +40,7 @@ func inputRequest(call *genai.FunctionCall) (map[string]any, bool) {
 		return nil, false
 	}
 	var input map[string]any
-	if json.Unmarshal(args.Confirmation.Payload[InputPayloadKey], &input) != nil || input == nil {
+	if json.Unmarshal(args.Confirmation.Payload[userinput.PayloadKey], &input) != nil || input == nil {
 		return nil, false
 	}
 	return input, true

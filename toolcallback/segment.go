@@ -1,0 +1,295 @@
+package toolcallback
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"strings"
+
+	"cloud.google.com/go/firestore"
+	"google.golang.org/adk/v2/agent"
+	"google.golang.org/adk/v2/platform"
+	"google.golang.org/adk/v2/plugin"
+	"google.golang.org/adk/v2/runner"
+	"google.golang.org/adk/v2/session"
+
+	"github.com/baton-run/baton/sessionstore"
+)
+
+// LiveSegment is a stretch of a chat run by a live model that its caller
+// drives (package live), not by ADK's runner: a holder like any
+// invocation. It holds the chat's lease from OpenLive to Close (renewed;
+// a stop request or a takeover ends it, Done), the events the caller
+// stores through Append carry the ledger records of the calls they pause
+// in the same commit, and the answers to its calls, recorded on any
+// instance by Team.Resume (which finds the session busy and resumes
+// nothing), reach it through Answers.
+type LiveSegment struct {
+	Chat *sessionstore.Chat
+	// Session is the chat's session as held: the caller appends through
+	// it, and it is read whole (the conversation the live model is seeded
+	// with).
+	Session *sessionstore.Session
+	Agent   agent.Agent
+	// Open are the ledger's records the segment adopted: calls paused
+	// before it opened, pending or answered but not delivered. The
+	// segment answers them; it cancels none.
+	Open []*Call
+
+	e      *engine
+	client string
+	held   *heldLease
+	tools  *pausingTools
+	stop   *stopWatch
+	cancel context.CancelFunc
+}
+
+// LiveHolderPrefix starts the lease holder of a live segment, so that a
+// turn refused while one runs can say so (IsLive).
+const LiveHolderPrefix = "live:"
+
+// liveKey marks, in an event's CustomMetadata, the event that opens a live
+// segment: no content, so neither a model nor a page shows it.
+const liveKey = "baton_live"
+
+// IsLive reports whether err refuses a turn because a live segment holds
+// the chat.
+func IsLive(err error) bool {
+	var busy *sessionstore.BusyError
+	return errors.As(err, &busy) && strings.HasPrefix(busy.Holder, LiveHolderPrefix)
+}
+
+// OpenLive opens a live segment of req's chat, planned as a turn (planTurn:
+// refused for the same reasons, a switch first when asked) whose commit
+// stores an event marking the segment instead of a message, counts it
+// against req.Limits and takes the chat's lease. It adopts the ledger's
+// open records instead of cancelling them. req.Content and MessageID are
+// not used.
+func (t *Team) OpenLive(ctx context.Context, req TurnRequest) (*LiveSegment, *SwitchReport, error) {
+	if err := validIDs("user id", req.UserID, "chat id", req.ChatID, "client id", req.ClientID); err != nil {
+		return nil, nil, err
+	}
+	if req.Agent != "" && t.engines[req.Agent] == nil {
+		return nil, nil, &UnknownAgentError{Name: req.Agent, Known: t.Agents()}
+	}
+	req.Content, req.MessageID = nil, ""
+	s, report, err := t.turn(ctx, turnRequest{TurnRequest: req, live: true})
+	return s.live, report, err
+}
+
+// openLive carries out p for a live segment: the lease is claimed by the
+// marker's commit (wayFirst, wayClaim) or taken first, with the session's
+// leftovers repaired and its open records adopted (waySettle).
+func (e *engine) openLive(ctx context.Context, req turnRequest, p turnPlan) (*LiveSegment, error) {
+	if err := p.meter.CheckBudget(); err != nil {
+		return nil, err
+	}
+	holder := holderID(ctx, LiveHolderPrefix+req.ClientID)
+	marker := session.NewEvent(ctx, "baton-live-"+platform.NewUUID(ctx))
+	marker.Author, marker.CustomMetadata = e.agent, map[string]any{liveKey: "open"}
+	opts := sessionstore.AppendOptions{TurnLog: p.meter.ChatLog(p.sess), Writes: p.meter.Writes(), Committed: p.meter.Committed}
+	var sess *sessionstore.Session
+	var err error
+	switch p.way {
+	case wayFirst:
+		var create *sessionstore.Chat
+		if p.createChat {
+			create = p.chat
+		}
+		req := &session.CreateRequest{AppName: e.app, UserID: req.UserID, SessionID: p.chat.SessionID}
+		sess, opts.Claim, err = e.sessions.ClaimNewSession(ctx, req, create, holder, e.opts.LeaseTTL)
+	case wayClaim:
+		sess = p.sess
+		opts.Claim, err = e.sessions.ClaimLease(ctx, sess, holder, e.opts.LeaseTTL)
+	case waySettle:
+		return e.settledLive(ctx, req, p, marker)
+	}
+	if err == nil {
+		err = e.sessions.AppendEventWith(ctx, sess, marker, opts)
+	}
+	if err != nil {
+		return nil, err
+	}
+	h := &heldLease{lease: opts.Claim.Lease()}
+	e.keep(ctx, h)
+	return e.newLive(ctx, p.chat, sess, req.ClientID, h, nil), nil
+}
+
+// settledLive takes the lease first (waiting under LeaseEnqueue), repairs
+// what a dead holder left, adopts the open records and stores the marker.
+func (e *engine) settledLive(ctx context.Context, req turnRequest, p turnPlan, marker *session.Event) (*LiveSegment, error) {
+	h, err := e.acquire(ctx, req.UserID, p.chat.SessionID, LiveHolderPrefix+req.ClientID, e.leaseWait())
+	if err != nil {
+		return nil, err
+	}
+	sess, err := e.readWhole(ctx, h.lease, req.UserID, p.chat.SessionID)
+	var docs []*callDoc
+	if err == nil {
+		docs, _, err = e.ledger.unresumed(ctx, req.UserID, p.chat.SessionID)
+	}
+	if err == nil {
+		err = e.repairTail(ctx, sess, nil, knownCalls(docs))
+	}
+	if err == nil {
+		err = e.sessions.AppendEventWith(ctx, sess, marker, sessionstore.AppendOptions{TurnLog: p.meter.ChatLog(sess), Writes: p.meter.WritesUnderLease()})
+	}
+	if err != nil {
+		e.release(ctx, h)
+		return nil, err
+	}
+	return e.newLive(ctx, p.chat, sess, req.ClientID, h, docs), nil
+}
+
+// newLive is the segment holding h on sess, with the records it adopted.
+func (e *engine) newLive(ctx context.Context, chat *sessionstore.Chat, sess *sessionstore.Session, client string, h *heldLease, docs []*callDoc) *LiveSegment {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	s := &LiveSegment{Chat: chat, Session: sess, Agent: e.root, e: e, client: client, held: h, tools: &pausingTools{}, cancel: cancel}
+	for _, d := range docs {
+		if c, err := d.call(); err == nil {
+			s.Open = append(s.Open, c)
+		}
+	}
+	s.stop = e.watchStop(ctx, h)
+	go cancelOnLostLease(ctx, h, s.stop.cancel, e.opts.Logger)
+	return s
+}
+
+// Done is closed when the segment must end: a stop was requested (from any
+// instance, Team.Stop), its lease was lost, or it was closed.
+func (s *LiveSegment) Done() <-chan struct{} { return s.stop.ctx.Done() }
+
+// Lease is the lease the segment holds.
+func (s *LiveSegment) Lease() *sessionstore.Lease { return s.held.lease }
+
+// Runner is the runner configuration of the segment's agent on its
+// session (for geminilive.Capture): the session service hands the runner
+// the segment's handle, and the file store and its plugin are there as for
+// a turn. Run it under Context, so that pausing tools declare themselves.
+func (s *LiveSegment) Runner() (runner.Config, error) {
+	cfg := runner.Config{AppName: s.e.app, Agent: s.e.root, SessionService: &liveSessions{Service: s.e.sessions, handle: s.Session}}
+	if files := s.e.opts.Files; files != nil {
+		p, err := files.Plugin()
+		if err != nil {
+			return cfg, err
+		}
+		cfg.ArtifactService = files.Artifacts()
+		cfg.PluginConfig = runner.PluginConfig{Plugins: []*plugin.Plugin{p}}
+	}
+	return cfg, nil
+}
+
+// Context is ctx carrying the segment's pausing tools, which learn there
+// which of the agent's tools pause when the runner builds a model request.
+func (s *LiveSegment) Context(ctx context.Context) context.Context {
+	return withPausingTools(ctx, s.tools)
+}
+
+// liveSessions is the session service of a segment's runner: Get returns
+// the segment's handle; nothing is appended through it.
+type liveSessions struct {
+	*sessionstore.Service
+	handle *sessionstore.Session
+}
+
+func (l *liveSessions) Get(context.Context, *session.GetRequest) (*session.GetResponse, error) {
+	return &session.GetResponse{Session: l.handle}, nil
+}
+
+func (l *liveSessions) AppendEvent(context.Context, session.Session, *session.Event) error {
+	return errors.New("a live segment's runner stores nothing: append through LiveSegment.Append")
+}
+
+// Append stores ev, with what opts asks, and the ledger records of the
+// calls it pauses (calls of the agent's pausing tools, and confirmation
+// requests for approvals, as in a turn) in one commit; it returns those
+// calls, which the caller shows to the client and does not run.
+func (s *LiveSegment) Append(ctx context.Context, ev *session.Event, opts sessionstore.AppendOptions) ([]*Call, error) {
+	var calls []*Call
+	for _, d := range pausedBy(s.tools, s.Session.Events(), ev) {
+		if err := sessionstore.ValidateID("call id", d.id); err != nil {
+			return nil, err
+		}
+		doc, err := s.e.ledger.newRecord(s.Session.UserID(), s.Session.ID(), s.e.agent, d, s.client)
+		if err != nil {
+			return nil, err
+		}
+		opts.Create = append(opts.Create, sessionstore.DocCreate{Ref: s.e.ledger.ref(doc.User, doc.Session, doc.ID), Data: doc})
+		c, err := doc.call()
+		if err != nil {
+			return nil, err
+		}
+		calls = append(calls, c)
+	}
+	if err := s.e.opts.Files.SaveEventFiles(ctx, s.Session.UserID(), s.Session.ID(), ev); err != nil {
+		return nil, err
+	}
+	return calls, s.e.sessions.AppendEventWith(ctx, s.Session, ev, opts)
+}
+
+// Delivered are the writes that mark calls' records resumed, for the
+// commit that stores the responses that deliver them (Append's
+// opts.Writes): the answer reaches the transcript and the record closes at
+// once.
+func (s *LiveSegment) Delivered(calls []*Call) []sessionstore.DocWrite {
+	var out []sessionstore.DocWrite
+	for _, c := range calls {
+		out = append(out, sessionstore.DocUpdate{Ref: s.e.ledger.ref(c.UserID, c.SessionID, c.ID), Updates: []firestore.Update{
+			{Path: "resumed", Value: true}, {Path: "sweepAt", Value: firestore.Delete},
+		}}.Write())
+	}
+	return out
+}
+
+// Answers yields each call of the segment's session that has an answer its
+// agent does not have yet (answered, not resumed), once, as Team.Resume
+// records them on any instance, until ctx ends: one listener on the
+// session's ledger.
+func (s *LiveSegment) Answers(ctx context.Context) iter.Seq2[*Call, error] {
+	return func(yield func(*Call, error) bool) {
+		q := s.e.ledger.calls(s.Session.UserID(), s.Session.ID()).Where("status", "==", string(StatusResolved)).Where("resumed", "==", false)
+		it := q.Snapshots(ctx)
+		defer it.Stop()
+		seen := map[string]bool{}
+		for {
+			snap, err := it.Next()
+			if err != nil {
+				if ctx.Err() == nil {
+					yield(nil, sessionstore.FirestoreError(err))
+				}
+				return
+			}
+			docs, err := snap.Documents.GetAll()
+			if err != nil {
+				yield(nil, sessionstore.FirestoreError(err))
+				return
+			}
+			for _, doc := range docs {
+				if !s.yieldNew(doc, seen, yield) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// yieldNew yields the call of snap unless seen; false when the reader
+// stopped.
+func (s *LiveSegment) yieldNew(snap *firestore.DocumentSnapshot, seen map[string]bool, yield func(*Call, error) bool) bool {
+	if seen[snap.Ref.ID] {
+		return true
+	}
+	seen[snap.Ref.ID] = true
+	doc, _, err := decodeCall(snap)
+	var c *Call
+	if err == nil {
+		c, err = doc.call()
+	}
+	return yield(c, err)
+}
+
+// Close ends the segment's hold on the chat: the lease is released (any
+// later append through the segment fails) and Done closes.
+func (s *LiveSegment) Close(ctx context.Context) {
+	s.cancel()
+	s.e.release(ctx, s.held)
+}
