@@ -10,6 +10,7 @@ import (
 	"google.golang.org/adk/v2/session"
 
 	"github.com/baton-run/baton/toolcallback"
+	"github.com/baton-run/baton/transcript"
 )
 
 // chatView is GET /Chat/{chatId}: the conversation as AI SDK UIMessages,
@@ -122,8 +123,8 @@ func (s *Server) chatMessages(w http.ResponseWriter, r *http.Request, chatID str
 func uiMessages(events session.Events, shown int, open []*toolcallback.Call) []uiMessageView {
 	userIDs := map[time.Time]string{} // the client's message ids, by the user event's time
 	for ev := range events.All() {
-		if toolcallback.StartsTurn(ev) {
-			id, _ := ev.Actions.StateDelta[toolcallback.MessageIDKey].(string)
+		if transcript.StartsTurn(ev) {
+			id, _ := ev.Actions.StateDelta[transcript.MessageIDKey].(string)
 			if id == "" {
 				id = ev.ID
 			}

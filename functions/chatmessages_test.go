@@ -14,6 +14,7 @@ import (
 	"github.com/baton-run/baton/internal/eventlist"
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
+	"github.com/baton-run/baton/transcript"
 )
 
 // TestUIMessagesJSON: GET /Chat/{chatId}'s messages, part by part, as a
@@ -40,7 +41,7 @@ func TestUIMessagesJSON(t *testing.T) {
 	}
 	events := eventlist.List(sessionstore.MigrateHistory(t.Context(), old, sessionstore.Migration{From: "dj", To: "assistant", At: ts.Add(3 * time.Second)}))
 	user := ev("3", "inv-2", "user", 4, genai.NewPartFromText("weather, music and a table"))
-	user.Actions.StateDelta = map[string]any{toolcallback.MessageIDKey: "u2"}
+	user.Actions.StateDelta = map[string]any{transcript.MessageIDKey: "u2"}
 	calls := ev("4", "inv-2", "assistant", 5, call("w1", "get_weather", map[string]any{"city": "Oslo"}),
 		call("c1", "change_bgm", map[string]any{"track": float64(2)}), call("b1", "book_table", nil))
 	calls.LongRunningToolIDs = []string{"c1"}

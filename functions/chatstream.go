@@ -21,6 +21,7 @@ import (
 
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
+	"github.com/baton-run/baton/transcript"
 	"github.com/baton-run/baton/uistream"
 )
 
@@ -249,7 +250,7 @@ func (cw *chatWatch) followTurn(ctx context.Context, sse *uistream.SSE, write fu
 				break
 			}
 			for _, ev := range c.change.Events {
-				if toolcallback.StartsTurn(ev) {
+				if transcript.StartsTurn(ev) {
 					cw.busy = false // the next turn: its own stream
 					break
 				}
@@ -288,7 +289,7 @@ func unseen(events []*session.Event, seen string) bool {
 // events (len(events) when there is none).
 func lastTurn(events []*session.Event) int {
 	for i, ev := range slices.Backward(events) {
-		if toolcallback.StartsTurn(ev) {
+		if transcript.StartsTurn(ev) {
 			return i
 		}
 	}

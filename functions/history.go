@@ -15,7 +15,7 @@ import (
 
 	"github.com/baton-run/baton/chatfiles"
 	"github.com/baton-run/baton/sessionstore"
-	"github.com/baton-run/baton/toolcallback"
+	"github.com/baton-run/baton/transcript"
 	"github.com/baton-run/baton/uistream"
 )
 
@@ -45,7 +45,7 @@ type historyItem struct {
 	ErrorText  string         `json:"errorText,omitempty"`
 	Approval   string         `json:"approval,omitempty"`
 	// Stopped, on an assistant item, says the user stopped its turn: it
-	// is what the model had generated (toolcallback.IsStopNote).
+	// is what the model had generated (transcript.IsStopNote).
 	Stopped bool `json:"stopped,omitempty"`
 	// File is a file the message holds: a user's upload, a model's
 	// output, or a file a tool saved (chatfiles.SavedFiles).
@@ -66,7 +66,7 @@ const historyContext = math.MaxInt
 func history(events session.Events, shown int) []historyItem {
 	from := max(events.Len()-shown, 0)
 	calls := readCalls(events)
-	decisions := toolcallback.ApprovalDecisions(events)
+	decisions := transcript.ApprovalDecisions(events)
 	out := []historyItem{}
 	var run *sessionstore.Switch // the switch that moved the events being read
 	turn := ""
@@ -76,7 +76,7 @@ func history(events session.Events, shown int) []historyItem {
 		if ev.Partial || ev.Content == nil {
 			continue
 		}
-		if toolcallback.StartsTurn(ev) {
+		if transcript.StartsTurn(ev) {
 			turn = ev.InvocationID
 		} else if turn == "" {
 			turn = ev.InvocationID // a turn whose message is older than the events read
@@ -93,11 +93,11 @@ func history(events session.Events, shown int) []historyItem {
 		if i < from {
 			continue
 		}
-		if ended != nil && !toolcallback.StartsTurn(ev) {
+		if ended != nil && !transcript.StartsTurn(ev) {
 			out = append(out, switchItem(*ended, turn))
 		}
 		out = append(out, eventItems(ev, turn, records, calls, decisions)...)
-		if ended != nil && toolcallback.StartsTurn(ev) {
+		if ended != nil && transcript.StartsTurn(ev) {
 			out = append(out, switchItem(*ended, turn))
 		}
 	}
@@ -119,7 +119,7 @@ func switchItem(sw sessionstore.Switch, turn string) historyItem {
 
 // eventItems are the items of one event: text parts, and tool calls,
 // whether function calls or the records an agent switch made of them.
-func eventItems(ev *session.Event, turn string, records []sessionstore.MovedCall, calls *callStates, decisions map[string]toolcallback.ApprovalDecision) []historyItem {
+func eventItems(ev *session.Event, turn string, records []sessionstore.MovedCall, calls *callStates, decisions map[string]transcript.ApprovalDecision) []historyItem {
 	role := "assistant"
 	if ev.Author == "user" {
 		role, turn = "user", ""
@@ -130,7 +130,7 @@ func eventItems(ev *session.Event, turn string, records []sessionstore.MovedCall
 	}
 	var out []historyItem
 	for i, p := range ev.Content.Parts {
-		item := historyItem{Role: role, MessageID: turn, Time: ev.Timestamp, Stopped: toolcallback.IsStopNote(ev)}
+		item := historyItem{Role: role, MessageID: turn, Time: ev.Timestamp, Stopped: transcript.IsStopNote(ev)}
 		r, isRecord := recordAt[i]
 		switch {
 		case isRecord:

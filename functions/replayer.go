@@ -12,6 +12,7 @@ import (
 
 	"github.com/baton-run/baton/chatfiles"
 	"github.com/baton-run/baton/toolcallback"
+	"github.com/baton-run/baton/transcript"
 	"github.com/baton-run/baton/uistream"
 )
 
@@ -75,7 +76,7 @@ func (rp *replayer) write(sw *uistream.Encoder, log *slog.Logger, ev *session.Ev
 		}
 		return uistream.CallBrowser
 	})
-	if err == nil && toolcallback.IsStopNote(ev) {
+	if err == nil && transcript.IsStopNote(ev) {
 		err = sw.Metadata(stoppedMetadata)
 	}
 	if err != nil && !errors.Is(err, uistream.ErrFinished) {

@@ -18,13 +18,14 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/toolcallback"
+	"github.com/baton-run/baton/transcript"
 	"github.com/baton-run/baton/uistream"
 )
 
 // reply says how an invocation goes to its client.
 type reply struct {
 	// turn is the invocation id of the turn a resume continues (see
-	// toolcallback.StartsTurn), "" for a new turn. It is the id of the
+	// transcript.StartsTurn), "" for a new turn. It is the id of the
 	// turn's assistant message: every stream of one turn, the first and
 	// each resume, starts with it, so the client continues one message,
 	// and any instance can tell it from the session.
@@ -136,7 +137,7 @@ func stream(ctx context.Context, enc *uistream.Encoder, log *slog.Logger, inv *t
 			}
 			return uistream.CallServer
 		})
-		if toolcallback.IsStopNote(ev) {
+		if transcript.IsStopNote(ev) {
 			_ = enc.Metadata(stoppedMetadata)
 		}
 		if ev.ErrorCode != "" && !ev.Partial {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/baton-run/baton/a2ui"
 	"github.com/baton-run/baton/userinput"
 )
 
@@ -38,7 +39,10 @@ type Call struct {
 	Hint       string // approvals: ADK's explanation for the person
 	// Input is what a KindInput call asks the person (without the
 	// server's request state, which stays in the ledger).
-	Input    *userinput.Request
+	Input *userinput.Request
+	// Surfaces are what a KindSurface call shows, each surface in full
+	// (see SurfaceShown).
+	Surfaces [][]a2ui.Message
 	Status   Status
 	Answer   *Answer // the recorded answer, once resolved
 	Created  time.Time
@@ -74,6 +78,7 @@ type callDoc struct {
 	AnyDevice  bool      `firestore:"anyDevice"`
 	Hint       string    `firestore:"hint"`
 	Input      []byte    `firestore:"input"`      // KindInput: JSON of the userinput.Request shown
+	Surface    []byte    `firestore:"surface"`    // KindSurface: JSON of the surfaces shown (SurfaceShown.Surfaces)
 	InputState string    `firestore:"inputState"` // KindInput: the server's request state, never shown
 	Live       bool      `firestore:"live"`       // asked by AskLive: answered to the waiting tool, never resumed
 	Status     string    `firestore:"status"`
@@ -107,6 +112,11 @@ func (d *callDoc) call() (*Call, error) {
 	if len(d.Input) > 0 {
 		c.Input = &userinput.Request{}
 		if err := json.Unmarshal(d.Input, c.Input); err != nil {
+			return nil, err
+		}
+	}
+	if len(d.Surface) > 0 {
+		if err := json.Unmarshal(d.Surface, &c.Surfaces); err != nil {
 			return nil, err
 		}
 	}

@@ -10,6 +10,8 @@ import (
 	"google.golang.org/adk/v2/tool/toolconfirmation"
 	"google.golang.org/genai"
 
+	"github.com/baton-run/baton/a2ui"
+	"github.com/baton-run/baton/transcript"
 	"github.com/baton-run/baton/userinput"
 )
 
@@ -23,6 +25,33 @@ type pausingTools struct {
 	mu    sync.Mutex
 	specs map[string]pauseSpec
 	live  *liveAsker // for tools that ask while they run (AskLive)
+	// shows are the surfaces Go tools showed (ShowSurface), by call id,
+	// until the event that ends the call is stored with them.
+	shows map[string]a2ui.Shown
+}
+
+// show keeps what a Go tool's call showed, for the event ending the call.
+func (t *pausingTools) show(s a2ui.Shown) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.shows == nil {
+		t.shows = map[string]a2ui.Shown{}
+	}
+	t.shows[s.CallID] = s
+}
+
+// noteShows adds to ev what the calls whose responses it holds showed.
+func (t *pausingTools) noteShows(ev *session.Event) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, p := range transcript.Parts(ev) {
+		if fr := p.FunctionResponse; fr != nil {
+			if s, ok := t.shows[fr.ID]; ok {
+				a2ui.Note(ev, s)
+				delete(t.shows, fr.ID)
+			}
+		}
+	}
 }
 
 type pausingToolsKey struct{}
@@ -59,6 +88,7 @@ type pausedCall struct {
 	spec                                         pauseSpec
 	input                                        []byte // KindInput: the userinput.Request shown, as JSON
 	state                                        string // KindInput: the server's request state
+	surface                                      []byte // KindSurface: the surfaces shown, as JSON
 	created                                      time.Time
 }
 
@@ -86,10 +116,17 @@ func pausedBy(tools *pausingTools, prior session.Events, ev *session.Event) []pa
 		if !ok {
 			continue
 		}
-		out = append(out, pausedCall{
-			id: fc.ID, tool: fc.Name, step: ev.ID, originalID: fc.ID, invocation: ev.InvocationID,
-			args: fc.Args, spec: spec, created: ev.Timestamp,
-		})
+		d := pausedCall{id: fc.ID, tool: fc.Name, step: ev.ID, originalID: fc.ID, invocation: ev.InvocationID,
+			args: fc.Args, spec: spec, created: ev.Timestamp}
+		if spec.decide != nil {
+			shown, pause := spec.decide(prior, fc.ID, fc.Args)
+			a2ui.Note(ev, shown)
+			if !pause {
+				continue
+			}
+			d.surface, _ = json.Marshal(shown.Surfaces)
+		}
+		out = append(out, d)
 	}
 	return out
 }
@@ -103,7 +140,7 @@ func approvalRequest(prior session.Events, ev *session.Event, fc *genai.Function
 	}
 	step := ev.ID
 	for i := prior.Len() - 1; i >= 0; i-- {
-		if holdsCall(prior.At(i), original.ID) {
+		if transcript.HoldsCall(prior.At(i), original.ID) {
 			step = prior.At(i).ID
 			break
 		}
@@ -128,16 +165,4 @@ func approvalRequest(prior session.Events, ev *session.Event, fc *genai.Function
 		d.spec.Kind, d.input, d.state = KindInput, input, state
 	}
 	return d, true
-}
-
-func holdsCall(ev *session.Event, id string) bool {
-	if ev.Content == nil {
-		return false
-	}
-	for _, p := range ev.Content.Parts {
-		if p.FunctionCall != nil && p.FunctionCall.ID == id {
-			return true
-		}
-	}
-	return false
 }

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/sessionstore"
+	"github.com/baton-run/baton/transcript"
 )
 
 // engine runs one agent's invocations: the turns, resumes and stops of the
@@ -47,7 +48,7 @@ func runOptions(messageID string) []runner.RunOption {
 	if messageID == "" {
 		return nil
 	}
-	return []runner.RunOption{runner.WithStateDelta(map[string]any{MessageIDKey: messageID})}
+	return []runner.RunOption{runner.WithStateDelta(map[string]any{transcript.MessageIDKey: messageID})}
 }
 
 // invocationRun is one run of the agent to start.

@@ -29,6 +29,9 @@ var (
 	// ErrInvalidAnswer: the answer does not fit the call (an approval
 	// decision for a browser tool, nothing set, several set).
 	ErrInvalidAnswer = errors.New("invalid answer")
+	// ErrMessageTaken: Turn found that the session already took a message
+	// with the request's MessageID: the client sent it again.
+	ErrMessageTaken = errors.New("message already taken")
 	// ErrPendingCalls: a new message arrived while calls are pending and the
 	// policy is PendingReject. The *PendingCallsError lists them.
 	ErrPendingCalls = errors.New("calls are pending")

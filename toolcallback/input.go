@@ -14,6 +14,7 @@ import (
 	"google.golang.org/adk/v2/tool/toolconfirmation"
 	"google.golang.org/genai"
 
+	"github.com/baton-run/baton/transcript"
 	"github.com/baton-run/baton/userinput"
 )
 
@@ -153,7 +154,7 @@ func inputConfirmationEvent(ctx context.Context, prior session.Events, ev *sessi
 	for _, id := range slices.Sorted(maps.Keys(again)) {
 		var orig *genai.FunctionCall
 		for i := prior.Len() - 1; i >= 0 && orig == nil; i-- {
-			for _, p := range partsOf(prior.At(i)) {
+			for _, p := range transcript.Parts(prior.At(i)) {
 				if fc := p.FunctionCall; fc != nil && fc.ID == id && fc.Name != toolconfirmation.FunctionCallName {
 					orig = fc
 				}
@@ -175,11 +176,4 @@ func inputConfirmationEvent(ctx context.Context, prior session.Events, ev *sessi
 	out.Content = &genai.Content{Role: genai.RoleModel, Parts: parts}
 	out.LongRunningToolIDs = ids
 	return out
-}
-
-func partsOf(ev *session.Event) []*genai.Part {
-	if ev == nil || ev.Content == nil {
-		return nil
-	}
-	return ev.Content.Parts
 }

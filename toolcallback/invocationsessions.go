@@ -120,6 +120,7 @@ func (s *invocationSessions) AppendEvent(ctx context.Context, handle session.Ses
 	s.sess = sess
 	s.mu.Unlock()
 	again := hideInputStates(ev)
+	s.tools.noteShows(ev)
 	records, err := s.ledgerRecords(sess, ev)
 	if err == nil {
 		err = s.e.opts.Files.SaveEventFiles(ctx, sess.UserID(), sess.ID(), ev)

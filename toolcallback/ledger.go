@@ -64,7 +64,7 @@ func (l *ledger) newRecord(user, sid, agent string, d pausedCall, client string)
 	return &callDoc{
 		ID: d.id, App: l.app, Scope: l.scope(agent), Agent: agent, User: user, Session: sid, Invocation: d.invocation, Client: client,
 		Tool: d.tool, Args: args, Kind: string(d.spec.Kind), Step: d.step, OriginalID: d.originalID,
-		AnyDevice: anyDevice, Hint: d.hint, Input: d.input, InputState: d.state, Status: string(StatusPending),
+		AnyDevice: anyDevice, Hint: d.hint, Input: d.input, InputState: d.state, Surface: d.surface, Status: string(StatusPending),
 		Created: d.created, Expires: expires, SweepAt: &expires, GCAt: expires.Add(l.opts.Retention),
 	}, nil
 }

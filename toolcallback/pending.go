@@ -13,6 +13,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/sessionstore"
+	"github.com/baton-run/baton/transcript"
 )
 
 // pending returns the session's pending calls that client may answer (an
@@ -34,7 +35,7 @@ func (e *engine) pending(ctx context.Context, user, sid, client string) ([]*Call
 	// yet): with its lease live as read, trying to take the lease would
 	// only find it busy, one lookup more for every reader of a running
 	// turn.
-	if _, live := sess.LiveLease(ctx); !live && needsRepair(sess.Events(), knownCalls(docs)) {
+	if _, live := sess.LiveLease(ctx); !live && transcript.NeedsRepair(sess.Events(), knownCalls(docs)) {
 		if sess, err = e.repairIfIdle(ctx, sess, docs); err != nil {
 			return nil, nil, err
 		}
@@ -67,7 +68,7 @@ func (e *engine) settleOpenCalls(ctx context.Context, lease *sessionstore.Lease,
 	if err != nil {
 		return nil, err
 	}
-	if messageID != "" && takenMessage(sess) == messageID {
+	if messageID != "" && transcript.TakenMessage(sess) == messageID {
 		return nil, fmt.Errorf("%w: %q", ErrMessageTaken, messageID)
 	}
 	if e.opts.PendingPolicy == PendingReject {

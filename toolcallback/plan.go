@@ -13,6 +13,7 @@ import (
 
 	"github.com/baton-run/baton/limits"
 	"github.com/baton-run/baton/sessionstore"
+	"github.com/baton-run/baton/transcript"
 )
 
 // turnRequest is a user message to run in a chat, its ids checked and its
@@ -205,7 +206,7 @@ func (t *Team) planTurn(ctx context.Context, req turnRequest, v turnView) turnPl
 			content: req.Content, messageID: req.MessageID, replan: true}
 	case req.Agent != "" && req.Agent != v.chat.Agent:
 		// Refused before anything is written, the switch included.
-		if req.rewind == nil && v.sess != nil && req.MessageID != "" && takenMessage(v.sess) == req.MessageID {
+		if req.rewind == nil && v.sess != nil && req.MessageID != "" && transcript.TakenMessage(v.sess) == req.MessageID {
 			return refuse(fmt.Errorf("%w: %q", ErrMessageTaken, req.MessageID))
 		}
 		if err := v.meter.Check(v.sess); err != nil {
@@ -228,7 +229,7 @@ func (t *Team) planTurn(ctx context.Context, req turnRequest, v turnView) turnPl
 			return refuse(err)
 		}
 		p.rewind, p.content, p.messageID = rp, rp.content, rp.messageID
-	} else if req.MessageID != "" && takenMessage(v.sess) == req.MessageID {
+	} else if req.MessageID != "" && transcript.TakenMessage(v.sess) == req.MessageID {
 		return refuse(fmt.Errorf("%w: %q", ErrMessageTaken, req.MessageID))
 	}
 	// Limits after the message: a message sent again is answered with the
@@ -238,7 +239,7 @@ func (t *Team) planTurn(ctx context.Context, req turnRequest, v turnView) turnPl
 	}
 	_, held := v.sess.LiveLease(ctx)
 	enqueue := t.opts.LeasePolicy == LeaseEnqueue
-	settle := req.rewind == nil && (v.sess.MayHaveOpenDocs() || needsRepair(v.sess.Events(), nil))
+	settle := req.rewind == nil && (v.sess.MayHaveOpenDocs() || transcript.NeedsRepair(v.sess.Events(), nil))
 	if req.live {
 		// A live segment adopts what is open: its open path repairs and
 		// reads the ledger under the lease, and cancels nothing.
@@ -274,19 +275,19 @@ func planRewind(sess *sessionstore.Session, req rewindRequest) (*rewindPlan, err
 	if p, err := retried(events, sess.Rewound(), req); p != nil || err != nil {
 		return p, err
 	}
-	at := findTurn(events, req.message)
+	at := transcript.FindTurn(events, req.message)
 	if at < 0 {
-		if req.message != "" && findTurn(sess.Rewound(), req.message) >= 0 {
+		if req.message != "" && transcript.FindTurn(sess.Rewound(), req.message) >= 0 {
 			return nil, fmt.Errorf("%w: %q", ErrRewound, req.message)
 		}
 		return nil, fmt.Errorf("%w: %q", ErrMessageNotFound, req.message)
 	}
 	msg := events[at]
-	if req.edit != nil && findTurn(events, "") == at && sameText(msg.Content, req.edit) {
+	if req.edit != nil && transcript.FindTurn(events, "") == at && transcript.SameText(msg.Content, req.edit) {
 		// The latest message, sent again as it is: the request served.
 		return nil, fmt.Errorf("%w: %q", ErrMessageTaken, req.message)
 	}
-	p := &rewindPlan{request: req, before: msg.InvocationID, key: req.key(), calls: callIDs(events[at:]), content: req.edit, messageID: clientMessageID(msg)}
+	p := &rewindPlan{request: req, before: msg.InvocationID, key: req.key(), calls: transcript.CallIDs(events[at:]), content: req.edit, messageID: transcript.ClientMessageID(msg)}
 	if p.content == nil {
 		p.content = msg.Content
 	}
@@ -314,78 +315,25 @@ func retried(events, rewound []*session.Event, req rewindRequest) (*rewindPlan, 
 	}
 	var turns []*session.Event
 	for _, ev := range events[last+1:] {
-		if StartsTurn(ev) {
+		if transcript.StartsTurn(ev) {
 			turns = append(turns, ev)
 		}
 	}
 	switch {
-	case len(turns) == 1 && (req.edit == nil || sameText(turns[0].Content, req.edit)):
+	case len(turns) == 1 && (req.edit == nil || transcript.SameText(turns[0].Content, req.edit)):
 		return nil, fmt.Errorf("%w: %q", ErrMessageTaken, key)
 	case len(turns) > 0:
 		return nil, nil
 	}
-	at := slices.IndexFunc(rewound, func(ev *session.Event) bool { return StartsTurn(ev) && ev.InvocationID == mark.Before })
+	at := slices.IndexFunc(rewound, func(ev *session.Event) bool { return transcript.StartsTurn(ev) && ev.InvocationID == mark.Before })
 	if at < 0 {
 		return nil, nil
 	}
-	p := &rewindPlan{request: req, before: mark.Before, key: key, stored: true, content: req.edit, messageID: clientMessageID(rewound[at])}
+	p := &rewindPlan{request: req, before: mark.Before, key: key, stored: true, content: req.edit, messageID: transcript.ClientMessageID(rewound[at])}
 	if p.content == nil {
 		p.content = rewound[at].Content
 	}
 	return p, nil
-}
-
-// findTurn returns the index of the user message that starts the turn
-// message names (see Rewind.Message; "" is the latest), or -1.
-func findTurn(events []*session.Event, message string) int {
-	found := -1
-	for i, ev := range events {
-		if !StartsTurn(ev) {
-			continue
-		}
-		if message == "" || ev.InvocationID == message || ev.ID == message || clientMessageID(ev) == message {
-			found = i
-		}
-	}
-	return found
-}
-
-// clientMessageID is the client's id of a user message, "" when it gave
-// none.
-func clientMessageID(ev *session.Event) string {
-	id, _ := ev.Actions.StateDelta[MessageIDKey].(string)
-	return id
-}
-
-// callIDs are the ids of the calls events make: the model's and ADK's
-// confirmation requests'.
-func callIDs(events []*session.Event) map[string]bool {
-	ids := map[string]bool{}
-	for _, ev := range events {
-		if ev.Content == nil {
-			continue
-		}
-		for _, p := range ev.Content.Parts {
-			if p != nil && p.FunctionCall != nil {
-				ids[p.FunctionCall.ID] = true
-			}
-		}
-	}
-	return ids
-}
-
-// sameText reports whether two messages have the same text.
-func sameText(a, b *genai.Content) bool {
-	text := func(c *genai.Content) []string {
-		var out []string
-		for _, p := range c.Parts {
-			if p != nil && p.Text != "" {
-				out = append(out, p.Text)
-			}
-		}
-		return out
-	}
-	return a != nil && slices.Equal(text(a), text(b))
 }
 
 // carryOut runs the turn as p says; it returns p's refusal as it is.

@@ -7,10 +7,10 @@ import (
 
 	"google.golang.org/adk/v2/platform"
 	"google.golang.org/adk/v2/session"
-	"google.golang.org/adk/v2/tool/toolconfirmation"
 	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/sessionstore"
+	"github.com/baton-run/baton/transcript"
 )
 
 // interruptedKey marks, in an event's CustomMetadata, the note Baton stores
@@ -19,9 +19,6 @@ const interruptedKey = "baton_interrupted"
 
 // interruptedText is that note, as the model and the page read it.
 const interruptedText = "(No answer: the server stopped while working on this. Please send it again.)"
-
-// interruptedCallError is the response of a call closed that way.
-const interruptedCallError = "interrupted: the server stopped before this call finished; it may or may not have taken effect"
 
 // repairTail makes the tail of sess valid for the model after a holder
 // died, under the session's lease. lead are responses the caller delivers
@@ -54,7 +51,7 @@ const interruptedCallError = "interrupted: the server stopped before this call f
 // (interruptedReruns).
 func (e *engine) repairTail(ctx context.Context, sess *sessionstore.Session, lead []*genai.Part, known map[string]bool) error {
 	events := sess.Events()
-	if unanswered(events, known) {
+	if transcript.Unanswered(events, known) {
 		ev := session.NewEvent(ctx, "baton-interrupted-"+platform.NewUUID(ctx))
 		ev.Author = e.agent
 		ev.Content = genai.NewContentFromText(interruptedText, genai.RoleModel)
@@ -63,7 +60,7 @@ func (e *engine) repairTail(ctx context.Context, sess *sessionstore.Session, lea
 			return fmt.Errorf("record interrupted message: %w", err)
 		}
 	}
-	parts := append(lead, interruptedCalls(events, known)...)
+	parts := append(lead, transcript.InterruptedCalls(events, known)...)
 	if len(parts) == 0 {
 		return nil
 	}
@@ -76,65 +73,6 @@ func (e *engine) repairTail(ctx context.Context, sess *sessionstore.Session, lea
 	return nil
 }
 
-// unanswered reports whether the latest event is one the model must still
-// answer: a user message, or responses none of which belongs to a call the
-// ledger holds open. (An invocation that paused ends on its pausing calls'
-// responses; one that died ends anywhere.)
-func unanswered(events session.Events, known map[string]bool) bool {
-	n := events.Len()
-	if n == 0 {
-		return false
-	}
-	last := events.At(n - 1)
-	if last.Content == nil {
-		return last.Author == "user"
-	}
-	responses := 0
-	for _, p := range last.Content.Parts {
-		if fr := p.FunctionResponse; fr != nil {
-			if known[fr.ID] {
-				return false
-			}
-			responses++
-		}
-	}
-	return responses > 0 || last.Author == "user"
-}
-
-// interruptedCalls returns an error response for every model call in
-// events that has no response and that the ledger does not answer.
-func interruptedCalls(events session.Events, known map[string]bool) []*genai.Part {
-	answered := map[string]bool{}
-	for ev := range events.All() {
-		if ev.Content == nil {
-			continue
-		}
-		for _, p := range ev.Content.Parts {
-			if p.FunctionResponse != nil {
-				answered[p.FunctionResponse.ID] = true
-			}
-		}
-	}
-	out := interruptedReruns(events)
-	for ev := range events.All() {
-		if ev.Content == nil || ev.Author == "user" {
-			continue
-		}
-		for _, p := range ev.Content.Parts {
-			fc := p.FunctionCall
-			// ADK's confirmation requests are not shown to the model; each
-			// has its ledger record.
-			if fc == nil || fc.Name == toolconfirmation.FunctionCallName || answered[fc.ID] || known[fc.ID] {
-				continue
-			}
-			out = append(out, &genai.Part{FunctionResponse: &genai.FunctionResponse{
-				ID: fc.ID, Name: fc.Name, Response: map[string]any{"error": interruptedCallError},
-			}})
-		}
-	}
-	return out
-}
-
 // knownCalls are the call ids (model and confirmation ids) of ledger
 // records.
 func knownCalls(docs []*callDoc) map[string]bool {
@@ -143,12 +81,6 @@ func knownCalls(docs []*callDoc) map[string]bool {
 		known[d.ID], known[d.OriginalID] = true, true
 	}
 	return known
-}
-
-// needsRepair reports whether events end in a state a dead invocation
-// leaves (or a live one passes through).
-func needsRepair(events session.Events, known map[string]bool) bool {
-	return unanswered(events, known) || len(interruptedCalls(events, known)) > 0
 }
 
 // repairIfIdle repairs the tail of sess (read with the ledger's unresumed

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/sessionstore"
+	"github.com/baton-run/baton/transcript"
 )
 
 // ResumeRequest is an answer to one paused call, identified either by the
@@ -166,8 +167,15 @@ func (e *engine) acceptable(ctx context.Context, r ResumeRequest, doc *callDoc) 
 		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrAnswerTooLarge, len(answer), e.opts.MaxAnswerBytes)
 	}
 	check := checkAnswer(Kind(doc.Kind), r.Answer)
-	if Kind(doc.Kind) == KindInput {
+	switch Kind(doc.Kind) {
+	case KindInput:
 		check = checkInputAnswer(doc, r.Answer)
+	case KindSurface:
+		if c, err := doc.call(); err != nil {
+			check = err
+		} else {
+			check = checkSurfaceAnswer(c, r.Answer)
+		}
 	}
 	if check != nil {
 		return nil, check
@@ -301,7 +309,7 @@ func (e *engine) resumeStep(ctx context.Context, doc *callDoc, client string, wa
 		todo = approvals
 	}
 	msg := &genai.Content{Role: genai.RoleUser, Parts: responseParts(todo, true)}
-	res.Turn = turnOf(sess.Events(), doc.Step, doc.Invocation)
+	res.Turn = transcript.TurnOf(sess.Events(), doc.Step, doc.Invocation)
 	res.Invocation, err = e.start(ctx, invocationRun{user: doc.User, session: doc.Session, client: client, msg: msg, held: h,
 		resumed: open, closesDocs: len(unresumed) == len(open)})
 	return res, err

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/sessionstore"
+	"github.com/baton-run/baton/transcript"
 )
 
 // fastResume answers the call doc (read as snap, with the session sess in
@@ -54,7 +55,7 @@ func (e *engine) fastResume(ctx context.Context, r ResumeRequest, doc *callDoc, 
 			open = append(open, d)
 		}
 	}
-	if needsRepair(sess.Events(), knownCalls(unresumed)) {
+	if transcript.NeedsRepair(sess.Events(), knownCalls(unresumed)) {
 		return nil, nil
 	}
 	todo := undelivered(sess, open)
@@ -84,5 +85,5 @@ func (e *engine) fastResume(ctx context.Context, r ResumeRequest, doc *callDoc, 
 	if err != nil {
 		return nil, err
 	}
-	return &ResumeOutcome{Call: c, Invocation: inv, Turn: turnOf(sess.Events(), doc.Step, doc.Invocation)}, nil
+	return &ResumeOutcome{Call: c, Invocation: inv, Turn: transcript.TurnOf(sess.Events(), doc.Step, doc.Invocation)}, nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/baton-run/baton/modeltest"
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
+	"github.com/baton-run/baton/transcript"
 )
 
 // idTurn is user-1's message text, with the client's id id, to chat.
@@ -46,7 +47,7 @@ func requestText(req *model.LLMRequest) string { return dumpContents(req.Content
 func (f *fixture) userTexts(chat string) []string {
 	var out []string
 	for _, ev := range f.history(chat) {
-		if toolcallback.StartsTurn(ev) {
+		if transcript.StartsTurn(ev) {
 			out = append(out, ev.Content.Parts[0].Text)
 		}
 	}
@@ -202,7 +203,7 @@ func TestRewindRestoresSessionState(t *testing.T) {
 	if v, _ := got.Session.State().Get("user:seen"); v != true {
 		t.Errorf("state user:seen after the rewind = %v, want true (user state is shared, not rolled back)", v)
 	}
-	if v, _ := got.Session.State().Get(toolcallback.MessageIDKey); v != "m2" {
+	if v, _ := got.Session.State().Get(transcript.MessageIDKey); v != "m2" {
 		t.Errorf("message id after the regenerate = %v, want m2", v)
 	}
 	if n := len(mustStored(t, got.Session).Rewound()); n == 0 {

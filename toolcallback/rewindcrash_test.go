@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/baton-run/baton/internal/firestoretest"
+	"github.com/baton-run/baton/transcript"
 
 	"github.com/baton-run/baton/modeltest"
 	"github.com/baton-run/baton/sessionstore"
@@ -186,7 +187,7 @@ func TestRewindRetryCompletes(t *testing.T) {
 	for ev := range got.Session.Events().All() {
 		if _, ok := sessionstore.RewindMarkOf(ev); ok {
 			marks++
-		} else if toolcallback.StartsTurn(ev) {
+		} else if transcript.StartsTurn(ev) {
 			texts = append(texts, ev.Content.Parts[0].Text)
 		}
 	}

@@ -15,11 +15,8 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/sessionstore"
+	"github.com/baton-run/baton/transcript"
 )
-
-// stoppedKey marks, in an event's CustomMetadata, the final assistant
-// event of a stopped turn.
-const stoppedKey = "baton_stopped"
 
 // stoppedNote is that event's text when the model had streamed nothing of
 // its current response.
@@ -31,16 +28,6 @@ const stoppedCallError = "stopped: the user stopped the turn before this call fi
 // stopListenDelay is how long an invocation runs before it listens for a
 // stop request.
 const stopListenDelay = 500 * time.Millisecond
-
-// IsStopNote reports whether ev is the final assistant event of a turn the
-// user stopped (see Team.Stop): its text is what the model had generated.
-func IsStopNote(ev *session.Event) bool {
-	if ev == nil {
-		return false
-	}
-	stopped, _ := ev.CustomMetadata[stoppedKey].(bool)
-	return stopped
-}
 
 // StopReport says what Team.Stop found and did.
 type StopReport struct {
@@ -159,7 +146,7 @@ func (e *engine) stopNote(ctx context.Context, invocation string, like *session.
 		text = stoppedNote
 	}
 	ev.Content = genai.NewContentFromText(text, genai.RoleModel)
-	ev.CustomMetadata = map[string]any{stoppedKey: true}
+	ev.CustomMetadata = map[string]any{transcript.StopNoteKey: true}
 	return ev
 }
 
@@ -203,7 +190,7 @@ func stopResponses(sess *sessionstore.Session, docs []*callDoc) []*genai.Part {
 			parts[i].FunctionResponse.Response = map[string]any{"error": stoppedCallError}
 		}
 	}
-	for _, p := range interruptedCalls(sess.Events(), knownCalls(docs)) {
+	for _, p := range transcript.InterruptedCalls(sess.Events(), knownCalls(docs)) {
 		p.FunctionResponse.Response = map[string]any{"error": stoppedCallError}
 		parts = append(parts, p)
 	}
@@ -293,7 +280,7 @@ func (e *engine) endStopped(ctx context.Context, h *heldLease, run invocationRun
 		return err
 	}
 	cancelled := slices.ContainsFunc(docs, func(d *callDoc) bool { return Status(d.Status) == StatusCancelled })
-	if !cut && !cancelled && !needsRepair(sess.Events(), knownCalls(docs)) {
+	if !cut && !cancelled && !transcript.NeedsRepair(sess.Events(), knownCalls(docs)) {
 		return nil
 	}
 	sw.mu.Lock()

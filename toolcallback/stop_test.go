@@ -21,6 +21,7 @@ import (
 	"github.com/baton-run/baton/modeltest"
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
+	"github.com/baton-run/baton/transcript"
 )
 
 // stallingModel streams the start of an answer for its first stalls
@@ -137,11 +138,11 @@ func TestStopAcrossInstances(t *testing.T) {
 		t.Fatalf("stopped invocation error = %v, want none (a stop is not a failure)", got.err)
 	}
 	last := got.events[len(got.events)-1]
-	if !toolcallback.IsStopNote(last) || finalText(got.events) != "1, 2, 3" {
-		t.Errorf("last streamed event = %+v (stopped %v), want the streamed text marked stopped", last.Content, toolcallback.IsStopNote(last))
+	if !transcript.IsStopNote(last) || finalText(got.events) != "1, 2, 3" {
+		t.Errorf("last streamed event = %+v (stopped %v), want the streamed text marked stopped", last.Content, transcript.IsStopNote(last))
 	}
 	history := f.history("s1")
-	if stored := history[len(history)-1]; !toolcallback.IsStopNote(stored) || stored.Content.Parts[0].Text != "1, 2, 3" {
+	if stored := history[len(history)-1]; !transcript.IsStopNote(stored) || stored.Content.Parts[0].Text != "1, 2, 3" {
 		t.Errorf("stored transcript ends with %+v, want the stopped answer", stored.Content)
 	}
 
@@ -225,7 +226,7 @@ func TestStopPausedTurn(t *testing.T) {
 		t.Errorf("Pending() lists %d calls after the stop, want none", n)
 	}
 	history := f.history("s1")
-	if last := history[len(history)-1]; !toolcallback.IsStopNote(last) {
+	if last := history[len(history)-1]; !transcript.IsStopNote(last) {
 		t.Errorf("transcript ends with %+v, want the stopped note", last.Content)
 	}
 	if _, err := f.turn(f.team, "s1", "tab-a", "next"); err != nil {

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/adk/v2/session"
 
 	"github.com/baton-run/baton/sessionstore"
+	"github.com/baton-run/baton/transcript"
 )
 
 // switchAgent moves chat to agent target (moveChat), then tells
@@ -154,8 +155,8 @@ func (t *Team) buildSwitched(ctx context.Context, chat *sessionstore.Chat, old *
 	state := map[string]any{}
 	if old != nil {
 		m := sessionstore.Migration{From: chat.Agent, To: target, At: now, Outcome: outcomes,
-			Args: map[string]map[string]any{}, Approved: map[string]bool{}, Keep: []string{MessageIDKey}}
-		for id, d := range ApprovalDecisions(old.Events()) {
+			Args: map[string]map[string]any{}, Approved: map[string]bool{}, Keep: []string{transcript.MessageIDKey}}
+		for id, d := range transcript.ApprovalDecisions(old.Events()) {
 			m.Args[id], m.Approved[id] = d.Args, d.Approved
 		}
 		history = sessionstore.MigrateHistory(ctx, old.Events(), m)

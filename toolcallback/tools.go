@@ -4,14 +4,17 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"time"
 
 	"google.golang.org/adk/v2/agent"
 	"google.golang.org/adk/v2/model"
+	"google.golang.org/adk/v2/session"
 	"google.golang.org/adk/v2/tool"
 	"google.golang.org/adk/v2/tool/functiontool"
 	"google.golang.org/genai"
+
+	"github.com/baton-run/baton/a2ui"
+	"github.com/baton-run/baton/transcript"
 )
 
 // Kind says who answers a paused call.
@@ -36,6 +39,9 @@ type pauseSpec struct {
 	Kind      Kind
 	Timeout   time.Duration
 	AnyDevice bool
+	// decide, when set, decides per call (a surface's) what it shows and
+	// whether it pauses, when the call is stored.
+	decide func(prior session.Events, id string, args map[string]any) (a2ui.Shown, bool)
 }
 
 // BrowserConfig declares a tool that runs in the user's browser.
@@ -182,7 +188,7 @@ func applyPayload[Args any](args Args, payload any) (Args, error) {
 	if err := dec.Decode(&current); err != nil {
 		current = nil // Args is not an object: the payload alone decides
 	}
-	if b, err = json.Marshal(mergePayload(current, patch)); err != nil {
+	if b, err = json.Marshal(transcript.MergePayload(current, patch)); err != nil {
 		return args, fmt.Errorf("approval payload: %w", err)
 	}
 	var edited Args
@@ -190,24 +196,4 @@ func applyPayload[Args any](args Args, payload any) (Args, error) {
 		return args, fmt.Errorf("approval payload does not fit the tool's arguments: %w", err)
 	}
 	return edited, nil
-}
-
-// mergePayload returns args with patch merged in as a JSON Merge Patch (RFC
-// 7396): null removes a field, an object merges into an object, anything
-// else replaces. Neither input is modified.
-func mergePayload(args, patch map[string]any) map[string]any {
-	out := make(map[string]any, len(args)+len(patch))
-	maps.Copy(out, args)
-	for k, v := range patch {
-		switch v := v.(type) {
-		case nil:
-			delete(out, k)
-		case map[string]any:
-			inner, _ := out[k].(map[string]any)
-			out[k] = mergePayload(inner, v)
-		default:
-			out[k] = v
-		}
-	}
-	return out
 }

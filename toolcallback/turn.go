@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"google.golang.org/adk/v2/session"
 	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/limits"
@@ -81,40 +80,4 @@ func wroteNothing(err error) bool {
 	return errors.Is(err, sessionstore.ErrBusy) || errors.Is(err, ErrMessageTaken) ||
 		errors.Is(err, limits.ErrRateLimited) || errors.Is(err, limits.ErrBudgetExhausted) ||
 		errors.Is(err, ErrMessageNotFound) || errors.Is(err, ErrRewound)
-}
-
-// StartsTurn reports whether ev is a user message, which starts a turn: an
-// event by the user with some content that is not a function response.
-// (Answers to paused calls are user events too, made only of function
-// responses; they continue a turn.)
-func StartsTurn(ev *session.Event) bool {
-	if ev == nil || ev.Author != "user" || ev.Content == nil {
-		return false
-	}
-	for _, p := range ev.Content.Parts {
-		if p != nil && p.FunctionResponse == nil {
-			return true
-		}
-	}
-	return false
-}
-
-// turnOf returns the invocation id of the turn the event with id step
-// belongs to: that of the latest user message before it. fallback is
-// returned when the message is not among events (a history longer than
-// what was read).
-func turnOf(events session.Events, step, fallback string) string {
-	turn := ""
-	for ev := range events.All() {
-		if StartsTurn(ev) {
-			turn = ev.InvocationID
-		}
-		if ev.ID == step {
-			break
-		}
-	}
-	if turn == "" {
-		return fallback
-	}
-	return turn
 }

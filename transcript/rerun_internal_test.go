@@ -1,4 +1,4 @@
-package toolcallback
+package transcript
 
 import (
 	"testing"
