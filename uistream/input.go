@@ -24,6 +24,13 @@ import (
 //
 // (action "decline" or "cancel" without content). The original call stays
 // open until the tool, run again with the answer, responds.
+//
+// A question asked on the live call (toolcallback.AskLive: the tool waits
+// for the answer while the turn runs) is a long-running call of
+// InputToolName with "live": true in its input, answered outside the
+// stream (ToolResult); its outcome follows in the stream as a response
+// named InputToolName (the answer's output, or an error once it expired),
+// sent as the call's output, provider-executed for a page.
 const (
 	InputPayloadKey = "batonInput"
 	InputToolName   = "baton_input"
