@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -147,6 +148,9 @@ type chatWatch struct {
 	events       []*session.Event
 	busy         bool      // a turn is running
 	leaseExpires time.Time // the running turn's lease, as last seen
+	// questions follows the questions the running turn asks on live calls
+	// (toolcallback.Team.LiveQuestions), which the session does not hold.
+	questions func(context.Context) iter.Seq2[*toolcallback.Call, error]
 }
 
 // watchChat follows the chat until ctx ends. Its error is the first
@@ -173,7 +177,10 @@ func (s *Server) watchChat(ctx context.Context, user, chatID string) (*chatWatch
 	if first.err != nil {
 		return nil, first.err
 	}
-	return &chatWatch{changes: changes, events: first.change.Events, busy: running(ctx, first.change), leaseExpires: first.change.LeaseExpires}, nil
+	return &chatWatch{changes: changes, events: first.change.Events, busy: running(ctx, first.change), leaseExpires: first.change.LeaseExpires,
+		questions: func(ctx context.Context) iter.Seq2[*toolcallback.Call, error] {
+			return s.team.LiveQuestions(ctx, user, chatID)
+		}}, nil
 }
 
 // openCalls lists the chat's open calls when no turn is running (a
@@ -229,21 +236,32 @@ func (s *Server) streamTurn(ctx context.Context, w http.ResponseWriter, log *slo
 	for _, ev := range cw.events[start:] {
 		rp.write(enc, log, ev)
 	}
-	if !cw.followTurn(ctx, sse, func(ev *session.Event) { rp.write(enc, log, ev) }) {
+	qctx, stopQuestions := context.WithCancel(ctx)
+	defer stopQuestions()
+	questions := cw.followQuestions(qctx, log, func(c *toolcallback.Call) {
+		enc.SetDevice(c.ClientID) // the device that may answer it
+		rp.write(enc, log, toolcallback.LiveQuestionEvent(ctx, c))
+		enc.SetDevice(rp.device)
+	})
+	if !cw.followTurn(ctx, sse, func(ev *session.Event) { rp.write(enc, log, ev) }, questions) {
 		return nil // the client left
 	}
+	questions.settle(qctx)
 	_ = enc.Finish()
 	return nil
 }
 
-// followTurn writes the running turn's events as they are stored, until
-// its invocation lets the session go. It reports false when the client
-// has left. The lease is the one that made the turn busy: a live tab's
-// wait saw it taken after its first change.
-func (cw *chatWatch) followTurn(ctx context.Context, sse *uistream.SSE, write func(*session.Event)) bool {
+// followTurn writes the running turn's events as they are stored, and its
+// questions asked on live calls as they are asked and closed, until its
+// invocation lets the session go. It reports false when the client has
+// left. The lease is the one that made the turn busy: a live tab's wait
+// saw it taken after its first change.
+func (cw *chatWatch) followTurn(ctx context.Context, sse *uistream.SSE, write func(*session.Event), questions *liveQuestions) bool {
 	expires := time.After(time.Until(cw.leaseExpires) + time.Second)
 	for cw.busy {
 		select {
+		case q, ok := <-questions.in:
+			questions.take(q, ok)
 		case c, ok := <-cw.changes:
 			if !ok || c.err != nil {
 				cw.busy = false

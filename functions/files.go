@@ -6,18 +6,21 @@ package functions
 // BATON_FILES_BUCKET). The session keeps a reference; the model gets the
 // bytes.
 //
-// A page shows a file with an <img>, which sends no Authorization header,
-// so GET /Chat/{chatId} gives each file part a capability URL that Baton
-// serves itself:
+// A page shows a file with an <img>, which sends no Authorization header
+// (and Baton's identity is a bearer token, not a cookie), so GET
+// /Chat/{chatId} and Chat's streams give each file a short-lived bearer
+// link that Baton serves itself:
 //
 //	GET /Chat/{chatId}/files/{name}?v={version}&owner={user}&exp={unix seconds}&sig={HMAC}
 //
 // The signature is an HMAC-SHA256, under a key derived from BATON_TOKEN_KEY,
 // of the chat, the file, its version, its owner and the expiry: only
 // Baton makes one, only for the chat's owner (a history is read with the
-// owner's credentials), and it expires after fileURLLifetime. A URL whose
-// signature does not verify, or that has expired, fetches nothing (404, as
-// a file that does not exist). The bucket itself is never public.
+// owner's credentials). Whoever holds the link fetches the file, whoever
+// they are, until it expires fileURLLifetime after it was made; then
+// nobody does. A URL whose signature does not verify, or that has expired,
+// fetches nothing (404, as a file that does not exist). The bucket itself
+// is never public.
 
 import (
 	"context"
@@ -42,9 +45,13 @@ import (
 	"github.com/baton-run/baton/chatfiles"
 )
 
-// fileURLLifetime is how long a file URL of a history stays valid: a page
-// shows the file once it loads the history, and a reload asks again.
-const fileURLLifetime = time.Hour
+// fileURLLifetime is how long a file URL stays valid. It is a bearer link
+// (see above): a page shows the file as soon as it gets the link, and its
+// browser keeps what it fetched (Cache-Control), so minutes are enough; a
+// link copied out of the page, or read from a screen or a log, is good for
+// as long and no longer. A page that shows a file later loads the
+// conversation again for a new link.
+const fileURLLifetime = 5 * time.Minute
 
 // errFilesOff refuses a file when the deployment stores none.
 var errFilesOff = fmt.Errorf("%w: files are not enabled here (BATON_FILES_BUCKET is not set)", errBadRequest)

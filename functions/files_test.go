@@ -122,17 +122,7 @@ func filePartOf(t *testing.T, v chatJSON) map[string]any {
 // fetch GETs a URL with no credentials, as an <img> does.
 func fetch(t *testing.T, u string) (int, []byte, http.Header) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, u, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, body, resp.Header
+	return fetchAs(t, u, "")
 }
 
 // TestChatFile: a 5 MiB image in a user message is answered; the session's
@@ -189,6 +179,83 @@ func TestChatFile(t *testing.T) {
 	if status, _, _ := fetch(t, link); status != http.StatusNotFound {
 		t.Errorf("the file's URL after the chat's deletion: status %d, want 404", status)
 	}
+}
+
+// TestChatFileLinkIsShortLived: a file's URL is a bearer link, as
+// docs/http-api.md says: another user's request and one with no
+// credentials fetch the file with it, as its owner's does, for at most
+// fileURLLifetime (five minutes); once expired nobody fetches it, not even
+// the owner with a token. Another user is given no link (TestChatFile).
+func TestChatFileLinkIsShortLived(t *testing.T) {
+	t.Parallel()
+	f := newHTTPFixture(t, nil, modeltest.TextReply("a cat"))
+	image := randomBytes(1 << 10)
+	f.stream(f.chat("ada", chatBody("c1", "tab-a", fileMessage("u1", image, "image/png"))))
+	asked := time.Now()
+	link, _ := filePartOf(t, f.messages("ada", "c1"))["url"].(string)
+	u, err := url.Parse(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp, err := strconv.ParseInt(u.Query().Get("exp"), 10, 64)
+	if err != nil {
+		t.Fatalf("link %s has no expiry: %v", link, err)
+	}
+	if life := time.Unix(exp, 0).Sub(asked); life <= 0 || life > 5*time.Minute+time.Second {
+		t.Errorf("link expires %v after GET /Chat, want within five minutes", life)
+	}
+	past := time.Now().Add(-time.Second).Unix()
+	expired := u.Query()
+	expired.Set("exp", strconv.FormatInt(past, 10))
+	expired.Set("sig", f.server.files.sign(expired.Get("owner"), fileRefOf(t, link), past))
+	expiredLink := u.Scheme + "://" + u.Host + u.Path + "?" + expired.Encode()
+	for _, tc := range []struct {
+		name, link, token string
+		want              int
+	}{
+		{"the owner", link, f.token("ada"), http.StatusOK},
+		{"another user", link, f.token("bob"), http.StatusOK},
+		{"nobody", link, "", http.StatusOK},
+		{"the owner, expired", expiredLink, f.token("ada"), http.StatusNotFound},
+		{"another user, expired", expiredLink, f.token("bob"), http.StatusNotFound},
+		{"nobody, expired", expiredLink, "", http.StatusNotFound},
+	} {
+		status, body, _ := fetchAs(t, tc.link, tc.token)
+		if status != tc.want || (status == http.StatusOK) != bytes.Equal(body, image) {
+			t.Errorf("%s: GET the file = %d (%d bytes), want %d", tc.name, status, len(body), tc.want)
+		}
+	}
+}
+
+// fileRefOf is the file a file URL names.
+func fileRefOf(t *testing.T, link string) chatfiles.Ref {
+	t.Helper()
+	chatID, name, q, ok := parseFileURL(link)
+	version, err := strconv.ParseInt(q.Get("v"), 10, 64)
+	if !ok || err != nil {
+		t.Fatalf("%s is not a file URL", link)
+	}
+	return chatfiles.Ref{ChatID: chatID, Name: name, Version: version}
+}
+
+// fetchAs GETs a URL with the Authorization a page would send for token
+// (none when empty).
+func fetchAs(t *testing.T, u, token string) (int, []byte, http.Header) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, body, resp.Header
 }
 
 // forgedFileURLs are link altered in each way a URL must not survive.

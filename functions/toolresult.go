@@ -114,6 +114,9 @@ func newCallView(c *toolcallback.Call, token string) callView {
 		v.ToolCallID, v.ToolName = c.ID, userinput.ToolName
 		v.Input = map[string]any{"server": c.Input.Server, "tool": c.Input.Tool, "message": c.Input.Message,
 			"round": c.Input.Round, "requests": c.Input.Requests}
+		if c.Live {
+			v.Input["live"] = true // asked on the live call: answered with ToolResult
+		}
 	}
 	if c.Answer != nil {
 		v.Answer = c.Answer

@@ -22,6 +22,7 @@ import (
 	"github.com/baton-run/baton/internal/authtest"
 	"github.com/baton-run/baton/internal/emulator"
 	"github.com/baton-run/baton/internal/firestoretest"
+	"github.com/baton-run/baton/local/devserver"
 )
 
 // localProject is the project of the runner's defaults (devserver), which
@@ -51,7 +52,15 @@ func startForTest(t *testing.T) string {
 	done := make(chan error, 1)
 	logs := &runnerLogs{}
 	t.Cleanup(func() { logs.report(t) })
-	go func() { done <- run(ctx, net.JoinHostPort("127.0.0.1", port), functions.NewLogger(logs), ready) }()
+	opts, stopNotes, err := demo(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stopNotes)
+	opts.Addr = net.JoinHostPort("127.0.0.1", port)
+	opts.Logger = functions.NewLogger(logs)
+	opts.Ready = func(url string) { ready <- url }
+	go func() { done <- devserver.Run(ctx, opts) }()
 	select {
 	case url := <-ready:
 		t.Cleanup(func() {

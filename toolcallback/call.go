@@ -22,6 +22,7 @@ const (
 type Call struct {
 	ID         string // the id the answer must carry (for approvals, the confirmation call's id)
 	App        string
+	Agent      string // the root agent whose runner made the call
 	UserID     string
 	SessionID  string
 	Invocation string
@@ -36,7 +37,11 @@ type Call struct {
 	// approvals, whose ID is ADK's confirmation call.
 	OriginalID string
 	AnyDevice  bool
-	Hint       string // approvals: ADK's explanation for the person
+	// Live: a question asked on a live call (AskLive, KindInput), which the
+	// asking tool waits for while the turn runs; it is answered by ToolResult,
+	// never delivered to the agent.
+	Live bool
+	Hint string // approvals: ADK's explanation for the person
 	// Input is what a KindInput call asks the person (without the
 	// server's request state, which stays in the ledger).
 	Input *userinput.Request
@@ -99,9 +104,9 @@ type callDoc struct {
 
 func (d *callDoc) call() (*Call, error) {
 	c := &Call{
-		ID: d.ID, App: d.App, UserID: d.User, SessionID: d.Session, Invocation: d.Invocation,
+		ID: d.ID, App: d.App, Agent: d.Agent, UserID: d.User, SessionID: d.Session, Invocation: d.Invocation,
 		ClientID: d.Client, Tool: d.Tool, Kind: Kind(d.Kind), Step: d.Step, OriginalID: d.OriginalID,
-		AnyDevice: d.AnyDevice, Hint: d.Hint, Status: Status(d.Status),
+		AnyDevice: d.AnyDevice, Live: d.Live, Hint: d.Hint, Status: Status(d.Status),
 		Created: d.Created, Expires: d.Expires, Resolved: d.Resolved, Resumed: d.Resumed,
 	}
 	if len(d.Args) > 0 {

@@ -176,7 +176,8 @@
 //
 // # Indexes
 //
-// Queries within one session's calls (by status, step, resumed) use
+// Queries within one session's calls (by status, step, resumed; live and
+// status, equalities only, for the questions asked on a live call) use
 // Firestore's automatic single-field indexes. Sweep queries the "calls"
 // collection group with scope == X and sweepAt <= now, ordered by sweepAt:
 // it needs the composite index (scope ASC, sweepAt ASC) at collection-group
@@ -199,5 +200,5 @@ var TTLs = []sessionstore.TTL{{CollectionGroup: callsCollection, Field: "gcAt"}}
 // by collection group (pending.go, resume.go): their automatic indexes must
 // not be exempted.
 var QueriedFields = map[string][]string{
-	callsCollection: {"scope", "sweepAt", "status", "step", "resumed"},
+	callsCollection: {"scope", "sweepAt", "status", "step", "resumed", "live"},
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -45,9 +46,12 @@ type liveAsker struct {
 // asking instance watches the record. The record is written resumed, with
 // no sweep time: no resume, repair, cancellation or Sweep ever delivers it
 // to the agent, since the tool returns the answer itself. The form is
-// streamed to the turn's readers as a browser call of userinput.ToolName (not
-// stored: the tool's response follows in the same stream). Pending does
-// not list it: a reloaded page does not see the question again.
+// streamed to the turn's readers as a browser call of userinput.ToolName,
+// and once the question is closed its outcome as that call's response
+// (LiveQuestionEvent); neither is stored, since the tool's own response
+// follows. Pending lists the question while the turn runs, and
+// LiveQuestions follows it, so that a reloaded page, and the tabs
+// following the turn from any instance, show it and may answer it.
 func AskLive(ctx agent.Context, tool string, req userinput.Request, wait time.Duration) (*userinput.Reply, error) {
 	tools := pausingToolsFrom(ctx)
 	if tools == nil || tools.live == nil {
@@ -72,12 +76,28 @@ func AskLive(ctx agent.Context, tool string, req userinput.Request, wait time.Du
 	if _, err := ref.Create(ctx, doc); err != nil {
 		return nil, fmt.Errorf("record live input request: %w", sessionstore.FirestoreError(err))
 	}
-	la.inv.push(liveFormEvent(ctx, id, input))
+	asked, err := doc.call()
+	if err != nil {
+		return nil, err
+	}
+	la.inv.push(LiveQuestionEvent(ctx, asked))
 	waitCtx, cancel := context.WithDeadline(ctx, doc.Expires)
 	defer cancel()
 	answered, err := la.e.watchCall(waitCtx, ref)
 	if answered == nil {
 		answered, err = la.e.closeLive(context.WithoutCancel(ctx), ref, err)
+	}
+	// The turn's readers see the question closed.
+	closed := answered
+	if closed == nil && errors.Is(err, ErrExpired) {
+		expired := *doc
+		expired.Status = string(StatusExpired)
+		closed = &expired
+	}
+	if closed != nil {
+		if c, cerr := closed.call(); cerr == nil {
+			la.inv.push(LiveQuestionEvent(ctx, c))
+		}
 	}
 	if err != nil {
 		return nil, err
@@ -93,15 +113,46 @@ func AskLive(ctx agent.Context, tool string, req userinput.Request, wait time.Du
 	return &userinput.Reply{Round: req.Round, Responses: responses}, nil
 }
 
-// liveFormEvent shows the question as a browser call of userinput.ToolName.
-func liveFormEvent(ctx agent.Context, id string, input []byte) *session.Event {
-	var args map[string]any
-	_ = json.Unmarshal(input, &args) // encoded just before
+// LiveQuestionEvent is how a turn's readers see c, a question asked on a
+// live call (c.Live): while it is pending, the form, a long-running call of
+// userinput.ToolName whose input is the question with "live": true; once it is
+// closed, the person's response to that call, which the uistream encoder
+// sends as the call's output: the answer's output, or an error saying that
+// nobody answered in time or that the question was cancelled.
+func LiveQuestionEvent(ctx context.Context, c *Call) *session.Event {
+	if c.Status != StatusPending {
+		return liveOutcome(ctx, c)
+	}
+	args := map[string]any{"requests": map[string]any{}, "round": 0}
+	if c.Input != nil {
+		b, _ := json.Marshal(c.Input) // a userinput.Request always encodes
+		_ = json.Unmarshal(b, &args)
+	}
 	args["live"] = true
-	ev := session.NewEvent(ctx, ctx.InvocationID())
-	ev.Author = ctx.AgentName()
-	ev.Content = &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{{FunctionCall: &genai.FunctionCall{ID: id, Name: userinput.ToolName, Args: args}}}}
-	ev.LongRunningToolIDs = []string{id}
+	ev := session.NewEvent(ctx, c.Invocation)
+	ev.Author = c.Agent
+	ev.Content = &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{{FunctionCall: &genai.FunctionCall{ID: c.ID, Name: userinput.ToolName, Args: args}}}}
+	ev.LongRunningToolIDs = []string{c.ID}
+	return ev
+}
+
+// liveOutcome is the person's response to c, a closed live question, as
+// LiveQuestionEvent says.
+func liveOutcome(ctx context.Context, c *Call) *session.Event {
+	var response map[string]any
+	switch a := c.Answer; {
+	case c.Status == StatusResolved && a != nil && a.Error != "":
+		response = map[string]any{"error": a.Error}
+	case c.Status == StatusResolved && a != nil:
+		response = a.Output
+	case c.Status == StatusCancelled:
+		response = map[string]any{"error": "the question was cancelled"}
+	default:
+		response = map[string]any{"error": "nobody answered in time: the question was closed"}
+	}
+	ev := session.NewEvent(ctx, c.Invocation)
+	ev.Author = "user"
+	ev.Content = &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{{FunctionResponse: &genai.FunctionResponse{ID: c.ID, Name: userinput.ToolName, Response: response}}}}
 	return ev
 }
 
@@ -152,4 +203,86 @@ func (e *engine) closeLive(ctx context.Context, ref *firestore.DocumentRef, caus
 		}
 	}
 	return nil, fmt.Errorf("%w: no answer to %q in time (%v)", ErrExpired, doc.ID, cause)
+}
+
+// LiveQuestions follows the questions asked on live calls in the chat's
+// session (AskLive), from any instance, until ctx ends: it yields each
+// question pending when it starts or asked later, and each of those again
+// once closed (answered, expired or cancelled), as recorded; show them
+// with LiveQuestionEvent. It reads the chat, then listens to the
+// session's pending live records: a read per question, none while nobody
+// asks.
+func (t *Team) LiveQuestions(ctx context.Context, user, chatID string) iter.Seq2[*Call, error] {
+	return func(yield func(*Call, error) bool) {
+		e, sid, err := t.activeEngine(ctx, user, chatID)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		it := e.openQuestions(user, sid).Snapshots(ctx)
+		defer it.Stop()
+		shown := map[string]bool{} // the questions yielded as asked
+		for {
+			snap, err := it.Next()
+			if err != nil {
+				if ctx.Err() == nil {
+					yield(nil, fmt.Errorf("follow live questions: %w", sessionstore.FirestoreError(err)))
+				}
+				return
+			}
+			for _, ch := range snap.Changes {
+				c, err := e.liveChange(ctx, ch, shown)
+				if c == nil && err == nil {
+					continue
+				}
+				if !yield(c, err) || err != nil {
+					return
+				}
+			}
+		}
+	}
+}
+
+// activeEngine returns the engine of the chat's agent and its active
+// session, after checking the ids.
+func (t *Team) activeEngine(ctx context.Context, user, chatID string) (*engine, string, error) {
+	if err := validIDs("user id", user, "chat id", chatID); err != nil {
+		return nil, "", err
+	}
+	chat, err := t.sessions.GetChat(ctx, t.app, user, chatID)
+	if err != nil {
+		return nil, "", err
+	}
+	return t.engine(chat.Agent), chat.SessionID, nil
+}
+
+// openQuestions is the query of a session's live questions still pending.
+func (e *engine) openQuestions(user, sid string) firestore.Query {
+	return e.ledger.calls(user, sid).Where("live", "==", true).Where("status", "==", string(StatusPending))
+}
+
+// liveChange reads what a change of openQuestions' results says: a question
+// asked (one already expired is left out: its asker died), or one of those
+// shown closed, as now recorded; nil for anything else.
+func (e *engine) liveChange(ctx context.Context, ch firestore.DocumentChange, shown map[string]bool) (*Call, error) {
+	switch {
+	case ch.Kind == firestore.DocumentAdded:
+		doc, _, err := decodeCall(ch.Doc)
+		if err != nil || !platform.Now(ctx).Before(doc.Expires) {
+			return nil, err
+		}
+		shown[ch.Doc.Ref.ID] = true
+		return doc.call()
+	case ch.Kind == firestore.DocumentRemoved && shown[ch.Doc.Ref.ID]:
+		delete(shown, ch.Doc.Ref.ID)
+		doc, _, err := e.ledger.read(ctx, ch.Doc.Ref)
+		if errors.Is(err, ErrCallNotFound) {
+			return nil, nil // collected already: nothing to show
+		}
+		if err != nil {
+			return nil, err
+		}
+		return doc.call()
+	}
+	return nil, nil
 }

@@ -21,21 +21,34 @@ import (
 // its tool requests up again, and
 // the session's latest events (up to recentWindow). When a dead invocation
 // left the session needing repair and nobody holds its lease, it repairs it
-// first, so the reloaded tab shows the repaired conversation.
+// first, so the reloaded tab shows the repaired conversation. While a turn
+// runs, its open questions asked on a live call (AskLive) are among them.
 func (e *engine) pending(ctx context.Context, user, sid, client string) ([]*Call, []*session.Event, error) {
 	sess, err := e.loadRecent(ctx, nil, user, sid)
-	if err != nil {
-		return nil, nil, err
-	}
-	docs, _, err := e.ledger.unresumed(ctx, user, sid)
 	if err != nil {
 		return nil, nil, err
 	}
 	// A turn in flight looks like one to repair (a message not answered
 	// yet): with its lease live as read, trying to take the lease would
 	// only find it busy, one lookup more for every reader of a running
-	// turn.
-	if _, live := sess.LiveLease(ctx); !live && transcript.NeedsRepair(sess.Events(), knownCalls(docs)) {
+	// turn. Its questions asked on a live call are written resumed: the
+	// same query finds them, open only while it runs.
+	_, running := sess.LiveLease(ctx)
+	q := e.ledger.calls(user, sid).Where("resumed", "==", false)
+	if running {
+		q = e.ledger.calls(user, sid).WhereEntity(firestore.OrFilter{Filters: []firestore.EntityFilter{
+			firestore.PropertyFilter{Path: "resumed", Operator: "==", Value: false},
+			firestore.AndFilter{Filters: []firestore.EntityFilter{
+				firestore.PropertyFilter{Path: "live", Operator: "==", Value: true},
+				firestore.PropertyFilter{Path: "status", Operator: "==", Value: string(StatusPending)},
+			}},
+		}})
+	}
+	docs, _, err := queryCalls(ctx, q)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !running && transcript.NeedsRepair(sess.Events(), knownCalls(docs)) {
 		if sess, err = e.repairIfIdle(ctx, sess, docs); err != nil {
 			return nil, nil, err
 		}

@@ -55,11 +55,15 @@ type (
 	ToolOutputAvailable struct {
 		ToolCallID string          `json:"toolCallId"`
 		Output     json.RawMessage `json:"output"`
+		// ProviderExecuted marks the call as answered on the server's
+		// side, which a page then has nothing to send for.
+		ProviderExecuted bool `json:"providerExecuted,omitempty"`
 	}
 	// ToolOutputError is a tool call's failure, as shown to the user.
 	ToolOutputError struct {
-		ToolCallID string `json:"toolCallId"`
-		ErrorText  string `json:"errorText"`
+		ToolCallID       string `json:"toolCallId"`
+		ErrorText        string `json:"errorText"`
+		ProviderExecuted bool   `json:"providerExecuted,omitempty"`
 	}
 	// Data is a data-<Name> chunk, which the client adds to the message as
 	// a part of that type; a chunk whose ID a part of that type already has

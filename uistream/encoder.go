@@ -547,12 +547,17 @@ func (s *Encoder) toolInput(call *genai.FunctionCall, kind CallKind) error {
 }
 
 func (s *Encoder) response(resp *genai.FunctionResponse, confirming bool) error {
-	if resp.Name == toolconfirmation.FunctionCallName || confirming || s.paused[resp.ID] {
+	// A question asked on a live call (see userinput.ToolName) is answered
+	// outside the stream: its outcome, a response named userinput.ToolName, is
+	// sent, marked provider-executed for a page, which has nothing to send
+	// for it. A paused call's answer is the client's own and is not sent.
+	live := resp.Name == userinput.ToolName
+	if resp.Name == toolconfirmation.FunctionCallName || confirming || s.paused[resp.ID] && !live {
 		return nil
 	}
 	s.step()
 	if e, ok := resp.Response["error"]; ok && e != nil && e != "" {
-		s.chunk(ToolOutputError{ToolCallID: resp.ID, ErrorText: ErrorText(e)})
+		s.chunk(ToolOutputError{ToolCallID: resp.ID, ErrorText: ErrorText(e), ProviderExecuted: live && s.forPage})
 		return nil
 	}
 	var v any = resp.Response
@@ -560,7 +565,7 @@ func (s *Encoder) response(resp *genai.FunctionResponse, confirming bool) error 
 		v = map[string]any{}
 	}
 	output, err := uiJSON(v)
-	s.chunk(ToolOutputAvailable{ToolCallID: resp.ID, Output: output})
+	s.chunk(ToolOutputAvailable{ToolCallID: resp.ID, Output: output, ProviderExecuted: live && s.forPage})
 	if err != nil {
 		return fmt.Errorf("output of call %q: %w", resp.ID, err)
 	}

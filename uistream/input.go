@@ -26,6 +26,13 @@ import (
 //
 // (action "decline" or "cancel" without content). The original call stays
 // open until the tool, run again with the answer, responds.
+//
+// A question asked on the live call (toolcallback.AskLive: the tool waits
+// for the answer while the turn runs) is a long-running call of
+// userinput.ToolName with "live": true in its input, answered outside the
+// stream (ToolResult); its outcome follows in the stream as a response
+// named userinput.ToolName (the answer's output, or an error once it
+// expired), sent as the call's output, provider-executed for a page.
 
 // inputRequest returns the input request an adk_request_confirmation call
 // carries, if it asks for input.

@@ -31,11 +31,19 @@ func main() {
 }
 `
 
+// checkMainDir is the folder of checkMain in the unpacked archive; the
+// underscore keeps it out of ./... patterns.
+const checkMainDir = "_batonmain"
+
+// checkMainSource is checkMain for the module modPath.
+func checkMainSource(modPath string) []byte { return fmt.Appendf(nil, checkMain, modPath) }
+
 // checkBuilds unpacks the archive into a scratch directory and builds it as
 // the buildpack would (every package, and a main like the buildpack's), so
 // that an archive that cannot build is refused here rather than in Cloud
-// Build after terraform apply. go.mod may gain requirements there (the
-// buildpack runs go mod tidy); the archive is not changed.
+// Build after terraform apply. It builds with -mod=readonly: the archive's
+// go.mod and go.sum must name all it needs (for a user's module, the
+// packager completed them, modfiles.go).
 func checkBuilds(data []byte, modPath string) error {
 	dir, err := os.MkdirTemp("", "baton-package-check-")
 	if err != nil {
@@ -45,18 +53,18 @@ func checkBuilds(data []byte, modPath string) error {
 	if err := extract(data, dir); err != nil {
 		return err
 	}
-	mainDir := filepath.Join(dir, "_batonmain")
+	mainDir := filepath.Join(dir, checkMainDir)
 	if err := os.MkdirAll(mainDir, 0o755); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(mainDir, "main.go"), fmt.Appendf(nil, checkMain, modPath), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(mainDir, "main.go"), checkMainSource(modPath), 0o644); err != nil {
 		return err
 	}
 	// -trimpath keeps the scratch directory out of the build cache's keys,
 	// so that packaging again reuses what the last run compiled.
-	cmd := exec.Command("go", "build", "-trimpath", "./...", "./_batonmain")
+	cmd := exec.Command("go", "build", "-trimpath", "-mod=readonly", "./...", "./"+checkMainDir)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+	cmd.Env = append(os.Environ(), "GOWORK=off")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("the archive does not build (go build in an unpacked copy: %v); no archive written:\n%s",
 			err, strings.TrimSpace(string(out)))

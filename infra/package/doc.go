@@ -14,7 +14,9 @@
 // that go run works from any module that requires Baton.
 //
 // A user's module (usermodule.go) is packaged as it is: its files at their
-// usual paths, its go.mod and go.sum, and a generated root file, zz_agent.go,
+// usual paths, its go.mod and go.sum completed for the archive on a copy
+// (modfiles.go; the user's files are never changed), and a generated root
+// file, zz_agent.go,
 // that imports Baton's functions and functions-framework's functions
 // package (which makes the buildpack generate its declarative main) and
 // registers the agent. Modules the builder cannot download, those replaced

@@ -68,7 +68,12 @@ type goModule struct {
 // agent with Baton's functions, and the source of every module the build
 // needs that the builder could not fetch.
 func buildUserModule(a *archive, agent string) error {
-	pkg, err := resolveAgent(a.root, agent)
+	mod, err := copyModFiles(a.root)
+	if err != nil {
+		return err
+	}
+	defer mod.remove()
+	pkg, err := resolveAgent(a.root, mod, agent)
 	if err != nil {
 		return err
 	}
@@ -80,33 +85,27 @@ func buildUserModule(a *archive, agent string) error {
 	if err != nil {
 		return err
 	}
-	copied, err := a.addUnfetchable(agent)
-	if err != nil {
-		return err
-	}
-	gomod, err := editGoMod(a.root, copied)
-	if err != nil {
-		return err
-	}
-	if err := a.add("go.mod", entry{data: gomod}); err != nil {
-		return err
-	}
-	if _, err := os.Stat(filepath.Join(a.root, "go.sum")); err == nil {
-		if err := a.addFile("go.sum", filepath.Join(a.root, "go.sum")); err != nil {
-			return err
-		}
-	}
 	src, err := userAgentSource(rootName, agent, team)
 	if err != nil {
 		return err
 	}
-	return a.add(agentFile, entry{data: src})
+	if err := a.add(agentFile, entry{data: src}); err != nil {
+		return err
+	}
+	if err := mod.addFiles(a.root, map[string][]byte{agentFile: src, checkMainDir + "/main.go": checkMainSource(a.modPath)}); err != nil {
+		return err
+	}
+	copied, err := a.addUnfetchable(mod, agent)
+	if err != nil {
+		return err
+	}
+	return addModFiles(a, mod, copied)
 }
 
 // resolveAgent asks the go command where the agent package is, so that an
 // import path naming nothing is refused here rather than in Cloud Build.
-func resolveAgent(root, agent string) (*goPackage, error) {
-	out, err := goList(root, "-e", "-json", agent)
+func resolveAgent(root string, mod *modFiles, agent string) (*goPackage, error) {
+	out, err := mod.list(root, "-e", "-json", agent)
 	if err != nil {
 		return nil, fmt.Errorf("agent %s: %w", agent, err)
 	}
@@ -188,13 +187,15 @@ func (a *archive) addUserTree() (string, error) {
 // module's go.mod) of every module the builder cannot download: those
 // replaced by a directory, and those GOPRIVATE or GONOPROXY name. It
 // returns the replacements go.mod needs, module path to archive folder.
-func (a *archive) addUnfetchable(agent string) (map[string]string, error) {
+// Loading the packages completes mod's go.mod and go.sum.
+func (a *archive) addUnfetchable(mod *modFiles, agent string) (map[string]string, error) {
 	// Every package of the module is in the archive and built (a main
-	// such as ./local too), so all of them count, with the agent and
-	// Baton's functions, which the generated root file imports.
-	out, err := goList(a.root, "-deps", "-json", agent, "./...", batonModule+"/functions")
+	// such as ./local too), so all of them count, with the generated root
+	// file (and through it the agent and Baton's functions) and a main
+	// like the buildpack's.
+	out, err := mod.list(a.root, "-deps", "-json", agent, "./...", "./"+checkMainDir)
 	if err != nil {
-		return nil, err
+		return nil, mod.incompleteError(err)
 	}
 	private, err := privatePatterns(a.root)
 	if err != nil {
@@ -257,33 +258,42 @@ func (a *archive) addPackageFiles(pkg *goPackage, dir, folder string) error {
 	return nil
 }
 
-// editGoMod returns the module's go.mod with each copied module replaced
-// by its folder in the archive, edited by the go command in a scratch copy.
-func editGoMod(root string, copied map[string]string) ([]byte, error) {
-	orig, err := os.ReadFile(filepath.Join(root, "go.mod"))
-	if err != nil {
-		return nil, err
+// addModFiles adds mod's go.mod, with each copied module replaced by its
+// folder in the archive, and its go.sum, as the go command completed them.
+func addModFiles(a *archive, mod *modFiles, copied map[string]string) error {
+	if err := editGoMod(mod.goMod(), copied); err != nil {
+		return err
 	}
+	for _, name := range []string{"go.mod", "go.sum"} {
+		b, err := mod.read(name)
+		if err != nil {
+			return err
+		}
+		if b == nil {
+			continue
+		}
+		if err := a.add(name, entry{data: b}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// editGoMod replaces in the go.mod file at path each copied module by its
+// folder in the archive.
+func editGoMod(path string, copied map[string]string) error {
 	if len(copied) == 0 {
-		return orig, nil
+		return nil
 	}
-	tmp, err := os.MkdirTemp("", "baton-gomod-")
+	out, err := goCommand(filepath.Dir(path), "mod", "edit", "-json", path)
 	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(tmp)
-	if err := os.WriteFile(filepath.Join(tmp, "go.mod"), orig, 0o644); err != nil {
-		return nil, err
-	}
-	out, err := goCommand(tmp, "mod", "edit", "-json")
-	if err != nil {
-		return nil, err
+		return err
 	}
 	var mod struct {
 		Replace []struct{ Old, New goModule }
 	}
 	if err := json.Unmarshal(out, &mod); err != nil {
-		return nil, fmt.Errorf("go mod edit -json: %w", err)
+		return fmt.Errorf("go mod edit -json: %w", err)
 	}
 	args := []string{"mod", "edit"}
 	for _, r := range mod.Replace {
@@ -298,10 +308,8 @@ func editGoMod(root string, copied map[string]string) ([]byte, error) {
 	for p, folder := range sortedMap(copied) {
 		args = append(args, "-replace="+p+"=./"+folder)
 	}
-	if _, err := goCommand(tmp, args...); err != nil {
-		return nil, err
-	}
-	return os.ReadFile(filepath.Join(tmp, "go.mod"))
+	_, err = goCommand(filepath.Dir(path), append(args, path)...)
+	return err
 }
 
 // userAgentSource is the generated root file of a user's module: it

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/baton-run/baton/internal/firestoretest"
 )
 
@@ -96,52 +98,37 @@ func main() { devserver.Main(&devserver.Options{Agent: agent.New}) }
 `
 
 // offlineEnv is the environment of every go command here: modules from the
-// module cache only (the checkout's go.sum names them all), no workspace.
-// -trimpath keeps the temporary directory out of the build cache's keys, so
+// module cache only (the checkout's go.sum names them all), their sums
+// taken from it unchecked (no checksum database to reach), no workspace,
+// and go.mod and go.sum read-only as by default, as for a user. -trimpath keeps the temporary directory out of the build cache's keys, so
 // Baton's packages compiled for one test are reused by the next.
 func offlineEnv() []string {
-	return append(os.Environ(), "GOPROXY=off", "GOFLAGS=-mod=mod -trimpath", "GOWORK=off", "GOTOOLCHAIN=local", "GOSUMDB=off")
+	return append(os.Environ(), "GOPROXY=off", "GOFLAGS=-trimpath", "GOWORK=off", "GOTOOLCHAIN=local", "GOSUMDB=off")
 }
 
-// userModule writes a module of a user's own outside the repository, which
-// requires Baton through a replace to this checkout, and returns its
-// directory.
+// userModule writes a module of a user's own outside the repository,
+// which requires Baton through a replace to this checkout, with its agent
+// package and files, and go.mod and go.sum as go mod tidy writes them (from
+// the module cache: Baton's go.sum names every module its packages need),
+// and returns its directory.
 func userModule(t *testing.T, files map[string]string) string {
 	t.Helper()
 	checkout, err := findModuleRoot(".")
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, err := os.ReadFile(filepath.Join(checkout, "go.sum"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Baton's requirements stand in for what go mod tidy would write with
-	// network: a tidy here would want the test dependencies of every
-	// dependency, which the module cache need not hold.
-	batonMod, err := os.ReadFile(filepath.Join(checkout, "go.mod"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var requires []string
-	for _, line := range strings.Split(string(batonMod), "\n") {
-		if !strings.HasPrefix(line, "module ") && !strings.HasPrefix(line, "go ") {
-			requires = append(requires, line)
-		}
-	}
 	dir := t.TempDir()
 	all := map[string]string{
 		"go.mod": "module example.com/myagent\n\ngo 1.26.5\n\nrequire github.com/baton-run/baton v0.0.0-00010101000000-000000000000\n\n" +
-			"replace github.com/baton-run/baton => " + checkout + "\n" + strings.Join(requires, "\n"),
-		"go.sum":         string(sum),
+			"replace github.com/baton-run/baton => " + checkout + "\n",
 		"agent/agent.go": userAgent,
-		"local/main.go":  userMain,
 		"README.md":      "mine\n",
 	}
 	for k, v := range files {
 		all[k] = v
 	}
 	writeFiles(t, dir, all)
+	goIn(t, dir, "mod", "tidy")
 	return dir
 }
 
@@ -157,28 +144,35 @@ func goIn(t *testing.T, dir string, args ...string) string {
 	return string(out)
 }
 
-// packageCmd runs the packager as a user does, from their module, and
-// returns its exit error and output.
-func packageCmd(dir string, args ...string) (error, string) {
+// packageCmd runs the packager as a user does, from their module, with env
+// over offlineEnv, and returns its exit error and output.
+func packageCmd(dir string, env []string, args ...string) (error, string) {
 	cmd := exec.Command("go", append([]string{"run", "github.com/baton-run/baton/infra/package"}, args...)...)
 	cmd.Dir = dir
-	cmd.Env = offlineEnv()
+	cmd.Env = append(offlineEnv(), env...)
 	out, err := cmd.CombinedOutput()
 	return err, string(out)
 }
 
-// TestUserModule packages a user's module with the packager run from it,
-// unpacks the archive into an empty directory, builds it offline with a
-// main like the buildpack's, serves every function from the binary against
-// the emulator, and completes a turn that uses the Go tool, the browser
-// tool and the approval tool.
+// TestUserModule packages a user's module whose only package is the agent
+// (no main: its go.sum, as go mod tidy writes it, lacks what Baton's
+// functions import) with the packager run from it, unpacks the archive
+// into an empty directory, builds it offline with a main like the
+// buildpack's and -mod=readonly (the archive's go.mod and go.sum are
+// complete), serves every function from the binary against the emulator,
+// and completes a turn that uses the Go tool, the browser tool and the
+// approval tool. The user's go.mod and go.sum are left as they were.
 func TestUserModule(t *testing.T) {
 	firestoretest.NewClient(t) // the emulator, started or skipped as the harness decides
 	start := time.Now()
 	dir := userModule(t, nil)
+	before := readFiles(t, dir, "go.mod", "go.sum")
 	out := filepath.Join(t.TempDir(), "baton.zip")
-	if err, log := packageCmd(dir, "-agent", "example.com/myagent/agent", "-out", out); err != nil {
+	if err, log := packageCmd(dir, nil, "-agent", "example.com/myagent/agent", "-out", out); err != nil {
 		t.Fatalf("package: %v\n%s", err, log)
+	}
+	if diff := cmp.Diff(before, readFiles(t, dir, "go.mod", "go.sum")); diff != "" {
+		t.Errorf("packaging changed the user's files (-before +after):\n%s", diff)
 	}
 	t.Logf("packaged in %s", time.Since(start).Round(time.Millisecond))
 	data, err := os.ReadFile(out)
@@ -209,7 +203,7 @@ func TestUserModule(t *testing.T) {
 			t.Errorf("archive holds %s, which no package the build needs reads", name)
 		}
 	}
-	for _, want := range []string{"go.mod", "go.sum", "agent/agent.go", "local/main.go", agentFile,
+	for _, want := range []string{"go.mod", "go.sum", "agent/agent.go", agentFile,
 		"_modules/github.com/baton-run/baton/go.mod", "_modules/github.com/baton-run/baton/functions/register.go"} {
 		if !contains(names, want) {
 			t.Errorf("archive lacks %s", want)
@@ -229,7 +223,7 @@ func TestUserModule(t *testing.T) {
 	writeFiles(t, unpacked, map[string]string{"buildpackmain/main.go": strings.Replace(buildpackMain,
 		`_ "github.com/baton-run/baton"`, `_ "example.com/myagent"`, 1)})
 	bin := filepath.Join(t.TempDir(), "server")
-	goIn(t, unpacked, "build", "-trimpath", "-o", bin, "./buildpackmain") // -trimpath: the packager's check compiled the same
+	goIn(t, unpacked, "build", "-trimpath", "-mod=readonly", "-o", bin, "./buildpackmain") // -trimpath: the packager's check compiled the same
 	t.Logf("built in %s", time.Since(start).Round(time.Millisecond))
 
 	base := serveAll(t, bin)
@@ -255,6 +249,38 @@ func TestUserModule(t *testing.T) {
 		t.Errorf("turn chunks %v do not hold the Go tool's answer", turn)
 	}
 	t.Logf("whole test %s", time.Since(start).Round(time.Millisecond))
+}
+
+// TestUserModuleWithMain: a module with the ten-line main of
+// docs/own-agent.md is packaged with its main, which the packager's check
+// builds.
+func TestUserModuleWithMain(t *testing.T) {
+	dir := userModule(t, map[string]string{"local/main.go": userMain})
+	out := filepath.Join(t.TempDir(), "baton.zip")
+	if err, log := packageCmd(dir, nil, "-agent", "example.com/myagent/agent", "-out", out); err != nil {
+		t.Fatalf("package: %v\n%s", err, log)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if names := archiveNames(t, data); !contains(names, "local/main.go") {
+		t.Errorf("archive lacks local/main.go: %v", names)
+	}
+}
+
+// readFiles returns the content of the named files of dir.
+func readFiles(t *testing.T, dir string, names ...string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, n := range names {
+		b, err := os.ReadFile(filepath.Join(dir, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[n] = string(b)
+	}
+	return out
 }
 
 func contains(list []string, s string) bool {
@@ -341,13 +367,15 @@ func chunk(t *testing.T, chunks []map[string]any, typ, tool string) map[string]a
 
 // TestUserModuleRefuses: run from a user's module, the packager exits
 // non-zero with a message that says what is wrong, and writes no archive,
-// for an agent that does not exist, one with neither New nor Team, and a
-// tree that does not build.
+// for an agent that does not exist, one with neither New nor Team, a tree
+// that does not build, and sums that go.sum lacks and the go command
+// cannot check (a checksum database that refuses connections).
 func TestUserModuleRefuses(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		files map[string]string
 		args  []string
+		env   []string
 		want  string
 	}{{
 		name: "no -agent",
@@ -366,16 +394,25 @@ func TestUserModuleRefuses(t *testing.T) {
 		files: map[string]string{"agent/broken.go": "package agent\n\nvar broken int = \"not a number\"\n"},
 		args:  []string{"-agent", "example.com/myagent/agent"},
 		want:  "the archive does not build",
+	}, {
+		name: "sums not to be had",
+		args: []string{"-agent", "example.com/myagent/agent"},
+		env:  []string{"GOSUMDB=sum.golang.org http://127.0.0.1:9"},
+		want: "package again with network access",
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := userModule(t, tc.files)
+			before := readFiles(t, dir, "go.mod", "go.sum")
 			out := filepath.Join(t.TempDir(), "baton.zip")
-			err, log := packageCmd(dir, append(tc.args, "-out", out)...)
+			err, log := packageCmd(dir, tc.env, append(tc.args, "-out", out)...)
 			if err == nil || !strings.Contains(log, tc.want) {
 				t.Errorf("package %v: %v, output:\n%s\nwant a failure saying %q", tc.args, err, log, tc.want)
 			}
 			if _, err := os.Stat(out); !os.IsNotExist(err) {
 				t.Errorf("package %v left an archive (stat: %v)", tc.args, err)
+			}
+			if diff := cmp.Diff(before, readFiles(t, dir, "go.mod", "go.sum")); diff != "" {
+				t.Errorf("package %v changed the user's files (-before +after):\n%s", tc.args, diff)
 			}
 		})
 	}

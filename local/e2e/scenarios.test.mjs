@@ -710,10 +710,15 @@ scenario('clear the notes: the notes server asks first, and only the asking tab 
   await page.waitForSelector(sel('input-form'), { timeout: WAIT });
   assert.match(await page.textContent(sel('input-message')), /Forget all 1 notes of this conversation\?/);
   await other.waitForSelector(sel('tool-call', '[data-tool-name="notes_clear_notes"]'), { timeout: WAIT });
+  // It shows the question too (the ledger's, as the session does not
+  // hold it), waiting for the asking tab.
+  await other.waitForSelector(sel('tool-call', '[data-tool-name="baton_input"][data-status="waiting"]'), { timeout: WAIT });
   assert.equal(await count(other, sel('input-form')), 0, 'the other tab shows the form');
   await screenshot(page, 'mcp-input-form');
   await page.click(sel('input-decline'));
   await assistantSays(page, /the user declined: nothing forgotten\. Your notes \(MCP session \w+\): buy milk\./);
+  // The answered question's card says so, not that it needs an answer.
+  await page.waitForSelector(sel('tool-call', '[data-tool-name="baton_input"][data-status="done"]'), { timeout: WAIT });
 
   // Asked again and accepted: the notes are gone.
   await send(page, 'clear my notes');
@@ -727,6 +732,32 @@ scenario('clear the notes: the notes server asks first, and only the asking tab 
   assert.equal(await count(page, sel('input-form')), 0, 'an answered form is still shown');
   await screenshot(page, 'mcp-input');
   noPageErrors(page, other);
+});
+
+scenario('clear the notes after a reload: the question asked on the live call comes back, and the answer reaches the waiting tool', 'mcp-input-reload', async (t) => {
+  const context = await t.newContext();
+  const page = await openTab(context);
+  await send(page, 'note: buy milk');
+  await assistantSays(page, /Noted\. Your notes \(MCP session \w+\): buy milk\./);
+
+  // The form is open; the page reloads while the tool waits for it.
+  await send(page, 'clear my notes');
+  await page.waitForSelector(sel('input-form'), { timeout: WAIT });
+  await page.reload();
+  await ready(page);
+  // GET /Chat and the resumed stream show the question again, to this tab.
+  const confirm = page.locator(sel('input-field-confirm'));
+  await confirm.waitFor({ timeout: WAIT });
+  assert.match(await page.textContent(sel('input-message')), /Forget all 1 notes of this conversation\?/);
+  await confirm.check();
+  await page.click(sel('input-accept'));
+  await assistantSays(page, /all notes forgotten\. No notes yet/);
+  await page.waitForSelector(sel('tool-call', '[data-tool-name="baton_input"][data-status="done"]'), { timeout: WAIT });
+  assert.equal(await count(page, sel('input-form')), 0, 'an answered form is still shown');
+  await page.waitForSelector(sel('send', ':enabled'), { timeout: WAIT });
+  assert.ok((await t.streamsRead()).replays >= 1, 'the reloaded page resumed the turn');
+  await screenshot(page, 'mcp-input-reload');
+  noPageErrors(page);
 });
 
 // --- session affinity (docs/deployment.md) ------------------------------------------
