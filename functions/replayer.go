@@ -76,6 +76,9 @@ func (rp *replayer) write(sw *uistream.Encoder, log *slog.Logger, ev *session.Ev
 		}
 		return uistream.CallBrowser
 	})
+	if err == nil {
+		err = sw.Surfaces(ev)
+	}
 	if err == nil && transcript.IsStopNote(ev) {
 		err = sw.Metadata(stoppedMetadata)
 	}

@@ -137,6 +137,7 @@ func stream(ctx context.Context, enc *uistream.Encoder, log *slog.Logger, inv *t
 			}
 			return uistream.CallServer
 		})
+		_ = enc.Surfaces(ev)
 		if transcript.IsStopNote(ev) {
 			_ = enc.Metadata(stoppedMetadata)
 		}

@@ -3,6 +3,8 @@ package uistream
 import (
 	"errors"
 
+	"google.golang.org/adk/v2/session"
+
 	"github.com/baton-run/baton/a2ui"
 )
 
@@ -17,16 +19,41 @@ const SurfacePartName = "a2ui"
 type SurfaceData struct {
 	SurfaceID string         `json:"surfaceId"`
 	Messages  []a2ui.Message `json:"messages"`
+	// CallID, when set, is the call that waits for an action on the
+	// surface: the client answers that call (a tool output
+	// {"action": {...}}) to send it.
+	CallID string `json:"callId,omitempty"`
 }
 
-// Surface writes a data-a2ui chunk whose id is surfaceID and whose data is
-// SurfaceData{surfaceID, messages}. The AI SDK client replaces the data of
-// the message's part with the same type and id, so each chunk must carry
-// the whole surface (its redraw), not what changed: a later chunk for the
-// same surface in the same message redraws it in place.
-func (s *Encoder) Surface(surfaceID string, messages []a2ui.Message) error {
-	if surfaceID == "" {
+// Surface writes a data-a2ui chunk whose id is d.SurfaceID and whose data
+// is d. The AI SDK client replaces the data of the message's part with the
+// same type and id, so each chunk must carry the whole surface (its
+// redraw), not what changed: a later chunk for the same surface in the
+// same message redraws it in place.
+func (s *Encoder) Surface(d SurfaceData) error {
+	if d.SurfaceID == "" {
 		return errors.New("data-a2ui chunk: empty surface id")
 	}
-	return s.data(SurfacePartName, surfaceID, SurfaceData{SurfaceID: surfaceID, Messages: messages})
+	return s.data(SurfacePartName, d.SurfaceID, d)
+}
+
+// Surfaces writes a data-a2ui chunk for each surface ev shows
+// (a2ui.ShownIn), with the call that waits on it; calls whose messages
+// were refused show nothing.
+func (s *Encoder) Surfaces(ev *session.Event) error {
+	for _, shown := range a2ui.ShownIn(ev) {
+		for _, redraw := range shown.Surfaces {
+			if len(redraw) == 0 || shown.Error != "" {
+				continue
+			}
+			d := SurfaceData{SurfaceID: redraw[0].SurfaceID(), Messages: redraw}
+			if shown.Wait {
+				d.CallID = shown.CallID
+			}
+			if err := s.Surface(d); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

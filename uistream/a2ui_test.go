@@ -32,11 +32,11 @@ func TestEncoderSurface(t *testing.T) {
 			t.Fatal(err)
 		}
 		sf, _ := surfaces.Surface("order")
-		if err := s.Surface("order", sf.Redraw()); err != nil {
+		if err := s.Surface(SurfaceData{SurfaceID: "order", Messages: sf.Redraw()}); err != nil {
 			t.Fatalf("Surface() error = %v", err)
 		}
 	}
-	if err := s.Surface("gone", []a2ui.Message{a2ui.NewDeleteSurface("gone")}); err != nil {
+	if err := s.Surface(SurfaceData{SurfaceID: "gone", Messages: []a2ui.Message{a2ui.NewDeleteSurface("gone")}, CallID: "c1"}); err != nil {
 		t.Fatalf("Surface(deleted) error = %v", err)
 	}
 	if err := s.Finish(); err != nil {
@@ -55,7 +55,7 @@ func TestEncoderSurface(t *testing.T) {
 		{"type": "start", "messageId": "msg-1"},
 		{"type": "data-a2ui", "id": "order", "data": map[string]any{"surfaceId": "order", "messages": []any{create, components, data("Pending")}}},
 		{"type": "data-a2ui", "id": "order", "data": map[string]any{"surfaceId": "order", "messages": []any{create, components, data("Shipped")}}},
-		{"type": "data-a2ui", "id": "gone", "data": map[string]any{"surfaceId": "gone", "messages": []any{
+		{"type": "data-a2ui", "id": "gone", "data": map[string]any{"surfaceId": "gone", "callId": "c1", "messages": []any{
 			map[string]any{"version": "v0.9", "deleteSurface": map[string]any{"surfaceId": "gone"}}}}},
 		{"type": "finish"},
 		{"type": "[DONE]"},
@@ -92,7 +92,7 @@ func TestEncoderSurface(t *testing.T) {
 		t.Errorf("client parts = %d, surface text = %q; want 2 parts, the surface showing \"Shipped\"", len(parts), got)
 	}
 
-	if err := newSSEEncoder(httptest.NewRecorder(), "").Surface("", nil); err == nil {
+	if err := newSSEEncoder(httptest.NewRecorder(), "").Surface(SurfaceData{}); err == nil {
 		t.Errorf("Surface(\"\") error = nil, want an error")
 	}
 }

@@ -119,7 +119,7 @@ func Concierge(m model.LLM, toolsets ...tool.Toolset) (agent.Agent, error) {
 		Description: "Weather, time, arithmetic, your location and restaurant bookings",
 		Model:       m,
 		Instruction: conciergeInstruction,
-		Tools:       pick(tools, "get_weather", "calculate", "get_current_time", "get_location", "book_table"),
+		Tools:       pick(tools, "get_weather", "calculate", "get_current_time", "get_location", "book_table", "show_surface"),
 		Toolsets:    toolsets,
 		// Set here: ADK v2.2.0's runner sets an unset root mode on every
 		// run, a write that races between an instance's first concurrent

@@ -125,6 +125,7 @@ var (
 	reTrack    = regexp.MustCompile(`(?i)\b(?:music|track|song|bgm|play)\b.*?\b([1-9])\b`)
 	reLocation = regexp.MustCompile(`(?i)\b(where am i|my location|locate me|where i am)\b`)
 	reWeather  = regexp.MustCompile(`(?i)\bweather\b(?:.*?\b(?:in|for|at)\s+([\p{L}][\p{L} .'-]*))?`)
+	reForm     = regexp.MustCompile(`(?i)\bform\b.*\btable\b|\btable\b.*\bform\b|\breservation form\b`)
 	reTable    = regexp.MustCompile(`(?i)\b(?:book|reserve)\b.*?\btable\b(?:.*?\bfor\s+(\d+))?`)
 	reTime     = regexp.MustCompile(`(?i)\bwhat(?:'s| is)? (?:the )?time\b|\bcurrent time\b|\btime is it\b`)
 	reMath     = regexp.MustCompile(`^[\d\s+\-*/().×÷]+$`)
@@ -189,6 +190,8 @@ func answer(msg string, history []*genai.Content) *genai.Content {
 		return call("notes_add_note", map[string]any{"text": strings.TrimSpace(reNoteAdd.FindStringSubmatch(msg)[1])})
 	case reLocation.MatchString(msg):
 		return call("get_location", map[string]any{})
+	case reForm.MatchString(msg):
+		return call("show_surface", map[string]any{"messages": reservationForm(), "wait": true})
 	case reTable.MatchString(msg):
 		people := 2
 		if m := reTable.FindStringSubmatch(msg); m[1] != "" {
@@ -267,6 +270,8 @@ func describe(r *genai.FunctionResponse) string {
 		return fmt.Sprintf("It is %v (%v), %v.", resp["time"], resp["timezone"], resp["date"])
 	case "book_table":
 		return fmt.Sprintf("Booked: a table for %v at %v under the name %v.", num(resp["people"]), resp["time"], resp["name"])
+	case "show_surface":
+		return describeSurface(resp)
 	case "notes_add_note", "notes_list_notes":
 		return describeNotes(r.Name, resp)
 	case "notes_clear_notes":
@@ -319,4 +324,47 @@ func received(c *genai.Content) string {
 		}
 	}
 	return strings.Join(files, " and ")
+}
+
+// reservationForm is the A2UI surface the offline model shows for a table
+// reservation: a date, a party size, a name and a Reserve button whose
+// action carries the three.
+func reservationForm() []any {
+	field := func(id, label, path string) map[string]any {
+		return map[string]any{"id": id, "component": "TextField", "label": label, "value": map[string]any{"path": path}}
+	}
+	return []any{
+		map[string]any{"version": "v0.9", "createSurface": map[string]any{"surfaceId": "reservation",
+			"catalogId": "https://a2ui.org/specification/v0_9/catalogs/basic/catalog.json"}},
+		map[string]any{"version": "v0.9", "updateComponents": map[string]any{"surfaceId": "reservation", "components": []any{
+			map[string]any{"id": "root", "component": "Card", "child": "form"},
+			map[string]any{"id": "form", "component": "Column", "children": []any{"title", "date", "people", "name", "reserve"}},
+			map[string]any{"id": "title", "component": "Text", "text": "Reserve a table", "variant": "h3"},
+			map[string]any{"id": "date", "component": "DateTimeInput", "label": "Date", "value": map[string]any{"path": "/reservation/date"}, "enableDate": true},
+			field("people", "Party size", "/reservation/people"),
+			field("name", "Name", "/reservation/name"),
+			map[string]any{"id": "reserve_label", "component": "Text", "text": "Reserve"},
+			map[string]any{"id": "reserve", "component": "Button", "child": "reserve_label", "variant": "primary",
+				"action": map[string]any{"event": map[string]any{"name": "reserve", "context": map[string]any{
+					"date": map[string]any{"path": "/reservation/date"}, "people": map[string]any{"path": "/reservation/people"},
+					"name": map[string]any{"path": "/reservation/name"}}}}},
+		}}},
+		map[string]any{"version": "v0.9", "updateDataModel": map[string]any{"surfaceId": "reservation", "path": "/reservation",
+			"value": map[string]any{"date": "", "people": "2", "name": "Guest"}}},
+	}
+}
+
+// describeSurface words what the surface tool returned: the action a
+// person took on the reservation form, or that a surface was shown.
+func describeSurface(resp map[string]any) string {
+	action, _ := resp["action"].(map[string]any)
+	if action == nil {
+		return "Here it is."
+	}
+	ctx, _ := action["context"].(map[string]any)
+	date := fmt.Sprint(ctx["date"])
+	if date == "" || date == "<nil>" {
+		date = "the date you pick"
+	}
+	return fmt.Sprintf("Booked: a table for %v on %v under the name %v.", ctx["people"], date, ctx["name"])
 }

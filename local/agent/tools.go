@@ -82,7 +82,11 @@ func Tools() ([]tool.Tool, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []tool.Tool{weather, calc, clock, bgm, location, book}, nil
+	surface, err := toolcallback.Surface(toolcallback.SurfaceConfig{})
+	if err != nil {
+		return nil, err
+	}
+	return []tool.Tool{weather, calc, clock, bgm, location, book, surface}, nil
 }
 
 // getWeather makes up plausible weather: the demo has no network. The same
