@@ -256,11 +256,14 @@ type PendingState struct {
 	// History holds the active session's latest events, at most the
 	// number asked for.
 	History session.Events
+	// Whole says History begins with the session's first event.
+	Whole bool
 }
 
 // Pending returns the chat's agent, its pending calls that client may
 // answer (an empty client: every client's, each naming its client), and
-// its latest history events (at most history of them).
+// its latest history events: at most history of those among the session's
+// recent ones, or, for a negative history, all of the session's events.
 func (t *Team) Pending(ctx context.Context, user, chatID, client string, history int) (*PendingState, error) {
 	if err := validIDs("user id", user, "chat id", chatID); err != nil {
 		return nil, err
@@ -274,14 +277,14 @@ func (t *Team) Pending(ctx context.Context, user, chatID, client string, history
 	if err != nil {
 		return nil, err
 	}
-	calls, events, err := t.engine(chat.Agent).pending(ctx, user, chat.SessionID, client)
+	calls, events, whole, err := t.engine(chat.Agent).pending(ctx, user, chat.SessionID, client, history < 0)
 	if err != nil {
 		return nil, err
 	}
-	if n := len(events); history < n {
-		events = events[n-history:]
+	if n := len(events); history >= 0 && history < n {
+		events, whole = events[n-history:], false
 	}
-	return &PendingState{Agent: chat.Agent, Calls: calls, History: eventlist.List(events)}, nil
+	return &PendingState{Agent: chat.Agent, Calls: calls, History: eventlist.List(events), Whole: whole}, nil
 }
 
 // Watch follows the chat's active session as it is written to, from any
