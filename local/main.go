@@ -81,6 +81,7 @@ func run(ctx context.Context, addr string, log *slog.Logger, ready chan<- string
 		},
 		Addr:             addr,
 		ModelName:        m.Name(),
+		Suggestions:      localagent.Suggestions(),
 		SessionStateOnly: true, // the demo agents keep no app: or user: state
 		Logger:           log,
 	}

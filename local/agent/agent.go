@@ -107,6 +107,15 @@ func TeamWithMCP(m model.LLM, reg *mcpregistry.Registry) ([]toolcallback.Member,
 	return members, nil
 }
 
+// Suggestions are what the demo page offers to try with each agent, by
+// the agent's name: only things that agent's own tools do.
+func Suggestions() map[string][]string {
+	return map[string][]string{
+		"concierge": {"what's the weather in Tokyo?", "book a table for 4", "what is 12*7?", "what time is it in Paris?", "where am I?"},
+		"dj":        {"change the music to track 2", "play track 3", "where am I?", "play track 1 and tell me where I am"},
+	}
+}
+
 // Concierge has the server tools, the location and the table booking, and
 // the toolsets given.
 func Concierge(m model.LLM, toolsets ...tool.Toolset) (agent.Agent, error) {
