@@ -1,12 +1,14 @@
 package functions
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"google.golang.org/adk/v2/model"
 	"google.golang.org/genai"
 
@@ -56,5 +58,45 @@ func TestChatLiveWaitFollowsTurn(t *testing.T) {
 	}
 	if !strings.Contains(text(got), "counted to ten") {
 		t.Errorf("live wait's stream text = %q, want the second turn followed to its end", text(got))
+	}
+}
+
+// TestChatReplayAsksApprovalFirst: a reloaded page's resume replays a
+// turn waiting for a decision, and the call needing it comes first with
+// its request for approval, naming the device that decides: never before
+// it as a call that runs, which a page shows as "running…" for a moment.
+func TestChatReplayAsksApprovalFirst(t *testing.T) {
+	t.Parallel()
+	f := newHTTPFixture(t, nil, modeltest.CallReply(
+		modeltest.Call("w1", "get_weather", map[string]any{"city": "Oslo"}),
+		modeltest.Call("b1", "book_table", map[string]any{"people": 4})))
+	// Read, not checked: a page's turn sends an approval's call again,
+	// naming the device that decides, which uistreamtest.Check refuses.
+	resp := f.chat("ada", chatBody("chat1", "tab-a", userMessage("u1", "weather and a table")))
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST /Chat: status %d, %v", resp.StatusCode, err)
+	}
+	resp.Body.Close()
+
+	replay := f.stream(f.do(http.MethodGet, NameChat+"/chat1/stream", f.token("ada"), nil, nil), "b1")
+	var seen []string
+	for _, c := range replay {
+		if c["toolCallId"] != "b1" {
+			continue
+		}
+		kind := c["type"].(string)
+		if kind == "tool-input-available" {
+			meta, _ := c["providerMetadata"].(map[string]any)
+			baton, _ := meta["baton"].(map[string]any)
+			kind += " for " + fmt.Sprint(baton["deviceId"])
+		}
+		seen = append(seen, kind)
+	}
+	want := []string{"tool-input-available for tab-a", "tool-approval-request"}
+	if diff := cmp.Diff(want, seen); diff != "" {
+		t.Errorf("the replay's chunks of b1 (-want +got):\n%s", diff)
+	}
+	if in := chunksOfType(replay, "tool-input-available"); len(in) != 2 || in[0]["toolCallId"] != "w1" {
+		t.Errorf("the replay's calls = %v, want w1, then b1", in)
 	}
 }

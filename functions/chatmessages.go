@@ -13,12 +13,15 @@ import (
 	"github.com/baton-run/baton/transcript"
 )
 
-// chatView is GET /Chat/{chatId}: the conversation as AI SDK UIMessages,
-// which a page passes to useChat as its initial messages.
+// chatView is GET /Chat/{chatId}: a page of the conversation as AI SDK
+// UIMessages, which a page passes to useChat as its initial messages.
 type chatView struct {
 	Agent    string          `json:"agent"`  // the chat's active agent
 	Agents   []string        `json:"agents"` // the agents it may switch to
 	Messages []uiMessageView `json:"messages"`
+	// Earlier says the chat has messages before the first of Messages:
+	// ask for them with before set to its id.
+	Earlier bool `json:"earlier"`
 }
 
 type uiMessageView struct {
@@ -97,21 +100,27 @@ func (s *Server) chatMessages(w http.ResponseWriter, r *http.Request, chatID str
 	if err != nil {
 		return err
 	}
-	limit := 50
-	if h := r.URL.Query().Get("history"); h != "" {
-		n, err := strconv.Atoi(h)
-		if err != nil || n < 1 || n > maxHistory {
-			return fmt.Errorf("%w: history must be 1 to %d", errBadRequest, maxHistory)
-		}
-		limit = n
+	q, err := readPageQuery(r.URL.Query())
+	if err != nil {
+		return err
 	}
 	state, err := s.team.Pending(r.Context(), toolcallback.PendingRequest{UserID: user, ChatID: chatID, History: historyContext})
 	if err != nil {
 		return err
 	}
-	messages := uiMessages(state.History, limit, state.Calls)
-	s.signFileParts(r, user, messages)
-	writeJSON(w, http.StatusOK, chatView{Agent: state.Agent, Agents: s.team.Agents(), Messages: messages})
+	p, ok := q.page(state)
+	if !ok {
+		// The recent events do not hold the page: read them all.
+		if state, err = s.team.Pending(r.Context(), toolcallback.PendingRequest{UserID: user, ChatID: chatID, History: wholeHistory}); err != nil {
+			return err
+		}
+		p, _ = q.page(state)
+	}
+	if p.missing {
+		return fmt.Errorf("%w: before %q", toolcallback.ErrMessageNotFound, q.before)
+	}
+	s.signFileParts(r, user, p.messages)
+	writeJSON(w, http.StatusOK, chatView{Agent: state.Agent, Agents: s.team.Agents(), Messages: p.messages, Earlier: p.earlier})
 	return nil
 }
 
@@ -137,6 +146,7 @@ func uiMessages(events session.Events, shown int, open []*toolcallback.Call) []u
 	}
 	out := []uiMessageView{}
 	var switched []uiPartView // data-agent parts for the next assistant message
+	var switchedAt time.Time  // when the last of them happened
 	var userAt time.Time      // the user message out ends with
 	for _, item := range history(events, shown) {
 		switch {
@@ -154,7 +164,7 @@ func uiMessages(events session.Events, shown int, open []*toolcallback.Call) []u
 			out = append(out, uiMessageView{ID: userIDs[item.Time], Role: "user", Parts: []uiPartView{part}})
 			continue
 		case item.Role == "switch" && item.MessageID == "":
-			switched = append(switched, newAgentPart(item))
+			switched, switchedAt = append(switched, newAgentPart(item)), item.Time
 			continue
 		}
 		n := len(out)
@@ -185,7 +195,8 @@ func uiMessages(events session.Events, shown int, open []*toolcallback.Call) []u
 		}
 	}
 	if len(switched) > 0 {
-		out = append(out, uiMessageView{ID: "switch-" + strconv.Itoa(len(out)), Role: "assistant", Parts: switched})
+		// Named after the switch, so that every read names it alike.
+		out = append(out, uiMessageView{ID: "switch-" + strconv.FormatInt(switchedAt.UnixMilli(), 10), Role: "assistant", Parts: switched})
 	}
 	return out
 }

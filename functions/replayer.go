@@ -19,8 +19,10 @@ import (
 // replayer writes stored events as a useChat page must see them again:
 // a browser call that has its answer is shown with it (as a
 // provider-executed call, so no page runs it again), ADK's placeholder
-// responses to paused calls are left out, and an approval already decided
-// shows the tool's outcome rather than a request for approval.
+// responses to paused calls are left out, an approval already decided
+// shows the tool's outcome rather than a request for approval, and a call
+// still waiting for a decision is shown first where its request is, as
+// asking for approval, never as a call that runs.
 type replayer struct {
 	device   string          // the device the open calls belong to
 	external map[string]bool // open calls another system answers
@@ -63,6 +65,9 @@ func (rp *replayer) write(sw *uistream.Encoder, log *slog.Logger, ev *session.Ev
 		if fc := p.FunctionCall; fc != nil && fc.Name == toolconfirmation.FunctionCallName && rp.calls.decided[fc.ID] {
 			continue
 		}
+		if fc := p.FunctionCall; fc != nil && rp.awaitsDecision(fc.ID) {
+			continue // its confirmation request shows it, with the device that decides
+		}
 		content.Parts = append(content.Parts, p)
 	}
 	content.Parts = append(content.Parts, chatfiles.SavedFiles(ev)...)
@@ -85,4 +90,11 @@ func (rp *replayer) write(sw *uistream.Encoder, log *slog.Logger, ev *session.Ev
 	if err != nil && !errors.Is(err, uistream.ErrFinished) {
 		log.Warn("replay event", "error", err.Error())
 	}
+}
+
+// awaitsDecision reports whether call id asks, in the turn replayed, for
+// an approval nobody has given or refused yet.
+func (rp *replayer) awaitsDecision(id string) bool {
+	confirmation, ok := rp.calls.approvals[id]
+	return ok && !rp.calls.decided[confirmation]
 }

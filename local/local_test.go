@@ -122,8 +122,10 @@ func TestServesPageAndFunctions(t *testing.T) {
 		t.Fatal(err)
 	}
 	var cfg struct {
-		Model string `json:"model"`
-		Auth  struct {
+		Model       string              `json:"model"`
+		Agents      []string            `json:"agents"`
+		Suggestions map[string][]string `json:"suggestions"`
+		Auth        struct {
 			Mode string `json:"mode"`
 			SDK  string `json:"sdk"`
 		} `json:"auth"`
@@ -132,6 +134,14 @@ func TestServesPageAndFunctions(t *testing.T) {
 	resp.Body.Close()
 	if !strings.Contains(cfg.Model, "offline") {
 		t.Errorf("model = %q, want the offline model named as such", cfg.Model)
+	}
+	for _, name := range cfg.Agents {
+		if len(cfg.Suggestions[name]) == 0 {
+			t.Errorf("config.json suggests nothing for agent %s: %v", name, cfg.Suggestions)
+		}
+	}
+	if len(cfg.Agents) == 0 {
+		t.Error("config.json lists no agents")
 	}
 	if cfg.Auth.Mode != "firebase" || cfg.Auth.SDK == "" {
 		t.Errorf("auth = %+v, want the Firebase Auth emulator and the SDK's location", cfg.Auth)

@@ -55,6 +55,7 @@ func demo(ctx context.Context) (*devserver.Options, func(), error) {
 			return localagent.TeamWithMCP(m, reg)
 		},
 		ModelName:        m.Name(),
+		Suggestions:      localagent.Suggestions(),
 		SessionStateOnly: true, // the demo agents keep no app: or user: state
 	}, func() { srv.Close() }, nil
 }

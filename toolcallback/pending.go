@@ -19,14 +19,20 @@ import (
 // pending returns the session's pending calls that client may answer (an
 // empty client: every client's), oldest first, so a reloaded tab can pick
 // its tool requests up again, and
-// the session's latest events (up to recentWindow). When a dead invocation
-// left the session needing repair and nobody holds its lease, it repairs it
-// first, so the reloaded tab shows the repaired conversation. While a turn
-// runs, its open questions asked on a live call (AskLive) are among them.
-func (e *engine) pending(ctx context.Context, user, sid, client string) ([]*Call, []*session.Event, error) {
-	sess, err := e.loadRecent(ctx, nil, user, sid)
+// the session's latest events (up to recentWindow; all of them when all
+// is set), and whether those begin with its first event. When a dead
+// invocation left the session needing repair and nobody holds its lease,
+// it repairs it first, so the reloaded tab shows the repaired
+// conversation. While a turn runs, its open questions asked on a live call
+// (AskLive) are among the calls.
+func (e *engine) pending(ctx context.Context, user, sid, client string, all bool) ([]*Call, []*session.Event, bool, error) {
+	recent := recentWindow
+	if all {
+		recent = 0
+	}
+	sess, err := e.sessions.Read(ctx, sessionstore.ReadRequest{App: e.app, User: user, SessionID: sid, Recent: recent})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	// A turn in flight looks like one to repair (a message not answered
 	// yet): with its lease live as read, trying to take the lease would
@@ -46,11 +52,12 @@ func (e *engine) pending(ctx context.Context, user, sid, client string) ([]*Call
 	}
 	docs, _, err := queryCalls(ctx, q)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
+	read := sess
 	if !running && transcript.NeedsRepair(sess.Events(), knownCalls(docs)) {
 		if sess, err = e.repairIfIdle(ctx, sess, docs); err != nil {
-			return nil, nil, err
+			return nil, nil, false, err
 		}
 	}
 	now := platform.Now(ctx)
@@ -61,11 +68,15 @@ func (e *engine) pending(ctx context.Context, user, sid, client string) ([]*Call
 		}
 		c, err := d.call()
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, false, err
 		}
 		out = append(out, c)
 	}
-	return out, slices.Collect(sess.Events().All()), nil
+	// A window is cut only when it holds as many events, rewound ones
+	// included, as it was read with (a repair reads the window again).
+	events := slices.Collect(sess.Events().All())
+	whole := (all && sess == read) || len(events)+len(sess.Rewound()) < recentWindow
+	return out, events, whole, nil
 }
 
 // settleOpenCalls applies the pending-call policy before a new message,

@@ -128,6 +128,8 @@ type PendingState struct {
 	// History holds the active session's latest events, at most the
 	// number asked for.
 	History session.Events
+	// Whole says History begins with the session's first event.
+	Whole bool
 }
 
 // PendingRequest asks for what a reloaded page needs of a chat.
@@ -136,11 +138,13 @@ type PendingRequest struct {
 	// ClientID limits the calls to those the client may answer; empty:
 	// every client's, each naming its client.
 	ClientID string
-	History  int // how many of the latest events, at most
+	// History is how many of the session's recent events to return, at
+	// most; negative: all of the session's events.
+	History int
 }
 
 // Pending returns the chat's agent, its pending calls that the client may
-// answer, and its latest history events (see PendingRequest).
+// answer, and its history events (see PendingRequest).
 func (t *Team) Pending(ctx context.Context, req PendingRequest) (*PendingState, error) {
 	if err := validIDs("user id", req.UserID, "chat id", req.ChatID); err != nil {
 		return nil, err
@@ -154,14 +158,14 @@ func (t *Team) Pending(ctx context.Context, req PendingRequest) (*PendingState, 
 	if err != nil {
 		return nil, err
 	}
-	calls, events, err := t.engine(chat.Agent).pending(ctx, req.UserID, chat.SessionID, req.ClientID)
+	calls, events, whole, err := t.engine(chat.Agent).pending(ctx, req.UserID, chat.SessionID, req.ClientID, req.History < 0)
 	if err != nil {
 		return nil, err
 	}
-	if n := len(events); req.History < n {
-		events = events[n-req.History:]
+	if n := len(events); req.History >= 0 && req.History < n {
+		events, whole = events[n-req.History:], false
 	}
-	return &PendingState{Agent: chat.Agent, Calls: calls, History: eventlist.List(events)}, nil
+	return &PendingState{Agent: chat.Agent, Calls: calls, History: eventlist.List(events), Whole: whole}, nil
 }
 
 // Watch follows the chat's active session as it is written to, from any

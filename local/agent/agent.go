@@ -24,7 +24,8 @@ const GeminiModel = "gemini-2.5-flash"
 const (
 	conciergeInstruction = `You are the concierge of Baton's demo. Use the tools: get_weather, calculate
 and get_current_time run on the server; get_location asks the user's browser where they are;
-book_table books a restaurant table once a person approves; notes_add_note and notes_list_notes
+book_table books a restaurant table once a person approves; show_surface shows the user a form (A2UI) and,
+with wait, returns what they did with it; notes_add_note and notes_list_notes
 keep notes for the conversation, and notes_clear_notes forgets them after asking the user, when the
 notes server is connected. Earlier turns may hold records like
 "[dj called change_bgm(track=2): ...]" of what another agent did. Answer briefly.`
@@ -105,6 +106,15 @@ func TeamWithMCP(m model.LLM, reg *mcpregistry.Registry) ([]toolcallback.Member,
 		members = append(members, toolcallback.Member{Agent: a})
 	}
 	return members, nil
+}
+
+// Suggestions are what the demo page offers to try with each agent, by
+// the agent's name: only things that agent's own tools do.
+func Suggestions() map[string][]string {
+	return map[string][]string{
+		"concierge": {"what's the weather in Tokyo?", "book a table for 4", "reserve a table with a form", "what is 12*7?", "what time is it in Paris?", "where am I?"},
+		"dj":        {"change the music to track 2", "play track 3", "where am I?", "play track 1 and tell me where I am"},
+	}
 }
 
 // Concierge has the server tools, the location and the table booking, and

@@ -3,8 +3,7 @@ package agent
 import (
 	"context"
 	"iter"
-	"os"
-	"regexp"
+	"strings"
 	"sync"
 	"testing"
 
@@ -46,59 +45,60 @@ func (w *toolWatch) GenerateContent(ctx context.Context, req *model.LLMRequest, 
 	}
 }
 
-// pageSuggestions reads the suggestions the demo page offers from its
-// source, so that the test follows the page.
-func pageSuggestions(t *testing.T) []string {
-	t.Helper()
-	src, err := os.ReadFile("../web/src/App.jsx")
-	if err != nil {
-		t.Fatal(err)
-	}
-	block := regexp.MustCompile(`(?s)const SUGGESTIONS = \[(.*?)\];`).FindSubmatch(src)
-	if block == nil {
-		t.Fatal("no SUGGESTIONS in App.jsx")
-	}
-	var out []string
-	for _, m := range regexp.MustCompile(`'([^']*)'|"([^"]*)"`).FindAllSubmatch(block[1], -1) {
-		out = append(out, string(m[1])+string(m[2]))
-	}
-	if len(out) < 3 {
-		t.Fatalf("suggestions = %q, want the page's list", out)
-	}
-	return out
-}
-
-// TestSuggestionsCallOnlyTheAgentsTools: for every suggestion on the page
-// and every agent of the demo, the offline model's first answer calls no
-// tool the agent lacks (the concierge has no change_bgm), as ADK builds
-// the request.
+// TestSuggestionsCallOnlyTheAgentsTools: every agent of the demo has
+// suggestions, and for each of them the offline model's first answer,
+// as ADK builds the request for that agent, calls its tools and no tool
+// it lacks: none is answered "this agent has no … tool".
 func TestSuggestionsCallOnlyTheAgentsTools(t *testing.T) {
 	watch := &toolWatch{}
 	members, err := TeamWithModel(watch)
 	if err != nil {
 		t.Fatal(err)
 	}
+	suggestions := Suggestions()
 	for _, m := range members {
+		name := m.Agent.Name()
+		if len(suggestions[name]) < 3 {
+			t.Errorf("agent %s has %d suggestions, want at least 3", name, len(suggestions[name]))
+		}
 		r, err := runner.New(runner.Config{AppName: "app", Agent: m.Agent, SessionService: session.InMemoryService(), AutoCreateSession: true})
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i, say := range pageSuggestions(t) {
+		for i, say := range suggestions[name] {
+			before := len(watch.calls)
 			msg := genai.NewContentFromText(say, genai.RoleUser)
-			for ev, err := range r.Run(t.Context(), "u", m.Agent.Name()+string(rune('a'+i)), msg, agent.RunConfig{}) {
+			for ev, err := range r.Run(t.Context(), "u", name+string(rune('a'+i)), msg, agent.RunConfig{}) {
 				if err != nil {
-					t.Fatalf("%s, %q: %v", m.Agent.Name(), say, err)
+					t.Fatalf("%s, %q: %v", name, say, err)
 				}
-				if ev.Author == m.Agent.Name() {
-					break // the model's first answer; its tools are not run
+				if ev.Author != name {
+					continue
 				}
+				if text := genaiText(ev.Content); strings.Contains(text, "this agent has no") {
+					t.Errorf("%s, %q: answered %q", name, say, text)
+				}
+				break // the model's first answer; its tools are not run
+			}
+			if len(watch.calls) == before {
+				t.Errorf("%s, %q: no tool call, want one of the agent's tools", name, say)
 			}
 		}
 	}
 	if len(watch.unknown) > 0 {
 		t.Errorf("the offline model called tools the agent lacks: %q", watch.unknown)
 	}
-	if len(watch.calls) == 0 {
-		t.Error("no suggestion made a tool call: the test checked nothing")
+	if len(members) != len(suggestions) {
+		t.Errorf("suggestions for %d agents, the team has %d", len(suggestions), len(members))
 	}
+}
+
+func genaiText(c *genai.Content) string {
+	var b strings.Builder
+	if c != nil {
+		for _, p := range c.Parts {
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String()
 }

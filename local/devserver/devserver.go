@@ -45,6 +45,9 @@ type Options struct {
 	Addr string
 	// ModelName is what the page shows as the model. Default: none.
 	ModelName string
+	// Suggestions are what the page offers to try with each agent, by the
+	// agent's name: chips under the message box. Default: none.
+	Suggestions map[string][]string
 	// SessionStateOnly is functions.ServerOptions.SessionStateOnly: the
 	// agents keep no app: or user: state.
 	SessionStateOnly bool
@@ -148,7 +151,7 @@ func Run(ctx context.Context, opts *Options) error {
 		return err
 	}
 	defer closeMCP()
-	mux, err := routes(server, emus.signIn, cfg.Project, o.ModelName)
+	mux, err := routes(server, emus.signIn, cfg.Project, &o)
 	if err != nil {
 		return err
 	}
@@ -224,14 +227,15 @@ func newServer(ctx context.Context, cfg functions.Config, client *firestore.Clie
 // routes adds to the functions' routes the page, what it reads at
 // /config.json and, when it signs in through the Auth emulator, the
 // Firebase JS SDK.
-func routes(server *functions.Server, signIn *pageAuth, project, model string) (*http.ServeMux, error) {
+func routes(server *functions.Server, signIn *pageAuth, project string, o *Options) (*http.ServeMux, error) {
 	mux := server.Mux()
 	page, err := web.Files()
 	if err != nil {
 		return nil, err
 	}
 	mux.Handle("/", http.FileServerFS(page))
-	config := map[string]any{"model": model, "agents": server.Team().Agents(), "auth": map[string]any{"mode": "dev"}}
+	config := map[string]any{"model": o.ModelName, "agents": server.Team().Agents(), "suggestions": o.Suggestions,
+		"auth": map[string]any{"mode": "dev"}}
 	if signIn != nil {
 		config["auth"] = signIn.config(project)
 		mux.Handle("GET /vendor/firebase/", signIn.sdk())

@@ -18,11 +18,15 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { closeSync, mkdirSync, openSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 import * as ai7 from 'ai';
 import * as ai6 from 'ai-v6';
 import { watchStreams } from './uistream.mjs';
+
+// axe-core's browser build, injected into pages by the accessibility scenario.
+const axePath = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
 
 // The page builds, the SDK each was built with, and the major version the
 // page must report. BATON_E2E_SDK=7 (or 6) runs the scenarios on that page
@@ -142,12 +146,16 @@ function scenario(title, slug, fn, { timed = false } = {}) {
   }
 }
 
-/** Opens the page in a new tab and waits until it has restored the session. */
-async function openTab(context) {
+/**
+ * Opens the page in a new tab and waits until it has restored the session;
+ * prepare, when given, is called with the tab before it loads the page.
+ */
+async function openTab(context, prepare) {
   const page = await context.newPage();
   const errors = [];
   page.on('pageerror', (err) => errors.push(err.message));
   page.errors = errors;
+  await prepare?.(page);
   await page.goto(context.base);
   await ready(page);
   assert.equal((await page.getAttribute(sel('app'), 'data-ai-sdk')).split('.')[0], context.major, 'the page runs the AI SDK under test');
@@ -209,6 +217,22 @@ function noPageErrors(...pages) {
   for (const page of pages) assert.deepEqual(page.errors, [], 'uncaught errors in the page');
 }
 
+/**
+ * An init script: once the tab's session says so, records in
+ * window.e2eStatuses every status any book_table call card takes, as the
+ * page renders it.
+ */
+function recordStatuses() {
+  if (!sessionStorage.getItem('e2e.record-statuses')) return;
+  window.e2eStatuses = [];
+  const note = () => {
+    for (const card of document.querySelectorAll('[data-testid="tool-call"][data-tool-name="book_table"]')) {
+      window.e2eStatuses.push(card.dataset.status);
+    }
+  };
+  new MutationObserver(note).observe(document, { subtree: true, childList: true, attributes: true, attributeFilter: ['data-status'] });
+}
+
 async function screenshot(page, name) {
   await page.screenshot({ path: join(OUT, `${page.context().prefix}${name}.png`) });
 }
@@ -236,6 +260,7 @@ scenario('change the music to track 2: the tab runs change_bgm and the agent ans
 
 scenario('two tabs of one user: the tool request reaches only the tab that asked, the other shows it live', 'two-tabs', async (t) => {
   const context = await t.newContext();
+  await context.addInitScript(recordStatuses);
   const asker = await openTab(context);
   const other = await openTab(context);
   const a = await ids(asker);
@@ -261,6 +286,12 @@ scenario('two tabs of one user: the tool request reaches only the tab that asked
   // The other tab follows the turn live: it shows the call waiting, and no buttons.
   await other.waitForSelector(sel('tool-call', '[data-tool-name="book_table"][data-status="waiting"]'), { timeout: WAIT });
   assert.equal(await count(other, sel('approve')), 0, 'the other tab shows approval buttons');
+  // Every state the other tab shows a tool call in, from its reload on:
+  // the replay that the reload resumes must not show the call running,
+  // even for a moment (Baton's replay asks for approval first).
+  await other.evaluate(() => {
+    sessionStorage.setItem('e2e.record-statuses', '1');
+  });
   await other.reload();
   await ready(other);
   // The other tab shows the conversation but runs nothing and offers no approval.
@@ -269,6 +300,9 @@ scenario('two tabs of one user: the tool request reaches only the tab that asked
   await other.waitForSelector(sel('tool-call', '[data-tool-name="book_table"][data-status="waiting"]'), { timeout: WAIT });
   assert.equal(await count(other, sel('tool-call', ':not([data-status="waiting"]):not([data-status="done"])')), 0,
     'the other tab took up a call');
+  await other.waitForTimeout(500); // the replay is over
+  assert.deepEqual(await other.evaluate(() => [...new Set(window.e2eStatuses)]), ['waiting'],
+    'the states the reloaded other tab showed the open approval in');
   assert.equal(await other.getAttribute(sel('bgm'), 'data-track'), '0', 'the other tab ran change_bgm');
   const listed = await pendingFor(other, b);
   assert.deepEqual(listed.calls, [], 'Pending lists the call for the other tab');
@@ -456,34 +490,61 @@ scenario('reload in the middle of a turn: the page shows the rest of it', 'reloa
   noPageErrors(page);
 });
 
+/** A promise and the function that resolves it. */
+function deferred() {
+  let resolve;
+  const promise = new Promise((r) => {
+    resolve = r;
+  });
+  return { promise, resolve };
+}
+
 scenario('a second tab shows a turn made in the first, without a reload', 'live-tab', async (t) => {
   const context = await t.newContext();
   const first = await openTab(context);
-  const second = await openTab(context);
+  // The second tab's resume on load (GET /Chat/{chatId}/stream without
+  // X-Baton-Wait) reaches the server only once a turn runs in the first
+  // tab, which started after the second tab loaded the conversation; its
+  // live waits only once that turn is over. So the resume alone shows the
+  // turn, and the turn's user message must come with it.
+  const started = deferred();
+  const over = deferred();
+  const second = await openTab(context, (page) => page.route((url) => /^\/Chat\/[^/]+\/stream$/.test(url.pathname), async (route) => {
+    const request = route.request();
+    if (request.method() === 'GET') await (request.headers()['x-baton-wait'] ? over.promise : started.promise);
+    await route.fallback().catch(() => {}); // a wait the page gave up meanwhile
+  }));
+  await send(first, 'count slowly to 10');
+  await assistantSays(first, /Counting: 1, 2/);
+  started.resolve();
+  await showsExactly(second, [/^count slowly to 10/, /Counting: 1, 2, 3[\s\S]*10\. Done counting\./],
+    'the second tab, which resumed a turn started after it loaded');
+  await assistantSays(first, /10\. Done counting\./);
+  over.resolve();
+  await second.waitForSelector(sel('send', ':enabled'), { timeout: WAIT });
+  await first.waitForSelector(sel('send', ':enabled'), { timeout: WAIT });
   await second.waitForTimeout(500); // its live wait is open
 
   await send(first, 'what is 12*7?');
   await assistantSays(first, /12\*7 = 84/);
   await assistantSays(second, /12\*7 = 84/);
   await second.waitForSelector(sel('message', '[data-role="user"]:has-text("what is 12*7?")'), { timeout: WAIT });
-  assert.equal(await count(second, sel('message')), 2, 'the second tab shows the user message and the answer once');
+  assert.equal(await count(second, sel('message')), 4, 'the second tab shows each user message and answer once');
 
   // A long turn: the second tab shows the first tab's message as soon as
   // the turn starts, while the answer is still on its way.
-  await send(first, 'count slowly to 10');
+  await send(first, 'count slowly to 12');
   await second.waitForFunction(() => {
     const texts = (role) => [...document.querySelectorAll(`[data-testid="message"][data-role="${role}"]`)].map((m) => m.innerText);
-    return texts('user').some((t) => t.includes('count slowly to 10')) && !texts('assistant').some((t) => /Done counting/.test(t));
+    return texts('user').some((t) => t.includes('count slowly to 12')) && !texts('assistant').some((t) => /12\. Done counting/.test(t));
   }, null, { timeout: WAIT }).catch((err) => {
     throw new Error(`the second tab did not show the user message while the turn ran: ${err.message}`);
   });
   await screenshot(second, 'live-tab-running');
-  await assistantSays(first, /Counting: 1, 2, 3[\s\S]*10\. Done counting\./);
-  await assistantSays(second, /Counting: 1, 2, 3[\s\S]*10\. Done counting\./);
-  await second.waitForFunction(() => document.querySelectorAll('[data-testid="message"]').length === 4, null, { timeout: WAIT })
-    .catch((err) => {
-      throw new Error(`the second tab does not show two user messages and two answers once: ${err.message}`);
-    });
+  await assistantSays(first, /Counting: 1, 2, 3[\s\S]*12\. Done counting\./);
+  await assistantSays(second, /Counting: 1, 2, 3[\s\S]*12\. Done counting\./);
+  await showsExactly(second, [/^count slowly to 10/, /10\. Done/, /^what is 12\*7/, /= 84/, /^count slowly to 12/, /12\. Done/],
+    'the second tab, every user message and answer once');
   await screenshot(second, 'live-tab');
   noPageErrors(first, second);
 });
@@ -764,13 +825,15 @@ scenario('clear the notes after a reload: the question asked on the live call co
 
 scenario('every request to the functions is credentialed, so it carries Cloud Run\'s affinity cookie from any origin', 'credentials', async (t) => {
   const context = await t.newContext();
-  // Records the credentials mode of every fetch the page makes.
+  // Records the credentials mode of every fetch the page makes, across
+  // reloads of the tab.
   await context.addInitScript(() => {
     const original = window.fetch;
-    window.batonFetches = [];
+    window.batonFetches = JSON.parse(sessionStorage.getItem('e2e.fetches') ?? '[]');
     window.fetch = (input, init) => {
       const url = new URL(typeof input === 'string' ? input : input.url, location.href);
       window.batonFetches.push({ method: init?.method ?? 'GET', path: url.pathname, credentials: init?.credentials ?? null });
+      sessionStorage.setItem('e2e.fetches', JSON.stringify(window.batonFetches));
       return original(input, init);
     };
   });
@@ -781,6 +844,9 @@ scenario('every request to the functions is credentialed, so it carries Cloud Ru
   await assistantSays(page, /track 2/i);
   // The live wait starts again once the turn is over.
   await page.waitForFunction(() => window.batonFetches.filter((f) => /^\/Chat\/[^/]+\/stream$/.test(f.path)).length >= 2, null, { timeout: WAIT });
+  // A reload loads the conversation (a new chat's first load asks nothing).
+  await page.reload();
+  await ready(page);
 
   const fetches = await page.evaluate(() => window.batonFetches);
   const own = fetches.filter((f) => /^\/(Chat|Turn|ToolResult|Pending)(\/|$)/.test(f.path));
@@ -791,5 +857,363 @@ scenario('every request to the functions is credentialed, so it carries Cloud Ru
   assert.deepEqual(own.filter((f) => f.credentials !== 'include'), [], 'requests to the functions without credentials: include');
   const config = fetches.find((f) => f.path === '/config.json');
   assert.equal(config?.credentials, null, 'the page\'s own config is fetched with the default credentials');
+  noPageErrors(page);
+});
+
+// --- long chats, recovery, limits, sign-in, first screen ------------------------------
+
+/** Whether the conversation shows its end (the newest message). */
+function atEnd(page) {
+  return page.$eval(sel('log'), (el) => el.scrollHeight - el.scrollTop - el.clientHeight <= 4);
+}
+
+/** Runs n quick turns ("what is i*7?") in the page's chat through POST /Turn, waiting out any rate limit. */
+function quickTurns(page, n) {
+  return page.evaluate(async (n) => {
+    const sessionId = document.querySelector('[data-testid="session-id"]').textContent;
+    const clientId = document.querySelector('[data-testid="client-id"]').textContent;
+    for (let i = 1; i <= n; i++) {
+      const res = await fetch('/Turn', {
+        method: 'POST',
+        headers: await window.batonHeaders({ 'Content-Type': 'application/json', Accept: 'application/json' }),
+        body: JSON.stringify({ sessionId, clientId, text: `what is ${i}*7?` }),
+      });
+      const body = await res.json();
+      if (res.status === 429) {
+        await new Promise((resolve) => setTimeout(resolve, body.error.retryAfterSeconds * 1000));
+        i--;
+      } else if (!res.ok) {
+        throw new Error(`turn ${i}: ${res.status} ${JSON.stringify(body)}`);
+      }
+    }
+  }, n);
+}
+
+scenario('a 60-turn chat reloads whole: the view ends at the newest message, scrolling up reaches the first', 'long-reload', async (t) => {
+  const context = await t.newContext();
+  const page = await openTab(context);
+  await quickTurns(page, 60); // the tab follows them live
+
+  await page.reload();
+  await ready(page);
+  await assistantSays(page, /60\*7 = 420\./);
+  assert.ok(await atEnd(page), 'the reloaded page shows the end of the conversation');
+  const firstPage = await count(page, sel('message', '[data-role="user"]'));
+  assert.ok(firstPage < 60, `the first page holds ${firstPage} user messages: the test pages nothing`);
+  await page.waitForSelector(sel('earlier'), { timeout: WAIT });
+
+  // Scrolling to the top loads earlier messages, a page at a time, and
+  // the view stays where the person reads.
+  for (let i = 0; i < 10 && await count(page, sel('earlier')); i++) {
+    const before = await count(page, sel('message'));
+    await page.$eval(sel('log'), (el) => el.scrollTo(0, 0));
+    await page.waitForFunction((n) => document.querySelectorAll('[data-testid="message"]').length > n, before, { timeout: WAIT });
+    assert.ok(!await atEnd(page), 'loading earlier messages jumped to the end');
+  }
+  const shown = await shownMessages(page);
+  const users = shown.filter((m) => m.role === 'user').map((m) => m.text.trim());
+  assert.deepEqual(users, Array.from({ length: 60 }, (_, i) => `what is ${i + 1}*7?`), 'every user message once, in order');
+  assert.equal(new Set(shown.map((m) => m.id)).size, shown.length, 'a message shown twice');
+  assert.equal(shown.length, 120, 'every message of the chat');
+  assert.equal(await count(page, sel('earlier')), 0, 'the first message is shown, yet the page offers earlier ones');
+  await screenshot(page, 'long-reload');
+  noPageErrors(page);
+});
+
+scenario('the view follows the conversation, unless the person scrolled up; an approval below the fold comes into view', 'follow', async (t) => {
+  const context = await t.newContext();
+  const page = await openTab(context);
+  await quickTurns(page, 12); // more than the view holds
+  await assistantSays(page, /12\*7 = 84\./);
+  assert.ok(await atEnd(page), 'the view does not show the newest of the turns followed live');
+
+  // Scrolled up, a new answer does not move the view: a control jumps to it.
+  await send(page, 'count slowly to 8');
+  await assistantSays(page, /Counting: 1/);
+  await page.$eval(sel('log'), (el) => el.scrollTo(0, 0));
+  await page.waitForSelector(sel('jump-latest'), { timeout: WAIT });
+  assert.ok(!await atEnd(page), 'the view moved to the end while the person read above');
+  await page.click(sel('jump-latest'));
+  await assistantSays(page, /8\. Done counting\./);
+  await page.waitForFunction(() => {
+    const el = document.querySelector('[data-testid="log"]');
+    return el.scrollHeight - el.scrollTop - el.clientHeight <= 4;
+  }, null, { timeout: WAIT });
+  assert.equal(await count(page, sel('jump-latest')), 0, 'the jump control stays at the end');
+
+  // An approval asked while the person reads above is brought into view,
+  // with the focus in its form.
+  await page.waitForSelector(sel('send', ':enabled'), { timeout: WAIT });
+  await page.route((url) => url.pathname === '/Chat', async (route) => {
+    if (route.request().method() === 'POST') await new Promise((resolve) => setTimeout(resolve, 1500));
+    await route.fallback();
+  });
+  await send(page, 'book a table for 4');
+  await page.$eval(sel('log'), (el) => el.scrollTo(0, 0));
+  await page.waitForSelector(sel('approval'), { timeout: WAIT });
+  await page.waitForFunction(() => document.activeElement?.closest('[data-testid="approval"]'), null, { timeout: WAIT });
+  const visible = await page.$eval(sel('approval'), (form) => {
+    const box = form.getBoundingClientRect();
+    const log = document.querySelector('[data-testid="log"]').getBoundingClientRect();
+    return box.top >= log.top - 1 && box.bottom <= log.bottom + 1;
+  });
+  assert.ok(visible, 'the approval form is out of view');
+  await page.keyboard.press('Enter'); // approves, from the focused field
+  await assistantSays(page, /table for 4\b/);
+  assert.ok(await atEnd(page), 'the answer to the approval is out of view');
+  await screenshot(page, 'follow');
+  noPageErrors(page);
+});
+
+/**
+ * An init script: window.cutStreams() breaks every UI message stream the
+ * page is reading, as a lost connection does (the body fails with a
+ * TypeError "network error").
+ */
+function cuttableStreams() {
+  const fetch = window.fetch;
+  const cuts = new Set();
+  window.cutStreams = () => {
+    for (const cut of cuts) cut();
+    cuts.clear();
+  };
+  window.fetch = async (input, init) => {
+    const res = await fetch(input, init);
+    if (!res.body || !(res.headers.get('Content-Type') ?? '').startsWith('text/event-stream')) return res;
+    const reader = res.body.getReader();
+    let cut;
+    const body = new ReadableStream({
+      start(controller) {
+        cut = () => {
+          controller.error(new TypeError('network error'));
+          reader.cancel().catch(() => {});
+        };
+        cuts.add(cut);
+      },
+      async pull(controller) {
+        const { done, value } = await reader.read();
+        if (done) {
+          cuts.delete(cut);
+          controller.close();
+        } else {
+          controller.enqueue(value);
+        }
+      },
+      cancel(reason) {
+        cuts.delete(cut);
+        return reader.cancel(reason);
+      },
+    });
+    return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
+  };
+}
+
+scenario('the connection breaks mid-answer: once the network is back the page resumes the turn and clears its line', 'reconnect', async (t) => {
+  const context = await t.newContext();
+  await context.addInitScript(cuttableStreams);
+  const page = await openTab(context);
+  await send(page, 'count slowly to 16');
+  await assistantSays(page, /Counting: 1, 2/);
+  await context.setOffline(true);
+  await page.evaluate(() => window.cutStreams());
+  const broken = sel('system-message', '[data-kind="error"]');
+  await page.waitForSelector(broken, { timeout: WAIT });
+  assert.match(await page.innerText(broken), /connection broke/);
+  await page.waitForTimeout(2500); // tries made while offline fail
+  await screenshot(page, 'reconnect-offline');
+  await context.setOffline(false);
+  await assistantSays(page, /Counting: 1, 2, 3[\s\S]*16\. Done counting\./);
+  await page.waitForSelector(broken, { state: 'detached', timeout: WAIT });
+  await showsExactly(page, [/^count slowly to 16/, /16\. Done counting\./], 'after the network came back');
+  await page.waitForSelector(sel('send', ':enabled'), { timeout: WAIT });
+  await send(page, 'what is 3*7?');
+  await assistantSays(page, /3\*7 = 21/);
+  assert.equal(await count(page, sel('system-message')), 0, 'a line is left over');
+
+  // A message sent while the network is down comes back into the box.
+  await page.waitForSelector(sel('send', ':enabled'), { timeout: WAIT });
+  await context.setOffline(true);
+  await send(page, 'what is 9*7?');
+  await page.waitForSelector(broken, { timeout: WAIT });
+  await context.setOffline(false);
+  await page.waitForSelector(sel('system-message', '[data-kind="info"]:has-text("did not reach the agent")'), { timeout: WAIT });
+  await page.waitForSelector(broken, { state: 'detached', timeout: WAIT });
+  assert.equal(await page.inputValue(sel('composer-input')), 'what is 9*7?');
+  await showsExactly(page, [/^count slowly to 16/, /16\. Done counting\./, /^what is 3\*7/, /= 21/], 'the message that never left');
+  await screenshot(page, 'reconnect');
+  noPageErrors(page);
+});
+
+scenario('a refused message (429) is counted down and sent again, and its line goes once it went through', 'rate-limit', async (t) => {
+  const context = await t.newContext();
+  const page = await openTab(context);
+  // The next two new messages are each refused once, as the server
+  // refuses a turn over its rate limit: one with a short wait, one with a
+  // long one.
+  const waits = [3, 60];
+  const posts = [];
+  await page.route((url) => url.pathname === '/Chat', async (route) => {
+    const request = route.request();
+    if (request.method() !== 'POST') return route.fallback();
+    const last = request.postDataJSON().messages.at(-1);
+    const again = posts.includes(last.id);
+    posts.push(last.id);
+    const wait = last.role === 'user' && !again ? waits.shift() : undefined;
+    if (wait === undefined) return route.fallback();
+    return route.fulfill({
+      status: 429, contentType: 'application/json', headers: { 'Retry-After': String(wait) },
+      body: JSON.stringify({ error: { code: 'rate_limited', message: 'too many turns: at most 60 a minute per chat', retryAfterSeconds: wait } }),
+    });
+  });
+  const limited = sel('system-message', '[data-kind="limited"]');
+  await send(page, 'what is 2*7?');
+  await page.waitForSelector(limited, { timeout: WAIT });
+  const first = await page.innerText(limited);
+  await page.waitForFunction(([s, text]) => document.querySelector(s)?.innerText !== text, [limited, first], { timeout: WAIT });
+  assert.match(first, /Too many messages: your message goes again in [23] s/);
+  await assistantSays(page, /2\*7 = 14/);
+  await page.waitForSelector(limited, { state: 'detached', timeout: WAIT });
+
+  await page.waitForSelector(sel('send', ':enabled'), { timeout: WAIT });
+  await send(page, 'what is 4*7?');
+  await page.waitForSelector(`${limited} ${sel('retry')}`, { timeout: WAIT });
+  assert.match(await page.innerText(limited), /goes again in 1 min/);
+  await page.click(`${limited} ${sel('retry')}`);
+  await assistantSays(page, /4\*7 = 28/);
+  await page.waitForSelector(limited, { state: 'detached', timeout: WAIT });
+  await showsExactly(page, [/what is 2\*7/, /= 14/, /what is 4\*7/, /= 28/], 'no unanswered message');
+  assert.equal(posts.length, 4, 'each message was posted once refused and once more');
+  await screenshot(page, 'rate-limit');
+  noPageErrors(page);
+});
+
+scenario('an ID token the server refuses is refreshed once; a sign-in that no longer holds is said plainly', 'token', async (t) => {
+  const context = await t.newContext();
+  const page = await openTab(context);
+  const token = async () => (await page.evaluate(() => window.batonHeaders())).Authorization;
+  const old = await token();
+  await page.waitForTimeout(1100); // a new token differs from it (issued in another second)
+  // The server now refuses the token the page holds, as it refuses one
+  // past its hour: the page gets a fresh one and goes on.
+  const sent = [];
+  const functions = (url) => /^\/(Chat|Turn|ToolResult|Pending)(\/|$)/.test(url.pathname);
+  const unauthorized = (route) => route.fulfill({
+    status: 401, contentType: 'application/json',
+    body: JSON.stringify({ error: { code: 'unauthenticated', message: 'missing or invalid credentials' } }),
+  });
+  await page.route(functions, (route) => {
+    const auth = route.request().headers().authorization;
+    sent.push(auth);
+    return auth === old ? unauthorized(route) : route.fallback();
+  });
+  await send(page, 'what is 5*7?');
+  await assistantSays(page, /5\*7 = 35/);
+  assert.ok(sent.includes(old) && sent.some((a) => a !== old), 'the page did not retry with a fresh token');
+  assert.equal(await count(page, sel('system-message')), 0, 'a line about the refused token');
+
+  // The sign-in no longer holds: its refresh is refused, and so is every
+  // request. The page says so, once, and stops asking.
+  await page.route((url) => url.pathname.includes('securetoken.googleapis.com'), (route) => route.fulfill({
+    status: 400, contentType: 'application/json', body: JSON.stringify({ error: { code: 400, message: 'TOKEN_EXPIRED' } }),
+  }));
+  await page.unroute(functions);
+  let asked = 0;
+  await page.route(functions, (route) => {
+    asked++;
+    return unauthorized(route);
+  });
+  await page.waitForSelector(sel('send', ':enabled'), { timeout: WAIT });
+  await send(page, 'what is 6*7?');
+  const told = sel('system-message', ':has-text("no longer valid")');
+  await page.waitForSelector(told, { timeout: WAIT });
+  const after = asked;
+  await page.waitForTimeout(5000);
+  assert.ok(asked - after <= 1, `the page kept asking after it was told: ${asked - after} more requests in 5 s`);
+  assert.equal(await count(page, told), 1, 'told more than once');
+  await screenshot(page, 'token-signed-out');
+
+  // "Sign in again" signs in anew.
+  const user = await page.textContent(sel('user-id'));
+  await page.unrouteAll({ behavior: 'ignoreErrors' });
+  await page.click(`${told} ${sel('retry')}`);
+  await page.waitForFunction((u) => {
+    const el = document.querySelector('[data-testid="user-id"]');
+    return el && el.textContent !== u;
+  }, user, { timeout: WAIT });
+  await ready(page);
+  await send(page, 'what is 7*7?');
+  await assistantSays(page, /7\*7 = 49/);
+  noPageErrors(page);
+});
+
+scenario('the first screen: each agent offers what it can do, a new chat asks nothing of the server, a chip fills the box from the keyboard', 'first-screen', async (t) => {
+  const context = await t.newContext();
+  const consoleErrors = [];
+  const page = await openTab(context, (p) => p.on('console', (m) => m.type() === 'error' && consoleErrors.push(m.text())));
+  const config = await page.evaluate(() => fetch('/config.json').then((r) => r.json()));
+  const chips = () => page.$$eval(sel('suggestion'), (els) => els.map((el) => el.textContent));
+  for (const agent of ['dj', 'concierge']) {
+    await page.selectOption(sel('agent'), agent);
+    assert.deepEqual(await chips(), config.suggestions[agent], `the chips offered with ${agent}`);
+  }
+  assert.notDeepEqual(config.suggestions.dj, config.suggestions.concierge, 'every agent offers the same');
+
+  // From the keyboard: the chip's text goes into the box, and so does the focus.
+  await page.focus(sel('suggestion'));
+  await page.keyboard.press('Enter');
+  assert.equal(await page.inputValue(sel('composer-input')), config.suggestions.concierge[0]);
+  assert.equal(await page.evaluate(() => document.activeElement?.dataset.testid), 'composer-input', 'the focus stayed on the chip');
+
+  // Every agent's chips are things it can do.
+  for (const agent of ['dj', 'concierge']) {
+    await page.selectOption(sel('agent'), agent);
+    await page.locator(sel('suggestion')).filter({ hasText: /weather|track 2/ }).first().click();
+    await page.click(sel('send'));
+    const answer = await assistantSays(page, agent === 'dj' ? /track 2/i : /Tokyo/);
+    assert.doesNotMatch(answer, /has no .* tool/, `${agent} answered its own suggestion with`);
+    await page.waitForSelector(sel('send', ':enabled'), { timeout: WAIT });
+  }
+
+  await page.click(sel('new-chat'));
+  await ready(page);
+  await page.reload();
+  await ready(page);
+  await page.waitForTimeout(1500); // the live wait and the resume have gone out
+  assert.deepEqual(consoleErrors, [], 'errors in the console of a new chat');
+  await screenshot(page, 'first-screen');
+  noPageErrors(page);
+});
+
+/** Runs axe-core in the page and returns its violations of impact serious or critical, and the others. */
+async function axe(page) {
+  await page.addScriptTag({ path: axePath });
+  return page.evaluate(async () => {
+    const result = await window.axe.run(document, { resultTypes: ['violations'] });
+    const describe = (v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`;
+    return {
+      severe: result.violations.filter((v) => ['serious', 'critical'].includes(v.impact)).map(describe),
+      other: result.violations.filter((v) => !['serious', 'critical'].includes(v.impact)).map(describe),
+    };
+  });
+}
+
+scenario('accessibility: axe-core finds nothing serious or critical in a conversation with an open approval, on a desktop and on a phone', 'a11y', async (t) => {
+  const context = await t.newContext();
+  const page = await openTab(context);
+  const empty = await axe(page);
+  await chooseAgent(page, 'dj');
+  await send(page, 'change the music to track 2');
+  await assistantSays(page, /track 2/i);
+  await chooseAgent(page, 'concierge');
+  await send(page, 'book a table for 4');
+  await page.waitForSelector(sel('approval'), { timeout: WAIT });
+  const desktop = await axe(page);
+  await page.setViewportSize({ width: 390, height: 844 });
+  const phone = await axe(page);
+  for (const [name, found] of [['a new chat', empty], ['the conversation', desktop], ['a phone', phone]]) {
+    assert.deepEqual(found.severe, [], `axe-core's serious and critical findings on ${name}`);
+    assert.deepEqual(found.other, [], `axe-core's other findings on ${name}`);
+  }
+  await screenshot(page, 'a11y-phone');
   noPageErrors(page);
 });

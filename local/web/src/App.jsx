@@ -7,10 +7,9 @@
 // addToolApprovalResponse (with the payload the person edited written into
 // the call's input), and sendAutomaticallyWhen sends the answers.
 
-import { Fragment, useEffect, useMemo, useRef, useState } from 'react';
+import { Fragment, useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import { useChat } from '@ai-sdk/react';
 import {
-  DefaultChatTransport,
   lastAssistantMessageIsCompleteWithApprovalResponses,
   lastAssistantMessageIsCompleteWithToolCalls,
 } from 'ai';
@@ -19,29 +18,37 @@ import { errorNotice, useNotices } from './notices.jsx';
 import { useLiveTurns } from './live.js';
 import { Message } from './Message.jsx';
 import { MessageActions } from './Rewind.jsx';
-import { apiCredentials, loadChat, stopChat } from './chatapi.js';
+import {
+  authedFetch, chatStarted, isNewChat, isSignedOut, loadChat, markNewChat, SIGNED_OUT, stopChat, withEarlier,
+} from './chatapi.js';
 import { Attach } from './files.jsx';
 import { INPUT_TOOL, postLiveAnswer } from './InputForm.jsx';
-
-const SUGGESTIONS = [
-  'change the music to track 2',
-  'where am I?',
-  "what's the weather in Tokyo?",
-  'book a table for 4',
-  'what is 12*7?',
-  'what time is it?',
-];
+import { chatTransport } from './transport.js';
+import { useFollow } from './follow.js';
+import { useReconnect } from './reconnect.js';
 
 export function newId(prefix) {
   const bytes = crypto.getRandomValues(new Uint8Array(6));
   return prefix + Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
 }
 
-function remember(storage, key, prefix) {
-  let id = storage.getItem(key);
+/** The chat this browser profile shows: the last one it used, or a new one. */
+function currentChat() {
+  let id = localStorage.getItem('baton.session');
   if (!id) {
-    id = newId(prefix);
-    storage.setItem(key, id);
+    id = newId('chat-');
+    markNewChat(id);
+    localStorage.setItem('baton.session', id);
+  }
+  return id;
+}
+
+/** The tab's device id, kept across reloads of the tab. */
+function tabDevice() {
+  let id = sessionStorage.getItem('baton.client');
+  if (!id) {
+    id = newId('tab-');
+    sessionStorage.setItem('baton.client', id);
   }
   return id;
 }
@@ -52,13 +59,16 @@ function remember(storage, key, prefix) {
  * turn runs its browser tools and answers its approvals.
  */
 export function App({ config, identity }) {
-  const [chatId, setChatId] = useState(() => remember(localStorage, 'baton.session', 'chat-'));
-  const device = useMemo(() => remember(sessionStorage, 'baton.client', 'tab-'), []);
+  const [chatId, setChatId] = useState(currentChat);
+  const device = useMemo(tabDevice, []);
   const [loaded, setLoaded] = useState(null);
 
   useEffect(() => {
     let current = true;
-    loadChat(chatId, identity)
+    // A chat this profile has not sent anything to is not asked for: the
+    // server does not have it yet.
+    const load = isNewChat(chatId) ? Promise.resolve({ messages: [], agent: '', agents: [], earlier: false }) : loadChat(chatId, identity);
+    load
       .then((chat) => current && setLoaded({ chatId, ...chat }))
       .catch((err) => current && setLoaded({ chatId, messages: [], agent: '', agents: [], error: err.message }));
     return () => {
@@ -77,6 +87,7 @@ export function App({ config, identity }) {
 
   const newChat = () => {
     const id = newId('chat-');
+    markNewChat(id);
     localStorage.setItem('baton.session', id);
     setChatId(id);
   };
@@ -96,30 +107,33 @@ function ChatPage({ config, identity, device, chatId, initial, onNewChat }) {
   const [picked, setPicked] = useState(agent.current.picked);
   agent.current.picked = picked;
   const [input, setInput] = useState('');
+  const inputRef = useRef(null);
   const [files, setFiles] = useState(null); // a FileList for the next message
   const [running, setRunning] = useState(new Map()); // this tab's browser calls in progress, by call id
   const started = useRef(new Set()); // browser calls started in this page, so none runs twice
-  const notices = useNotices();
+  const notices = useNotices(useMemo(() => authedFetch(identity), [identity]));
   const live = useRef(null); // stops the live-turn wait before this tab answers anything
+  const shown = useRef(null); // useChat's setMessages, for loads made before it exists
+  // Whether messages precede the first shown, by its id, as each load said.
+  const earlierThan = useRef(new Map([[initial.messages[0]?.id, !!initial.earlier]]));
   useEffect(() => restoreTrack(), []); // the track this tab played before a reload
 
-  const transport = useMemo(() => new DefaultChatTransport({
-    api: '/Chat',
-    headers: () => identity.headers(),
-    credentials: apiCredentials, // also the resume GET (reconnectToStream)
-    body: () => {
-      const a = agent.current;
-      return { deviceId: device, ...(a.picked && a.picked !== a.current ? { agent: a.picked } : {}) };
+  /** Shows a load of the latest messages after the earlier ones shown. */
+  const showLatest = useCallback((fresh) => {
+    earlierThan.current.set(fresh.messages[0]?.id, !!fresh.earlier);
+    shown.current((ms) => withEarlier(ms, fresh));
+  }, []);
+  const reload = useCallback(async () => {
+    showLatest(await loadChat(chatId, identity));
+  }, [chatId, identity, showLatest]);
+
+  const transport = useMemo(() => chatTransport({
+    identity, device, agent, fetch: notices.retryingFetch,
+    onResumed: () => {
+      chatStarted(chatId);
+      return reload();
     },
-    // Baton keeps the transcript and reads only the newest message (the
-    // user's, or the assistant's with this tab's answers): send just that,
-    // so a POST stays small however long the chat grows
-    // (docs/files-and-long-chats.md).
-    prepareSendMessagesRequest: ({ id, messages, body, trigger, messageId }) => ({
-      body: { ...body, id, trigger, messageId, messages: messages.slice(-1) },
-    }),
-    fetch: notices.busyRetryingFetch,
-  }), [identity, device, notices.busyRetryingFetch]);
+  }), [identity, device, chatId, notices.retryingFetch, reload]);
 
   const chat = useChat({
     id: chatId,
@@ -142,9 +156,30 @@ function ChatPage({ config, identity, device, chatId, initial, onNewChat }) {
       agent.current.current = part.data.to;
       setPicked(part.data.to);
     },
-    onError: (err) => notices.add(errorNotice(err)),
+    onError: (err) => {
+      const notice = errorNotice(err);
+      if (notice.broken) broken(notice);
+      else if (!(notice.unauthenticated && isSignedOut())) notices.add(notice); // the page says that once
+    },
   });
-  const { messages, status, setMessages, addToolOutput, addToolApprovalResponse, sendMessage, regenerate, stop } = chat;
+  const { messages, status, setMessages, addToolOutput, addToolApprovalResponse, sendMessage, regenerate, stop, resumeStream } = chat;
+  shown.current = setMessages;
+  const latest = useRef(messages);
+  latest.current = messages;
+  // After a broken connection: the conversation as stored. A message sent
+  // while the network was down never reached the server: its text goes
+  // back into the message box rather than vanishing.
+  const recoverLoad = useCallback(async () => {
+    const fresh = await loadChat(chatId, identity);
+    const mine = latest.current.findLast((m) => m.role === 'user');
+    showLatest(fresh);
+    if (mine && !fresh.messages.some((m) => m.id === mine.id)) {
+      setInput((text) => text || mine.parts.filter((p) => p.type === 'text').map((p) => p.text).join(''));
+      notices.add({ kind: 'info', text: 'Your last message did not reach the agent: it is back in the message box.' });
+    }
+  }, [chatId, identity, showLatest, notices.add]); // eslint-disable-line react-hooks/exhaustive-deps
+  const broken = useReconnect({ transport, reload: recoverLoad, resume: resumeStream, notices });
+  useSignedOut(identity, notices.add);
 
   async function runTool(toolCallId, toolName, args) {
     setRunning((m) => new Map(m).set(toolCallId, 'running in this tab…'));
@@ -187,7 +222,27 @@ function ChatPage({ config, identity, device, chatId, initial, onNewChat }) {
 
   notices.count.current = messages.length;
   const busy = status === 'submitted' || status === 'streaming';
-  live.current = useLiveTurns({ chatId, identity, transport, messages, setMessages, idle: !busy && running.size === 0 });
+  live.current = useLiveTurns({ chatId, identity, transport, messages, setMessages, onLoaded: showLatest, idle: !busy && running.size === 0 });
+
+  // Earlier messages, a page at a time, when the person scrolls to the
+  // top of the conversation or asks for them.
+  const earlier = messages.length > 0 && earlierThan.current.get(messages[0].id) === true;
+  const [paging, setPaging] = useState(false);
+  const loadEarlier = async () => {
+    if (paging || !earlier) return;
+    setPaging(true);
+    try {
+      const page = await loadChat(chatId, identity, { before: messages[0].id });
+      earlierThan.current.set(page.messages[0]?.id, !!page.earlier);
+      follow.keepPlace();
+      setMessages((ms) => [...page.messages.filter((m) => !ms.some((x) => x.id === m.id)), ...ms]);
+    } catch (err) {
+      notices.add({ kind: 'error', text: `Could not load earlier messages: ${err.message}` });
+    } finally {
+      setPaging(false);
+    }
+  };
+  const follow = useFollow(messages.at(-1), loadEarlier);
 
   // Stop: useChat's stop() only ends this tab's stream; DELETE
   // /Chat/{chatId}/stream stops the turn on the server, whichever instance
@@ -197,8 +252,7 @@ function ChatPage({ config, identity, device, chatId, initial, onNewChat }) {
     await stop();
     try {
       await stopChat(chatId, identity);
-      const fresh = await loadChat(chatId, identity);
-      setMessages(fresh.messages);
+      await reload();
     } catch (err) {
       notices.add(errorNotice(err));
     }
@@ -209,75 +263,69 @@ function ChatPage({ config, identity, device, chatId, initial, onNewChat }) {
     const text = input.trim();
     if (!text || busy) return;
     live.current?.();
+    chatStarted(chatId);
     setInput('');
     setFiles(null);
+    follow.toEnd();
     sendMessage(files ? { text, files } : { text });
   };
 
   const lastAssistant = messages.findLast((m) => m.role === 'assistant')?.id;
-  const modelName = config.model ? String(config.model).split(' (')[0] : 'unknown';
   return (
     <div className="app" data-testid="app" data-ready="true" data-state={busy || running.size ? 'working' : 'idle'}
       data-ai-sdk={__AI_SDK_VERSION__}>
-      <header className="top">
-        <h1>Baton <span className="sub">demo</span></h1>
-        <span className="badge" data-testid="model" title={config.model ? `Model: ${config.model}` : 'The model answering in this session'}>
-          Model: {modelName}
-        </span>
-        <label className="agent">Agent{' '}
-          <select data-testid="agent" title="The agent that answers your next message" value={picked}
-            onChange={(e) => setPicked(e.target.value)}>
-            {agents.map((name) => <option key={name} value={name}>{name}</option>)}
-          </select>
-        </label>
-        <div className="bgm" data-testid="bgm" data-track="0" role="status" aria-live="polite">
-          <span className="bars" aria-hidden="true"><i /><i /><i /></span>
-          <span data-testid="bgm-label">Music off</span>
-          <button type="button" className="link" data-testid="bgm-stop" hidden onClick={() => playTrack(0)}>Stop</button>
+      <Header config={config} agents={agents} picked={picked} onPick={setPicked} onNewChat={onNewChat} />
+      <main className="chat" aria-label="Chat with the agent">
+        <div className="view">
+          <div className="messages" data-testid="log" ref={follow.ref} onScroll={follow.onScroll} role="log" aria-label="Conversation">
+            <div className="log" data-testid="messages" ref={follow.content}>
+              {earlier && (
+                <button type="button" className="link earlier" data-testid="earlier" disabled={paging} onClick={loadEarlier}>
+                  {paging ? 'Loading earlier messages…' : 'Earlier messages'}
+                </button>
+              )}
+              {messages.length === 0 && notices.list.length === 0 && (
+                <p className="hint" data-testid="hint">Say hello, or try one of the suggestions below.</p>
+              )}
+              {messages.map((m, i) => (
+                <Fragment key={m.id}>
+                  {notices.render(i)}
+                  <Message message={m} device={device} running={running} onDecide={decide} onAnswer={answerInput} />
+                  <MessageActions message={m} last={m.id === lastAssistant} busy={busy || running.size > 0}
+                    onRegenerate={(messageId) => { live.current?.(); regenerate({ messageId }); }}
+                    onEdit={(messageId, text) => {
+                      live.current?.();
+                      // The edited message keeps its files: sent back as the URLs
+                      // Baton gave them, which /Chat takes as the same files.
+                      const files = m.parts.filter((p) => p.type === 'file');
+                      sendMessage(files.length > 0 ? { text, files, messageId } : { text, messageId });
+                    }} />
+                </Fragment>
+              ))}
+              {notices.render(messages.length, true)}
+              {initial.error && <div className="system" data-testid="system-message" data-kind="error" role="alert">
+                <span className="text">Could not load the conversation: {initial.error}</span></div>}
+            </div>
+          </div>
+          {follow.behind && (
+            <button type="button" className="jump" data-testid="jump-latest" onClick={follow.toEnd}>Jump to latest ↓</button>
+          )}
         </div>
-        <button type="button" data-testid="new-chat" onClick={onNewChat}>New chat</button>
-      </header>
-
-      <main className="messages" data-testid="messages" role="log" aria-live="polite" aria-label="Conversation">
-        {messages.length === 0 && notices.list.length === 0 && (
-          <p className="hint" data-testid="hint">Say hello, or try one of the suggestions below.</p>
-        )}
-        {messages.map((m, i) => (
-          <Fragment key={m.id}>
-            {notices.render(i)}
-            <Message message={m} device={device} running={running} onDecide={decide} onAnswer={answerInput} />
-            <MessageActions message={m} last={m.id === lastAssistant} busy={busy || running.size > 0}
-              onRegenerate={(messageId) => { live.current?.(); regenerate({ messageId }); }}
-              onEdit={(messageId, text) => {
-                live.current?.();
-                // The edited message keeps its files: sent back as the URLs
-                // Baton gave them, which /Chat takes as the same files.
-                const files = m.parts.filter((p) => p.type === 'file');
-                sendMessage(files.length > 0 ? { text, files, messageId } : { text, messageId });
-              }} />
-          </Fragment>
-        ))}
-        {notices.render(messages.length, true)}
-        {initial.error && <div className="system" data-testid="system-message" data-kind="error" role="alert">
-          <span className="text">Could not load the conversation: {initial.error}</span></div>}
+        <form className="composer" data-testid="composer" aria-label="Your message" onSubmit={send}>
+          <Suggestions list={config.suggestions?.[picked] ?? []} onPick={(s) => {
+            setInput(s);
+            inputRef.current?.focus();
+          }} />
+          <div className="row">
+            <label htmlFor="input" className="visually-hidden">Message</label>
+            <input id="input" ref={inputRef} data-testid="composer-input" autoComplete="off" placeholder="Message the agent…" required
+              value={input} onChange={(e) => setInput(e.target.value)} />
+            <Attach files={files} onChange={setFiles} disabled={busy} />
+            <button type="submit" data-testid="send" disabled={busy}>Send</button>
+            {busy && <button type="button" data-testid="stop" onClick={stopTurn}>Stop</button>}
+          </div>
+        </form>
       </main>
-
-      <form className="composer" data-testid="composer" onSubmit={send}>
-        <div className="suggestions" aria-label="Try these">
-          {SUGGESTIONS.map((s) => (
-            <button key={s} type="button" className="chip" data-testid="suggestion" onClick={() => setInput(s)}>{s}</button>
-          ))}
-        </div>
-        <div className="row">
-          <label htmlFor="input" className="visually-hidden">Message</label>
-          <input id="input" data-testid="composer-input" autoComplete="off" placeholder="Message the agent…" required
-            value={input} onChange={(e) => setInput(e.target.value)} />
-          <Attach files={files} onChange={setFiles} disabled={busy} />
-          <button type="submit" data-testid="send" disabled={busy}>Send</button>
-          {busy && <button type="button" data-testid="stop" onClick={stopTurn}>Stop</button>}
-        </div>
-      </form>
-
       <footer className="ids">
         <span>user <code data-testid="user-id">{identity.user}</code></span>
         <span>session <code data-testid="session-id">{chatId}</code></span>
@@ -286,6 +334,71 @@ function ChatPage({ config, identity, device, chatId, initial, onNewChat }) {
       </footer>
     </div>
   );
+}
+
+function Header({ config, agents, picked, onPick, onNewChat }) {
+  const modelName = config.model ? String(config.model).split(' (')[0] : 'unknown';
+  return (
+    <header className="top">
+      <h1>Baton <span className="sub">demo</span></h1>
+      <span className="badge" data-testid="model" title={config.model ? `Model: ${config.model}` : 'The model answering in this session'}>
+        Model: {modelName}
+      </span>
+      <label className="agent">Agent{' '}
+        <select data-testid="agent" title="The agent that answers your next message" value={picked}
+          onChange={(e) => onPick(e.target.value)}>
+          {agents.map((name) => <option key={name} value={name}>{name}</option>)}
+        </select>
+      </label>
+      <div className="bgm" data-testid="bgm" data-track="0" role="status" aria-live="polite">
+        <span className="bars" aria-hidden="true"><i /><i /><i /></span>
+        <span data-testid="bgm-label">Music off</span>
+        <button type="button" className="link" data-testid="bgm-stop" hidden onClick={() => playTrack(0)}>Stop</button>
+      </div>
+      <button type="button" data-testid="new-chat" onClick={onNewChat}>New chat</button>
+    </header>
+  );
+}
+
+/**
+ * What the picked agent can do, as the server lists it (config.json's
+ * suggestions, by agent): a chip puts its text in the message box.
+ */
+function Suggestions({ list, onPick }) {
+  if (list.length === 0) return null;
+  return (
+    <div className="suggestions" role="group" aria-label="Try these">
+      {list.map((s) => (
+        <button key={s} type="button" className="chip" data-testid="suggestion" onClick={() => onPick(s)}>{s}</button>
+      ))}
+    </div>
+  );
+}
+
+/**
+ * Tells the person, once, that the page's sign-in no longer holds (a
+ * request stayed 401 after a fresh ID token), with a button that signs in
+ * again: the page reloads signed out, and signs in anew.
+ */
+function useSignedOut(identity, add) {
+  useEffect(() => {
+    let told = false;
+    const tell = () => {
+      if (told) return;
+      told = true;
+      add({
+        kind: 'error', text: 'Your sign-in is no longer valid, so this page cannot reach the agent. Sign in again to go on.',
+        retryLabel: 'Sign in again',
+        retry: async () => {
+          await identity.signOut().catch(() => {});
+          location.reload();
+        },
+      });
+    };
+    if (isSignedOut()) tell();
+    window.addEventListener(SIGNED_OUT, tell);
+    return () => window.removeEventListener(SIGNED_OUT, tell);
+  }, [identity, add]);
 }
 
 /**

@@ -6,8 +6,9 @@
 // (input.live) while the turn is still streaming goes straight to
 // /ToolResult, since useChat sends answers only once the stream ends.
 
-import { Fragment, useState } from 'react';
-import { apiCredentials } from './chatapi.js';
+import { Fragment, useRef, useState } from 'react';
+import { authedFetch } from './chatapi.js';
+import { useAsk } from './follow.js';
 
 export const INPUT_TOOL = 'baton_input';
 
@@ -34,6 +35,8 @@ export function InputForm({ part, onAnswer }) {
   const [values, setValues] = useState(() => Object.fromEntries(requests.map(([id, r]) => [id, initial(r.params?.requestedSchema)])));
   const [problem, setProblem] = useState('');
   const [sent, setSent] = useState(false);
+  const form = useRef(null);
+  useAsk(form);
   if (sent) return null;
 
   const answer = (action) => {
@@ -49,7 +52,7 @@ export function InputForm({ part, onAnswer }) {
   };
   const set = (id, key, v) => setValues({ ...values, [id]: { ...values[id], [key]: v } });
   return (
-    <form className="approval" data-testid="input-form" onSubmit={(e) => {
+    <form ref={form} className="approval" data-testid="input-form" aria-label="The agent asks you" onSubmit={(e) => {
       e.preventDefault();
       answer('accept');
     }}>
@@ -87,10 +90,9 @@ export function InputForm({ part, onAnswer }) {
 
 /** Sends the answer to a question asked on the live call, outside useChat. */
 export async function postLiveAnswer({ chatId, device, identity, part, output }) {
-  const res = await fetch('/ToolResult', {
+  const res = await authedFetch(identity)('/ToolResult', {
     method: 'POST',
-    headers: { 'Content-Type': 'application/json', ...(await identity.headers()) },
-    credentials: apiCredentials,
+    headers: { 'Content-Type': 'application/json' },
     body: JSON.stringify({ sessionId: chatId, toolCallId: part.toolCallId, clientId: device, output }),
   });
   if (!res.ok) {

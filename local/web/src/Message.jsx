@@ -2,8 +2,9 @@
 // calls (with an approval form when this tab must decide), and agent
 // switches (data-agent parts), shown as a line before the message.
 
-import { Fragment, useState } from 'react';
+import { Fragment, useRef, useState } from 'react';
 import { isBrowserTool } from './tools.js';
+import { useAsk } from './follow.js';
 import { FilePart } from './files.jsx';
 import { INPUT_TOOL, InputForm } from './InputForm.jsx';
 
@@ -56,8 +57,13 @@ export function compact(value) {
   return s.length > 160 ? `${s.slice(0, 157)}…` : s;
 }
 
-/** How a tool part shows: its status, the label for it and its output. */
-function view(part, name, mine, running) {
+/**
+ * How a tool part shows: its status, the label for it and its output. A
+ * call that names the device that decides and runs on the server asks for
+ * approval: its request follows (Baton's streams say so first, so that no
+ * tab shows it running, even for a moment).
+ */
+function view(part, name, mine, running, owner) {
   const approval = part.approval;
   switch (part.state) {
     case 'input-streaming':
@@ -68,6 +74,7 @@ function view(part, name, mine, running) {
       if (isBrowserTool(name) && !part.providerExecuted) {
         return mine ? { status: 'running', label: running ?? 'runs in this tab' } : { status: 'waiting', label: 'waiting for an answer' };
       }
+      if (owner && part.providerExecuted) return { status: 'waiting', label: 'asks for approval…' };
       return { status: 'running', label: 'running…' };
     case 'approval-requested':
       return mine ? { status: 'approval', label: 'needs your approval', ask: true } : { status: 'waiting', label: 'waiting for an answer' };
@@ -93,7 +100,7 @@ function view(part, name, mine, running) {
 function ToolCard({ part, device, running, onDecide, onAnswer }) {
   const name = toolName(part);
   const owner = (part.callProviderMetadata ?? part.providerMetadata)?.baton?.deviceId;
-  const v = view(part, name, owner === device, running);
+  const v = view(part, name, owner === device, running, owner);
   return (
     <div className="tool" data-testid="tool-call" data-tool-name={name} data-call-id={part.toolCallId} data-status={v.status}>
       <div className="tool-head">
@@ -117,6 +124,8 @@ function ApprovalForm({ part, onDecide }) {
   const [json, setJson] = useState(() => JSON.stringify(args, null, 2));
   const [problem, setProblem] = useState('');
   const [sent, setSent] = useState(false);
+  const form = useRef(null);
+  useAsk(form);
 
   const read = () => {
     if (!flat) return JSON.parse(json);
@@ -145,7 +154,7 @@ function ApprovalForm({ part, onDecide }) {
   if (sent) return null;
   const id = (key) => `f-${part.approval.id}-${key}`;
   return (
-    <form className="approval" data-testid="approval" onSubmit={(e) => {
+    <form ref={form} className="approval" data-testid="approval" aria-label={`Approve ${toolName(part)}?`} onSubmit={(e) => {
       e.preventDefault();
       decide(true);
     }}>

@@ -10,20 +10,93 @@
  */
 export const apiCredentials = 'include';
 
-/** GET /Chat/{chatId}: the conversation as UI messages; a new chat has none. */
-export async function loadChat(chatId, identity) {
-  const res = await fetch(`/Chat/${encodeURIComponent(chatId)}`, { headers: await identity.headers(), credentials: apiCredentials });
-  if (res.status === 404) return { messages: [], agent: '', agents: [] };
+/** The event window gets when the page's sign-in no longer holds. */
+export const SIGNED_OUT = 'baton:signed-out';
+let signedOut = false;
+
+/** Whether a request stayed 401 after a fresh ID token: retrying is useless. */
+export const isSignedOut = () => signedOut;
+
+function sayUnauthorized() {
+  if (signedOut) return;
+  signedOut = true;
+  window.dispatchEvent(new Event(SIGNED_OUT));
+}
+
+/**
+ * A fetch for Baton's functions, as identity: every request carries the
+ * user's current ID token. A 401 gets one forced refresh of the token and
+ * one retry; when the refresh fails or the retry is 401 too, the page is
+ * told (SIGNED_OUT) instead of trying again by itself.
+ */
+export function authedFetch(identity) {
+  return async (input, init = {}) => {
+    const send = async () => {
+      const headers = new Headers(init.headers);
+      for (const [k, v] of Object.entries(await identity.headers())) headers.set(k, v);
+      return fetch(input, { credentials: apiCredentials, ...init, headers });
+    };
+    const res = await send();
+    if (res.status !== 401) return res;
+    try {
+      await identity.refresh();
+    } catch {
+      sayUnauthorized();
+      return res;
+    }
+    const again = await send();
+    if (again.status === 401) sayUnauthorized();
+    return again;
+  };
+}
+
+/**
+ * GET /Chat/{chatId}: a page of the conversation as UI messages, with
+ * earlier: true when messages precede it (before: the id of the message
+ * the page ends before; none: the latest). A chat the server does not have
+ * yet has none.
+ */
+export async function loadChat(chatId, identity, { before } = {}) {
+  const q = before ? `?${new URLSearchParams({ before })}` : '';
+  const res = await authedFetch(identity)(`/Chat/${encodeURIComponent(chatId)}${q}`);
+  if (res.status === 404 && !before) return { messages: [], agent: '', agents: [], earlier: false };
   const body = await res.json().catch(() => null);
   if (!res.ok) throw new Error(body?.error?.message ?? `GET /Chat: ${res.status}`);
   return body;
 }
 
+/**
+ * The latest page of the conversation, fresh, after the earlier messages
+ * the page has already loaded (those before the page's first message).
+ */
+export function withEarlier(shown, fresh) {
+  const first = fresh.messages[0]?.id;
+  const at = first ? shown.findIndex((m) => m.id === first) : -1;
+  return at > 0 ? [...shown.slice(0, at), ...fresh.messages] : fresh.messages;
+}
+
 /** DELETE /Chat/{chatId}/stream: stops the chat's running turn (204 when none runs). */
 export async function stopChat(chatId, identity) {
-  const res = await fetch(`/Chat/${encodeURIComponent(chatId)}/stream`, { method: 'DELETE', headers: await identity.headers(), credentials: apiCredentials });
+  const res = await authedFetch(identity)(`/Chat/${encodeURIComponent(chatId)}/stream`, { method: 'DELETE' });
   if (!res.ok) {
     const body = await res.json().catch(() => null);
     throw new Error(body?.error?.message ?? `DELETE /Chat/{chatId}/stream: ${res.status}`);
   }
+}
+
+// A chat this browser profile named but has not sent a message to yet:
+// the page does not ask the server for it (it would answer 404).
+const NEW_CHAT = 'baton.new-chat';
+
+export function markNewChat(chatId) {
+  localStorage.setItem(NEW_CHAT, chatId);
+}
+
+export function isNewChat(chatId) {
+  return localStorage.getItem(NEW_CHAT) === chatId;
+}
+
+/** The chat has a message (sent here, or seen streaming): the server has it. */
+export function chatStarted(chatId) {
+  if (isNewChat(chatId)) localStorage.removeItem(NEW_CHAT);
 }

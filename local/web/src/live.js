@@ -8,11 +8,14 @@
 // turn's stream carries only the assistant message. The stream is then read
 // with the AI SDK's own parser and message reader over it; when it ends,
 // the conversation is loaded again (the turn as stored). A tab never runs
-// tools from these streams: they are other tabs' turns.
+// tools from these streams: they are other tabs' turns. A failed wait is
+// tried again after growing pauses; once the page's sign-in no longer
+// holds, the tab stops waiting (the page says so).
 
 import { useEffect, useRef } from 'react';
 import { readUIMessageStream } from 'ai';
-import { apiCredentials, loadChat } from './chatapi.js';
+import { authedFetch, chatStarted, isSignedOut, loadChat } from './chatapi.js';
+import { retryPause } from './reconnect.js';
 
 const WAIT_SECONDS = 25;
 const sleep = (ms, signal) => new Promise((resolve) => {
@@ -24,10 +27,12 @@ const sleep = (ms, signal) => new Promise((resolve) => {
 });
 
 /**
- * Follows turns made elsewhere while idle is true. Returns a function that
- * stops the current wait at once (before this tab sends or answers).
+ * Follows turns made elsewhere while idle is true: each streamed message
+ * goes into the page with setMessages, each load of the conversation to
+ * onLoaded. Returns a function that stops the current wait at once (before
+ * this tab sends or answers).
  */
-export function useLiveTurns({ chatId, identity, transport, messages, setMessages, idle }) {
+export function useLiveTurns({ chatId, identity, transport, messages, setMessages, onLoaded, idle }) {
   // The last assistant message this tab shows: a turn it missed between
   // two waits is replayed at once.
   const seen = useRef('none');
@@ -43,29 +48,31 @@ export function useLiveTurns({ chatId, identity, transport, messages, setMessage
     let followed = null;
     const showConversation = async () => {
       const fresh = await loadChat(chatId, identity);
-      if (!signal.aborted) setMessages(fresh.messages);
+      if (!signal.aborted) onLoaded(fresh);
       return fresh.messages;
     };
+    const wait = authedFetch(identity);
     (async () => {
       // Give an automatic request (a tool's answer) the chance to start.
       await sleep(300, signal);
-      while (!signal.aborted) {
-        let res;
+      let failed = 0; // waits failed in a row
+      while (!signal.aborted && !isSignedOut()) {
+        let res = null;
         try {
-          res = await fetch(`/Chat/${encodeURIComponent(chatId)}/stream`, {
-            headers: { ...(await identity.headers()), 'X-Baton-Wait': String(WAIT_SECONDS), 'X-Baton-Seen': followed ?? seen.current },
-            credentials: apiCredentials,
+          res = await wait(`/Chat/${encodeURIComponent(chatId)}/stream`, {
+            headers: { 'X-Baton-Wait': String(WAIT_SECONDS), 'X-Baton-Seen': followed ?? seen.current },
             signal,
           });
         } catch {
-          await sleep(2000, signal);
+          // the network is down, or the wait was stopped
+        }
+        if (!res?.ok) {
+          await sleep(retryPause(failed++), signal);
           continue;
         }
+        failed = 0;
         if (res.status === 204) continue;
-        if (!res.ok) {
-          await sleep(2000, signal);
-          continue;
-        }
+        chatStarted(chatId);
         try {
           // The body waits, buffered, while the conversation loads. A
           // failed load still shows the stream; the load at its end retries.
@@ -91,7 +98,7 @@ export function useLiveTurns({ chatId, identity, transport, messages, setMessage
       }
     })();
     return () => ctrl.abort();
-  }, [chatId, identity, transport, setMessages, idle]);
+  }, [chatId, identity, transport, setMessages, onLoaded, idle]);
   return () => stop.current();
 }
 

@@ -1,5 +1,7 @@
 // Lines the page shows between messages that are not part of any message:
-// a busy session (retried by itself, then by the Retry button) and errors.
+// a busy session (retried by itself, then by the Retry button), a rate
+// limit (counted down, then the refused request is sent again), a broken
+// connection (until the page has recovered the turn) and errors.
 
 import { useCallback, useMemo, useRef, useState } from 'react';
 
@@ -34,11 +36,21 @@ export function errorNotice(err) {
       return { kind: 'limited', text: `Too many messages: try again in ${waitText(e.retryAfterSeconds)}.` };
     case 'budget_exhausted':
       return { kind: 'limited', text: `Today's usage limit is reached: try again in ${waitText(e.retryAfterSeconds)}.` };
+    case 'unauthenticated':
+      return { kind: 'error', unauthenticated: true, text: 'The server did not accept this page\'s sign-in.' };
     case undefined:
-      return { kind: 'error', text: `The connection broke while the agent answered: ${err?.message ?? err}. Reload to see where things stand.` };
+      return brokenConnection(err)
+        ? { kind: 'error', broken: true, text: 'The connection broke while the agent answered. Reconnecting…' }
+        : { kind: 'error', text: `The agent's answer failed: ${err?.message ?? err}` };
     default:
       return { kind: 'error', text: `Error (${e.code}): ${e.message}` };
   }
+}
+
+/** Whether err is fetch's for a lost connection, as the AI SDK tells them. */
+function brokenConnection(err) {
+  const message = String(err?.message ?? '').toLowerCase();
+  return err?.name === 'TypeError' && (message.includes('fetch') || message.includes('network') || message === 'load failed');
 }
 
 /** A wait in seconds as a person reads it: "40 s", "3 min", "5 h 20 min". */
@@ -51,11 +63,13 @@ function waitText(seconds) {
 
 /**
  * The page's notices. Each is shown where the conversation was when it
- * came (before the message that followed). busyRetryingFetch is the
- * transport's fetch: a 409 busy is shown and retried, a few times by
- * itself and then when Retry is pressed.
+ * came (before the message that followed). retryingFetch is the
+ * transport's fetch over base: a 409 busy is shown and retried, a few
+ * times by itself and then when Retry is pressed; a 429 is counted down
+ * and sent again when the wait is over (or Retry is pressed), and its line
+ * goes once the request went through.
  */
-export function useNotices() {
+export function useNotices(base) {
   const [list, setList] = useState([]);
   const count = useRef(0); // messages shown, kept current by the page
 
@@ -67,21 +81,31 @@ export function useNotices() {
   const update = useCallback((key, change) => {
     setList((l) => l.map((n) => (n.key === key ? { ...n, ...change } : n)));
   }, []);
+  const remove = useCallback((keep) => {
+    setList((l) => l.filter((n) => keep(n)));
+  }, []);
 
-  const busyRetryingFetch = useCallback(async (input, init) => {
-    let key = null;
+  const retryingFetch = useCallback(async (input, init) => {
+    let busy = null;
+    let limited = null;
     for (let attempt = 1; ; attempt++) {
-      const res = await fetch(input, init);
-      const problem = res.status === 409 ? await res.clone().json().catch(() => null) : null;
-      if (problem?.error?.code !== 'busy') {
-        if (key) update(key, { state: 'resolved', text: 'The session was busy with another tab — retried.', retry: null });
+      const res = await base(input, init);
+      const problem = res.status === 409 || res.status === 429 ? await res.clone().json().catch(() => null) : null;
+      const code = problem?.error?.code;
+      const seconds = problem?.error?.retryAfterSeconds || Number(res.headers.get('Retry-After')) || 1;
+      if (code === 'busy') {
+        busy ??= add({ kind: 'busy', text: '' });
+        await busyWait(busy, seconds, attempt, update);
+      } else if (code === 'rate_limited' || code === 'budget_exhausted') {
+        limited ??= add({ kind: 'limited', text: '' });
+        await limitWait(limited, seconds, code, update, init?.signal);
+      } else {
+        if (busy) update(busy, { state: 'resolved', text: 'The session was busy with another tab — retried.', retry: null });
+        if (limited) remove((n) => n.key !== limited);
         return res;
       }
-      const seconds = problem.error.retryAfterSeconds || Number(res.headers.get('Retry-After')) || 1;
-      key ??= add({ kind: 'busy', text: '' });
-      await busyWait(key, seconds, attempt, update);
     }
-  }, [add, update]);
+  }, [base, add, update, remove]);
 
   const render = (at, rest = false) => list
     .filter((n) => (rest ? n.at >= at : n.at === at))
@@ -89,11 +113,42 @@ export function useNotices() {
       <div key={n.key} className="system" data-testid="system-message" data-kind={n.kind} data-state={n.state}
         role={n.kind === 'info' || n.kind === 'agent' ? 'status' : 'alert'}>
         <span className="text">{n.text}</span>
-        {n.retry && <button type="button" data-testid="retry" onClick={n.retry}>Retry</button>}
+        {n.retry && <button type="button" data-testid="retry" onClick={n.retry}>{n.retryLabel ?? 'Retry'}</button>}
       </div>
     ));
 
-  return useMemo(() => ({ list, count, add, busyRetryingFetch, render }), [list, add, busyRetryingFetch]); // eslint-disable-line react-hooks/exhaustive-deps
+  return useMemo(() => ({ list, count, add, update, remove, retryingFetch, render }), [list, add, update, remove, retryingFetch]); // eslint-disable-line react-hooks/exhaustive-deps
+}
+
+// Shows the rate limit's line counting down and resolves when the wait is
+// over or Retry is pressed; rejects when the request is aborted (Stop).
+function limitWait(key, seconds, code, update, signal) {
+  return new Promise((resolve, reject) => {
+    let left = Math.max(Math.ceil(seconds), 1);
+    let timer = null;
+    const end = () => {
+      clearInterval(timer);
+      signal?.removeEventListener('abort', abort);
+    };
+    const go = () => {
+      end();
+      update(key, { text: 'Sending your message again…', retry: null });
+      resolve();
+    };
+    const abort = () => {
+      end();
+      reject(signal.reason ?? new DOMException('The request was aborted', 'AbortError'));
+    };
+    const why = code === 'budget_exhausted' ? "Today's usage limit is reached" : 'Too many messages';
+    const show = () => update(key, { text: `${why}: your message goes again in ${waitText(left)}.`, retry: go, retryLabel: 'Send now' });
+    if (signal?.aborted) {
+      abort();
+      return;
+    }
+    signal?.addEventListener('abort', abort, { once: true });
+    show();
+    timer = setInterval(() => (--left <= 0 ? go() : show()), 1000);
+  });
 }
 
 // Shows the busy line and resolves when it is time to retry: after a short
