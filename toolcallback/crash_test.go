@@ -24,6 +24,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/baton-run/baton/internal/firestoretest"
+	"github.com/baton-run/baton/limits"
 	"github.com/baton-run/baton/modeltest"
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
@@ -104,6 +105,40 @@ var crashPaths = []crashPath{
 		script: []reply{textReply("dropped"), textReply("again")},
 		run:    func(w *crashWorld, team *toolcallback.Team) []*session.Event { return w.turn(team, "", "hi again") },
 		took:   tookWarm(false),
+	},
+	{
+		// The resume marked its records resumed and recorded, in its last
+		// commit, that none is open: the next turn claims the lease with
+		// its message, as a plain turn does, and settles nothing.
+		name:        "turn-after-a-resume",
+		setupScript: []reply{callReply(call("c1", "change_bgm", map[string]any{"track": 7})), echoReply},
+		setup: func(w *crashWorld, team *toolcallback.Team) error {
+			if err := w.turnErr(team, "", "track 7"); err != nil {
+				return err
+			}
+			if _, _, err := resume(team, w.t.Context(), crashChat, "c1", crashClient, toolcallback.Answer{Output: map[string]any{"playing": 7}}); err != nil {
+				return err
+			}
+			return nil
+		},
+		script: []reply{textReply("next")},
+		run:    func(w *crashWorld, team *toolcallback.Team) []*session.Event { return w.turn(team, "", "and now?") },
+		took:   tookNoSettle,
+	},
+	{
+		// With a token budget the model is asked while the day's count is
+		// read, and the message's commit waits for it.
+		name:        "turn-with-a-token-budget",
+		setupScript: []reply{textReply("hello")},
+		setup:       func(w *crashWorld, team *toolcallback.Team) error { return w.turnErr(team, "", "hi") },
+		script:      []reply{textReply("again")},
+		run: func(w *crashWorld, team *toolcallback.Team) []*session.Event {
+			req := crashTurn("", "", "hi again")
+			req.Limits = limits.Limits{UserTokensPerDay: 1 << 20, UserTurnsPerMinute: 100, ChatTurnsPerMinute: 100}
+			events, _, _ := runTurn(w.t.Context(), team, req)
+			return events
+		},
+		took: tookExistingChat,
 	},
 	{
 		name:   "turn-with-a-server-tool",
@@ -598,6 +633,22 @@ func tookWarm(warm bool) func(*crashWorld, []*firestorepb.CommitRequest) error {
 		}
 		return nil
 	}
+}
+
+// tookNoSettle: an existing chat's turn whose commits touch no ledger
+// record: it took the lease with its message, settling nothing.
+func tookNoSettle(w *crashWorld, commits []*firestorepb.CommitRequest) error {
+	if err := tookExistingChat(w, commits); err != nil {
+		return err
+	}
+	for i, c := range commits {
+		for _, wr := range c.Writes {
+			if strings.Contains(written(wr), "/calls/") {
+				return fmt.Errorf("commit %d writes the ledger record %s: the turn settled", i, written(wr))
+			}
+		}
+	}
+	return nil
 }
 
 // tookSwitch: the chat moves to a second session, and the first is

@@ -248,9 +248,15 @@ func (e *engine) run(ctx context.Context, svc *invocationSessions, run invocatio
 			return err
 		}
 		if ev != nil {
+			streamed := sw.streaming()
 			sw.note(ev)
 			if svc.holds(ev) {
-				continue // pushed once stored
+				// Pushed once stored, with the lease's release; its text is
+				// shown now, as partial events' text is, when none came.
+				if preview := textPreview(ev); preview != nil && !streamed {
+					inv.push(preview)
+				}
+				continue
 			}
 			if err := svc.pushHeld(ctx, inv); err != nil {
 				inv.fail(err)
@@ -314,4 +320,24 @@ func (e *engine) loadRecent(ctx context.Context, lease *sessionstore.Lease, user
 // agents keep none).
 func (e *engine) readWhole(ctx context.Context, lease *sessionstore.Lease, user, sid string) (*sessionstore.Session, error) {
 	return e.sessions.Read(ctx, sessionstore.ReadRequest{App: e.app, User: user, SessionID: sid, Shared: !e.opts.SessionStateOnly, Lease: lease})
+}
+
+// textPreview is a partial event carrying the text of ev, a final reply
+// held until stored: readers see the text at once, as they see a
+// streamed response's, and the reply itself (which sends no text again)
+// once it is stored. Nil when ev has no text.
+func textPreview(ev *session.Event) *session.Event {
+	var parts []*genai.Part
+	for _, p := range ev.Content.Parts {
+		if p != nil && p.Text != "" && !p.Thought {
+			parts = append(parts, &genai.Part{Text: p.Text})
+		}
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	preview := *ev
+	preview.Partial = true
+	preview.Content = &genai.Content{Role: ev.Content.Role, Parts: parts}
+	return &preview
 }

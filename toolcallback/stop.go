@@ -238,6 +238,14 @@ func (e *engine) watchStop(ctx context.Context, h *heldLease) *stopWatch {
 	return sw
 }
 
+// streaming reports whether partial events of a response were noted
+// since the last final event.
+func (sw *stopWatch) streaming() bool {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	return sw.last != nil
+}
+
 // note follows the invocation's events: the text of the partial events
 // since the last final one is what a stop keeps.
 func (sw *stopWatch) note(ev *session.Event) {

@@ -3,11 +3,14 @@ package toolcallback_test
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"cloud.google.com/go/firestore/apiv1/firestorepb"
 	"google.golang.org/adk/v2/model"
 	"google.golang.org/genai"
 
@@ -139,5 +142,48 @@ func TestWarmTurnRacesColdTurn(t *testing.T) {
 		if want := fmt.Sprintf("racer %d", won); len(racers) != 1 || racers[0] != want {
 			t.Errorf("round %d: stored %q, want only %q", round, racers, want)
 		}
+	}
+}
+
+// TestFinalTextShownBeforeItsCommit: a reply the model gives whole (no
+// partial events) is stored with the lease's release, and its readers get
+// its text at once, as they get a streamed reply's, not after that commit:
+// the commit is held here until a reader has the text.
+func TestFinalTextShownBeforeItsCommit(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil, textReply("hello there"))
+	inv, _, err := f.team.Turn(t.Context(), textTurn("s1", "tab-a", "hi"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shown := make(chan struct{})
+	var released atomic.Bool
+	f.counter.SetHook(func(method string, req any) error {
+		if c, ok := req.(*firestorepb.CommitRequest); ok && slices.ContainsFunc(c.Writes, func(w *firestorepb.Write) bool {
+			return slices.Contains(w.GetUpdateMask().GetFieldPaths(), "lease.holder")
+		}) {
+			select {
+			case <-shown:
+			case <-time.After(5 * time.Second):
+			}
+			released.Store(true)
+		}
+		return nil
+	})
+	var before string
+	for ev, err := range inv.Events() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Partial && ev.Content != nil && before == "" && !released.Load() {
+			before = ev.Content.Parts[0].Text
+			close(shown)
+		}
+	}
+	if before != "hello there" {
+		t.Errorf("text a reader got before the reply's commit = %q, want %q", before, "hello there")
+	}
+	if got := finalText(f.history("s1")); got != "hello there" {
+		t.Errorf("stored reply = %q, want %q", got, "hello there")
 	}
 }
