@@ -335,3 +335,46 @@ func (f *fixture) tokensOf(user string, ctx context.Context) int64 {
 	}
 	return stored + deleted
 }
+
+// TestTokenBudgetAlternatingInstances: two instances with warm copies
+// (whose turns read nothing before the model) take turns for one user, in
+// one chat and in two, until the budget refuses them. The day's count is
+// read at each turn's start, beside the model request, and the turn's
+// commit waits for it: the user's day never exceeds the budget by more
+// than the one turn that crossed it (the documented bound, for turns that
+// do not race), and both instances refuse from then on.
+func TestTokenBudgetAlternatingInstances(t *testing.T) {
+	t.Parallel()
+	for _, chats := range [][]string{{"c1", "c1"}, {"c1", "c2"}} {
+		t.Run(fmt.Sprintf("chats %v", chats), func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, &toolcallback.Options{CountTokens: true, SessionStateOnly: true})
+			f.model.Repeat = textReply("ok")
+			f.model.Usage = &genai.GenerateContentResponseUsageMetadata{TotalTokenCount: 100}
+			clientB, _ := firestoretest.Reopen(t, f.client)
+			teams := []*toolcallback.Team{f.team, f.instanceOn(clientB)}
+			lim := limits.Limits{UserTokensPerDay: 1000}
+			at := limitClock(t)
+			ran := 0
+			for i := 0; ; i++ {
+				_, _, err := runTurn(at(time.Duration(i)*time.Second), teams[i%2], limitedTurn("ada", chats[i%2], lim))
+				if errors.Is(err, limits.ErrBudgetExhausted) {
+					break
+				}
+				if err != nil {
+					t.Fatalf("turn %d: %v", i, err)
+				}
+				if ran++; ran > 20 {
+					t.Fatal("20 turns of 100 tokens ran within a budget of 1000")
+				}
+			}
+			if got := f.tokensOf("ada", at(0)); got < lim.UserTokensPerDay || got > lim.UserTokensPerDay+100 {
+				t.Errorf("the day counted %d tokens over %d turns, want the budget (%d) reached and overrun by at most one turn (100)", got, ran, lim.UserTokensPerDay)
+			}
+			for i, team := range teams {
+				_, _, err := runTurn(at(time.Minute), team, limitedTurn("ada", chats[i], lim))
+				wantLimited(t, err, limits.ErrBudgetExhausted, "user", 14*time.Hour-time.Minute)
+			}
+		})
+	}
+}
