@@ -33,12 +33,17 @@
 //
 //	{root}/{app}/users/{user}/limits/tokens-{day}
 //
-// (UTC), where a deleted session's count goes. A turn is refused once the
-// day's count, as read at its start, has reached the budget, so a turn may
-// overrun the budget by what it uses, and turns racing at the edge by what
-// all of them use. Counting a chat's tokens per chat rather than per user
-// is what saves the write: a user's total is only ever read on the turn
-// path.
+// (UTC), where a deleted session's count goes. The count is read when the
+// turn begins, beside its model request (Counter.Begin: the model does not
+// wait for it), and the commit that stores the turn's message waits for it
+// (Meter.CheckBudget): a commit cannot be conditioned on a sum, and a
+// refused turn must store nothing. A turn is refused once the day's count,
+// as read at its start, has reached the budget, so a turn may overrun the
+// budget by what it uses, and turns racing at the edge by what all of them
+// use. An instance that refused a user for the budget remembers it until
+// the UTC day ends (a day's count only grows). Counting a chat's tokens
+// per chat rather than per user is what saves the write: a user's total is
+// only ever read on the turn path.
 //
 // Answers to paused calls (resumes) are never refused: a turn that paused
 // must be able to finish. Their tokens are counted like any.

@@ -146,33 +146,47 @@
 // A turn reads the chat and its session in one round trip (the session id
 // guessed from what the instance remembers, which the chat document then
 // checks) and hands that handle to ADK's runner, whose Get would otherwise
-// read it again. The lease is taken by the commit that stores the user
-// message, conditional on the session being as read; a new chat's first
-// message creates the chat and the session in that same commit. The ledger
-// is queried only when the session document says records may be open, or
-// when the tail shows something to settle; that turn then takes the lease
-// first. A resume reads chat, session and call at once, and when its
-// answer completes the step, one commit records the answer, takes the
-// lease and delivers the step's answers. Every other case takes the long
-// path, which reads everything again under the lease: the short paths only
-// skip work whose outcome the conditional commit would contradict.
+// read it again; a chat's next turn on the instance that served its last
+// one reads nothing (warm turns, below). Either way the model is asked at
+// once: the user message is staged on the handle, and the commit that
+// stores it and takes the lease (conditional on the session being as
+// seen; a new chat's first message creates the chat and the session in
+// that same commit) runs beside the model request. Nothing is streamed
+// before that commit landed, and one that fails (the session was written,
+// the chat created, the lease taken meanwhile) cancels the model request:
+// the turn is planned again on a fresh read, or refused as busy, having
+// shown and stored nothing. With a token budget, the day's count is read
+// beside the model request too, and the commit waits for it: a commit
+// cannot be conditioned on a sum, and a refused turn stores nothing.
+//
+// The ledger is queried only when the session document says records may
+// be open, or when the tail shows something to settle; that turn then
+// takes the lease first. A resume that delivered every open record of its
+// session records in its releasing commit that none is open, so the next
+// turn goes the short way. A resume reads chat, session and call at once,
+// and when its answer completes the step, one commit records the answer,
+// takes the lease and delivers the step's answers. Every other case takes
+// the long path, which reads everything again under the lease: the short
+// paths only skip work whose outcome the conditional commit would
+// contradict. A reply the model gives whole is shown as soon as it
+// arrives (its text, as a partial event's) and stored with the lease's
+// release, before the stream's finish.
 //
 // # Warm turns
 //
 // An instance keeps the session handle its last turn of a chat left
 // (chatMemory): the invocation's final reply is staged and stored with the
 // lease's release, so the handle is then the session exactly as stored.
-// The chat's next turn on that instance reads nothing: it stages the
-// message on the copy and starts the model at once, while the commit that
-// stores the message and claims the lease, conditional on the copy's
-// version, runs beside it. The copy may be stale (another instance wrote),
-// so nothing is shown until that commit succeeds, and a failed one cancels
-// the model request and the turn is planned again on a read: speculation
-// costs one cancelled model request on a lost race, never a wrong history.
-// A copy is used only when the agents keep no app: or user: state
+// The chat's next turn on that instance reads nothing before the model.
+// The copy may be stale (another instance wrote), so its commit is
+// conditional on the copy's version, and a failed one cancels the model
+// request and the turn is planned again on a read: speculation costs one
+// cancelled model request on a lost race, never a wrong history. A copy is
+// used only when the agents keep no app: or user: state
 // (Options.SessionStateOnly: those are shared with other sessions, and a
-// copy's would be stale) and when the caller's limits can be checked
-// without a read (limits.Reading.Cached).
+// copy's would be stale) and when the caller's rate limits can be checked
+// on this instance's copy of the user's turn log (limits.Reading.Cached);
+// a token budget is read beside the model as on any turn.
 //
 // # Indexes
 //
