@@ -157,6 +157,15 @@ func (t *Team) newChat(ctx context.Context, req TurnRequest, sid string) *sessio
 		Created: now, LastActivity: now}
 }
 
+// newChat is the chat the plan's first commit creates, nil when it
+// exists.
+func (p turnPlan) newChat() *sessionstore.Chat {
+	if p.createChat {
+		return p.chat
+	}
+	return nil
+}
+
 // look returns what the turn knows of its chat: this instance's copy when
 // useCopy and there is one that can serve req, else one read of the chat
 // with the session it is believed to point at and what req's limits count
@@ -359,11 +368,7 @@ func (t *Team) carryOut(ctx context.Context, req turnRequest, p turnPlan) (start
 	var err error
 	switch p.way {
 	case wayFirst:
-		var create *sessionstore.Chat
-		if p.createChat {
-			create = p.chat
-		}
-		inv, err = e.firstTurn(ctx, run, create, p.meter)
+		inv, err = e.firstTurn(ctx, run, p.newChat(), p.meter)
 	case wayClaim:
 		inv, err = e.claimTurn(ctx, run, p)
 	case waySettle:

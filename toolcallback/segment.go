@@ -92,12 +92,8 @@ func (e *engine) openLive(ctx context.Context, req turnRequest, p turnPlan) (*Li
 	var err error
 	switch p.way {
 	case wayFirst:
-		var create *sessionstore.Chat
-		if p.createChat {
-			create = p.chat
-		}
 		req := &session.CreateRequest{AppName: e.app, UserID: req.UserID, SessionID: p.chat.SessionID}
-		sess, opts.Claim, err = e.sessions.ClaimNewSession(ctx, req, create, holder, e.opts.LeaseTTL)
+		sess, opts.Claim, err = e.sessions.ClaimNewSession(ctx, req, p.newChat(), holder, e.opts.LeaseTTL)
 	case wayClaim:
 		sess = p.sess
 		opts.Claim, err = e.sessions.ClaimLease(ctx, sess, holder, e.opts.LeaseTTL)
