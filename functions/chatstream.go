@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"iter"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -73,7 +72,7 @@ func (s *Server) chatReplay(w http.ResponseWriter, r *http.Request, log *slog.Lo
 	if err != nil {
 		return err
 	}
-	calls, err := s.openCalls(r, cw, user, chatID)
+	calls, err := s.openCalls(r, cw)
 	if err != nil {
 		return err
 	}
@@ -93,7 +92,7 @@ func (s *Server) resumeOpen(w http.ResponseWriter, r *http.Request, log *slog.Lo
 	if err != nil {
 		return err
 	}
-	calls, err := s.openCalls(r, cw, user, chatID)
+	calls, err := s.openCalls(r, cw)
 	if err != nil {
 		return err
 	}
@@ -148,18 +147,23 @@ type chatWatch struct {
 	events       []*session.Event
 	busy         bool      // a turn is running
 	leaseExpires time.Time // the running turn's lease, as last seen
-	// questions follows the questions the running turn asks on live calls
-	// (toolcallback.Team.LiveQuestions), which the session does not hold.
-	questions func(context.Context) iter.Seq2[*toolcallback.Call, error]
+	// chat is the chat as read when the watch began: its questions the
+	// running turn asks on live calls (LiveQuestions), which the session
+	// does not hold, and its open calls.
+	chat *toolcallback.FollowedChat
 }
 
-// watchChat follows the chat until ctx ends. Its error is the first
-// change's: sessionstore.ErrNotFound for an unknown chat.
+// watchChat follows the chat until ctx ends: sessionstore.ErrNotFound for
+// an unknown chat.
 func (s *Server) watchChat(ctx context.Context, user, chatID string) (*chatWatch, error) {
+	chat, err := s.team.Follow(ctx, user, chatID)
+	if err != nil {
+		return nil, err
+	}
 	changes := make(chan watched)
 	go func() {
 		defer close(changes)
-		for c, err := range s.team.Watch(ctx, user, chatID, replayWindow) {
+		for c, err := range chat.Watch(ctx, replayWindow) {
 			select {
 			case changes <- watched{c, err}:
 			case <-ctx.Done():
@@ -178,18 +182,16 @@ func (s *Server) watchChat(ctx context.Context, user, chatID string) (*chatWatch
 		return nil, first.err
 	}
 	return &chatWatch{changes: changes, events: first.change.Events, busy: running(ctx, first.change), leaseExpires: first.change.LeaseExpires,
-		questions: func(ctx context.Context) iter.Seq2[*toolcallback.Call, error] {
-			return s.team.LiveQuestions(ctx, user, chatID)
-		}}, nil
+		chat: chat}, nil
 }
 
 // openCalls lists the chat's open calls when no turn is running (a
 // running turn's calls are streamed as it makes them).
-func (s *Server) openCalls(r *http.Request, cw *chatWatch, user, chatID string) ([]*toolcallback.Call, error) {
+func (s *Server) openCalls(r *http.Request, cw *chatWatch) ([]*toolcallback.Call, error) {
 	if cw.busy {
 		return nil, nil
 	}
-	open, err := s.team.Pending(r.Context(), toolcallback.PendingRequest{UserID: user, ChatID: chatID})
+	open, err := cw.chat.Pending(r.Context(), "", 0)
 	if err != nil {
 		return nil, err
 	}

@@ -34,13 +34,13 @@ type liveQuestions struct {
 // ends, showing each with show; none when no turn is running.
 func (cw *chatWatch) followQuestions(ctx context.Context, log *slog.Logger, show func(*toolcallback.Call)) *liveQuestions {
 	lq := &liveQuestions{open: map[string]*toolcallback.Call{}, show: show, log: log}
-	if !cw.busy || cw.questions == nil {
+	if !cw.busy || cw.chat == nil {
 		return lq
 	}
 	in := make(chan liveQuestion)
 	go func() {
 		defer close(in)
-		for c, err := range cw.questions(ctx) {
+		for c, err := range cw.chat.LiveQuestions(ctx) {
 			select {
 			case in <- liveQuestion{c, err}:
 			case <-ctx.Done():

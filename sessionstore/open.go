@@ -96,7 +96,11 @@ func (s *Service) ReadChat(ctx context.Context, req ChatRead) (_ *ChatState, err
 	if out.Chat.SessionID != req.SessionID || !snaps[1].Exists() {
 		return out, nil
 	}
-	out.Session, err = s.sessionFrom(ctx, ReadRequest{App: req.App, User: req.User, SessionID: req.SessionID, Shared: req.Shared}, snaps[1:n])
+	doc, err := sessionDocOf(snaps[1], req.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	out.Session, err = s.sessionFrom(ctx, ReadRequest{App: req.App, User: req.User, SessionID: req.SessionID, Shared: req.Shared}, doc, snaps[1:n])
 	if err != nil {
 		return nil, err
 	}

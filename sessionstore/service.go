@@ -276,7 +276,29 @@ func (s *Service) Read(ctx context.Context, req ReadRequest) (_ *Session, err er
 	if err != nil {
 		return nil, fmt.Errorf("get session %q: %w", req.SessionID, FirestoreError(err))
 	}
-	return s.sessionFrom(ctx, req, snaps)
+	doc, err := sessionDocOf(snaps[0], req.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	if req.Lease != nil {
+		// A read under a lease fails once the lease has moved on.
+		if err := req.Lease.checkHeld(doc, snaps[0].UpdateTime); err != nil {
+			return nil, err
+		}
+	}
+	return s.sessionFrom(ctx, req, doc, snaps)
+}
+
+// sessionDocOf decodes the session document id, as snap read it.
+func sessionDocOf(snap *firestore.DocumentSnapshot, id string) (*sessionDoc, error) {
+	if !snap.Exists() {
+		return nil, fmt.Errorf("%w: %q", ErrNotFound, id)
+	}
+	var doc sessionDoc
+	if err := snap.DataTo(&doc); err != nil {
+		return nil, fmt.Errorf("decode session %q: %w", id, err)
+	}
+	return &doc, nil
 }
 
 // GetSessionScoped is Get without app: and user: state: the handle's state
@@ -295,24 +317,12 @@ func (s *Service) GetSessionScoped(ctx context.Context, req *session.GetRequest)
 	return &session.GetResponse{Session: sess}, nil
 }
 
-// sessionFrom builds a handle from the session document's snapshot and,
-// when snaps holds three, the app and user state documents', reading the
-// sealed chunks req needs. Under req.Lease the stored fence is checked
-// first.
-func (s *Service) sessionFrom(ctx context.Context, req ReadRequest, snaps []*firestore.DocumentSnapshot) (*Session, error) {
-	if !snaps[0].Exists() {
-		return nil, fmt.Errorf("%w: %q", ErrNotFound, req.SessionID)
-	}
-	var doc sessionDoc
-	if err := snaps[0].DataTo(&doc); err != nil {
-		return nil, fmt.Errorf("decode session %q: %w", req.SessionID, err)
-	}
+// sessionFrom builds a handle from the session document (doc, decoded
+// from snaps[0]) and, when snaps holds three, the app and user state
+// documents', reading the sealed chunks req needs; the handle holds
+// req.Lease, whose fence the caller checked.
+func (s *Service) sessionFrom(ctx context.Context, req ReadRequest, doc *sessionDoc, snaps []*firestore.DocumentSnapshot) (*Session, error) {
 	lease := req.Lease
-	if lease != nil {
-		if err := lease.checkHeld(&doc, snaps[0].UpdateTime); err != nil {
-			return nil, err
-		}
-	}
 	appState, userState := map[string]any{}, map[string]any{}
 	var err error
 	if len(snaps) == 3 {
@@ -327,7 +337,7 @@ func (s *Service) sessionFrom(ctx context.Context, req ReadRequest, snaps []*fir
 	if err != nil {
 		return nil, err
 	}
-	events, rewound, err := s.readEvents(ctx, snaps[0].Ref, &doc, req.Recent, req.After)
+	events, rewound, err := s.readEvents(ctx, snaps[0].Ref, doc, req.Recent, req.After)
 	if err != nil {
 		return nil, err
 	}

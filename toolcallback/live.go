@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"iter"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -203,57 +202,6 @@ func (e *engine) closeLive(ctx context.Context, ref *firestore.DocumentRef, caus
 		}
 	}
 	return nil, fmt.Errorf("%w: no answer to %q in time (%v)", ErrExpired, doc.ID, cause)
-}
-
-// LiveQuestions follows the questions asked on live calls in the chat's
-// session (AskLive), from any instance, until ctx ends: it yields each
-// question pending when it starts or asked later, and each of those again
-// once closed (answered, expired or cancelled), as recorded; show them
-// with LiveQuestionEvent. It reads the chat, then listens to the
-// session's pending live records: a read per question, none while nobody
-// asks.
-func (t *Team) LiveQuestions(ctx context.Context, user, chatID string) iter.Seq2[*Call, error] {
-	return func(yield func(*Call, error) bool) {
-		e, sid, err := t.activeEngine(ctx, user, chatID)
-		if err != nil {
-			yield(nil, err)
-			return
-		}
-		it := e.openQuestions(user, sid).Snapshots(ctx)
-		defer it.Stop()
-		shown := map[string]bool{} // the questions yielded as asked
-		for {
-			snap, err := it.Next()
-			if err != nil {
-				if ctx.Err() == nil {
-					yield(nil, fmt.Errorf("follow live questions: %w", sessionstore.FirestoreError(err)))
-				}
-				return
-			}
-			for _, ch := range snap.Changes {
-				c, err := e.liveChange(ctx, ch, shown)
-				if c == nil && err == nil {
-					continue
-				}
-				if !yield(c, err) || err != nil {
-					return
-				}
-			}
-		}
-	}
-}
-
-// activeEngine returns the engine of the chat's agent and its active
-// session, after checking the ids.
-func (t *Team) activeEngine(ctx context.Context, user, chatID string) (*engine, string, error) {
-	if err := validIDs("user id", user, "chat id", chatID); err != nil {
-		return nil, "", err
-	}
-	chat, err := t.sessions.GetChat(ctx, t.app, user, chatID)
-	if err != nil {
-		return nil, "", err
-	}
-	return t.engine(chat.Agent), chat.SessionID, nil
 }
 
 // openQuestions is the query of a session's live questions still pending.

@@ -34,6 +34,10 @@ type started struct {
 	live *LiveSegment
 }
 
+// carrier carries out a plan that is neither a refusal nor a switch: a
+// turn's (Team.carryOut) or a live segment's (Team.carryOutLive).
+type carrier func(ctx context.Context, req turnRequest, p turnPlan) (started, error)
+
 // turnView is what a turn knows of its chat before it decides how to run.
 type turnView struct {
 	chat *sessionstore.Chat // nil: no such chat
@@ -103,7 +107,7 @@ const maxPlans = 3
 // plans the turn (planTurn decides, once per look) and carries the plan
 // out. A switch is carried out, then the turn is planned again on the chat
 // as it now is; a plan that lost its race is planned again on a read.
-func (t *Team) turn(ctx context.Context, req turnRequest) (started, *SwitchReport, error) {
+func (t *Team) turn(ctx context.Context, req turnRequest, carry carrier) (started, *SwitchReport, error) {
 	report := &SwitchReport{}
 	useCopy := !req.live
 	for attempt := 1; ; attempt++ {
@@ -112,8 +116,11 @@ func (t *Team) turn(ctx context.Context, req turnRequest) (started, *SwitchRepor
 			return started{}, nil, err
 		}
 		p := t.planTurn(ctx, req, v)
+		if p.way == wayRefuse {
+			return started{}, nil, p.err
+		}
 		if p.way != waySwitch {
-			s, err := t.carryOut(ctx, req, p)
+			s, err := carry(ctx, req, p)
 			if p.replan && lostRace(err) && attempt < maxPlans {
 				useCopy = false
 				continue
@@ -347,14 +354,7 @@ func retried(events, rewound []*session.Event, req rewindRequest) (*rewindPlan, 
 
 // carryOut runs the turn as p says; it returns p's refusal as it is.
 func (t *Team) carryOut(ctx context.Context, req turnRequest, p turnPlan) (started, error) {
-	if p.way == wayRefuse {
-		return started{}, p.err
-	}
 	e := t.engine(p.chat.Agent)
-	if req.live {
-		live, err := e.openLive(ctx, req, p)
-		return started{live: live}, err
-	}
 	if p.current {
 		// The chat was read with the session whose lease the turn's
 		// commit claims: what it says is current (ChatMCPSessions).

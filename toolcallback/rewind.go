@@ -74,14 +74,14 @@ func (t *Team) Rewind(ctx context.Context, req RewindRequest) (*Invocation, erro
 	in := turnRequest{TurnRequest: TurnRequest{UserID: req.UserID, ChatID: req.ChatID, ClientID: req.ClientID, Limits: req.Limits},
 		rewind: &rewindRequest{message: req.Message}}
 	if req.Content == nil {
-		s, _, err := t.turn(ctx, in)
+		s, _, err := t.turn(ctx, in, t.carryOut)
 		return s.inv, err
 	}
 	// An edit: its files are stored as a turn's are.
 	var s started
 	err := t.withFiles(ctx, req.UserID, req.ChatID, req.Content, func(content *genai.Content) (err error) {
 		in.Content, in.rewind.edit = content, content
-		s, _, err = t.turn(ctx, in)
+		s, _, err = t.turn(ctx, in, t.carryOut)
 		return err
 	})
 	return s.inv, err

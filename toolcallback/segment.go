@@ -73,8 +73,14 @@ func (t *Team) OpenLive(ctx context.Context, req TurnRequest) (*LiveSegment, *Sw
 		return nil, nil, &UnknownAgentError{Name: req.Agent, Known: t.Agents()}
 	}
 	req.Content, req.MessageID = nil, ""
-	s, report, err := t.turn(ctx, turnRequest{TurnRequest: req, live: true})
+	s, report, err := t.turn(ctx, turnRequest{TurnRequest: req, live: true}, t.carryOutLive)
 	return s.live, report, err
+}
+
+// carryOutLive carries out p for a live segment (openLive).
+func (t *Team) carryOutLive(ctx context.Context, req turnRequest, p turnPlan) (started, error) {
+	live, err := t.engine(p.chat.Agent).openLive(ctx, req, p)
+	return started{live: live}, err
 }
 
 // openLive carries out p for a live segment: the lease is claimed by the

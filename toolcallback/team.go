@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"iter"
 	"slices"
 	"time"
 
@@ -13,7 +12,6 @@ import (
 	"google.golang.org/adk/v2/platform"
 	"google.golang.org/adk/v2/session"
 
-	"github.com/baton-run/baton/internal/eventlist"
 	"github.com/baton-run/baton/limits"
 	"github.com/baton-run/baton/sessionstore"
 )
@@ -146,49 +144,16 @@ type PendingRequest struct {
 // Pending returns the chat's agent, its pending calls that the client may
 // answer, and its history events (see PendingRequest).
 func (t *Team) Pending(ctx context.Context, req PendingRequest) (*PendingState, error) {
-	if err := validIDs("user id", req.UserID, "chat id", req.ChatID); err != nil {
-		return nil, err
-	}
 	if req.ClientID != "" {
 		if err := validIDs("client id", req.ClientID); err != nil {
 			return nil, err
 		}
 	}
-	chat, err := t.sessions.GetChat(ctx, t.app, req.UserID, req.ChatID)
+	f, err := t.Follow(ctx, req.UserID, req.ChatID)
 	if err != nil {
 		return nil, err
 	}
-	calls, events, whole, err := t.engine(chat.Agent).pending(ctx, req.UserID, chat.SessionID, req.ClientID, req.History < 0)
-	if err != nil {
-		return nil, err
-	}
-	if n := len(events); req.History >= 0 && req.History < n {
-		events, whole = events[n-req.History:], false
-	}
-	return &PendingState{Agent: chat.Agent, Calls: calls, History: eventlist.List(events), Whole: whole}, nil
-}
-
-// Watch follows the chat's active session as it is written to, from any
-// instance (see sessionstore.Service.Watch): first its recent latest
-// events, then each append and each change of its lease. An unknown chat
-// yields sessionstore.ErrNotFound.
-func (t *Team) Watch(ctx context.Context, user, chatID string, recent int) iter.Seq2[*sessionstore.Change, error] {
-	return func(yield func(*sessionstore.Change, error) bool) {
-		if err := validIDs("user id", user, "chat id", chatID); err != nil {
-			yield(nil, err)
-			return
-		}
-		chat, err := t.sessions.GetChat(ctx, t.app, user, chatID)
-		if err != nil {
-			yield(nil, err)
-			return
-		}
-		for c, err := range t.sessions.Watch(ctx, t.app, user, chat.SessionID, recent) {
-			if !yield(c, err) || err != nil {
-				return
-			}
-		}
-	}
+	return f.Pending(ctx, req.ClientID, req.History)
 }
 
 // Token returns an opaque token that alone authorises answering c, for an

@@ -50,7 +50,7 @@ func (t *Team) Turn(ctx context.Context, req TurnRequest) (*Invocation, *SwitchR
 	err := t.withFiles(ctx, req.UserID, req.ChatID, req.Content, func(content *genai.Content) (err error) {
 		req.Content = content
 		var s started
-		s, report, err = t.turn(ctx, turnRequest{TurnRequest: req})
+		s, report, err = t.turn(ctx, turnRequest{TurnRequest: req}, t.carryOut)
 		inv = s.inv
 		return err
 	})

@@ -1,0 +1,86 @@
+package toolcallback
+
+import (
+	"context"
+	"fmt"
+	"iter"
+
+	"github.com/baton-run/baton/internal/eventlist"
+	"github.com/baton-run/baton/sessionstore"
+)
+
+// FollowedChat is a chat as one read found it, for a reader that follows
+// it (a reloaded page, another tab): its active session's changes, its
+// pending calls and its open questions, without reading the chat again.
+type FollowedChat struct {
+	Chat *sessionstore.Chat
+	t    *Team
+}
+
+// Follow reads the chat, for a reader that follows it. An unknown chat,
+// or another user's, is sessionstore.ErrNotFound.
+func (t *Team) Follow(ctx context.Context, user, chatID string) (*FollowedChat, error) {
+	if err := validIDs("user id", user, "chat id", chatID); err != nil {
+		return nil, err
+	}
+	chat, err := t.sessions.GetChat(ctx, t.app, user, chatID)
+	if err != nil {
+		return nil, err
+	}
+	return &FollowedChat{Chat: chat, t: t}, nil
+}
+
+// Pending returns the chat's agent, its pending calls that client may
+// answer (empty: every client's, each naming its client), and its history
+// events: at most history of the session's recent ones, or, for a negative
+// history, all of them.
+func (f *FollowedChat) Pending(ctx context.Context, client string, history int) (*PendingState, error) {
+	calls, events, whole, err := f.t.engine(f.Chat.Agent).pending(ctx, f.Chat.UserID, f.Chat.SessionID, client, history < 0)
+	if err != nil {
+		return nil, err
+	}
+	if n := len(events); history >= 0 && history < n {
+		events, whole = events[n-history:], false
+	}
+	return &PendingState{Agent: f.Chat.Agent, Calls: calls, History: eventlist.List(events), Whole: whole}, nil
+}
+
+// Watch follows the chat's active session as it is written to, from any
+// instance (see sessionstore.Service.Watch): first its recent latest
+// events, then each append and each change of its lease.
+func (f *FollowedChat) Watch(ctx context.Context, recent int) iter.Seq2[*sessionstore.Change, error] {
+	return f.t.sessions.Watch(ctx, f.t.app, f.Chat.UserID, f.Chat.SessionID, recent)
+}
+
+// LiveQuestions follows the questions asked on live calls in the chat's
+// session (AskLive), from any instance, until ctx ends: it yields each
+// question pending when it starts or asked later, and each of those again
+// once closed (answered, expired or cancelled), as recorded; show them
+// with LiveQuestionEvent. It listens to the session's pending live
+// records: a read per question, none while nobody asks.
+func (f *FollowedChat) LiveQuestions(ctx context.Context) iter.Seq2[*Call, error] {
+	return func(yield func(*Call, error) bool) {
+		e := f.t.engine(f.Chat.Agent)
+		it := e.openQuestions(f.Chat.UserID, f.Chat.SessionID).Snapshots(ctx)
+		defer it.Stop()
+		shown := map[string]bool{} // the questions yielded as asked
+		for {
+			snap, err := it.Next()
+			if err != nil {
+				if ctx.Err() == nil {
+					yield(nil, fmt.Errorf("follow live questions: %w", sessionstore.FirestoreError(err)))
+				}
+				return
+			}
+			for _, ch := range snap.Changes {
+				c, err := e.liveChange(ctx, ch, shown)
+				if c == nil && err == nil {
+					continue
+				}
+				if !yield(c, err) || err != nil {
+					return
+				}
+			}
+		}
+	}
+}
