@@ -146,6 +146,17 @@ func TestTurnCost(t *testing.T) {
 		run:       func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "again")) },
 		bound:     costBound{beforeModel: 0, roundTrips: 4, lookups: 2, writes: 3},
 	}, {
+		// Agents that may keep app: or user: state: a warm turn also
+		// looks up the app and user state documents beside the model, and
+		// its commit waits for them to match the copy.
+		name:   "warm plain turn, default",
+		warm:   true,
+		beside: true,
+		script: []modeltest.Reply{modeltest.TextReply("first"), modeltest.TextReply("second")},
+		setup:  func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "hello")) },
+		run:    func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "again")) },
+		bound:  costBound{beforeModel: 0, roundTrips: 3, lookups: 2, writes: 3},
+	}, {
 		name:   "plain turn, existing chat, default",
 		beside: true,
 		script: []modeltest.Reply{modeltest.TextReply("first"), modeltest.TextReply("second")},

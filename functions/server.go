@@ -49,7 +49,8 @@ type ServerOptions struct {
 	// WarmChats and WarmBytes bound the sessions an instance keeps for
 	// warm turns (toolcallback.Options.WarmChats): defaults 1,000 chats
 	// and 32 MiB of stored session; WarmChats < 0 turns warm turns off.
-	// Warm turns need SessionStateOnly.
+	// Without SessionStateOnly a warm turn also looks up the app and
+	// user state beside the model (two lookups, no round trip before it).
 	WarmChats, WarmBytes int
 	// PushClient posts A2A push notifications. Default: a client with a
 	// 10 s timeout.

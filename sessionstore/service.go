@@ -2,9 +2,11 @@ package sessionstore
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"strings"
 	"time"
 
@@ -37,6 +39,9 @@ var (
 	// ErrUnavailable is returned when Firestore could not be reached or
 	// did not answer in time. The request may be retried.
 	ErrUnavailable = errors.New("firestore unavailable")
+	// ErrSharedStateChanged is returned by SharedStateCurrent when the
+	// app: or user: state a handle holds is no longer what is stored.
+	ErrSharedStateChanged = fmt.Errorf("%w: app or user state", ErrConflict)
 )
 
 // DefaultRoot is the top-level collection used when Options.Root is empty.
@@ -208,6 +213,46 @@ func (s *Service) readScopedState(ctx context.Context, app, user string) (appSta
 		return nil, nil, err
 	}
 	return appState, userState, nil
+}
+
+// SharedStateCurrent reads the app and user state documents (one round
+// trip, two lookups) and returns nil when sess's app: and user: keys are
+// what they hold: a handle kept since an earlier request may hold shared
+// state another session has changed since (ErrSharedStateChanged).
+func (s *Service) SharedStateCurrent(ctx context.Context, sess *Session) error {
+	app, user, err := s.readScopedState(ctx, sess.app, sess.user)
+	if err != nil {
+		return err
+	}
+	held, err := decodedShared(sess)
+	if err != nil {
+		return err
+	}
+	if !reflect.DeepEqual(held, mergeState(app, user, nil)) {
+		return fmt.Errorf("%w: session %q", ErrSharedStateChanged, sess.id)
+	}
+	return nil
+}
+
+// decodedShared returns sess's app: and user: keys as they read back from
+// the store (JSON numbers as float64), to compare with a read.
+func decodedShared(sess *Session) (map[string]any, error) {
+	sess.mu.RLock()
+	app, user, _ := splitState(sess.state)
+	sess.mu.RUnlock()
+	out := mergeState(app, user, nil)
+	for k, v := range out {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("encode state key %q: %w", k, err)
+		}
+		var back any
+		if err := json.Unmarshal(b, &back); err != nil {
+			return nil, fmt.Errorf("decode state key %q: %w", k, err)
+		}
+		out[k] = back
+	}
+	return out, nil
 }
 
 func decodeStateSnapshot(snap *firestore.DocumentSnapshot) (map[string]any, error) {

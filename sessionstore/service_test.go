@@ -567,3 +567,42 @@ func stored(t testing.TB, sess session.Session) *sessionstore.Session {
 	}
 	return ss
 }
+
+// TestSharedStateCurrent: a handle's app: and user: state is current while
+// only its own appends change it (a number and a nested object, which read
+// back as float64 and map[string]any), and not once another session of
+// the user, or of another user of the app, changes a key.
+func TestSharedStateCurrent(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	svc := newService(t)
+	if _, err := svc.Create(ctx, &session.CreateRequest{AppName: "app", UserID: "u", SessionID: "s1",
+		State: map[string]any{"user:name": "Ada", "k": 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sess := getSession(t, svc, "s1")
+	if err := svc.SharedStateCurrent(ctx, sess); err != nil {
+		t.Fatalf("as read: %v, want nil", err)
+	}
+	delta := map[string]any{"user:visits": 3, "app:menu": map[string]any{"soup": []int{1, 2}}, "temp:t": "x"}
+	if err := svc.AppendEvent(ctx, sess, &session.Event{ID: "e1", InvocationID: "i1", Author: "agent",
+		Actions: session.EventActions{StateDelta: delta}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.SharedStateCurrent(ctx, sess); err != nil {
+		t.Fatalf("after its own append: %v, want nil", err)
+	}
+	for _, other := range []struct{ user, key string }{{"u", "user:name"}, {"v", "app:menu"}} {
+		if _, err := svc.Create(ctx, &session.CreateRequest{AppName: "app", UserID: other.user, SessionID: "s-" + other.key,
+			State: map[string]any{other.key: "changed"}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := svc.SharedStateCurrent(ctx, sess); !errors.Is(err, sessionstore.ErrSharedStateChanged) {
+			t.Fatalf("after user %s changed %s: %v, want ErrSharedStateChanged", other.user, other.key, err)
+		}
+		sess = getSession(t, svc, "s1")
+		if err := svc.SharedStateCurrent(ctx, sess); err != nil {
+			t.Fatalf("read again: %v, want nil", err)
+		}
+	}
+}

@@ -181,12 +181,16 @@
 // The copy may be stale (another instance wrote), so its commit is
 // conditional on the copy's version, and a failed one cancels the model
 // request and the turn is planned again on a read: speculation costs one
-// cancelled model request on a lost race, never a wrong history. A copy is
-// used only when the agents keep no app: or user: state
-// (Options.SessionStateOnly: those are shared with other sessions, and a
-// copy's would be stale) and when the caller's rate limits can be checked
-// on this instance's copy of the user's turn log (limits.Reading.Cached);
-// a token budget is read beside the model as on any turn.
+// cancelled model request on a lost race, never a wrong history. The
+// app: and user: state a copy holds is shared with other sessions, which
+// its version does not cover: unless the agents keep none
+// (Options.SessionStateOnly), the app and user state documents are read
+// beside the model and the commit waits for them to match the copy
+// (sessionstore.Service.SharedStateCurrent), so the state a warm turn runs
+// with is as fresh as a cold turn's, read before its claiming commit. A
+// copy is used when the caller's rate limits can be checked on this
+// instance's copy of the user's turn log (limits.Reading.Cached); a token
+// budget is read beside the model as on any turn.
 //
 // # Indexes
 //

@@ -46,10 +46,12 @@ func wantLimited(t *testing.T, err, sentinel error, scope string, wait time.Dura
 // TestTurnRateLimitsAcrossInstances: the counts are Firestore's, not an
 // instance's: a user over the per-user limit on one instance is refused
 // on the other, another user is not, and a chat's limit does not hold back
-// the user's other chats. A refused turn writes nothing and calls no model.
+// the user's other chats. A refused turn writes nothing and calls no model
+// (warm turns are off: a stale copy's turn would ask the model beside its
+// commit, which fails, before it is refused on a read).
 func TestTurnRateLimitsAcrossInstances(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, nil)
+	f := newFixture(t, &toolcallback.Options{WarmChats: -1})
 	f.model.Repeat = textReply("ok")
 	clientB, counterB := firestoretest.Reopen(t, f.client)
 	a, b := f.team, f.instanceOn(clientB)

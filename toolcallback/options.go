@@ -83,7 +83,9 @@ type Options struct {
 	// sessions take at most WarmBytes in the store
 	// (sessionstore.Session.StoredSize), the least recently used dropped first.
 	// Defaults 1,000 chats and 32 MiB; WarmChats < 0 turns warm turns
-	// off. Warm turns need SessionStateOnly.
+	// off. Without SessionStateOnly a warm turn also reads the app and
+	// user state documents beside the model, and its commit waits for
+	// them to match its copy.
 	WarmChats, WarmBytes int
 	// CountTokens counts each user's model tokens per UTC day, from the
 	// usage metadata of every model response, in the session document

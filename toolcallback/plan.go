@@ -44,9 +44,14 @@ type turnView struct {
 	// sess is the chat's active session, whole; nil: never stored.
 	sess *sessionstore.Session
 	// copy: sess is this instance's copy (chatMemory), not a read.
-	copy  bool
-	meter *limits.Meter // nil: no limits
-	first string        // the session id a new chat starts with
+	copy bool
+	// shared, for a copy whose agents may keep app: or user: state,
+	// waits for the read beside the model that checks the copy's against
+	// the store (sessionstore.Service.SharedStateCurrent); nil: nothing to
+	// check.
+	shared func() error
+	meter  *limits.Meter // nil: no limits
+	first  string        // the session id a new chat starts with
 }
 
 // turnWay is how a turn runs.
@@ -81,8 +86,9 @@ type turnPlan struct {
 	// sess is the session the turn runs on (wayClaim), as seen.
 	sess *sessionstore.Session
 	// fromCopy: sess is this instance's copy; the model starts beside
-	// the claiming commit.
+	// the claiming commit, which waits for shared (turnView.shared).
 	fromCopy bool
+	shared   func() error
 	// current: the chat was read with the session the turn claims, so
 	// what it says is current (ChatMCPSessions).
 	current bool
@@ -147,9 +153,39 @@ func (t *Team) turn(ctx context.Context, req turnRequest, carry carrier) (starte
 
 // lostRace reports whether a plan's claiming commit failed because what it
 // was planned on changed: the session was written or deleted, the chat
-// created, or the message taken by another request since.
+// created, the message taken, or a copy's shared state changed by another
+// request since.
 func lostRace(err error) bool {
-	return errors.Is(err, sessionstore.ErrBusy) || errors.Is(err, sessionstore.ErrNotFound) || errors.Is(err, ErrMessageTaken)
+	return errors.Is(err, sessionstore.ErrBusy) || errors.Is(err, sessionstore.ErrNotFound) || errors.Is(err, ErrMessageTaken) ||
+		errors.Is(err, sessionstore.ErrSharedStateChanged)
+}
+
+// beside runs check in the background and returns what waits for its
+// result.
+func beside(check func() error) func() error {
+	done := make(chan struct{})
+	var err error
+	go func() {
+		defer close(done)
+		err = check()
+	}()
+	return func() error {
+		<-done
+		return err
+	}
+}
+
+// gate is what must pass before p's claiming commit is sent: the token
+// budget's read and, for a copy, its shared state checked against the
+// store.
+func (p turnPlan) gate() error {
+	if err := p.meter.CheckBudget(); err != nil {
+		return err
+	}
+	if p.shared != nil {
+		return p.shared()
+	}
+	return nil
 }
 
 // newChat returns the chat req creates, with its agent (or the default)
@@ -183,7 +219,11 @@ func (t *Team) look(ctx context.Context, req turnRequest, useCopy bool) (turnVie
 	guess, chat, sess := t.memory.recall(req.UserID, req.ChatID, first, useCopy && req.rewind == nil)
 	if sess != nil {
 		if meter, ok := reading.Cached(ctx); ok {
-			return turnView{chat: chat, sess: sess, copy: true, meter: meter, first: first}, nil
+			v := turnView{chat: chat, sess: sess, copy: true, meter: meter, first: first}
+			if !t.opts.SessionStateOnly {
+				v.shared = beside(func() error { return t.sessions.SharedStateCurrent(ctx, sess) })
+			}
+			return v, nil
 		}
 	}
 	st, err := t.sessions.ReadChat(ctx, sessionstore.ChatRead{App: t.app, User: req.UserID, ChatID: req.ChatID,
@@ -237,7 +277,7 @@ func (t *Team) planTurn(ctx context.Context, req turnRequest, v turnView) turnPl
 		}
 		return turnPlan{way: wayFirst, chat: v.chat, current: true, meter: v.meter, content: req.Content, messageID: req.MessageID, replan: true}
 	}
-	p := turnPlan{way: wayClaim, chat: v.chat, sess: v.sess, fromCopy: v.copy, current: !v.copy, meter: v.meter,
+	p := turnPlan{way: wayClaim, chat: v.chat, sess: v.sess, fromCopy: v.copy, shared: v.shared, current: !v.copy, meter: v.meter,
 		content: req.Content, messageID: req.MessageID}
 	if req.rewind != nil {
 		rp, err := planRewind(v.sess, *req.rewind)
@@ -411,7 +451,7 @@ func (e *engine) claimTurn(ctx context.Context, run invocationRun, p turnPlan) (
 	}
 	// The model is asked beside the commit that stores the message (a
 	// rewind's whose mark a request that died stored, as a plain turn's).
-	run.claim, run.docsClosed, run.speculative, run.gate = claim, p.rewind != nil, true, p.meter.CheckBudget
+	run.claim, run.docsClosed, run.speculative, run.gate = claim, p.rewind != nil, true, p.gate
 	return e.start(ctx, run)
 }
 

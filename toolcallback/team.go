@@ -53,7 +53,7 @@ func NewTeam(client *firestore.Client, sessions *sessionstore.Service, app strin
 	o := opts.withDefaults()
 	t := &Team{app: app, sessions: sessions, engines: map[string]*engine{}, members: map[string]Member{}, opts: &o,
 		ledger: &ledger{sessions: sessions, client: client, app: app, opts: &o}, limits: limits.NewCounter(sessions, app)}
-	if o.SessionStateOnly && o.WarmChats > 0 {
+	if o.WarmChats > 0 {
 		t.memory.warm = newWarmChats(o.WarmChats, o.WarmBytes)
 	}
 	for _, m := range members {

@@ -11,9 +11,16 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore/apiv1/firestorepb"
+	"google.golang.org/adk/v2/agent"
+	"google.golang.org/adk/v2/agent/llmagent"
 	"google.golang.org/adk/v2/model"
+	"google.golang.org/adk/v2/session"
+	"google.golang.org/adk/v2/tool"
+	"google.golang.org/adk/v2/tool/functiontool"
 	"google.golang.org/genai"
 
+	"github.com/baton-run/baton/internal/firestoretest"
+	"github.com/baton-run/baton/modeltest"
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
 )
@@ -185,5 +192,91 @@ func TestFinalTextShownBeforeItsCommit(t *testing.T) {
 	}
 	if got := finalText(f.history("s1")); got != "hello there" {
 		t.Errorf("stored reply = %q, want %q", got, "hello there")
+	}
+}
+
+// sharedStateReply answers "remember NAME" with a call of remember, the
+// call's response with "noted", and anything else with the request's
+// system instruction, which names the user's state.
+func sharedStateReply(req *model.LLMRequest) *genai.Content {
+	last := req.Contents[len(req.Contents)-1]
+	switch p := last.Parts[0]; {
+	case p.FunctionResponse != nil:
+		return genai.NewContentFromText("noted", genai.RoleModel)
+	case strings.HasPrefix(p.Text, "remember "):
+		return modeltest.CallReply(modeltest.Call(fmt.Sprintf("call-%d", len(req.Contents)), "remember",
+			map[string]any{"name": strings.TrimPrefix(p.Text, "remember ")}))(req)
+	}
+	said := req.Config.SystemInstruction.Parts[0].Text
+	said, _, _ = strings.Cut(said, "\n") // ADK adds the agent's name below
+	return genai.NewContentFromText(said, genai.RoleModel)
+}
+
+// TestWarmTurnSharedState: agents that keep user: state have warm turns,
+// and a warm turn runs with the user state as stored: after another
+// session changed it, the turn's copy is found stale before anything is
+// shown (one model request cancelled) and the turn runs on a read; after
+// its own turn changed it (a string and a number, which the store gives
+// back as float64), the copy is current and the turn runs on it.
+func TestWarmTurnSharedState(t *testing.T) {
+	t.Parallel()
+	client, _ := firestoretest.NewCountingClient(t)
+	m := &modeltest.Strict{T: t, Repeat: sharedStateReply}
+	remember, err := functiontool.New(functiontool.Config{Name: "remember", Description: "remembers the user's name"},
+		func(ctx agent.Context, a struct {
+			Name string `json:"name"`
+		}) (map[string]any, error) {
+			if err := ctx.State().Set("user:name", a.Name); err != nil {
+				return nil, err
+			}
+			return nil, ctx.State().Set("user:visits", 3)
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := llmagent.New(llmagent.Config{Name: "assistant", Model: m, Tools: []tool.Tool{remember},
+		Instruction: "The user is {user:name?}, visits {user:visits?}."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sessions := sessionstore.New(client, nil)
+	team, err := toolcallback.NewTeam(client, sessions, "app", []toolcallback.Member{{Agent: a}},
+		&toolcallback.Options{TokenKey: []byte("test-key-0123456789abcdef0123456789")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	say := func(text, want string, requests int) {
+		t.Helper()
+		before := m.Calls()
+		events, _, err := runTurn(t.Context(), team, textTurn("s1", "tab-a", text))
+		if err != nil {
+			t.Fatalf("%q: %v", text, err)
+		}
+		if got := finalText(events); got != want {
+			t.Fatalf("%q answered %q, want %q", text, got, want)
+		}
+		if got := m.Calls() - before; got != requests {
+			t.Errorf("%q made %d model requests, want %d", text, got, requests)
+		}
+	}
+	say("hello", "The user is , visits .", 1)
+	say("remember Ada", "noted", 2) // warm: the copy has no user state, nor has the store
+	say("who am I?", "The user is Ada, visits 3.", 1)
+	// Another session of the user changes the user state.
+	if _, err := sessions.Create(t.Context(), &session.CreateRequest{AppName: "app", UserID: "user-1", SessionID: "elsewhere",
+		State: map[string]any{"user:name": "Bo"}}); err != nil {
+		t.Fatal(err)
+	}
+	say("and now?", "The user is Bo, visits 3.", 2) // the copy's request, cancelled, and the read's
+	say("still?", "The user is Bo, visits 3.", 1)
+	var stored []string
+	for _, ev := range storedEvents(t, sessions, sessionstore.ChatSessionID("s1", 0)) {
+		if ev.Content != nil && len(ev.Content.Parts) > 0 && ev.Content.Parts[0].Text != "" {
+			stored = append(stored, ev.Content.Parts[0].Text)
+		}
+	}
+	if want := []string{"hello", "The user is , visits .", "remember Ada", "noted", "who am I?", "The user is Ada, visits 3.",
+		"and now?", "The user is Bo, visits 3.", "still?", "The user is Bo, visits 3."}; !slices.Equal(stored, want) {
+		t.Errorf("stored %q, want %q", stored, want)
 	}
 }
