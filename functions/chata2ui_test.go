@@ -2,17 +2,21 @@ package functions
 
 import (
 	"encoding/json"
+	"maps"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/adk/v2/agent"
 	"google.golang.org/adk/v2/agent/llmagent"
 	"google.golang.org/adk/v2/model"
 	"google.golang.org/adk/v2/tool"
+	"google.golang.org/adk/v2/tool/functiontool"
 	"google.golang.org/genai"
 
+	"github.com/baton-run/baton/a2ui"
 	"github.com/baton-run/baton/modeltest"
 	"github.com/baton-run/baton/toolcallback"
 )
@@ -25,7 +29,23 @@ func surfaceFixture(t *testing.T, script ...modeltest.Reply) *httpFixture {
 		if err != nil {
 			t.Fatal(err)
 		}
-		root, err := llmagent.New(llmagent.Config{Name: "assistant", Model: f.model, Tools: []tool.Tool{surface}})
+		catalog, err := a2ui.BasicCatalog()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// menu shows a card from Go.
+		menu, err := functiontool.New(functiontool.Config{Name: "menu", Description: "shows the menu"},
+			func(ctx agent.Context, _ struct{}) (map[string]any, error) {
+				var msgs []a2ui.Message
+				if err := json.Unmarshal([]byte(cardJSON), &msgs); err != nil {
+					return nil, err
+				}
+				return map[string]any{"shown": true}, toolcallback.ShowSurface(ctx, catalog, msgs...)
+			})
+		if err != nil {
+			t.Fatal(err)
+		}
+		root, err := llmagent.New(llmagent.Config{Name: "assistant", Model: f.model, Tools: []tool.Tool{surface, menu}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -410,5 +430,24 @@ func TestChatFormRewound(t *testing.T) {
 		if len(surfaceParts(m.Parts)) != 0 {
 			t.Errorf("history after the rewind shows %v", surfaceParts(m.Parts))
 		}
+	}
+}
+
+// TestChatShowSurfaceFromGo: a Go tool's surface (toolcallback.ShowSurface)
+// reaches the stream and the history as the model's do.
+func TestChatShowSurfaceFromGo(t *testing.T) {
+	t.Parallel()
+	f := surfaceFixture(t, modeltest.CallReply(modeltest.Call("m1", "menu", map[string]any{})), modeltest.TextReply("the menu"))
+	chunks := f.stream(f.chat("ada", chatBody("chat1", "tab-a", userMessage("u1", "the menu"))))
+	want := map[string]any{"card": surfaceData(t, "card", cardAs("Specials"), "")}
+	if diff := cmp.Diff(want, surfaceParts(chunks)); diff != "" {
+		t.Errorf("stream's data-a2ui (-want +got):\n%s", diff)
+	}
+	got := map[string]any{}
+	for _, m := range f.messages("ada", "chat1").Messages {
+		maps.Copy(got, surfaceParts(m.Parts))
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("history's data-a2ui (-want +got):\n%s", diff)
 	}
 }
