@@ -17,6 +17,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/a2ui"
+	"github.com/baton-run/baton/internal/webcore"
 	"github.com/baton-run/baton/modeltest"
 	"github.com/baton-run/baton/toolcallback"
 )
@@ -449,5 +450,77 @@ func TestChatShowSurfaceFromGo(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("history's data-a2ui (-want +got):\n%s", diff)
+	}
+}
+
+// dataParts returns the data-a2ui chunks or parts among parts, in order.
+func dataParts(parts []map[string]any) []map[string]any {
+	var out []map[string]any
+	for _, p := range parts {
+		if p["type"] == "data-a2ui" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// TestWebCoreReadsChat: @a2ui/web_core (local/e2e/a2ui.mjs) reads the
+// data-a2ui parts of real turns' streams, and those of the history, as the
+// page draws them: both give the same surfaces. The action it sends for a
+// press on the form answers the form's call; the one for a press on the
+// card, sent as a message, is taken.
+func TestWebCoreReadsChat(t *testing.T) {
+	t.Parallel()
+	f := surfaceFixture(t,
+		showReply(t, "s1", cardJSON, false), modeltest.TextReply("here"),
+		showReply(t, "s2", cardUpdateJSON, false), modeltest.TextReply("updated"),
+		showReply(t, "f1", formJSON, true), modeltest.EchoReply,
+		modeltest.TextReply("more about the menu"),
+	)
+	var page, streamed []map[string]any
+	var turn string
+	for _, u := range []map[string]any{userMessage("u1", "a card"), userMessage("u2", "update it"), userMessage("u3", "a form")} {
+		page = append(page, u)
+		chunks := f.stream(f.chat("ada", chatBody("chat1", "tab-a", page...)))
+		streamed = append(streamed, dataParts(chunks)...)
+		turn = chunksOfType(chunks, "start")[0]["messageId"].(string)
+	}
+	var history []map[string]any
+	for _, m := range f.messages("ada", "chat1").Messages {
+		history = append(history, dataParts(m.Parts)...)
+	}
+	book := &webcore.Press{SurfaceID: "booking", ComponentID: "book", Set: map[string]any{"/b/date": "2026-12-24", "/b/name": "Ada"}}
+	results := webcore.Run(t, []webcore.Case{
+		{Name: "stream", Parts: streamed},
+		{Name: "history", Parts: history},
+		{Name: "form", Parts: streamed, Press: book},
+		{Name: "card", Parts: history, Press: &webcore.Press{SurfaceID: "card", ComponentID: "more", Set: map[string]any{"/note": "vegan"}}},
+	})
+	for _, name := range []string{"stream", "history", "form", "card"} {
+		if r := results[name]; !r.OK {
+			t.Fatalf("%s: @a2ui/web_core error: %s", name, r.Error)
+		}
+	}
+	if diff := cmp.Diff(results["stream"].Surfaces, results["history"].Surfaces); diff != "" {
+		t.Errorf("the history's surfaces differ from the streams' (-stream +history):\n%s", diff)
+	}
+	if got := results["stream"].Surfaces["card"].Data; !cmp.Equal(got, map[string]any{"title": "Specials of the day"}) {
+		t.Errorf("card data = %v, want the update", got)
+	}
+
+	var form struct{ Action map[string]any }
+	if err := json.Unmarshal(results["form"].Action, &form); err != nil {
+		t.Fatal(err)
+	}
+	answer := formAnswer(turn, "f1", mustJSON(t, form.Action))
+	if got := text(f.stream(f.chat("ada", chatBody("chat1", "tab-a", append(page, answer)...)))); !strings.Contains(got, `"name":"Ada"`) {
+		t.Errorf("the form's answer reached the model as %q, want the renderer's action", got)
+	}
+	var card struct{ Action json.RawMessage }
+	if err := json.Unmarshal(results["card"].Action, &card); err != nil {
+		t.Fatal(err)
+	}
+	if got := text(f.stream(f.chat("ada", chatBody("chat1", "tab-a", actionMessage("a1", string(card.Action)))))); got != "more about the menu" {
+		t.Errorf("the card's action turn answered %q", got)
 	}
 }
