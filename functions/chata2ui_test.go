@@ -60,13 +60,14 @@ const catalogID = `"catalogId":"https://a2ui.org/specification/v0_9/catalogs/bas
 // offers the event "more" with a fixed topic and a typed note, and a form
 // (surface "booking") whose Book button sends a date and a name.
 const (
-	cardJSON = `[{"version":"v0.9","createSurface":{"surfaceId":"card",` + catalogID + `}},
+	// cardDraw creates the card and draws its components.
+	cardDraw = `{"version":"v0.9","createSurface":{"surfaceId":"card",` + catalogID + `}},
 	{"version":"v0.9","updateComponents":{"surfaceId":"card","components":[
 		{"id":"root","component":"Column","children":["title","more"]},
 		{"id":"title","component":"Text","text":{"path":"/title"}},
 		{"id":"more_text","component":"Text","text":"More"},
-		{"id":"more","component":"Button","child":"more_text","action":{"event":{"name":"more","context":{"topic":"menu","note":{"path":"/note"}}}}}]}},
-	{"version":"v0.9","updateDataModel":{"surfaceId":"card","path":"/title","value":"Specials"}}]`
+		{"id":"more","component":"Button","child":"more_text","action":{"event":{"name":"more","context":{"topic":"menu","note":{"path":"/note"}}}}}]}}`
+	cardJSON       = `[` + cardDraw + `,{"version":"v0.9","updateDataModel":{"surfaceId":"card","path":"/title","value":"Specials"}}]`
 	cardUpdateJSON = `[{"version":"v0.9","updateDataModel":{"surfaceId":"card","path":"/title","value":"Specials of the day"}}]`
 	cardDeleteJSON = `[{"version":"v0.9","deleteSurface":{"surfaceId":"card"}}]`
 	formJSON       = `[{"version":"v0.9","createSurface":{"surfaceId":"booking",` + catalogID + `}},
@@ -116,18 +117,10 @@ func surfaceData(t *testing.T, id, messages, callID string) map[string]any {
 	return d
 }
 
-// The card as each step leaves it, as its full redraw.
-const (
-	cardRedraw = `[{"version":"v0.9","createSurface":{"surfaceId":"card",` + catalogID + `}},
-	{"version":"v0.9","updateComponents":{"surfaceId":"card","components":[
-		{"id":"root","component":"Column","children":["title","more"]},
-		{"id":"title","component":"Text","text":{"path":"/title"}},
-		{"id":"more_text","component":"Text","text":"More"},
-		{"id":"more","component":"Button","child":"more_text","action":{"event":{"name":"more","context":{"topic":"menu","note":{"path":"/note"}}}}}]}},
-	{"version":"v0.9","updateDataModel":{"surfaceId":"card","path":"/","value":{"title":"TITLE"}}}]`
-)
-
-func cardAs(title string) string { return strings.Replace(cardRedraw, "TITLE", title, 1) }
+// cardAs is the card's full redraw with its title.
+func cardAs(title string) string {
+	return `[` + cardDraw + `,{"version":"v0.9","updateDataModel":{"surfaceId":"card","path":"/","value":{"title":"` + title + `"}}}]`
+}
 
 // TestChatSurfaceStored: a surface shown, updated in a later turn and
 // deleted in a third. Each turn's stream carries it as it then is, in
@@ -296,18 +289,12 @@ func bookAction(name string) string {
 
 // formAnswer is the assistant message of a turn paused on form call id,
 // as useChat holds it after addToolOutput({output: {action}}).
-func formAnswer(messageID, callID, action string) map[string]any {
+func formAnswer(t *testing.T, messageID, callID, action string) map[string]any {
 	return map[string]any{"id": messageID, "role": "assistant", "parts": []any{
 		map[string]any{"type": "step-start"},
 		map[string]any{"type": "tool-show_surface", "toolCallId": callID, "state": "output-available",
-			"input": map[string]any{}, "output": map[string]any{"action": decodeAny(action)}},
+			"input": map[string]any{}, "output": map[string]any{"action": decodeJSONValue(t, action)}},
 	}}
-}
-
-func decodeAny(s string) any {
-	var v any
-	_ = json.Unmarshal([]byte(s), &v)
-	return v
 }
 
 // formChat starts chat1 paused on form call f1 of tab-a and returns the
@@ -355,14 +342,14 @@ func TestChatFormAnsweredOnce(t *testing.T) {
 		t.Errorf("history of the open form: surface %v, call %v; want callId f1 and a call the page answers", d, call)
 	}
 	bad := strings.Replace(bookAction("Ada"), `"name":"Ada"`, `"name":"Ada","price":0`, 1)
-	resp := f.chat("ada", chatBody("chat1", "tab-a", append(page, formAnswer(turn, "f1", bad))...))
+	resp := f.chat("ada", chatBody("chat1", "tab-a", append(page, formAnswer(t, turn, "f1", bad))...))
 	if e := errorOf(t, resp); resp.StatusCode != http.StatusBadRequest || e.Code != "action_not_offered" {
 		t.Errorf("an action with a field not offered: status %d %+v, want 400 action_not_offered", resp.StatusCode, e)
 	}
 
 	calls := f.model.Calls()
 	other := f.secondInstance()
-	body := chatBody("chat1", "tab-a", append(page, formAnswer(turn, "f1", bookAction("Ada")))...)
+	body := chatBody("chat1", "tab-a", append(page, formAnswer(t, turn, "f1", bookAction("Ada")))...)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	statuses := map[string]int{}
@@ -402,7 +389,7 @@ func TestChatFormAnsweredOnce(t *testing.T) {
 	if d["callId"] != "f1" || call["state"] != "output-available" || !strings.Contains(redraw, `"value":{"b":{"date":"2026-12-24","name":"Ada"}}`) {
 		t.Errorf("history of the answered form: %v, call %v; want callId f1, the answer, the values sent", d, call)
 	}
-	resp = f.chat("ada", chatBody("chat1", "tab-a", append(page, formAnswer(turn, "f1", bookAction("Bob")))...))
+	resp = f.chat("ada", chatBody("chat1", "tab-a", append(page, formAnswer(t, turn, "f1", bookAction("Bob")))...))
 	if e := errorOf(t, resp); resp.StatusCode != http.StatusConflict || e.Code != "already_resolved" {
 		t.Errorf("another action on the answered form: status %d %+v, want 409 already_resolved", resp.StatusCode, e)
 	}
@@ -416,7 +403,7 @@ func TestChatFormRewound(t *testing.T) {
 	f.stream(f.chat("ada", editBody("u1")))
 	calls := f.model.Calls()
 	before := f.counter.Snapshot()
-	resp := f.chat("ada", chatBody("chat1", "tab-a", append(page, formAnswer(turn, "f1", bookAction("Ada")))...))
+	resp := f.chat("ada", chatBody("chat1", "tab-a", append(page, formAnswer(t, turn, "f1", bookAction("Ada")))...))
 	if e := errorOf(t, resp); resp.StatusCode != http.StatusGone || e.Code != "expired" {
 		t.Errorf("the rewound form's action: status %d %+v, want 410 expired", resp.StatusCode, e)
 	}
@@ -512,7 +499,7 @@ func TestWebCoreReadsChat(t *testing.T) {
 	if err := json.Unmarshal(results["form"].Action, &form); err != nil {
 		t.Fatal(err)
 	}
-	answer := formAnswer(turn, "f1", mustJSON(t, form.Action))
+	answer := formAnswer(t, turn, "f1", mustJSON(t, form.Action))
 	if got := text(f.stream(f.chat("ada", chatBody("chat1", "tab-a", append(page, answer)...)))); !strings.Contains(got, `"name":"Ada"`) {
 		t.Errorf("the form's answer reached the model as %q, want the renderer's action", got)
 	}
