@@ -50,7 +50,11 @@ func surfaceFixture(t *testing.T, script ...modeltest.Reply) *httpFixture {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f.members = []toolcallback.Member{{Agent: root}}
+		other, err := llmagent.New(llmagent.Config{Name: "other", Model: f.model, Tools: []tool.Tool{surface}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.members = []toolcallback.Member{{Agent: root}, {Agent: other}}
 	}, nil, script...)
 }
 
@@ -509,5 +513,31 @@ func TestWebCoreReadsChat(t *testing.T) {
 	}
 	if got := text(f.stream(f.chat("ada", chatBody("chat1", "tab-a", actionMessage("a1", string(card.Action)))))); got != "more about the menu" {
 		t.Errorf("the card's action turn answered %q", got)
+	}
+}
+
+// TestChatSurfaceAfterSwitch: a surface shown before an agent switch is
+// in the history after it, as it last was, and the new agent's calls are
+// checked against it (an update of it is taken).
+func TestChatSurfaceAfterSwitch(t *testing.T) {
+	t.Parallel()
+	f := surfaceFixture(t,
+		showReply(t, "s1", cardJSON, false), modeltest.TextReply("here"),
+		showReply(t, "s2", cardUpdateJSON, false), modeltest.TextReply("updated"))
+	page := []map[string]any{userMessage("u1", "a card")}
+	f.stream(f.chat("ada", chatBody("chat1", "tab-a", page...)))
+	page = append(page, userMessage("u2", "update it"))
+	body := chatBody("chat1", "tab-a", page...)
+	body["agent"] = "other"
+	if got := surfaceParts(f.stream(f.chat("ada", body))); !cmp.Equal(got, map[string]any{"card": surfaceData(t, "card", cardAs("Specials of the day"), "")}) {
+		t.Errorf("the new agent's update sent %v, want the card updated", got)
+	}
+	view := f.messages("ada", "chat1")
+	got := map[string]any{}
+	for _, m := range view.Messages {
+		maps.Copy(got, surfaceParts(m.Parts))
+	}
+	if view.Agent != "other" || !cmp.Equal(got, map[string]any{"card": surfaceData(t, "card", cardAs("Specials of the day"), "")}) {
+		t.Errorf("history after the switch (agent %q): surfaces %v, want the card as updated", view.Agent, got)
 	}
 }
