@@ -16,6 +16,16 @@
 // ToGenAIParts, BuildAgentSkills) are reused so ADK callers read the calls
 // as they read adka2a's.
 //
+// # A2UI
+//
+// The card advertises the A2UI extension (a2ui.go, docs/a2ui.md). A
+// client that activates it, or sends a2uiClientCapabilities, gets each
+// surface a turn shows as DataParts in a task artifact of its own
+// (replaced when the surface is drawn again, so tasks/get shows it as it
+// last was); any other client gets the surface's text. An action DataPart
+// answers the task's call waiting on its surface through Team.Resume, or,
+// on a card, becomes the text of a user message.
+//
 // # Why cluster mode
 //
 // a2a-go keeps tasks and event fan-out in memory unless given a task store,

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/adk/v2/tool/toolconfirmation"
 	"google.golang.org/genai"
 
+	"github.com/baton-run/baton/a2ui"
 	"github.com/baton-run/baton/limits"
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
@@ -46,6 +47,9 @@ type run struct {
 	user   string
 	limits limits.Limits // of the turns the caller starts
 	yield  func(a2a.Event, error) bool
+	// rich: the client renders A2UI, so surfaces go out as DataParts
+	// rather than text.
+	rich bool
 }
 
 func (r *run) client() string { return clientOf(r.ec.TaskID) }
@@ -59,24 +63,29 @@ func (x *executor) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter
 			yield(nil, a2a.ErrUnauthenticated)
 			return
 		}
-		r := &run{x: x, ec: ec, user: ec.User.Name, limits: callerLimits(ec.User), yield: yield}
-		content, answers, err := splitMessage(ec.Message)
+		r := &run{x: x, ec: ec, user: ec.User.Name, limits: callerLimits(ec.User), yield: yield, rich: wantsA2UI(ec)}
+		m, err := splitMessage(ec.Message)
 		if err != nil {
 			yield(nil, err) // checked by the request interceptor already
 			return
 		}
 		if ec.StoredTask == nil {
-			r.start(ctx, content)
+			r.start(ctx, m)
 			return
 		}
-		r.follow(ctx, content, answers)
+		r.follow(ctx, m)
 	}
 }
 
 // start runs the first turn of a task. Errors before the turn runs (a busy
 // chat, pending calls under the reject policy) come back to the caller
 // before the task exists, so nothing about it is stored.
-func (r *run) start(ctx context.Context, content *genai.Content) {
+func (r *run) start(ctx context.Context, m message) {
+	content, err := r.cardContent(ctx, m.content, m.actions)
+	if err != nil {
+		r.yield(nil, err)
+		return
+	}
 	inv, _, err := r.x.team.Turn(ctx, toolcallback.TurnRequest{UserID: r.user, ChatID: r.ec.ContextID, ClientID: r.client(), Content: content, Limits: r.limits})
 	if err != nil {
 		r.yield(nil, r.x.turnError(ctx, err))
@@ -92,12 +101,17 @@ func (r *run) start(ctx context.Context, content *genai.Content) {
 }
 
 // follow runs a message on an existing task.
-func (r *run) follow(ctx context.Context, content *genai.Content, answers []answer) {
+func (r *run) follow(ctx context.Context, m message) {
 	if r.ec.StoredTask.Status.State != a2a.TaskStateInputRequired {
 		r.awaitOwner(ctx)
 		return
 	}
 	if !r.claim(ctx) {
+		return
+	}
+	content, answers, err := r.takeActions(ctx, m)
+	if err != nil {
+		r.settle(ctx, []string{problem(err)})
 		return
 	}
 	if len(answers) == 0 {
@@ -200,6 +214,11 @@ func (r *run) stream(ctx context.Context, inv *toolcallback.Invocation, problems
 		for _, p := range ev.Content.Parts {
 			if p.Text != "" && !p.Thought {
 				parts = append(parts, a2a.NewTextPart(p.Text))
+			}
+		}
+		for _, out := range surfaceEvents(r.ec, ev, r.rich) {
+			if !r.yield(out, nil) {
+				return
 			}
 		}
 		if len(parts) == 0 {
@@ -327,7 +346,8 @@ func (x *executor) turnError(ctx context.Context, err error) error {
 func problem(err error) string {
 	for _, known := range []error{toolcallback.ErrCallNotFound, toolcallback.ErrAlreadyResolved, toolcallback.ErrExpired,
 		toolcallback.ErrWrongClient, toolcallback.ErrInvalidAnswer, toolcallback.ErrAnswerTooLarge, toolcallback.ErrPendingCalls,
-		sessionstore.ErrBusy, sessionstore.ErrInvalidID, limits.ErrRateLimited, limits.ErrBudgetExhausted} {
+		sessionstore.ErrBusy, sessionstore.ErrInvalidID, limits.ErrRateLimited, limits.ErrBudgetExhausted,
+		toolcallback.ErrSurfaceGone, a2ui.ErrNoSurface, a2ui.ErrNotOffered, a2ui.ErrSurfaceWaits, a2ui.ErrInvalid} {
 		if errors.Is(err, known) {
 			return err.Error()
 		}
@@ -375,15 +395,38 @@ type answer struct {
 	answer toolcallback.Answer
 }
 
-// splitMessage converts a message's parts (ADK's A2A conversions) into the
-// content of a turn and the answers to paused calls.
-func splitMessage(msg *a2a.Message) (*genai.Content, []answer, error) {
-	parts, err := adka2a.ToGenAIParts(msg.Parts)
+// message is what a client's message brings: what it says (text, files,
+// actions on cards) or the answers to paused calls, and the A2UI actions
+// it carries, which answer a call waiting on their surface or else are
+// said.
+type message struct {
+	content *genai.Content
+	answers []answer
+	actions []a2ui.Action
+}
+
+// splitMessage converts a message's parts (ADK's A2A conversions, and
+// A2UI DataParts) into the content of a turn, the answers to paused calls
+// and the A2UI actions.
+func splitMessage(msg *a2a.Message) (message, error) {
+	var m message
+	var rest []*a2a.Part
+	for _, p := range msg.Parts {
+		if !isA2UIPart(p) {
+			rest = append(rest, p)
+			continue
+		}
+		a, err := actionOf(p)
+		if err != nil {
+			return message{}, err
+		}
+		m.actions = append(m.actions, a)
+	}
+	parts, err := adka2a.ToGenAIParts(rest)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", a2a.ErrInvalidParams, err)
+		return message{}, fmt.Errorf("%w: %w", a2a.ErrInvalidParams, err)
 	}
 	var content []*genai.Part
-	var answers []answer
 	for _, p := range parts {
 		fr := p.FunctionResponse
 		if fr == nil {
@@ -391,20 +434,81 @@ func splitMessage(msg *a2a.Message) (*genai.Content, []answer, error) {
 			continue
 		}
 		if fr.ID == "" {
-			return nil, nil, fmt.Errorf("%w: a function response needs the id of the call it answers", a2a.ErrInvalidParams)
+			return message{}, fmt.Errorf("%w: a function response needs the id of the call it answers", a2a.ErrInvalidParams)
 		}
-		answers = append(answers, answer{id: fr.ID, answer: answerOf(fr)})
+		m.answers = append(m.answers, answer{id: fr.ID, answer: answerOf(fr)})
 	}
-	if len(content) > 0 && len(answers) > 0 {
-		return nil, nil, fmt.Errorf("%w: a message either answers calls or says something, not both", a2a.ErrInvalidParams)
+	if len(m.answers) > 0 && (len(content) > 0 || len(m.actions) > 0) {
+		return message{}, fmt.Errorf("%w: a message either answers calls or says something, not both", a2a.ErrInvalidParams)
 	}
-	if len(content) == 0 && len(answers) == 0 {
-		return nil, nil, fmt.Errorf("%w: the message has no parts the agent can read", a2a.ErrInvalidParams)
+	if len(content) == 0 && len(m.answers) == 0 && len(m.actions) == 0 {
+		return message{}, fmt.Errorf("%w: the message has no parts the agent can read", a2a.ErrInvalidParams)
 	}
-	if len(content) == 0 {
-		return nil, answers, nil
+	if len(content) > 0 {
+		m.content = &genai.Content{Role: genai.RoleUser, Parts: content}
 	}
-	return &genai.Content{Role: genai.RoleUser, Parts: content}, nil, nil
+	return m, nil
+}
+
+// takeActions sorts a message's A2UI actions on an input-required task:
+// an action on a surface one of the task's calls waits on answers that
+// call; any other is said, as an action on a card.
+func (r *run) takeActions(ctx context.Context, m message) (*genai.Content, []answer, error) {
+	if len(m.actions) == 0 {
+		return m.content, m.answers, nil
+	}
+	calls, err := r.x.pending(ctx, r.user, r.ec.ContextID, r.client())
+	if err != nil {
+		return nil, nil, err
+	}
+	answers := m.answers
+	var cards []a2ui.Action
+	for _, a := range m.actions {
+		c := waitingOn(calls, a.SurfaceID)
+		if c == nil {
+			cards = append(cards, a)
+			continue
+		}
+		ans, err := actionAnswer(a)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: %w", toolcallback.ErrInvalidAnswer, err)
+		}
+		answers = append(answers, answer{id: c.ID, answer: ans})
+	}
+	if len(answers) > 0 && (len(cards) > 0 || m.content != nil) {
+		return nil, nil, fmt.Errorf("%w: a message either answers calls or says something, not both", toolcallback.ErrInvalidAnswer)
+	}
+	content, err := r.cardContent(ctx, m.content, cards)
+	return content, answers, err
+}
+
+// cardContent adds to content the text of actions on cards (a2ui.ActionText),
+// each checked first against the chat's surfaces as they last were.
+func (r *run) cardContent(ctx context.Context, content *genai.Content, actions []a2ui.Action) (*genai.Content, error) {
+	if len(actions) == 0 {
+		return content, nil
+	}
+	state, err := r.x.team.Pending(ctx, toolcallback.PendingRequest{UserID: r.user, ChatID: r.ec.ContextID, History: -1})
+	if errors.Is(err, sessionstore.ErrNotFound) {
+		return nil, fmt.Errorf("%w: %w: the chat shows no surface", a2a.ErrInvalidParams, a2ui.ErrNoSurface)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if content == nil {
+		content = &genai.Content{Role: genai.RoleUser}
+	}
+	for _, a := range actions {
+		if err := a2ui.CheckCardAction(state.History, a); err != nil {
+			return nil, fmt.Errorf("%w: %w", a2a.ErrInvalidParams, err)
+		}
+		text, err := a2ui.ActionText(a)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", a2a.ErrInvalidParams, err)
+		}
+		content.Parts = append(content.Parts, genai.NewPartFromText(text))
+	}
+	return content, nil
 }
 
 // answerOf reads a function response as a ledger answer: a confirmation's

@@ -63,7 +63,11 @@ func newFixture(t *testing.T, n int, opts *Options, script ...modeltest.Reply) *
 	if err != nil {
 		t.Fatal(err)
 	}
-	root, err := llmagent.New(llmagent.Config{Name: "dj", Description: "plays music", Model: f.model, Tools: []tool.Tool{bgm, askingTool(t)}})
+	surface, err := toolcallback.Surface(toolcallback.SurfaceConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := llmagent.New(llmagent.Config{Name: "dj", Description: "plays music", Model: f.model, Tools: []tool.Tool{bgm, askingTool(t), surface}})
 	if err != nil {
 		t.Fatal(err)
 	}

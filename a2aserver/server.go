@@ -163,7 +163,8 @@ func New(client *firestore.Client, sessions *sessionstore.Service, team *toolcal
 func (s *Server) buildCard(agents []agent.Agent) *a2a.AgentCard {
 	card := &a2a.AgentCard{
 		Name: s.opts.Name, Description: s.opts.Description, Version: "1",
-		Capabilities:       a2a.AgentCapabilities{Streaming: true, PushNotifications: len(s.opts.PushAllow) > 0},
+		Capabilities: a2a.AgentCapabilities{Streaming: true, PushNotifications: len(s.opts.PushAllow) > 0,
+			Extensions: []a2a.AgentExtension{a2uiExtension}},
 		DefaultInputModes:  []string{"text/plain", "application/json"},
 		DefaultOutputModes: []string{"text/plain", "application/json"},
 		SecuritySchemes:    s.opts.SecuritySchemes,
@@ -284,11 +285,14 @@ func (i *interceptor) Before(ctx context.Context, cc *a2asrv.CallContext, req *a
 			return ctx, nil, fmt.Errorf("%w: message is required", a2a.ErrInvalidParams)
 		}
 		ids = append(ids, string(p.Message.TaskID), p.Message.ContextID)
-		_, answers, err := splitMessage(p.Message)
+		m, err := splitMessage(p.Message)
 		if err != nil {
 			return ctx, nil, err
 		}
-		if len(answers) > 0 && p.Message.TaskID == "" {
+		if requestsA2UI(cc.ServiceParams()) || p.Message.Metadata[capabilitiesKey] != nil {
+			cc.Extensions().Activate(&a2uiExtension)
+		}
+		if len(m.answers) > 0 && p.Message.TaskID == "" {
 			return ctx, nil, fmt.Errorf("%w: function responses answer the calls of an input-required task: send them with its taskId", a2a.ErrInvalidParams)
 		}
 	case *a2a.GetTaskRequest:

@@ -45,11 +45,9 @@ func Note(ev *session.Event, s Shown) {
 // Fold returns the surfaces events show, each as it last was.
 func Fold(events session.Events) *Surfaces {
 	s := &Surfaces{}
-	for ev := range events.All() {
-		for _, shown := range ShownIn(ev) {
-			for _, redraw := range shown.Surfaces {
-				_ = s.Apply(redraw...) // noted only once valid
-			}
+	for _, d := range DrawnIn(events) {
+		if !d.Deleted() {
+			_ = s.Apply(d.Messages...) // a redraw applies to a surface not shown
 		}
 	}
 	return s
@@ -104,17 +102,15 @@ func applied(shown *Surfaces, msgs []Message) [][]Message {
 }
 
 // CheckAnswer checks the answer to a call that waits on surfaces (as
-// Shown.Surfaces holds them): an output {"action": {...}} one of them
-// offers. It wraps ErrInvalid, ErrNoSurface or ErrNotOffered.
+// Shown.Surfaces holds them): an output {"action": {...}} whose action,
+// as a renderer reports it (name, surfaceId, sourceComponentId, timestamp,
+// context), one of them offers. It wraps ErrInvalid, ErrNoSurface or
+// ErrNotOffered.
 func CheckAnswer(surfaces [][]Message, output map[string]any) (Action, error) {
 	if len(output) != 1 || output["action"] == nil {
 		return Action{}, fmt.Errorf("%w: a surface's answer is {\"action\": {...}}", ErrInvalid)
 	}
-	raw, err := json.Marshal(output["action"])
-	if err != nil {
-		return Action{}, fmt.Errorf("%w: %w", ErrInvalid, err)
-	}
-	action, err := DecodeAction(raw)
+	action, err := actionOf(output["action"])
 	if err != nil {
 		return Action{}, err
 	}
@@ -125,4 +121,20 @@ func CheckAnswer(surfaces [][]Message, output map[string]any) (Action, error) {
 		}
 	}
 	return action, s.CheckAction(action)
+}
+
+// actionOf reads an action given as a JSON value, checked as the action
+// of a client message.
+func actionOf(v any) (Action, error) {
+	raw, err := json.Marshal(ClientMessageOf(v))
+	if err != nil {
+		return Action{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return DecodeAction(raw)
+}
+
+// ClientMessageOf wraps action, a JSON value, in the client message that
+// carries it: {"version": "v0.9", "action": action}.
+func ClientMessageOf(action any) map[string]any {
+	return map[string]any{"version": Version, "action": action}
 }

@@ -49,4 +49,16 @@
 // names: [ErrNoSurface] when the surface is not shown, [ErrNotOffered]
 // when the component, its event or a context field was not offered.
 // [Surface.Text] renders a surface for clients without A2UI.
+//
+// # A conversation's surfaces
+//
+// A conversation's events note what each call showed ([Note], [ShownIn]).
+// [DrawnIn] reads them back as each surface last was, in the order they
+// were first shown, with the call that waits on a form; [Fold] is the same
+// state as [Surfaces]. A form answered by an action shows the values the
+// action carried ([Surfaces.Submit]). A waiting call's answer is checked
+// with [CheckAnswer] against what the call showed; an action on a card,
+// sent as a new message, with [CheckCardAction] against the surfaces as
+// they last were ([ErrSurfaceWaits] for a form's), and reaches the model as
+// the text [ActionText] writes.
 package a2ui

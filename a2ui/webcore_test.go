@@ -1,101 +1,22 @@
 package a2ui
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
 	"errors"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/baton-run/baton/internal/webcore"
 )
-
-// webCase is one case local/e2e/a2ui.mjs reads with @a2ui/web_core.
-type webCase struct {
-	Name     string    `json:"name"`
-	Messages []Message `json:"messages"`
-	Press    *webPress `json:"press,omitempty"`
-}
-
-type webPress struct {
-	SurfaceID   string         `json:"surfaceId"`
-	ComponentID string         `json:"componentId"`
-	Set         map[string]any `json:"set,omitempty"`
-}
-
-type webResult struct {
-	Name     string                `json:"name"`
-	OK       bool                  `json:"ok"`
-	Error    string                `json:"error"`
-	Surfaces map[string]webSurface `json:"surfaces"`
-	Action   json.RawMessage       `json:"action"`
-}
-
-type webSurface struct {
-	Components map[string]map[string]any `json:"components"`
-	Data       any                       `json:"data"`
-}
-
-// runWebCore runs local/e2e/a2ui.mjs on cases. Without node or the npm
-// packages of local/e2e it skips, except under CI=true, where it fails.
-func runWebCore(t *testing.T, cases []webCase) map[string]webResult {
-	t.Helper()
-	dir := filepath.Join("..", "local", "e2e")
-	node, err := exec.LookPath("node")
-	if err == nil {
-		_, err = os.Stat(filepath.Join(dir, "node_modules", "@a2ui", "web_core", "package.json"))
-	}
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("@a2ui/web_core check needs node and local/e2e's npm packages: %v (run ./test, or npm ci in local/e2e)", err)
-		}
-		t.Skipf("@a2ui/web_core check needs node and local/e2e's npm packages (%v): run ./test, or npm ci in local/e2e", err)
-	}
-	// Read the script and the lockfile so that a change to them
-	// invalidates go test's cached result.
-	for _, name := range []string{"a2ui.mjs", "package-lock.json"} {
-		if _, err := os.ReadFile(filepath.Join(dir, name)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	input, err := json.Marshal(map[string]any{"cases": cases})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "a2ui.mjs")
-	cmd.Dir = dir
-	cmd.Stdin = bytes.NewReader(input)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("node a2ui.mjs: %v\n%s", err, stderr.String())
-	}
-	var got struct{ Results []webResult }
-	if err := json.Unmarshal(out, &got); err != nil {
-		t.Fatalf("node a2ui.mjs output %q: %v", out, err)
-	}
-	results := make(map[string]webResult)
-	for _, r := range got.Results {
-		results[r.Name] = r
-	}
-	return results
-}
 
 // webState is s as the web renderer's model holds it, to compare with
 // what a2ui.mjs reads.
-func webState(t *testing.T, s *Surfaces) map[string]webSurface {
+func webState(t *testing.T, s *Surfaces) map[string]webcore.Surface {
 	t.Helper()
-	out := make(map[string]webSurface)
+	out := make(map[string]webcore.Surface)
 	for _, id := range s.IDs() {
 		sf, _ := s.Surface(id)
-		ws := webSurface{Components: make(map[string]map[string]any), Data: jsonOf(t, sf.Data("/"))}
+		ws := webcore.Surface{Components: make(map[string]map[string]any), Data: jsonOf(t, sf.Data("/"))}
 		for _, c := range sf.components {
 			ws.Components[c.ID] = jsonOf(t, c).(map[string]any)
 			delete(ws.Components[c.ID], "id")
@@ -168,8 +89,8 @@ func TestWebCoreReadsBaton(t *testing.T) {
 		t.Fatalf("Validate(Text of a number) error = %v, want ErrInvalid", err)
 	}
 
-	results := runWebCore(t, []webCase{
-		{Name: "form", Messages: form, Press: &webPress{SurfaceID: "booking", ComponentID: "book",
+	results := webcore.Run(t, []webcore.Case{
+		{Name: "form", Messages: form, Press: &webcore.Press{SurfaceID: "booking", ComponentID: "book",
 			Set: map[string]any{"/booking/date": "2026-12-24", "/booking/size": "4", "/booking/terrace": true}}},
 		{Name: "card", Messages: card},
 		{Name: "stream", Messages: stream},

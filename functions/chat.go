@@ -17,6 +17,7 @@ package functions
 // transcript is the truth.
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -26,8 +27,10 @@ import (
 	"net/url"
 	"strings"
 
+	"google.golang.org/adk/v2/session"
 	"google.golang.org/genai"
 
+	"github.com/baton-run/baton/a2ui"
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
 	"github.com/baton-run/baton/uistream"
@@ -59,6 +62,7 @@ type uiPart struct {
 	ErrorText        string          `json:"errorText,omitempty"`
 	ProviderExecuted bool            `json:"providerExecuted,omitempty"`
 	Approval         *uiApproval     `json:"approval,omitempty"`
+	Data             json.RawMessage `json:"data,omitempty"`
 }
 
 type uiApproval struct {
@@ -169,6 +173,9 @@ func (s *Server) chatPost(w http.ResponseWriter, r *http.Request, log *slog.Logg
 // stream of the turn it started.
 func (s *Server) chatMessage(w http.ResponseWriter, r *http.Request, log *slog.Logger, c caller, device, chatID, agentName string, m *uiMessage) error {
 	user := c.user
+	if err := s.cardActions(r.Context(), user, chatID, m); err != nil {
+		return err
+	}
 	content, err := s.newContent(m, user, chatID)
 	if err != nil {
 		return err
@@ -204,6 +211,47 @@ func (s *Server) newContent(m *uiMessage, user, chatID string) (*genai.Content, 
 	return content, s.checkFiles(content)
 }
 
+// actionPartType is the type of a user message's part that sends an
+// action on an A2UI card: {"type": "data-a2ui-action", "data": {"version",
+// "action": {...}}} (docs/a2ui.md).
+const actionPartType = "data-" + uistream.SurfaceActionPartName
+
+// cardActions turns the actions m sends on cards into text parts the
+// model reads (a2ui.ActionText), each checked first against the chat's
+// surfaces as they last were: a surface deleted, replaced or taken back
+// by a rewind is gone (409), and the action must be one it offered (400).
+func (s *Server) cardActions(ctx context.Context, user, chatID string, m *uiMessage) error {
+	var events session.Events
+	for i, p := range m.Parts {
+		if p.Type != actionPartType {
+			continue
+		}
+		a, err := a2ui.DecodeAction(p.Data)
+		if err != nil {
+			return fmt.Errorf("parts[%d]: %w", i, err)
+		}
+		if events == nil {
+			state, err := s.team.Pending(ctx, toolcallback.PendingRequest{UserID: user, ChatID: chatID, History: wholeHistory})
+			if errors.Is(err, sessionstore.ErrNotFound) {
+				return fmt.Errorf("%w: the chat shows no surface", a2ui.ErrNoSurface)
+			}
+			if err != nil {
+				return err
+			}
+			events = state.History
+		}
+		if err := a2ui.CheckCardAction(events, a); err != nil {
+			return err
+		}
+		text, err := a2ui.ActionText(a)
+		if err != nil {
+			return fmt.Errorf("%w: parts[%d]: %v", errBadRequest, i, err)
+		}
+		m.Parts[i] = uiPart{Type: "text", Text: text}
+	}
+	return nil
+}
+
 // content is the user message as ADK takes it: text parts, and file parts
 // given as data URLs.
 func (m *uiMessage) content(maxFile int64) (*genai.Content, error) {
@@ -236,6 +284,8 @@ func (m *uiMessage) content(maxFile int64) (*genai.Content, error) {
 				mediaType = p.MediaType
 			}
 			c.Parts = append(c.Parts, &genai.Part{InlineData: &genai.Blob{Data: b, MIMEType: mediaType, DisplayName: p.Filename}})
+		case actionPartType:
+			return nil, fmt.Errorf("%w: parts[%d]: an action on a surface is sent in a new message, not an edit", errBadRequest, i)
 		}
 	}
 	if len(c.Parts) == 0 {

@@ -287,7 +287,7 @@ func (s *Server) takeMessage(b *postBody) (*uiMessage, error) {
 func takesPart(role, typ string) bool {
 	switch role {
 	case "user":
-		return typ == "text" || typ == "file"
+		return typ == "text" || typ == "file" || typ == actionPartType
 	case "assistant":
 		return strings.HasPrefix(typ, "tool-") || typ == "dynamic-tool"
 	}

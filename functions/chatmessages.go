@@ -9,8 +9,10 @@ import (
 
 	"google.golang.org/adk/v2/session"
 
+	"github.com/baton-run/baton/a2ui"
 	"github.com/baton-run/baton/toolcallback"
 	"github.com/baton-run/baton/transcript"
+	"github.com/baton-run/baton/uistream"
 )
 
 // chatView is GET /Chat/{chatId}: a page of the conversation as AI SDK
@@ -87,9 +89,26 @@ type callMetadata struct {
 	} `json:"baton"`
 }
 
-func (p textPart) partType() string  { return p.Type }
-func (p agentPart) partType() string { return p.Type }
-func (p toolPart) partType() string  { return p.Type }
+// surfacePart is a data-a2ui part: an A2UI surface as it last was, in
+// the message that showed it first (docs/a2ui.md).
+type surfacePart struct {
+	Type string               `json:"type"` // "data-a2ui"
+	ID   string               `json:"id"`   // the surface id
+	Data uistream.SurfaceData `json:"data"`
+}
+
+// actionPart is a data-a2ui-action part: the A2UI action a user message
+// sent, {"version", "action"}.
+type actionPart struct {
+	Type string             `json:"type"` // "data-a2ui-action"
+	Data a2ui.ClientMessage `json:"data"`
+}
+
+func (p surfacePart) partType() string { return p.Type }
+func (p actionPart) partType() string  { return p.Type }
+func (p textPart) partType() string    { return p.Type }
+func (p agentPart) partType() string   { return p.Type }
+func (p toolPart) partType() string    { return p.Type }
 
 func newAgentPart(item historyItem) agentPart {
 	return agentPart{Type: "data-agent", Data: agentSwitch{Switched: true, From: item.From, To: item.To}}
@@ -155,6 +174,9 @@ func uiMessages(events session.Events, shown int, open []*toolcallback.Call) []u
 			if item.File != nil {
 				part = newFilePart(item.File)
 			}
+			if item.Action != nil {
+				part = actionPart{Type: "data-" + uistream.SurfaceActionPartName, Data: *item.Action}
+			}
 			// The parts of one user message are items of one event.
 			if n := len(out); n > 0 && out[n-1].Role == "user" && userAt.Equal(item.Time) {
 				out[n-1].Parts = append(out[n-1].Parts, part)
@@ -187,6 +209,9 @@ func uiMessages(events session.Events, shown int, open []*toolcallback.Call) []u
 		if item.File != nil {
 			m.Parts = append(m.Parts, newFilePart(item.File))
 		}
+		if item.Surface != nil {
+			m.Parts = append(m.Parts, surfacePart{Type: "data-" + uistream.SurfacePartName, ID: item.Surface.SurfaceID, Data: *item.Surface})
+		}
 		if item.ToolCallID != "" {
 			m.Parts = append(m.Parts, newToolPart(item, calls[item.ToolCallID]))
 			if open := calls[item.ToolCallID]; open != nil && open.Kind == toolcallback.KindInput {
@@ -216,7 +241,7 @@ func newToolPart(item historyItem, open *toolcallback.Call) toolPart {
 	case open != nil && open.Kind == toolcallback.KindApproval:
 		p.State, p.Approval = "approval-requested", &approvalView{ID: open.ID}
 		p.CallProviderMetadata = deviceOf(open)
-	case open != nil && open.Kind == toolcallback.KindBrowser:
+	case open != nil && (open.Kind == toolcallback.KindBrowser || open.Kind == toolcallback.KindSurface):
 		p.State, p.ProviderExecuted = "input-available", false
 		p.CallProviderMetadata = deviceOf(open)
 	default:

@@ -36,6 +36,11 @@
 // /Chat/{chatId}/files/{name} (files.go), since an <img> sends no
 // Authorization header.
 //
+// A2UI surfaces (docs/a2ui.md) go out as data-a2ui parts in the streams
+// and the history, each surface in the history once, as it last was; an
+// action on a card comes in as a user message's data-a2ui-action part,
+// checked against the chat's surfaces before the turn starts.
+//
 // Firestore paths and indexes are those of sessionstore and toolcallback;
 // this package stores nothing of its own.
 package functions

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/baton-run/baton/a2ui"
 	"github.com/baton-run/baton/limits"
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
@@ -90,7 +91,13 @@ func status(err error) (int, apiErrorBody) {
 	// valid id) wraps both, and is a credentials problem.
 	case errors.Is(err, errUnauthenticated), errors.Is(err, errInvalidIDToken), errors.Is(err, toolcallback.ErrInvalidCallToken):
 		return http.StatusUnauthorized, apiErrorBody{Code: "unauthenticated", Message: "missing or invalid credentials"}
-	case errors.Is(err, errBadRequest), errors.Is(err, sessionstore.ErrInvalidID), errors.Is(err, toolcallback.ErrInvalidAnswer):
+	case errors.Is(err, a2ui.ErrNotOffered):
+		return http.StatusBadRequest, apiErrorBody{Code: "action_not_offered", Message: err.Error()}
+	case errors.Is(err, toolcallback.ErrSurfaceGone), errors.Is(err, a2ui.ErrNoSurface):
+		return http.StatusConflict, apiErrorBody{Code: "surface_gone", Message: "the surface is no longer shown (deleted, replaced or taken back): " + err.Error()}
+	case errors.Is(err, a2ui.ErrSurfaceWaits):
+		return http.StatusConflict, apiErrorBody{Code: "surface_waits", Message: "this surface's action answers the call that showed it, not a new message: " + err.Error()}
+	case errors.Is(err, errBadRequest), errors.Is(err, sessionstore.ErrInvalidID), errors.Is(err, toolcallback.ErrInvalidAnswer), errors.Is(err, a2ui.ErrInvalid):
 		return http.StatusBadRequest, apiErrorBody{Code: "invalid_request", Message: err.Error()}
 	case errors.Is(err, toolcallback.ErrMessageNotFound):
 		return http.StatusNotFound, apiErrorBody{Code: "not_found", Message: "the chat has no such message"}

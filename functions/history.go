@@ -13,6 +13,7 @@ import (
 	"google.golang.org/adk/v2/tool/toolconfirmation"
 	"google.golang.org/genai"
 
+	"github.com/baton-run/baton/a2ui"
 	"github.com/baton-run/baton/chatfiles"
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/transcript"
@@ -50,9 +51,14 @@ type historyItem struct {
 	// File is a file the message holds: a user's upload, a model's
 	// output, or a file a tool saved (chatfiles.SavedFiles).
 	File *historyFile `json:"file,omitempty"`
-	From string       `json:"from,omitempty"`
-	To   string       `json:"to,omitempty"`
-	Time time.Time    `json:"time"`
+	// Surface, on an assistant item, is an A2UI surface the message showed
+	// first, as it last was (the data of its data-a2ui part).
+	Surface *uistream.SurfaceData `json:"surface,omitempty"`
+	// Action, on a user item, is the A2UI action the message sent.
+	Action *a2ui.ClientMessage `json:"action,omitempty"`
+	From   string              `json:"from,omitempty"`
+	To     string              `json:"to,omitempty"`
+	Time   time.Time           `json:"time"`
 }
 
 // historyContext is how many events a history is read with: every event
@@ -67,6 +73,7 @@ func history(events session.Events, shown int) []historyItem {
 	from := max(events.Len()-shown, 0)
 	calls := readCalls(events)
 	decisions := transcript.ApprovalDecisions(events)
+	surfaces := surfacesByEvent(events)
 	out := []historyItem{}
 	var run *sessionstore.Switch // the switch that moved the events being read
 	turn := ""
@@ -97,12 +104,26 @@ func history(events session.Events, shown int) []historyItem {
 			out = append(out, switchItem(*ended, turn))
 		}
 		out = append(out, eventItems(ev, turn, records, calls, decisions)...)
+		for _, d := range surfaces[i] {
+			out = append(out, historyItem{Role: "assistant", MessageID: turn, Time: ev.Timestamp, Surface: d})
+		}
 		if ended != nil && transcript.StartsTurn(ev) {
 			out = append(out, switchItem(*ended, turn))
 		}
 	}
 	if run != nil && from < events.Len() {
 		out = append(out, switchItem(*run, ""))
+	}
+	return out
+}
+
+// surfacesByEvent places each surface events show in the event that
+// showed it first, as it last was (a2ui.DrawnIn), with the call that waits
+// or waited on it.
+func surfacesByEvent(events session.Events) map[int][]*uistream.SurfaceData {
+	out := map[int][]*uistream.SurfaceData{}
+	for _, d := range a2ui.DrawnIn(events) {
+		out[d.First] = append(out[d.First], &uistream.SurfaceData{SurfaceID: d.SurfaceID, Messages: d.Messages, CallID: d.CallID})
 	}
 	return out
 }
@@ -144,6 +165,9 @@ func eventItems(ev *session.Event, turn string, records []sessionstore.MovedCall
 			}
 		case p.Text != "" && !p.Thought:
 			item.Text = p.Text
+			if action, ok := a2ui.ActionOfText(p.Text); ok && role == "user" {
+				item.Text, item.Action = "", &action
+			}
 		case p.FileData != nil || p.InlineData != nil:
 			if item.File = newHistoryFile(p); item.File == nil {
 				continue

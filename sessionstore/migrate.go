@@ -33,6 +33,10 @@ type Migration struct {
 	// was built from (the client's id of a user message), so that what
 	// reads them finds them after the switch too.
 	Keep []string
+	// KeepMetadata names CustomMetadata keys a moved event keeps from the
+	// event it was built from (the A2UI surfaces it showed), for the same
+	// reason.
+	KeepMetadata []string
 }
 
 // Switch names the agent switch that moved an event (see MovedBy).
@@ -195,6 +199,11 @@ func migrateEvent(ctx context.Context, ev *session.Event, calls map[string]*hist
 	for _, k := range m.Keep {
 		if v, ok := ev.Actions.StateDelta[k]; ok {
 			e.Actions.StateDelta[k] = v // session.NewEvent made the map
+		}
+	}
+	for _, k := range m.KeepMetadata {
+		if v, ok := ev.CustomMetadata[k]; ok {
+			e.CustomMetadata[k] = v // movedEvent made the map
 		}
 	}
 	return e

@@ -28,6 +28,48 @@ type pausingTools struct {
 	// shows are the surfaces Go tools showed (ShowSurface), by call id,
 	// until the event that ends the call is stored with them.
 	shows map[string]a2ui.Shown
+	// decided are the surface tool's calls as decided when the event
+	// holding them was stored (a2ui.Catalog.Decide), by call id, for the
+	// tool's run to return.
+	decided map[string]a2ui.Shown
+	// sess is the invocation's session as last appended to, whose events
+	// a Go tool's surfaces are checked against (ShowSurface).
+	sess session.Session
+}
+
+// decide keeps what a surface call shows, decided as its event is stored.
+func (t *pausingTools) decide(s a2ui.Shown) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.decided == nil {
+		t.decided = map[string]a2ui.Shown{}
+	}
+	t.decided[s.CallID] = s
+}
+
+// decision returns what the surface call id shows, as decided.
+func (t *pausingTools) decision(id string) (a2ui.Shown, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s, ok := t.decided[id]
+	return s, ok
+}
+
+// follow notes the session the invocation appends to.
+func (t *pausingTools) follow(sess session.Session) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.sess = sess
+}
+
+// events returns the events of the session the invocation appends to.
+func (t *pausingTools) events() (session.Events, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.sess == nil {
+		return nil, false
+	}
+	return t.sess.Events(), true
 }
 
 // show keeps what a Go tool's call showed, for the event ending the call.
@@ -121,6 +163,7 @@ func pausedBy(tools *pausingTools, prior session.Events, ev *session.Event) []pa
 		if spec.decide != nil {
 			shown, pause := spec.decide(prior, fc.ID, fc.Args)
 			a2ui.Note(ev, shown)
+			tools.decide(shown)
 			if !pause {
 				continue
 			}

@@ -15,6 +15,12 @@
 // tool gated by ADK's tool confirmation. A tool that needs a person's input
 // mid-call (an MCP server's question) asks with RequestInput, which pauses
 // like an approval (KindInput), or AskLive, which keeps the turn open.
+// Surface declares the tool a model draws A2UI surfaces with: its calls
+// are decided (checked, and what they show noted in the event) when the
+// event holding them is stored, and the invocation keeps the decision for
+// the tool's run, since ADK's tool context has no session; a call that
+// waits pauses as KindSurface. ShowSurface shows surfaces from a Go tool,
+// checked against the session the invocation appends to (docs/a2ui.md).
 //
 // # Turns
 //

@@ -120,6 +120,7 @@ func (s *invocationSessions) AppendEvent(ctx context.Context, handle session.Ses
 	s.sess = sess
 	s.mu.Unlock()
 	again := hideInputStates(ev)
+	s.tools.follow(sess)
 	s.tools.noteShows(ev)
 	records, err := s.ledgerRecords(sess, ev)
 	if err == nil {

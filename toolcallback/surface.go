@@ -69,23 +69,23 @@ func Surface(cfg SurfaceConfig) (tool.Tool, error) {
 
 // surfaceResult is what the surface tool returns, as decided when its call
 // was stored: an error, a pause (a waiting surface), or that it was shown.
+// ADK's tool context has no session: the decision is the invocation's.
 func surfaceResult(ctx agent.Context) map[string]any {
-	events := ctx.Session().Events()
-	for i := events.Len() - 1; i >= 0; i-- {
-		for _, s := range a2ui.ShownIn(events.At(i)) {
-			switch {
-			case s.CallID != ctx.FunctionCallID():
-			case s.Error != "":
-				return map[string]any{"error": s.Error}
-			case s.Wait:
-				ctx.Actions().SkipSummarization = true
-				return map[string]any{"status": "pending"}
-			default:
-				return map[string]any{"status": "shown"}
-			}
-		}
+	var s a2ui.Shown
+	ok := false
+	if tools := pausingToolsFrom(ctx); tools != nil {
+		s, ok = tools.decision(ctx.FunctionCallID())
 	}
-	return map[string]any{"error": "the surface was not recorded; call again"}
+	switch {
+	case !ok:
+		return map[string]any{"error": "the surface was not recorded; call again"}
+	case s.Error != "":
+		return map[string]any{"error": s.Error}
+	case s.Wait:
+		ctx.Actions().SkipSummarization = true
+		return map[string]any{"status": "pending"}
+	}
+	return map[string]any{"status": "shown"}
 }
 
 // ShowSurface shows msgs from a Go tool of a Team's agent, validated
@@ -98,7 +98,11 @@ func ShowSurface(ctx agent.Context, catalog *a2ui.Catalog, msgs ...a2ui.Message)
 	if tools == nil {
 		return errors.New("ShowSurface: not in an invocation of a Team")
 	}
-	shown, err := catalog.Show(ctx.Session().Events(), ctx.FunctionCallID(), msgs...)
+	events, ok := tools.events()
+	if !ok {
+		return errors.New("ShowSurface: the invocation has stored nothing yet")
+	}
+	shown, err := catalog.Show(events, ctx.FunctionCallID(), msgs...)
 	if err != nil {
 		return err
 	}

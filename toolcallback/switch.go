@@ -8,6 +8,7 @@ import (
 	"google.golang.org/adk/v2/platform"
 	"google.golang.org/adk/v2/session"
 
+	"github.com/baton-run/baton/a2ui"
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/transcript"
 )
@@ -155,7 +156,8 @@ func (t *Team) buildSwitched(ctx context.Context, chat *sessionstore.Chat, old *
 	state := map[string]any{}
 	if old != nil {
 		m := sessionstore.Migration{From: chat.Agent, To: target, At: now, Outcome: outcomes,
-			Args: map[string]map[string]any{}, Approved: map[string]bool{}, Keep: []string{transcript.MessageIDKey}}
+			Args: map[string]map[string]any{}, Approved: map[string]bool{}, Keep: []string{transcript.MessageIDKey},
+			KeepMetadata: []string{a2ui.MetadataKey}}
 		for id, d := range transcript.ApprovalDecisions(old.Events()) {
 			m.Args[id], m.Approved[id] = d.Args, d.Approved
 		}

@@ -12,6 +12,12 @@ import (
 // surface: its chunks are of type "data-a2ui".
 const SurfacePartName = "a2ui"
 
+// SurfaceActionPartName is the name of the data part of a user message
+// that sends an action on a card (a surface no call waits on): its type is
+// "data-a2ui-action", its data the A2UI client message {"version",
+// "action": {...}}.
+const SurfaceActionPartName = "a2ui-action"
+
 // SurfaceData is the data of a data-a2ui part: the messages that draw
 // surface SurfaceID as it now is, in full (a2ui.Surface.Redraw), or, once
 // the surface is deleted, its deleteSurface alone. A renderer draws a part
@@ -19,9 +25,11 @@ const SurfacePartName = "a2ui"
 type SurfaceData struct {
 	SurfaceID string         `json:"surfaceId"`
 	Messages  []a2ui.Message `json:"messages"`
-	// CallID, when set, is the call that waits for an action on the
-	// surface: the client answers that call (a tool output
-	// {"action": {...}}) to send it.
+	// CallID, when set, is the call that showed the surface to wait for
+	// an action on it (a form): while that call waits, the client answers
+	// it (a tool output {"action": {...}}) to send one; once the call is
+	// answered, the surface takes no more actions. Without it the surface
+	// is a card, whose actions are new user messages.
 	CallID string `json:"callId,omitempty"`
 }
 

@@ -614,6 +614,41 @@ async function showsExactly(page, patterns, what) {
   });
 }
 
+scenario('reserve a table with a form: the A2UI form renders, is filled and sent, the agent confirms, a reload shows it submitted', 'a2ui-form', async (t) => {
+  const context = await t.newContext();
+  const page = await openTab(context);
+  await chooseAgent(page, 'concierge');
+  await send(page, 'reserve a table with a form');
+
+  const form = page.locator(sel('surface', '[data-surface-id="reservation"][data-state="form"]'));
+  await form.waitFor({ timeout: WAIT });
+  assert.equal(await count(page, sel('tool-call', '[data-tool-name="show_surface"]')), 0, 'the surface call shows as a tool card');
+  await form.getByLabel('Date').fill('2026-12-24');
+  await form.getByLabel('Party size').fill('4');
+  await form.getByLabel('Name').fill('Ada');
+  await form.getByRole('button', { name: 'Reserve' }).click();
+
+  await assistantSays(page, /Booked: a table for 4 on 2026-12-24 under the name Ada\./);
+  const done = page.locator(sel('surface', '[data-surface-id="reservation"][data-state="submitted"]'));
+  await done.waitFor({ timeout: WAIT });
+  assert.equal(await done.getAttribute('aria-disabled'), 'true', 'the answered form still takes presses');
+  assert.equal((await t.streamsRead()).resumes, 1, 'the form\'s answer resumed the turn once');
+  assert.equal(await count(page, sel('message', '[data-role="assistant"]')), 1, 'the resume continues the turn\'s message');
+  await screenshot(page, 'a2ui-form');
+
+  await page.reload();
+  await ready(page);
+  const again = page.locator(sel('surface', '[data-surface-id="reservation"][data-state="submitted"]'));
+  await again.waitFor({ timeout: WAIT });
+  assert.equal(await count(page, sel('surface')), 1, 'the surface is shown once');
+  assert.deepEqual(await again.locator('input').evaluateAll((els) => els.map((e) => e.value)), ['2026-12-24', '4', 'Ada'],
+    'the reloaded form shows what was sent');
+  assert.equal(await again.getAttribute('aria-disabled'), 'true', 'the reloaded form takes presses');
+  await assistantSays(page, /under the name Ada/);
+  await screenshot(page, 'a2ui-form-reload');
+  noPageErrors(page);
+});
+
 scenario('regenerate the last answer: a new answer replaces it, and stays after a reload', 'regenerate', async (t) => {
   const context = await t.newContext();
   const page = await openTab(context);

@@ -5,7 +5,8 @@
 // true, picks up a running turn or calls waiting for it after a reload.
 // Browser tools run in onToolCall, approvals go back through
 // addToolApprovalResponse (with the payload the person edited written into
-// the call's input), and sendAutomaticallyWhen sends the answers.
+// the call's input), a form's action through addToolOutput (Surface.jsx),
+// and sendAutomaticallyWhen sends the answers.
 
 import { Fragment, useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import { useChat } from '@ai-sdk/react';
@@ -24,6 +25,7 @@ import {
 import { Attach } from './files.jsx';
 import { INPUT_TOOL, postLiveAnswer } from './InputForm.jsx';
 import { chatTransport } from './transport.js';
+import { callPart, SURFACE_TOOL, surfacesOf } from './Surface.jsx';
 import { useFollow } from './follow.js';
 import { useReconnect } from './reconnect.js';
 
@@ -220,8 +222,25 @@ function ChatPage({ config, identity, device, chatId, initial, onNewChat }) {
     }
   }
 
+  /** A press on a form: the output of the call that waits on it. */
+  async function answerSurface(callId, action) {
+    live.current?.();
+    await addToolOutput({ tool: SURFACE_TOOL, toolCallId: callId, output: { action } });
+  }
+
   notices.count.current = messages.length;
   const busy = status === 'submitted' || status === 'streaming';
+  const surfaces = useMemo(() => surfacesOf(messages), [messages]);
+  const callOf = useCallback((id) => (id ? callPart(latest.current, id) : undefined), []);
+
+  /** A press on a card: a user message holding the action. */
+  const cardAction = (action) => {
+    if (busy) return;
+    live.current?.();
+    chatStarted(chatId);
+    follow.toEnd();
+    sendMessage({ parts: [{ type: 'data-a2ui-action', data: { version: 'v0.9', action } }] });
+  };
   live.current = useLiveTurns({ chatId, identity, transport, messages, setMessages, onLoaded: showLatest, idle: !busy && running.size === 0 });
 
   // Earlier messages, a page at a time, when the person scrolls to the
@@ -290,7 +309,8 @@ function ChatPage({ config, identity, device, chatId, initial, onNewChat }) {
               {messages.map((m, i) => (
                 <Fragment key={m.id}>
                   {notices.render(i)}
-                  <Message message={m} device={device} running={running} onDecide={decide} onAnswer={answerInput} />
+                  <Message message={m} device={device} running={running} onDecide={decide} onAnswer={answerInput}
+                    surfaces={surfaces} callOf={callOf} onSurfaceAnswer={answerSurface} onCardAction={cardAction} />
                   <MessageActions message={m} last={m.id === lastAssistant} busy={busy || running.size > 0}
                     onRegenerate={(messageId) => { live.current?.(); regenerate({ messageId }); }}
                     onEdit={(messageId, text) => {

@@ -1,20 +1,29 @@
 // One message of the conversation, as useChat holds it: text parts, tool
-// calls (with an approval form when this tab must decide), and agent
-// switches (data-agent parts), shown as a line before the message.
+// calls (with an approval form when this tab must decide), A2UI surfaces
+// and actions (Surface.jsx), and agent switches (data-agent parts), shown
+// as a line before the message.
 
 import { Fragment, useRef, useState } from 'react';
 import { isBrowserTool } from './tools.js';
 import { useAsk } from './follow.js';
 import { FilePart } from './files.jsx';
 import { INPUT_TOOL, InputForm } from './InputForm.jsx';
+import { ActionLine, SURFACE_TOOL, SurfacePart } from './Surface.jsx';
 
 function switchedText({ from, to }) {
   return `Switched to ${to}${from ? ` from ${from}` : ''}.`;
 }
 
-export function Message({ message, device, running, onDecide, onAnswer }) {
+/**
+ * surfaces are the conversation's (surfacesOf): a surface is drawn, as it
+ * last was, in the message that showed it first; callOf finds the tool
+ * part of the call a form waits on.
+ */
+export function Message({ message, device, running, onDecide, onAnswer, surfaces, callOf, onSurfaceAnswer, onCardAction }) {
   const switches = message.parts.filter((p) => p.type === 'data-agent' && p.data?.switched);
-  const shown = message.parts.filter((p) => (p.type === 'text' && p.text) || p.type === 'file' || isTool(p));
+  const shown = message.parts.filter((p) => (p.type === 'text' && p.text) || p.type === 'file' ||
+    (isTool(p) && toolName(p) !== SURFACE_TOOL) || p.type === 'data-a2ui-action' ||
+    (p.type === 'data-a2ui' && surfaces.get(p.id)?.first === message.id));
   if (message.role === 'assistant' && shown.length === 0 && switches.length > 0 && message.parts.every((p) => p.type.startsWith('data-'))) {
     return switches.map((p, i) => <SwitchLine key={i} data={p.data} />);
   }
@@ -23,10 +32,13 @@ export function Message({ message, device, running, onDecide, onAnswer }) {
       {switches.map((p, i) => <SwitchLine key={i} data={p.data} />)}
       <div className="msg" data-role={message.role} data-testid="message" data-message-id={message.id}>
         {shown.map((p, i) => (
-          <Fragment key={p.toolCallId ?? `t${i}`}>
+          <Fragment key={p.toolCallId ?? (p.type === 'data-a2ui' ? `s-${p.id}` : `t${i}`)}>
             {p.type === 'text'
               ? <span className="text" data-testid="message-text">{p.text}</span>
               : p.type === 'file' ? <FilePart part={p} />
+              : p.type === 'data-a2ui-action' ? <ActionLine data={p.data} />
+              : p.type === 'data-a2ui' ? <SurfacePart data={surfaces.get(p.id).data} call={callOf(surfaces.get(p.id).data?.callId)}
+                device={device} onAnswer={onSurfaceAnswer} onCardAction={onCardAction} />
               : <ToolCard part={p} device={device} running={running.get(p.toolCallId)} onDecide={onDecide} onAnswer={onAnswer} />}
           </Fragment>
         ))}
