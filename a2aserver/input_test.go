@@ -14,7 +14,6 @@ import (
 
 	"github.com/baton-run/baton/internal/polltest"
 	"github.com/baton-run/baton/modeltest"
-	"github.com/baton-run/baton/toolcallback"
 	"github.com/baton-run/baton/userinput"
 )
 
@@ -23,14 +22,14 @@ import (
 func askingTool(t *testing.T) tool.Tool {
 	ask, err := functiontool.New(functiontool.Config{Name: "clear_playlist", Description: "clears the playlist, after asking"},
 		func(ctx agent.Context, _ struct{}) (map[string]any, error) {
-			reply, err := toolcallback.InputReplyOf(ctx)
+			reply, err := userinput.ReplyOf(ctx)
 			if err != nil || reply != nil {
 				if reply != nil {
 					return map[string]any{"action": reply.Responses["confirm"].Action}, nil
 				}
 				return nil, err
 			}
-			return map[string]any{"status": "asking"}, toolcallback.RequestInput(ctx, userinput.Request{
+			return map[string]any{"status": "asking"}, userinput.Ask(ctx, userinput.Request{
 				Tool: "clear_playlist", Message: "Clear it?", Round: 1, State: "s1",
 				Requests: map[string]any{"confirm": map[string]any{"method": "elicitation/create"}}})
 		})

@@ -25,12 +25,12 @@ const inputState = "state-only-the-server-knows"
 func (f *httpFixture) clearTool() tool.Tool {
 	t, err := functiontool.New(functiontool.Config{Name: "clear_notes", Description: "forgets the notes, after asking"},
 		func(ctx agent.Context, _ struct{}) (map[string]any, error) {
-			reply, err := toolcallback.InputReplyOf(ctx)
+			reply, err := userinput.ReplyOf(ctx)
 			if err != nil {
 				return nil, err
 			}
 			if reply == nil {
-				return map[string]any{"status": "asking"}, toolcallback.RequestInput(ctx, userinput.Request{
+				return map[string]any{"status": "asking"}, userinput.Ask(ctx, userinput.Request{
 					Server: "notes", Tool: "clear_notes", Message: "Forget the notes?", Round: 1, State: inputState,
 					Requests: map[string]any{"confirm": map[string]any{"method": "elicitation/create", "params": map[string]any{
 						"mode": "form", "message": "Forget the notes?",

@@ -10,14 +10,13 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"google.golang.org/adk/v2/agent"
 
-	"github.com/baton-run/baton/toolcallback"
 	"github.com/baton-run/baton/userinput"
 )
 
 // A server that speaks 2026-07-28 asks for a person's input by answering
 // tools/call with input requests and a request state (multi-round-trip
 // requests). The call then pauses the turn through the ledger
-// (toolcallback.RequestInput); the person's answer runs the tool again, on
+// (userinput.Ask); the person's answer runs the tool again, on
 // whichever instance receives it, and it calls the server again with the
 // answers and the state. No connection waits in between.
 
@@ -33,7 +32,7 @@ var errInput = errors.New("MCP input request")
 // the answers and the state of the round they answer.
 func callParams(ctx agent.Context, name string, args any) (*mcp.CallToolParams, int, error) {
 	params := &mcp.CallToolParams{Name: name, Arguments: args}
-	reply, err := toolcallback.InputReplyOf(ctx)
+	reply, err := userinput.ReplyOf(ctx)
 	if err != nil || reply == nil {
 		return params, 0, err
 	}
@@ -74,7 +73,7 @@ func askInput(ctx agent.Context, server, tool string, res *mcp.CallToolResult, r
 		return nil, fmt.Errorf("%w: %s on MCP server %s: %w", errInput, tool, server, err)
 	}
 	req := userinput.Request{Server: server, Tool: tool, Message: message, Requests: requests, Round: round, State: res.RequestState}
-	if err := toolcallback.RequestInput(ctx, req); err != nil {
+	if err := userinput.Ask(ctx, req); err != nil {
 		return nil, err
 	}
 	// The model reads this only if the person never answers (the call is

@@ -64,7 +64,7 @@ func (w *crashWorld) renameTool() tool.Tool {
 		func(ctx agent.Context, a struct {
 			ID string `json:"id"`
 		}) (map[string]any, error) {
-			reply, err := toolcallback.InputReplyOf(ctx)
+			reply, err := userinput.ReplyOf(ctx)
 			if err != nil {
 				return nil, err
 			}
@@ -77,7 +77,7 @@ func (w *crashWorld) renameTool() tool.Tool {
 			}
 			if round < 2 {
 				next := round + 1
-				err := toolcallback.RequestInput(ctx, userinput.Request{Tool: "rename", Message: "Rename?", Round: next,
+				err := userinput.Ask(ctx, userinput.Request{Tool: "rename", Message: "Rename?", Round: next,
 					Requests: map[string]any{"q": map[string]any{"method": "elicitation/create"}}, State: fmt.Sprintf("state-%d", next)})
 				return map[string]any{"status": "asking"}, err
 			}

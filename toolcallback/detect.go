@@ -200,7 +200,7 @@ func approvalRequest(prior session.Events, ev *session.Event, fc *genai.Function
 	if req, ok := userinput.Of(tc.Payload); ok {
 		// A tool asking for input: the request state leaves the event here,
 		// before it is stored or streamed, for the ledger record only.
-		shown, state := takeInputState(fc.Args, tc, req)
+		shown, state := userinput.TakeState(fc.Args, tc, req)
 		input, err := json.Marshal(shown)
 		if err != nil {
 			return pausedCall{}, false

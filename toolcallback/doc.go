@@ -13,7 +13,7 @@
 // placeholder and sets SkipSummarization, which ends the invocation (ADK's
 // IsLongRunning alone would call the model again). Approval declares a Go
 // tool gated by ADK's tool confirmation. A tool that needs a person's input
-// mid-call (an MCP server's question) asks with RequestInput, which pauses
+// mid-call (an MCP server's question) asks with userinput.Ask, which pauses
 // like an approval (KindInput), or AskLive, which keeps the turn open.
 // Surface declares the tool a model draws A2UI surfaces with: its calls
 // are decided (checked, and what they show noted in the event) when the

@@ -14,6 +14,7 @@ import (
 
 	"github.com/baton-run/baton/limits"
 	"github.com/baton-run/baton/sessionstore"
+	"github.com/baton-run/baton/userinput"
 )
 
 // invocationSessions is the session service of one invocation: the engine
@@ -119,7 +120,7 @@ func (s *invocationSessions) AppendEvent(ctx context.Context, handle session.Ses
 	s.first = sessionstore.AppendOptions{}
 	s.sess = sess
 	s.mu.Unlock()
-	again := hideInputStates(ev)
+	again := userinput.HideStates(ev)
 	s.tools.follow(sess)
 	s.tools.noteShows(ev)
 	records, err := s.ledgerRecords(sess, ev)
@@ -284,7 +285,7 @@ func (s *invocationSessions) finish(ctx context.Context, inv *Invocation) *sessi
 // crash before it leaves a question without its call, which repair closes
 // (interruptedReruns).
 func (s *invocationSessions) followUp(ctx context.Context, sess *sessionstore.Session, ev *session.Event, again map[string]toolconfirmation.ToolConfirmation) error {
-	conf := inputConfirmationEvent(ctx, sess.Events(), ev, again)
+	conf := userinput.ConfirmationEvent(ctx, sess.Events(), ev, again)
 	if conf == nil {
 		return nil
 	}

@@ -27,7 +27,7 @@ const (
 	KindApproval Kind = "approval"
 	// KindExternal calls are answered by another system holding a call token.
 	KindExternal Kind = "external"
-	// KindInput calls are a tool's questions to a person (RequestInput), a
+	// KindInput calls are a tool's questions to a person (userinput.Ask), a
 	// form the device that started the turn fills in.
 	KindInput Kind = "input"
 )

@@ -230,7 +230,7 @@ func MergePayload(args, patch map[string]any) map[string]any {
 //   - its latest confirmation (an approval, or an answer to a tool's
 //     question) was delivered, but the tool, run again with it, never
 //     responded;
-//   - its tool asked for input (RequestInput), but the confirmation call
+//   - its tool asked for input (userinput.Ask), but the confirmation call
 //     that holds the question (and its ledger record) was never stored.
 //
 // Without it the call's last word would stay a placeholder ("requires

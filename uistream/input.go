@@ -9,7 +9,7 @@ import (
 )
 
 // A tool that asks a person for input mid-call (an MCP server's input
-// requests, see toolcallback.RequestInput) pauses on ADK's confirmation
+// requests, see userinput.Ask) pauses on ADK's confirmation
 // request, whose payload holds {userinput.PayloadKey: request}. The stream
 // shows it not as an approval but as a call of a browser tool named
 // userinput.ToolName, with the confirmation call's id as its toolCallId and
