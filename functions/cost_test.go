@@ -205,6 +205,22 @@ func TestTurnCost(t *testing.T) {
 		},
 		run:   func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "next")) },
 		bound: costBound{beforeModel: 1, roundTrips: 3, lookups: 3, writes: 3},
+	}, {
+		// On the instance that ran the resume, the session the resume left
+		// is the chat's warm copy: nothing is read.
+		name:      "warm turn after a resume",
+		stateOnly: true,
+		warm:      true,
+		beside:    true,
+		script: []modeltest.Reply{modeltest.CallReply(modeltest.Call("c1", "change_bgm", map[string]any{"track": 2})),
+			modeltest.EchoReply, modeltest.TextReply("next")},
+		setup: func(f *httpFixture) {
+			f.stream(f.turn("ada", "s1", "tab-a", "track 2"), "c1")
+			f.stream(f.do(http.MethodPost, NameToolResult, f.token("ada"),
+				map[string]any{"sessionId": "s1", "toolCallId": "c1", "clientId": "tab-a", "output": map[string]any{"playing": 2}}, nil), "c1")
+		},
+		run:   func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "next")) },
+		bound: costBound{beforeModel: 0, roundTrips: 2, lookups: 0, writes: 3},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

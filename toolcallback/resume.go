@@ -85,7 +85,7 @@ func (t *Team) Resume(ctx context.Context, r ResumeRequest) (*ResumeOutcome, err
 		if err != nil {
 			return nil, err
 		}
-		if res, err := t.engine(doc.Agent).fastResume(ctx, r, doc, snap, st.Session); res != nil || err != nil {
+		if res, err := t.engine(doc.Agent).fastResume(ctx, r, found{doc, snap, st.Session, t.memory.keeper(st.Chat)}); res != nil || err != nil {
 			return res, err
 		}
 		return t.engine(doc.Agent).resume(ctx, r, doc, snap)

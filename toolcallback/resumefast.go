@@ -14,6 +14,15 @@ import (
 	"github.com/baton-run/baton/transcript"
 )
 
+// found is a call as one read found it, with the chat's active session
+// and what keeps that session as the chat's warm copy.
+type found struct {
+	doc  *callDoc
+	snap *firestore.DocumentSnapshot
+	sess *sessionstore.Session
+	keep func(*sessionstore.Session)
+}
+
 // fastResume answers the call doc (read as snap, with the session sess in
 // the same round trip) when the answer completes its model step, in one
 // commit that records the answer, takes the session's lease and delivers
@@ -27,7 +36,11 @@ import (
 // must decide instead: other calls of the step still wait, the session
 // needs repair or is busy, answers and approvals are mixed, or the commit
 // lost a race. The long path then finds things as they are.
-func (e *engine) fastResume(ctx context.Context, r ResumeRequest, doc *callDoc, snap *firestore.DocumentSnapshot, sess *sessionstore.Session) (*ResumeOutcome, error) {
+//
+// The session the invocation leaves is kept as the chat's warm copy, as a
+// turn's is, so the turn after the answer reads nothing.
+func (e *engine) fastResume(ctx context.Context, r ResumeRequest, f found) (*ResumeOutcome, error) {
+	doc, snap, sess := f.doc, f.snap, f.sess
 	answer, err := e.acceptable(ctx, r, doc)
 	if err != nil {
 		return nil, err
@@ -74,7 +87,7 @@ func (e *engine) fastResume(ctx context.Context, r ResumeRequest, doc *callDoc, 
 	}
 	msg := &genai.Content{Role: genai.RoleUser, Parts: responseParts(todo, true)}
 	inv, err := e.start(ctx, invocationRun{user: doc.User, session: doc.Session, client: client, msg: msg, handle: sess, claim: claim,
-		resumed: open, closesDocs: len(unresumed) == len(open)})
+		resumed: open, closesDocs: len(unresumed) == len(open), keep: f.keep})
 	if errors.Is(err, sessionstore.ErrBusy) {
 		return nil, nil
 	}
