@@ -349,6 +349,7 @@ func (s *Service) sessionFrom(ctx context.Context, req ReadRequest, snaps []*fir
 		docsOpen:  !doc.DocsClosed,
 		turnLog:   doc.TurnLog,
 		tokens:    tokenCount{day: doc.TokensDay, n: doc.TokensUsed},
+		liveUntil: doc.LiveUntil,
 	}, nil
 }
 
