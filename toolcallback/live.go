@@ -20,11 +20,13 @@ import (
 // ErrNoLiveInput: AskLive was called outside an invocation of a Team.
 var ErrNoLiveInput = errors.New("no invocation to ask in")
 
-// liveAsker is what AskLive needs of the invocation its tool runs in.
+// liveAsker is what AskLive needs of the invocation its tool runs in:
+// push shows the question to the invocation's readers (a turn's stream, a
+// live segment's client).
 type liveAsker struct {
 	e      *engine
 	client string
-	inv    *Invocation
+	push   func(*session.Event)
 }
 
 // AskLive asks a person req while the calling tool (named tool, the name
@@ -72,7 +74,7 @@ func AskLive(ctx agent.Context, tool string, req userinput.Request, wait time.Du
 	if _, err := ref.Create(ctx, doc); err != nil {
 		return nil, fmt.Errorf("record live input request: %w", sessionstore.FirestoreError(err))
 	}
-	la.inv.push(liveFormEvent(ctx, id, input))
+	la.push(liveFormEvent(ctx, id, input))
 	waitCtx, cancel := context.WithDeadline(ctx, doc.Expires)
 	defer cancel()
 	answered, err := la.e.watchCall(waitCtx, ref)
