@@ -16,19 +16,25 @@ import (
 // model issues right after the turn, so that one commit stores both.
 const handleWait = time.Second
 
-// store writes a conversation's events in the order given, one commit at
-// a time, on a goroutine of its own: nothing that relays audio or text
-// waits for Firestore. Each event carries the latest resumption handle
-// not yet written; a handle with no event to carry it is written on its
-// own at most every Options.HandleEvery.
+// store writes a conversation's events in the order they were added, one
+// commit at a time, on a goroutine of its own: nothing that relays audio
+// or text waits for Firestore.
+//
+// The model's resumption handle describes the model session as it was
+// when issued: it goes with the last event added before it came, or a
+// later one (everything added before is stored by then): the event that
+// ends a model turn waits for it (awaitHandle); a handle no event carries
+// goes in an event of its own, at most every Options.HandleEvery.
 type store struct {
 	seg   *toolcallback.LiveSegment
 	every time.Duration
 
 	mu      sync.Mutex
 	jobs    []job
+	added   int // jobs added so far: the next one's number
 	closed  bool
 	handle  *handleState // the latest issued
+	after   int          // the number of the last job added before it came
 	issued  int          // handles issued so far
 	written int          // the issue number of the handle last written
 	wake    chan struct{}
@@ -42,10 +48,15 @@ type job struct {
 	ev   *session.Event
 	opts sessionstore.AppendOptions
 	// awaitHandle: the event ends a model turn; it waits up to handleWait
-	// for a handle issued after the first awaitIssued.
+	// for a handle issued after it was added.
 	awaitHandle bool
-	awaitIssued int
-	after       func([]*toolcallback.Call)
+	// delivered, when set, says whether the response the event holds
+	// reached the model: the event is stored after that, or not at all
+	// (the next holder delivers it).
+	delivered chan bool
+	after     func([]*toolcallback.Call)
+	n         int // its number
+	issued    int // handles issued when it was added
 }
 
 func newStore(seg *toolcallback.LiveSegment, every time.Duration) *store {
@@ -59,19 +70,18 @@ func (s *store) add(j job) bool {
 	if s.closed {
 		return false
 	}
-	if j.awaitHandle {
-		j.awaitIssued = s.issued
-	}
+	j.n, j.issued = s.added, s.issued
+	s.added++
 	s.jobs = append(s.jobs, j)
 	s.signal()
 	return true
 }
 
-// setHandle keeps h, issued by the model, for the next event stored.
+// setHandle keeps h, issued by the model, for an event added from now on.
 func (s *store) setHandle(h handleState) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.handle = &h
+	s.handle, s.after = &h, s.added-1
 	s.issued++
 	s.broadcast()
 }
@@ -136,15 +146,19 @@ func (s *store) next() (j job, ok, done bool) {
 	return j, true, false
 }
 
-// write stores j's event with the latest handle not yet written.
+// write stores j's event, with the latest handle when j may carry it.
 func (s *store) write(ctx context.Context, j job) error {
+	if j.delivered != nil && !<-j.delivered {
+		return nil
+	}
 	if j.awaitHandle {
-		s.awaitHandle(j.awaitIssued)
+		s.awaitHandle(j.issued)
 	}
 	s.mu.Lock()
 	issued, h := s.issued, s.handle
+	carry := issued > s.written && h != nil && j.n >= s.after
 	s.mu.Unlock()
-	if issued > s.written && h != nil {
+	if carry {
 		delta := maps.Clone(j.ev.Actions.StateDelta)
 		if delta == nil {
 			delta = map[string]any{}
@@ -156,8 +170,10 @@ func (s *store) write(ctx context.Context, j job) error {
 	if err != nil {
 		return err
 	}
-	if issued > s.written && h != nil {
+	if carry {
+		s.mu.Lock()
 		s.written = issued
+		s.mu.Unlock()
 	}
 	if j.after != nil {
 		j.after(calls)
@@ -185,7 +201,7 @@ func (s *store) awaitHandle(issued int) {
 	}
 }
 
-// writeHandle stores a handle no event carried, in an event of its own.
+// writeHandle stores, in an event of its own, a handle no event carried.
 func (s *store) writeHandle(ctx context.Context) error {
 	s.mu.Lock()
 	pending := s.issued > s.written && s.handle != nil && len(s.jobs) == 0
@@ -195,5 +211,9 @@ func (s *store) writeHandle(ctx context.Context) error {
 	}
 	ev := session.NewEvent(ctx, "baton-live-handle")
 	ev.Author = s.seg.Agent.Name()
-	return s.write(ctx, job{ev: ev})
+	s.mu.Lock()
+	n := s.added
+	s.added++
+	s.mu.Unlock()
+	return s.write(ctx, job{ev: ev, n: n})
 }

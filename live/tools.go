@@ -89,10 +89,19 @@ func (c *Conversation) finish(fc *genai.FunctionCall, resp *genai.FunctionRespon
 			return
 		}
 	}
-	if !c.deliver(resp) {
-		return
-	}
-	c.store.add(job{ev: ev, after: func([]*toolcallback.Call) { c.send(toolResult(resp)) }})
+	c.deliverStored(resp, job{ev: ev})
+}
+
+// deliverStored gives the model resp, then stores j (which holds it): j
+// is queued first, so that it keeps its place among the events (the
+// model's answer to resp comes after it), and written once resp reached
+// the model, or never if it could not (the next holder delivers it). The
+// client then learns the outcome.
+func (c *Conversation) deliverStored(resp *genai.FunctionResponse, j job) {
+	j.delivered = make(chan bool, 1)
+	j.after = func([]*toolcallback.Call) { c.send(toolResult(resp)) }
+	c.store.add(j)
+	j.delivered <- c.deliver(resp)
 }
 
 // confirmationEvent is ADK's request for a person's confirmation of fc (an
@@ -173,10 +182,7 @@ func (c *Conversation) answered(call *toolcallback.Call) {
 		c.store.add(job{ev: ev, opts: opts, after: func([]*toolcallback.Call) { c.runTool(fc, &tc) }})
 		return
 	}
-	if !c.deliver(resp) {
-		return
-	}
-	c.store.add(job{ev: ev, opts: opts, after: func([]*toolcallback.Call) { c.send(toolResult(resp)) }})
+	c.deliverStored(resp, job{ev: ev, opts: opts})
 }
 
 // confirmationOf is the person's decision a confirmation's response
