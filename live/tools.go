@@ -3,6 +3,7 @@ package live
 import (
 	"errors"
 	"slices"
+	"time"
 
 	"google.golang.org/adk/v2/platform"
 	"google.golang.org/adk/v2/session"
@@ -152,14 +153,26 @@ func (c *Conversation) deliver(resp *genai.FunctionResponse) bool {
 }
 
 // answers delivers the answers recorded for the segment's calls, on any
-// instance, as they come (toolcallback.LiveSegment.Answers).
+// instance, as they come (toolcallback.LiveSegment.Answers), each once: a
+// listen stream that fails is opened again, and finds again the answers
+// whose delivery is not stored yet.
 func (c *Conversation) answers() {
-	for call, err := range c.seg.Answers(c.ctx) {
-		if err != nil {
-			c.end(EndClosed, err)
-			return
+	taken := map[string]bool{}
+	for c.ctx.Err() == nil {
+		for call, err := range c.seg.Answers(c.ctx) {
+			if err != nil {
+				c.r.opts.Logger.Warn("listen for answers", "chat", c.req.ChatID, "error", err)
+				break
+			}
+			if !taken[call.ID] {
+				taken[call.ID] = true
+				c.answered(call)
+			}
 		}
-		c.answered(call)
+		select {
+		case <-c.ctx.Done():
+		case <-time.After(time.Second):
+		}
 	}
 }
 
