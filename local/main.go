@@ -23,6 +23,8 @@ import (
 	"syscall"
 	"time"
 
+	"google.golang.org/adk/v2/model"
+
 	"github.com/baton-run/baton/functions"
 	"github.com/baton-run/baton/internal/emulator"
 	localagent "github.com/baton-run/baton/local/agent"
@@ -58,6 +60,16 @@ func defaultAddr() string {
 	return "127.0.0.1:8080"
 }
 
+// offlineRules are the rules the live stand-in answers with: the offline
+// model's, when it answers text turns too; nil with Gemini (the live model
+// is then Gemini Live).
+func offlineRules(m model.LLM) model.LLM {
+	if _, ok := m.(localagent.Offline); ok {
+		return m
+	}
+	return nil
+}
+
 // run serves the demo until ctx ends. ready, if set, receives the base URL
 // once the server accepts connections.
 func run(ctx context.Context, addr string, log *slog.Logger, ready chan<- string) error {
@@ -81,6 +93,7 @@ func run(ctx context.Context, addr string, log *slog.Logger, ready chan<- string
 		},
 		Addr:             addr,
 		ModelName:        m.Name(),
+		LiveRules:        offlineRules(m),
 		SessionStateOnly: true, // the demo agents keep no app: or user: state
 		Logger:           log,
 	}
