@@ -160,6 +160,13 @@ func (c *Conversation) Wait() (reason string, err error) {
 	return c.reason, c.err
 }
 
+// Replace ends the conversation because its device opened a new one on the
+// chat (EndReplaced), and waits for its end.
+func (c *Conversation) Replace() {
+	c.end(EndReplaced, nil)
+	<-c.done
+}
+
 // Close ends the conversation (the client left: EndClosed) and waits for
 // its end.
 func (c *Conversation) Close() {

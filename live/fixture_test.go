@@ -294,3 +294,38 @@ func transcript(events []*session.Event) string {
 }
 
 func genaiText(s string) *genai.Content { return genai.NewContentFromText(s, genai.RoleUser) }
+
+// until waits for a message match accepts, and reports whether one came
+// before stop closed (or 10 s passed).
+func (c *client) until(stop <-chan struct{}, match func(live.Message) bool) bool {
+	timeout := time.After(10 * time.Second)
+	for {
+		if slices.ContainsFunc(c.messages(), match) {
+			return true
+		}
+		select {
+		case <-c.more:
+		case <-stop:
+			return slices.ContainsFunc(c.messages(), match)
+		case <-timeout:
+			return false
+		}
+	}
+}
+
+// calls are the tool calls the client was shown.
+func (c *client) calls() []live.ToolCall {
+	var out []live.ToolCall
+	for _, m := range c.messages() {
+		if tc, ok := m.(live.ToolCall); ok {
+			out = append(out, tc)
+		}
+	}
+	return out
+}
+
+func signal(typ string) func(live.Message) bool {
+	return func(m live.Message) bool { s, ok := m.(live.Signal); return ok && s.Type == typ }
+}
+
+func isToolCall(m live.Message) bool { _, ok := m.(live.ToolCall); return ok }
