@@ -81,7 +81,10 @@ func (s *Server) chatLive(w http.ResponseWriter, r *http.Request, log *slog.Logg
 		return nil
 	}
 	log.InfoContext(r.Context(), "live conversation", "chat", chatID, "device", req.DeviceID)
-	s.conversations.add(req, conv)
+	if !s.conversations.add(req, conv) {
+		go conv.Close() // the instance is stopping (CloseLive)
+	}
+	sock.open()
 	defer s.conversations.remove(req, conv)
 	go sock.ping(conv.Done())
 	go s.readLive(context.WithoutCancel(r.Context()), ws, sock, conv)
@@ -215,8 +218,9 @@ func liveText(c *liveContent) string {
 // conversations are this instance's live conversations, by chat, so that
 // a device coming back replaces its own at once.
 type conversations struct {
-	mu sync.Mutex
-	m  map[string]liveEntry
+	mu      sync.Mutex
+	m       map[string]liveEntry
+	closing bool // CloseLive was called: no more
 }
 
 type liveEntry struct {
@@ -226,13 +230,18 @@ type liveEntry struct {
 
 func chatKey(req live.Request) string { return req.UserID + "/" + req.ChatID }
 
-func (c *conversations) add(req live.Request, conv *live.Conversation) {
+// add keeps conv, unless the instance is stopping (false).
+func (c *conversations) add(req live.Request, conv *live.Conversation) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.closing {
+		return false
+	}
 	if c.m == nil {
 		c.m = map[string]liveEntry{}
 	}
 	c.m[chatKey(req)] = liveEntry{device: req.DeviceID, conv: conv}
+	return true
 }
 
 func (c *conversations) remove(req live.Request, conv *live.Conversation) {
@@ -241,6 +250,25 @@ func (c *conversations) remove(req live.Request, conv *live.Conversation) {
 	if e, ok := c.m[chatKey(req)]; ok && e.conv == conv {
 		delete(c.m, chatKey(req))
 	}
+}
+
+// CloseLive ends this instance's live conversations, as their clients
+// leaving would (each stores what was said, releases its chat and tells
+// its client, which reconnects to any instance), and those that open from
+// now on: for an instance about to stop.
+func (s *Server) CloseLive() {
+	s.conversations.mu.Lock()
+	s.conversations.closing = true
+	var all []*live.Conversation
+	for _, e := range s.conversations.m {
+		all = append(all, e.conv)
+	}
+	s.conversations.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, c := range all {
+		wg.Go(c.Close)
+	}
+	wg.Wait()
 }
 
 // replace ends the conversation of req's chat on this instance, when the

@@ -320,3 +320,19 @@ func TestLiveReplaced(t *testing.T) {
 		t.Errorf("the model said %v", said)
 	}
 }
+
+// TestCloseLive: an instance about to stop (SIGTERM) ends its live
+// conversations: the client is told, and the chat is free at once for a
+// socket on another instance.
+func TestCloseLive(t *testing.T) {
+	t.Parallel()
+	f, standIn := liveFixture(t, func(c *Config) { c.DevIdentity = true }, &modeltest.LiveOptions{Repeat: modeltest.EchoReply})
+	sock := f.dialLive("chat1", "tab-a", map[string]any{"user": "ada"})
+	sock.next("ready")
+	f.server.CloseLive()
+	if end := sock.next("end"); end["reason"] != "closed" {
+		t.Errorf("end = %v, want closed", end)
+	}
+	other := f.liveInstance(standIn).dialLive("chat1", "tab-b", map[string]any{"user": "ada"})
+	other.next("ready")
+}

@@ -13,26 +13,40 @@ import (
 )
 
 // socket is a live conversation's client: the WebSocket, written by one
-// writer at a time (gorilla/websocket allows no more).
+// writer at a time (gorilla/websocket allows no more). The conversation's
+// frames wait until the instance has registered it (opened): a client that
+// saw "ready" finds it replaceable.
 type socket struct {
-	ws  *websocket.Conn
-	log *slog.Logger
-	mu  sync.Mutex
+	ws     *websocket.Conn
+	log    *slog.Logger
+	mu     sync.Mutex
+	opened chan struct{}
 }
 
 var _ live.Client = (*socket)(nil)
 
 func newSocket(ws *websocket.Conn, log *slog.Logger) *socket {
-	s := &socket{ws: ws, log: log}
+	s := &socket{ws: ws, log: log, opened: make(chan struct{})}
 	ws.SetPongHandler(func(string) error { return ws.SetReadDeadline(time.Now().Add(3 * livePing)) })
 	return s
 }
 
 // Audio sends the model's voice as a binary frame.
-func (s *socket) Audio(pcm []byte) error { return s.write(websocket.BinaryMessage, pcm) }
+func (s *socket) Audio(pcm []byte) error {
+	<-s.opened
+	return s.write(websocket.BinaryMessage, pcm)
+}
 
 // Send sends m as a JSON text frame.
 func (s *socket) Send(m live.Message) error {
+	<-s.opened
+	return s.send(m)
+}
+
+// open lets the conversation's frames through.
+func (s *socket) open() { close(s.opened) }
+
+func (s *socket) send(m live.Message) error {
 	data, err := json.Marshal(m)
 	if err != nil {
 		return err
@@ -55,7 +69,7 @@ func (s *socket) sendError(err error) {
 	if code >= 500 {
 		s.log.Error("live conversation failed", "error", err.Error())
 	}
-	_ = s.Send(live.Error{Type: "error", Code: body.Code, Message: body.Message})
+	_ = s.send(live.Error{Type: "error", Code: body.Code, Message: body.Message})
 }
 
 // fail ends the socket's conversation: an error frame when err is set,
@@ -64,7 +78,7 @@ func (s *socket) fail(_ context.Context, err error, reason string) {
 	if err != nil {
 		s.sendError(err)
 	}
-	_ = s.Send(live.End{Type: "end", Reason: reason})
+	_ = s.send(live.End{Type: "end", Reason: reason})
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_ = s.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, reason), time.Now().Add(liveWriteWait))

@@ -290,6 +290,7 @@ func serve(ctx context.Context, o *Options, mux http.Handler, server *functions.
 	if err := srv.Shutdown(shutdown); err != nil {
 		o.Logger.Warn("shutdown", "error", err)
 	}
+	server.CloseLive() // Shutdown leaves hijacked connections to their handlers
 	return nil
 }
 

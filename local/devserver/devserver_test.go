@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -140,7 +141,7 @@ func TestLiveStandIn(t *testing.T) {
 	url := start(t, &Options{Agent: func(context.Context) (agent.Agent, error) {
 		return llmagent.New(llmagent.Config{Name: "voice", Model: model})
 	}, LiveRules: model})
-	ws, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(url, "http")+"/Chat/chat1/live?device=tab", nil)
+	ws, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(url, "http")+"/Chat/live-"+strconv.FormatInt(time.Now().UnixNano(), 36)+"/live?device=tab", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +162,11 @@ func TestLiveStandIn(t *testing.T) {
 		switch {
 		case kind == websocket.BinaryMessage:
 			audio += len(data)
-		case json.Unmarshal(data, &m) == nil && m["type"] == "transcript" && m["role"] == "assistant" && m["final"] == true:
+		case json.Unmarshal(data, &m) != nil:
+			t.Fatalf("a text frame that is not JSON: %q", data)
+		case m["type"] == "error":
+			t.Fatalf("error frame %v", m)
+		case m["type"] == "transcript" && m["role"] == "assistant" && m["final"] == true:
 			said, _ = m["text"].(string)
 		}
 	}
