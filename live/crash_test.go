@@ -116,7 +116,10 @@ func doomedPath(t *testing.T, in *instance) []live.ToolCall {
 	if conv.Answer(t.Context(), live.Answer{ToolCallID: call.ToolCallID, Output: map[string]any{"playing": 3}}) != nil {
 		return cl.calls()
 	}
-	cl.until(ended, func(m live.Message) bool { tr, ok := m.(live.Transcript); return ok && tr.Final && strings.HasPrefix(tr.Text, "saw") })
+	cl.until(ended, func(m live.Message) bool {
+		tr, ok := m.(live.Transcript)
+		return ok && tr.Final && strings.HasPrefix(tr.Text, "saw")
+	})
 	return cl.calls()
 }
 
@@ -211,4 +214,3 @@ func checkAnsweredOnce(t *testing.T, w *world) {
 		}
 	}
 }
-
