@@ -40,7 +40,7 @@ const (
 // browser (a browser tool any device may answer), book a table (needs
 // approval) and tell the weather (a server tool).
 type world struct {
-	t       *testing.T
+	t       testing.TB
 	client  *firestore.Client
 	counter *firestoretest.Counter
 	model   *modeltest.LiveServer
@@ -49,7 +49,7 @@ type world struct {
 	tools   []tool.Tool
 }
 
-func newWorld(t *testing.T, opts *modeltest.LiveOptions) *world {
+func newWorld(t testing.TB, opts *modeltest.LiveOptions) *world {
 	t.Helper()
 	w := &world{t: t, text: &modeltest.Strict{T: t}}
 	w.client, w.counter = firestoretest.NewCountingClient(t)
@@ -145,7 +145,7 @@ func textSetup() *genai.LiveConnectConfig {
 }
 
 // open opens a conversation of user's chat on device, through in.
-func (in *instance) open(t *testing.T, chatID, dev string) (*live.Conversation, *client) {
+func (in *instance) open(t testing.TB, chatID, dev string) (*live.Conversation, *client) {
 	t.Helper()
 	c := newClient(t)
 	conv, err := in.runner.Open(t.Context(), live.Request{UserID: user, ChatID: chatID, DeviceID: dev}, c)
@@ -158,14 +158,14 @@ func (in *instance) open(t *testing.T, chatID, dev string) (*live.Conversation, 
 
 // client records what a conversation sends.
 type client struct {
-	t     *testing.T
+	t     testing.TB
 	mu    sync.Mutex
 	msgs  []live.Message
 	audio int // bytes
 	more  chan struct{}
 }
 
-func newClient(t *testing.T) *client { return &client{t: t, more: make(chan struct{}, 1)} }
+func newClient(t testing.TB) *client { return &client{t: t, more: make(chan struct{}, 1)} }
 
 func (c *client) Audio(pcm []byte) error {
 	c.mu.Lock()
@@ -329,3 +329,10 @@ func signal(typ string) func(live.Message) bool {
 }
 
 func isToolCall(m live.Message) bool { _, ok := m.(live.ToolCall); return ok }
+
+// audioBytes is how much of the model's voice the client got.
+func (c *client) audioBytes() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.audio
+}
