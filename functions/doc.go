@@ -36,6 +36,10 @@
 // /Chat/{chatId}/files/{name} (files.go), since an <img> sends no
 // Authorization header.
 //
+// Chat also serves live mode: GET /Chat/{chatId}/live upgrades to a
+// WebSocket holding a live conversation (package live), authenticated by
+// its first frame (live.go, livesocket.go; docs/live.md).
+//
 // Firestore paths and indexes are those of sessionstore and toolcallback;
 // this package stores nothing of its own.
 package functions
