@@ -56,8 +56,8 @@ func TestConversationStoresTheChat(t *testing.T) {
 		t.Errorf("ids: user event %s of turn %s, model event of turn %s; client saw user %s, assistant %s",
 			userEv.ID, userEv.InvocationID, modelEv.InvocationID, heard.MessageID, said.MessageID)
 	}
-	if h, ok := modelEv.Actions.StateDelta["baton_live_handle"].(map[string]any); !ok || h["handle"] != w.model.Handles()[0] {
-		t.Errorf("the turn's last event holds handle state %v, want %s", modelEv.Actions.StateDelta, w.model.Handles()[0])
+	if got := storedHandle(w, chat); got != w.model.Handles()[0] {
+		t.Errorf("stored handle %q, want %s", got, w.model.Handles()[0])
 	}
 	sess, err := sessionstore.New(w.client, nil).Read(t.Context(), sessionstore.ReadRequest{App: "app", User: user, SessionID: chat + "~0"})
 	if err != nil {

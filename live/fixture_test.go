@@ -36,9 +36,8 @@ const (
 )
 
 // world is one project on the emulator, the Gemini Live stand-in, and the
-// tools of an app whose agent can play music (a browser tool), find the
-// browser (a browser tool any device may answer), book a table (needs
-// approval) and tell the weather (a server tool).
+// tools of an app whose agent can play music (a browser tool), book a
+// table (needs approval) and tell the weather (a server tool).
 type world struct {
 	t       testing.TB
 	client  *firestore.Client
@@ -71,10 +70,6 @@ func (w *world) newTools() []tool.Tool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	loc, err := toolcallback.Browser[struct{}](toolcallback.BrowserConfig{Name: "get_location", Description: "where the browser is", AnyDevice: true})
-	if err != nil {
-		t.Fatal(err)
-	}
 	type table struct {
 		People int `json:"people"`
 	}
@@ -96,7 +91,7 @@ func (w *world) newTools() []tool.Tool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return []tool.Tool{bgm, loc, book, weather}
+	return []tool.Tool{bgm, book, weather}
 }
 
 // instance is one process of the app: a team on client (nil: the world's)

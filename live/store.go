@@ -108,8 +108,9 @@ func (s *store) signal() {
 	}
 }
 
-// run stores the queued events until close, or the first failure, which
-// it returns (the conversation ends on it).
+// run stores the queued events until close, then a handle no event
+// carried (it outlives the model session by hours), or until the first
+// failure, which it returns (the conversation ends on it).
 func (s *store) run(ctx context.Context) error {
 	tick := time.NewTicker(s.every)
 	defer tick.Stop()
@@ -122,7 +123,7 @@ func (s *store) run(ctx context.Context) error {
 			}
 			continue
 		case done:
-			return nil
+			return s.writeHandle(ctx)
 		}
 		select {
 		case <-s.wake:

@@ -88,21 +88,18 @@ type dayTokensDoc struct {
 // tokensUsed), billed as one read per 1,000 sessions counted.
 func (s *Service) SessionTokens(ctx context.Context, app, user string, at time.Time) (int64, error) {
 	q := s.userRef(app, user).Collection("sessions").Where("tokensDay", "==", tokenDay(at))
-	res, err := q.NewAggregationQuery().WithSum("tokensUsed", "n").Get(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("sum tokens: %w", FirestoreError(err))
-	}
-	n, err := aggregateInt(res.Data()["n"])
-	if err != nil {
-		return 0, fmt.Errorf("sum tokens: %w", err)
-	}
-	return n, nil
+	return aggregate(ctx, q.NewAggregationQuery().WithSum("tokensUsed", "n"), "sum tokens")
 }
 
-// aggregateInt is an aggregation's integer result (Data's value): a sum
-// over integers is an integer, unless it overflows to a double.
-func aggregateInt(v any) (int64, error) {
-	switch n := v.(type) {
+// aggregate runs q, an aggregation whose result is named n, and returns
+// that integer: a count, or a sum over integers (a double once it
+// overflows).
+func aggregate(ctx context.Context, q *firestore.AggregationQuery, what string) (int64, error) {
+	res, err := q.Get(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", what, FirestoreError(err))
+	}
+	switch n := res.Data()["n"].(type) {
 	case int64:
 		return n, nil
 	case float64:
@@ -110,7 +107,7 @@ func aggregateInt(v any) (int64, error) {
 	case nil:
 		return 0, nil
 	default:
-		return 0, fmt.Errorf("unexpected result %T", n)
+		return 0, fmt.Errorf("%s: unexpected result %T", what, n)
 	}
 }
 

@@ -2,7 +2,6 @@ package sessionstore
 
 import (
 	"context"
-	"fmt"
 	"time"
 )
 
@@ -36,13 +35,5 @@ func (ss *Session) LiveUntil() time.Time {
 // liveUntil, billed as one read per 1,000 sessions counted.
 func (s *Service) SessionsLive(ctx context.Context, app, user string, now time.Time) (int64, error) {
 	q := s.userRef(app, user).Collection("sessions").Where(liveUntilField, ">", now)
-	res, err := q.NewAggregationQuery().WithCount("n").Get(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("count live sessions: %w", FirestoreError(err))
-	}
-	n, err := aggregateInt(res.Data()["n"])
-	if err != nil {
-		return 0, fmt.Errorf("count live sessions: %w", err)
-	}
-	return n, nil
+	return aggregate(ctx, q.NewAggregationQuery().WithCount("n"), "count live sessions")
 }
