@@ -41,6 +41,10 @@
 // action on a card comes in as a user message's data-a2ui-action part,
 // checked against the chat's surfaces before the turn starts.
 //
+// Chat also serves live mode: GET /Chat/{chatId}/live upgrades to a
+// WebSocket holding a live conversation (package live), authenticated by
+// its first frame (live.go, livesocket.go; docs/live.md).
+//
 // Firestore paths and indexes are those of sessionstore and toolcallback;
 // this package stores nothing of its own.
 package functions

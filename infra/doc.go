@@ -13,6 +13,16 @@
 // out), and each service runs that image with FUNCTION_TARGET set to its
 // entry point, which functions-framework-go serves alone.
 //
+// Live mode's WebSocket (GET /Chat/{chatId}/live) is served by the Chat
+// service, so that a page reaches it at the URL it already has and the
+// affinity cookie that brings a chat's turns to an instance brings its
+// socket there too. Cloud Run holds a socket for at most the service's
+// request timeout, so Chat's is live_timeout_seconds (3,600 s, the
+// longest) rather than a turn's; a turn's work stays bounded by the
+// request and invocation timeouts in code, and a conversation ends a
+// minute before the platform would cut it (docs/deployment.md, "Live
+// mode", weighs a service of its own).
+//
 // This package itself has no code, only the offline checks that hold the
 // Terraform to the code it deploys: the registered function names and the
 // entry point each service serves, the image, session affinity, capacity,

@@ -88,11 +88,17 @@ type dayTokensDoc struct {
 // tokensUsed), billed as one read per 1,000 sessions counted.
 func (s *Service) SessionTokens(ctx context.Context, app, user string, at time.Time) (int64, error) {
 	q := s.userRef(app, user).Collection("sessions").Where("tokensDay", "==", tokenDay(at))
-	res, err := q.NewAggregationQuery().WithSum("tokensUsed", "n").Get(ctx)
+	return aggregate(ctx, q.NewAggregationQuery().WithSum("tokensUsed", "n"), "sum tokens")
+}
+
+// aggregate runs q, an aggregation whose result is named n, and returns
+// that integer: a count, or a sum over integers (a double once it
+// overflows).
+func aggregate(ctx context.Context, q *firestore.AggregationQuery, what string) (int64, error) {
+	res, err := q.Get(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("sum tokens: %w", FirestoreError(err))
+		return 0, fmt.Errorf("%s: %w", what, FirestoreError(err))
 	}
-	// A sum over integers is an integer, unless it overflows to a double.
 	switch n := res.Data()["n"].(type) {
 	case int64:
 		return n, nil
@@ -101,7 +107,7 @@ func (s *Service) SessionTokens(ctx context.Context, app, user string, at time.T
 	case nil:
 		return 0, nil
 	default:
-		return 0, fmt.Errorf("sum tokens: unexpected result %T", n)
+		return 0, fmt.Errorf("%s: unexpected result %T", what, n)
 	}
 }
 

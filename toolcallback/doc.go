@@ -198,6 +198,18 @@
 // instance's copy of the user's turn log (limits.Reading.Cached); a token
 // budget is read beside the model as on any turn.
 //
+// # Live segments
+//
+// A live segment (OpenLive, segment.go) is a stretch of a chat that a live
+// model holds, driven by package live: planned as a turn, it holds the
+// lease (marked live: sessionstore's liveUntil, which the user's bound on
+// live segments counts) until Close, adopts the open records instead of
+// cancelling them, and stores its events with the records of the calls
+// they pause (Append). An answer recorded meanwhile (Resume finds a live
+// holder and neither waits nor resumes) reaches it through a listener
+// (Answers); the commit that stores the response closes the record
+// (Delivered). A turn meanwhile is refused (IsLive).
+//
 // # Indexes
 //
 // Queries within one session's calls (by status, step, resumed; live and
