@@ -6,6 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/adk/v2/session"
 
+	"github.com/baton-run/baton/internal/polltest"
 	"github.com/baton-run/baton/live"
 	"github.com/baton-run/baton/modeltest"
 	"github.com/baton-run/baton/sessionstore"
@@ -32,6 +33,12 @@ func TestConversationStoresTheChat(t *testing.T) {
 	}
 	said := cl.said(1)
 	cl.turnsComplete(1)
+	// The model issues its handle after the turn: stored with the turn's
+	// last event (a close before it came would store none).
+	polltest.Until(t, "the turn's handle stored", func() bool {
+		hs := w.model.Handles()
+		return len(hs) == 1 && storedHandle(w, chat) == hs[0]
+	})
 	conv.Close()
 	if reason, err := conv.Wait(); reason != live.EndClosed || err != nil {
 		t.Fatalf("Wait() = %q, %v; want closed, nil", reason, err)
@@ -56,9 +63,6 @@ func TestConversationStoresTheChat(t *testing.T) {
 	if userEv.ID != heard.MessageID || said.MessageID != userEv.InvocationID || modelEv.InvocationID != userEv.InvocationID {
 		t.Errorf("ids: user event %s of turn %s, model event of turn %s; client saw user %s, assistant %s",
 			userEv.ID, userEv.InvocationID, modelEv.InvocationID, heard.MessageID, said.MessageID)
-	}
-	if got := storedHandle(w, chat); got != w.model.Handles()[0] {
-		t.Errorf("stored handle %q, want %s", got, w.model.Handles()[0])
 	}
 	sess, err := sessionstore.New(w.client, nil).Read(t.Context(), sessionstore.ReadRequest{App: "app", User: user, SessionID: chat + "~0"})
 	if err != nil {

@@ -48,9 +48,11 @@
 // second for the handle the model issues right after it), or on its own
 // at most every Options.HandleEvery, with the calls its model session
 // holds. The next holder, on any instance, resumes from it while it is
-// valid (two hours), answering those calls as tool responses and the
-// other open calls as call-and-response pairs; otherwise it seeds a new
-// model session with the chat's stored conversation. A holder that dies
+// valid (two hours) and no event with content was stored after it (a text
+// turn, an answer stored after the last handle: the model session would
+// not know them), answering those calls as tool responses and the other
+// open calls as call-and-response pairs; otherwise it seeds a new model
+// session with the chat's stored conversation. A holder that dies
 // leaves the ledger and the transcript as any turn leaves them: the next
 // holder (live segment or turn) repairs them (toolcallback).
 //

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"google.golang.org/adk/v2/platform"
+	"google.golang.org/adk/v2/session"
 	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/sessionstore"
@@ -33,10 +34,13 @@ type handleState struct {
 }
 
 // storedHandle reads the handle the chat's last segment stored; zero when
-// there is none, or when it is too old to resume.
+// there is none, when it is too old to resume, or when the chat has said
+// more since (a text turn, a response stored after it): the model session
+// it resumes would not know that, so a new one is seeded with the stored
+// conversation instead.
 func storedHandle(ctx context.Context, sess *sessionstore.Session) handleState {
 	v, err := sess.State().Get(handleKey)
-	if err != nil || v == nil {
+	if err != nil || v == nil || !handleIsLatest(sess.Events()) {
 		return handleState{}
 	}
 	var h handleState
@@ -48,6 +52,21 @@ func storedHandle(ctx context.Context, sess *sessionstore.Session) handleState {
 		return handleState{}
 	}
 	return h
+}
+
+// handleIsLatest reports whether no event with content follows the last
+// event that stored a handle.
+func handleIsLatest(events session.Events) bool {
+	for i := events.Len() - 1; i >= 0; i-- {
+		ev := events.At(i)
+		if _, ok := ev.Actions.StateDelta[handleKey]; ok {
+			return true
+		}
+		if ev.Content != nil && len(ev.Content.Parts) > 0 {
+			return false
+		}
+	}
+	return false
 }
 
 // splitOpen sorts the calls the segment adopted that still wait for the

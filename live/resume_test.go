@@ -178,3 +178,52 @@ func checkTextTurn(t *testing.T, w *world, in *instance) {
 		}
 	}
 }
+
+// TestTextTurnAfterSegment: a text turn made after a segment ended is
+// known to the chat's next segment: the model session the stored handle
+// would resume never heard it, so the next segment seeds a new one with
+// the stored conversation, text turn included. Without the text turn the
+// handle resumes.
+func TestTextTurnAfterSegment(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		textTurn bool
+	}{{"text turn between", true}, {"nothing between", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t, &modeltest.LiveOptions{Script: []modeltest.Reply{modeltest.TextReply("Hello."), modeltest.EchoReply}})
+			in := w.instance(nil, nil, nil)
+			conv, cl := in.open(t, chat, device)
+			if err := conv.Text("hi"); err != nil {
+				t.Fatal(err)
+			}
+			cl.turnsComplete(1)
+			polltest.Until(t, "the handle stored", func() bool {
+				hs := w.model.Handles()
+				return len(hs) == 1 && storedHandle(w, chat) == hs[0]
+			})
+			conv.Close()
+			if _, err := conv.Wait(); err != nil {
+				t.Fatal(err)
+			}
+			if tc.textTurn {
+				checkTextTurn(t, w, in)
+			}
+			conv, cl = in.open(t, chat, device)
+			if ready := cl.ready(); ready.Resumed == tc.textTurn {
+				t.Fatalf("ready = %+v, want resumed %v", ready, !tc.textTurn)
+			}
+			conns := w.model.Conns()
+			model := conns[len(conns)-1]
+			if !tc.textTurn {
+				if n := model.Count("clientContent"); n != 0 {
+					t.Fatalf("the resumed model session was sent %d clientContent frames, want no history again", n)
+				}
+				return
+			}
+			polltest.Until(t, "the seeded history", func() bool { return len(model.Seen()) > 0 })
+			if seen := modeltest.DumpContents(model.Seen()); !strings.Contains(seen, `text("are you there?")`) || !strings.Contains(seen, `text("Still here.")`) {
+				t.Fatalf("the new model session was seeded with:\n%s\nwant the text turn in it", seen)
+			}
+		})
+	}
+}
