@@ -249,6 +249,13 @@ func TestConcurrentTurnsHTTP(t *testing.T) {
 	go func() { first <- f.turn("ada", "s1", "tab-a", "hello from tab-a") }()
 	// The first turn holds the session, inside the model.
 	polltest.Until(t, "the first turn to call the model", func() bool { return f.model.Calls() >= 1 })
+	// The model is asked beside the commit that takes the lease: wait for
+	// the chat that commit creates.
+	polltest.Until(t, "the first turn's message stored", func() bool {
+		resp := f.do(http.MethodGet, NameChat+"/s1", f.token("ada"), nil, nil)
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
 	busy := f.turn("ada", "s1", "tab-b", "hello from tab-b")
 	close(gate)
 	ok := <-first

@@ -25,6 +25,13 @@ func TestChatStop(t *testing.T) {
 		posted <- f.stream(f.chat("ada", chatBody("chat1", "tab-a", userMessage("u1", "count slowly to 20"))))
 	}()
 	polltest.Until(t, "the turn to call the model", func() bool { return f.model.Calls() == 1 })
+	// The model is asked beside the commit that stores the message: the
+	// chat exists once that commit landed.
+	polltest.Until(t, "the turn's message stored", func() bool {
+		resp := f.do(http.MethodGet, NameChat+"/chat1", f.token("ada"), nil, nil)
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
 
 	other := f.secondInstance()
 	followed := make(chan []map[string]any, 1)

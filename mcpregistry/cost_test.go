@@ -155,6 +155,11 @@ func TestWaitedTurnRereadsTheChat(t *testing.T) {
 		firstDone <- result{w, err}
 	}()
 	polltest.Until(t, "instance A's model to be asked", func() bool { return modelA.Calls() > 0 })
+	// A's model is asked beside the commit that takes the lease.
+	polltest.Until(t, "A's message stored", func() bool {
+		_, err := sessionstore.New(clientA, nil).GetChat(t.Context(), "app", "user-1", "chat-1")
+		return err == nil
+	})
 	// B reads the chat with its session, finds it busy, and waits.
 	var reads atomic.Int32
 	counterB.SetHook(func(method string, _ any) error {
