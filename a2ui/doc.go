@@ -1,8 +1,9 @@
 // Package a2ui holds what Baton knows of A2UI v0.9.1, Google's declarative
 // agent-to-UI protocol: its messages, the basic component catalog,
 // validation, the folded state of a conversation's surfaces, the check of
-// a user's action against what a surface offered, and a plain-text
-// rendering. It is a part of its own because every client path needs it
+// a user's action against what a surface offered, a plain-text rendering,
+// and what one invocation's calls show until their events are stored
+// ([Calls]). It is a part of its own because every client path needs it
 // (the AI SDK stream, A2A, a reloaded page) while it needs none of them:
 // it imports neither Firestore nor toolcallback and stores nothing; its
 // callers store a surface as the messages [Surface.Redraw] returns.

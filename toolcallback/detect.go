@@ -25,75 +25,8 @@ type pausingTools struct {
 	mu    sync.Mutex
 	specs map[string]pauseSpec
 	live  *liveAsker // for tools that ask while they run (AskLive)
-	// shows are the surfaces Go tools showed (ShowSurface), by call id,
-	// until the event that ends the call is stored with them.
-	shows map[string]a2ui.Shown
-	// decided are the surface tool's calls as decided when the event
-	// holding them was stored (a2ui.Catalog.Decide), by call id, for the
-	// tool's run to return.
-	decided map[string]a2ui.Shown
-	// sess is the invocation's session as last appended to, whose events
-	// a Go tool's surfaces are checked against (ShowSurface).
-	sess session.Session
-}
-
-// decide keeps what a surface call shows, decided as its event is stored.
-func (t *pausingTools) decide(s a2ui.Shown) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.decided == nil {
-		t.decided = map[string]a2ui.Shown{}
-	}
-	t.decided[s.CallID] = s
-}
-
-// decision returns what the surface call id shows, as decided.
-func (t *pausingTools) decision(id string) (a2ui.Shown, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	s, ok := t.decided[id]
-	return s, ok
-}
-
-// follow notes the session the invocation appends to.
-func (t *pausingTools) follow(sess session.Session) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.sess = sess
-}
-
-// events returns the events of the session the invocation appends to.
-func (t *pausingTools) events() (session.Events, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.sess == nil {
-		return nil, false
-	}
-	return t.sess.Events(), true
-}
-
-// show keeps what a Go tool's call showed, for the event ending the call.
-func (t *pausingTools) show(s a2ui.Shown) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.shows == nil {
-		t.shows = map[string]a2ui.Shown{}
-	}
-	t.shows[s.CallID] = s
-}
-
-// noteShows adds to ev what the calls whose responses it holds showed.
-func (t *pausingTools) noteShows(ev *session.Event) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for _, p := range transcript.Parts(ev) {
-		if fr := p.FunctionResponse; fr != nil {
-			if s, ok := t.shows[fr.ID]; ok {
-				a2ui.Note(ev, s)
-				delete(t.shows, fr.ID)
-			}
-		}
-	}
+	// surfaces are what the invocation's calls show (Surface, ShowSurface).
+	surfaces a2ui.Calls
 }
 
 type pausingToolsKey struct{}
@@ -163,7 +96,7 @@ func pausedBy(tools *pausingTools, prior session.Events, ev *session.Event) []pa
 		if spec.decide != nil {
 			shown, pause := spec.decide(prior, fc.ID, fc.Args)
 			a2ui.Note(ev, shown)
-			tools.decide(shown)
+			tools.surfaces.Decide(shown)
 			if !pause {
 				continue
 			}

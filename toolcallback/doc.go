@@ -9,18 +9,11 @@
 //
 // # Tools
 //
-// Browser and External declare long-running tools whose handler returns a
-// placeholder and sets SkipSummarization, which ends the invocation (ADK's
-// IsLongRunning alone would call the model again). Approval declares a Go
-// tool gated by ADK's tool confirmation. A tool that needs a person's input
-// mid-call (an MCP server's question) asks with userinput.Ask, which pauses
-// like an approval (KindInput), or AskLive, which keeps the turn open.
-// Surface declares the tool a model draws A2UI surfaces with: its calls
-// are decided (checked, and what they show noted in the event) when the
-// event holding them is stored, and the invocation keeps the decision for
-// the tool's run, since ADK's tool context has no session; a call that
-// waits pauses as KindSurface. ShowSurface shows surfaces from a Go tool,
-// checked against the session the invocation appends to (docs/a2ui.md).
+// The calls that pause are those of Browser, External and Surface tools
+// (the tool announces itself when the model request is built) and ADK's
+// tool confirmations (an Approval, a question asked with userinput.Ask);
+// AskLive asks a person while its tool runs, and the turn stays open.
+// Each declaration says how it pauses.
 //
 // # Turns
 //
@@ -200,15 +193,12 @@
 //
 // # Live segments
 //
-// A live segment (OpenLive, segment.go) is a stretch of a chat that a live
-// model holds, driven by package live: planned as a turn, it holds the
-// lease (marked live: sessionstore's liveUntil, which the user's bound on
-// live segments counts) until Close, adopts the open records instead of
-// cancelling them, and stores its events with the records of the calls
-// they pause (Append). An answer recorded meanwhile (Resume finds a live
-// holder and neither waits nor resumes) reaches it through a listener
-// (Answers); the commit that stores the response closes the record
-// (Delivered). A turn meanwhile is refused (IsLive).
+// A live segment (LiveSegment, opened by OpenLive) is planned as a turn and
+// holds the lease like one, marked live (sessionstore's liveUntil, which
+// the user's bound on live segments counts). It adopts the open records
+// instead of cancelling them; an answer recorded meanwhile (Resume finds a
+// live holder and neither waits nor resumes) reaches it through Answers.
+// A turn meanwhile is refused (IsLive).
 //
 // # Indexes
 //

@@ -121,8 +121,8 @@ func (s *invocationSessions) AppendEvent(ctx context.Context, handle session.Ses
 	s.sess = sess
 	s.mu.Unlock()
 	again := userinput.HideStates(ev)
-	s.tools.follow(sess)
-	s.tools.noteShows(ev)
+	s.tools.surfaces.Follow(sess)
+	s.tools.surfaces.NoteShows(ev)
 	records, err := s.ledgerRecords(sess, ev)
 	if err == nil {
 		err = s.e.opts.Files.SaveEventFiles(ctx, sess.UserID(), sess.ID(), ev)

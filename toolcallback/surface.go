@@ -74,7 +74,7 @@ func surfaceResult(ctx agent.Context) map[string]any {
 	var s a2ui.Shown
 	ok := false
 	if tools := pausingToolsFrom(ctx); tools != nil {
-		s, ok = tools.decision(ctx.FunctionCallID())
+		s, ok = tools.surfaces.Decision(ctx.FunctionCallID())
 	}
 	switch {
 	case !ok:
@@ -98,7 +98,7 @@ func ShowSurface(ctx agent.Context, catalog *a2ui.Catalog, msgs ...a2ui.Message)
 	if tools == nil {
 		return errors.New("ShowSurface: not in an invocation of a Team")
 	}
-	events, ok := tools.events()
+	events, ok := tools.surfaces.Events()
 	if !ok {
 		return errors.New("ShowSurface: the invocation has stored nothing yet")
 	}
@@ -106,7 +106,7 @@ func ShowSurface(ctx agent.Context, catalog *a2ui.Catalog, msgs ...a2ui.Message)
 	if err != nil {
 		return err
 	}
-	tools.show(shown)
+	tools.surfaces.Show(shown)
 	return nil
 }
 

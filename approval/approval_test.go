@@ -1,4 +1,4 @@
-package toolcallback
+package approval
 
 import (
 	"testing"
