@@ -32,13 +32,18 @@ const domain = "baton-call-token-v1."
 // maxLen bounds a token before any work is done on it.
 const maxLen = 4096
 
-// Sign returns the token of a call of user's session, whose arguments are
+// For returns the claims of a call of user's session, whose arguments are
 // args (JSON), expiring at expires.
-func Sign(key []byte, call, sessionID, user string, args []byte, expires time.Time) (string, error) {
+func For(call, sessionID, user string, args []byte, expires time.Time) Claims {
+	return Claims{Call: call, Session: sessionID, User: user, ArgsHash: ArgsHash(args), Expires: expires.Unix()}
+}
+
+// Sign returns the token that carries c, signed with key.
+func Sign(key []byte, c Claims) (string, error) {
 	if len(key) == 0 {
 		return "", errors.New("call tokens need a key")
 	}
-	payload, err := json.Marshal(Claims{Call: call, Session: sessionID, User: user, ArgsHash: ArgsHash(args), Expires: expires.Unix()})
+	payload, err := json.Marshal(c)
 	if err != nil {
 		return "", err
 	}

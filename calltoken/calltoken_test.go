@@ -13,7 +13,7 @@ func TestSignVerify(t *testing.T) {
 	t.Parallel()
 	key := []byte("k")
 	now := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
-	tok, err := calltoken.Sign(key, "c1", "s1", "ada", []byte(`{"b":2,"a":1}`), now.Add(time.Hour))
+	tok, err := calltoken.Sign(key, calltoken.For("c1", "s1", "ada", []byte(`{"b":2,"a":1}`), now.Add(time.Hour)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func TestSignVerify(t *testing.T) {
 			t.Errorf("%s: Verify error = %v, want ErrInvalid", tt.name, err)
 		}
 	}
-	if _, err := calltoken.Sign(nil, "c1", "s1", "ada", nil, now); err == nil {
+	if _, err := calltoken.Sign(nil, calltoken.For("c1", "s1", "ada", nil, now)); err == nil {
 		t.Error("Sign without a key succeeded")
 	}
 }

@@ -182,8 +182,10 @@ func (s *Server) readLive(ctx context.Context, ws *websocket.Conn, sock *socket,
 		case err != nil:
 		case f.Close:
 			return
-		case f.ActivityStart != nil || f.ActivityEnd != nil:
-			err = conv.Activity(f.ActivityStart != nil)
+		case f.ActivityStart != nil:
+			err = conv.SpeechStarts()
+		case f.ActivityEnd != nil:
+			err = conv.SpeechEnds()
 		case f.Content != nil:
 			err = conv.Text(liveText(f.Content))
 		case f.Answer != nil:

@@ -96,20 +96,23 @@ func (c *Conversation) start(ctx context.Context) error {
 // being replaced, the oldest frames are dropped beyond a bound.
 func (c *Conversation) Audio(pcm []byte) error { return c.model.SendAudio(pcm) }
 
-// Activity passes the client's activity signal: start or end of the
-// user's speech. A model that detects activity itself takes the end as
-// the end of the audio stream (the user's turn is over), and needs no
-// start.
-func (c *Conversation) Activity(start bool) error {
-	switch {
-	case c.manual && start:
-		return c.model.SendActivity(genai.LiveRealtimeInput{ActivityStart: &genai.ActivityStart{}})
-	case c.manual:
-		return c.model.SendActivity(genai.LiveRealtimeInput{ActivityEnd: &genai.ActivityEnd{}})
-	case start:
+// SpeechStarts passes the client's signal that the user started
+// speaking; a model that detects activity itself needs none.
+func (c *Conversation) SpeechStarts() error {
+	if !c.manual {
 		return nil
 	}
-	return c.model.SendActivity(genai.LiveRealtimeInput{AudioStreamEnd: true})
+	return c.model.SendActivity(genai.LiveRealtimeInput{ActivityStart: &genai.ActivityStart{}})
+}
+
+// SpeechEnds passes the client's signal that the user stopped speaking: a
+// model that detects activity itself takes it as the end of the audio
+// stream (the user's turn is over).
+func (c *Conversation) SpeechEnds() error {
+	if !c.manual {
+		return c.model.SendActivity(genai.LiveRealtimeInput{AudioStreamEnd: true})
+	}
+	return c.model.SendActivity(genai.LiveRealtimeInput{ActivityEnd: &genai.ActivityEnd{}})
 }
 
 // Text sends a user's written message: stored as the user's message, and

@@ -22,7 +22,7 @@ func (l *ledger) token(c *Call) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("encode arguments of %q: %w", c.ID, err)
 	}
-	return calltoken.Sign(l.opts.TokenKey, c.ID, c.SessionID, c.UserID, args, c.Expires)
+	return calltoken.Sign(l.opts.TokenKey, calltoken.For(c.ID, c.SessionID, c.UserID, args, c.Expires))
 }
 
 // tokenCall verifies r's token, sets r's user and call ids from its claims
