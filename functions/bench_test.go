@@ -41,7 +41,8 @@ import (
 // previous turn served elsewhere); "same-chat-warm" continues one chat on
 // the instance that served its previous turn (see the package doc of
 // toolcallback, "Warm turns"); "after-resume" is the turn that follows an
-// answer to a browser call. "-limits" rows hold the caller to the turn
+// answer to a browser call, in a chat of its own (so that it measures the
+// resume's effect, not a history that grows). "-limits" rows hold the caller to the turn
 // rates and a token budget; "-model-10ms" rows use a model that takes
 // 10 ms to answer (a real one takes longer). The agent keeps no app: or
 // user: state (ServerOptions.SessionStateOnly).
@@ -50,7 +51,7 @@ func BenchmarkTurn(b *testing.B) {
 		{name: "new-chat", warm: true, newChat: true},
 		{name: "same-chat-cold"},
 		{name: "same-chat-warm", warm: true},
-		{name: "after-resume", warm: true, afterResume: true},
+		{name: "after-resume", warm: true, newChat: true, afterResume: true},
 		{name: "new-chat-limits", warm: true, newChat: true, limits: true},
 		{name: "same-chat-cold-limits", limits: true},
 		{name: "same-chat-warm-limits", warm: true, limits: true},
