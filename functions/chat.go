@@ -8,6 +8,7 @@ package functions
 //	GET  /Chat/{chatId}/stream   resume: the running turn, replayed from Firestore; 204 when none
 //	GET  /Chat/{chatId}          the conversation as UI messages, for a page that loads
 //	DELETE /Chat/{chatId}/stream stop: the running turn, on whatever instance (stop.go)
+//	GET  /Chat/{chatId}/live     a live conversation, over a WebSocket (live.go)
 //	GET  /Chat/{chatId}/files/…  a file of the conversation, by the signed URL the above gives (files.go)
 //
 // Of messages, only what is new is taken: the last message when it is a
@@ -81,6 +82,8 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, log *slog.Logger) 
 		return s.chatPost(w, r, log)
 	case r.Method == http.MethodGet && chatID != "" && rest == "stream":
 		return s.chatResume(w, r, log, chatID)
+	case r.Method == http.MethodGet && chatID != "" && rest == "live":
+		return s.chatLive(w, r, log, chatID)
 	case r.Method == http.MethodGet && chatID != "" && rest == "":
 		return s.chatMessages(w, r, chatID)
 	case r.Method == http.MethodDelete && chatID != "" && rest == "stream":
@@ -88,7 +91,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, log *slog.Logger) 
 	case r.Method == http.MethodGet && chatID != "" && strings.HasPrefix(rest, "files/"):
 		return s.chatFile(w, r, chatID, rest)
 	}
-	return fmt.Errorf("%w: POST /Chat, GET /Chat/{chatId}, GET or DELETE /Chat/{chatId}/stream", errBadRequest)
+	return fmt.Errorf("%w: POST /Chat, GET /Chat/{chatId}, GET or DELETE /Chat/{chatId}/stream, GET /Chat/{chatId}/live", errBadRequest)
 }
 
 // chatPath splits what follows the function's name in the path: "" for

@@ -64,6 +64,12 @@ type Config struct {
 	// of caller (see limits.go and docs/limits.md).
 	TurnLimits TurnLimits
 
+	// LiveModel is the Gemini Live model of live mode (docs/live.md).
+	LiveModel string // BATON_LIVE_MODEL
+	// LiveTimeout ends a live conversation before the platform's request
+	// timeout cuts its socket; the client reconnects to go on.
+	LiveTimeout time.Duration // BATON_LIVE_TIMEOUT
+
 	// DevIdentity takes the user id from the X-Baton-User header instead of
 	// a verified token. For the local runner only: ConfigFromEnv refuses it
 	// on Cloud Run (K_SERVICE set).
@@ -77,6 +83,11 @@ type Config struct {
 	// the variable itself; ConfigFromEnv reads it to refuse it on Cloud Run.
 	AuthEmulator string // FIREBASE_AUTH_EMULATOR_HOST
 }
+
+// DefaultLiveModel is the live model when BATON_LIVE_MODEL is not set: the
+// Gemini API's native-audio Live model (on Vertex AI, set
+// gemini-live-2.5-flash-native-audio; the Terraform does).
+const DefaultLiveModel = "gemini-2.5-flash-native-audio-preview-09-2025"
 
 // EnvVar documents one environment variable the functions read.
 type EnvVar struct {
@@ -120,6 +131,9 @@ var EnvVars = []EnvVar{
 	{Name: "BATON_ANON_USER_TOKENS_PER_DAY", Default: "0"},
 	{Name: "BATON_SERVICE_TURNS_PER_MINUTE", Default: "120"},
 	{Name: "BATON_SERVICE_TOKENS_PER_DAY", Default: "0"},
+	{Name: "BATON_LIVE_SEGMENTS_PER_USER", Default: "2"},
+	{Name: "BATON_LIVE_MODEL", Default: DefaultLiveModel},
+	{Name: "BATON_LIVE_TIMEOUT", Default: "55m"},
 	{Name: "BATON_DEV_IDENTITY", Default: "false"},
 	{Name: "BATON_TRACE_EXPORT", Default: TraceExportNone},
 	{Name: "FIREBASE_AUTH_EMULATOR_HOST"}, // local runner and tests only
@@ -168,6 +182,8 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 		A2AInvokers:       list(get("BATON_A2A_INVOKERS")),
 		A2APushAllow:      list(get("BATON_A2A_PUSH_ALLOW")),
 		TraceExport:       get("BATON_TRACE_EXPORT"),
+		LiveModel:         get("BATON_LIVE_MODEL"),
+		LiveTimeout:       duration("BATON_LIVE_TIMEOUT"),
 		AuthEmulator:      get("FIREBASE_AUTH_EMULATOR_HOST"),
 	}
 	c.AllowedOrigins = list(get("BATON_ALLOWED_ORIGINS"))

@@ -65,6 +65,11 @@ func status(err error) (int, apiErrorBody) {
 		return limitedStatus(limited)
 	case errors.As(err, &limit):
 		return http.StatusRequestEntityTooLarge, apiErrorBody{Code: "too_large", Message: err.Error()}
+	case toolcallback.IsLive(err):
+		// Before busy: a live segment holds the chat until its user ends it.
+		return http.StatusConflict, apiErrorBody{Code: "live", Message: "a live conversation holds this chat: send text through it, or end it (DELETE /Chat/{chatId}/stream)"}
+	case errors.Is(err, errLiveOff):
+		return http.StatusServiceUnavailable, apiErrorBody{Code: "live_unavailable", Message: "live mode is not configured on this deployment"}
 	case errors.As(err, &busy):
 		// The lease lasts a whole invocation deadline, but most invocations
 		// end within seconds: suggest an early retry rather than the

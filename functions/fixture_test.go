@@ -69,7 +69,7 @@ func testConfig() Config {
 		CallTimeout: 10 * time.Minute, InvocationTimeout: 30 * time.Second,
 		TokenKey: []byte("0123456789abcdef0123456789abcdef"), MaxBodyBytes: 64 << 10,
 		AllowedOrigins: []string{testOrigin}, KeepAlive: 15 * time.Second, RequestTimeout: 30 * time.Second,
-		SweepAudience: testSweepAud, SweepInvoker: testSchedSA,
+		SweepAudience: testSweepAud, SweepInvoker: testSchedSA, LiveModel: "gemini-live-2.5-flash",
 	}
 }
 

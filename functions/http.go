@@ -1,6 +1,7 @@
 package functions
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -9,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"mime"
+	"net"
 	"net/http"
 	"os"
 	"slices"
@@ -96,6 +98,16 @@ func (r *recorder) Flush() {
 }
 
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// Hijack hands the connection over (a WebSocket upgrade, live.go), noting
+// the switch of protocols as the status.
+func (r *recorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	conn, rw, err := http.NewResponseController(r.ResponseWriter).Hijack()
+	if err == nil && r.status == 0 {
+		r.status = http.StatusSwitchingProtocols
+	}
+	return conn, rw, err
+}
 
 // endpoint is a handler that returns its error for the wrapper to answer.
 type endpoint func(w http.ResponseWriter, r *http.Request, log *slog.Logger) error

@@ -73,12 +73,15 @@ func (l *TurnLimits) read(get func(string) string) []error {
 		return int(n)
 	}
 	chat := rate("BATON_CHAT_TURNS_PER_MINUTE")
+	// The live segments a user holds at once: the same bound for every
+	// kind of caller (docs/live.md).
+	segments := rate("BATON_LIVE_SEGMENTS_PER_USER")
 	l.User = limits.Limits{UserTurnsPerMinute: rate("BATON_USER_TURNS_PER_MINUTE"), ChatTurnsPerMinute: chat,
-		UserTokensPerDay: count("BATON_USER_TOKENS_PER_DAY")}
+		UserTokensPerDay: count("BATON_USER_TOKENS_PER_DAY"), LiveSegmentsPerUser: segments}
 	l.Anonymous = limits.Limits{UserTurnsPerMinute: rate("BATON_ANON_USER_TURNS_PER_MINUTE"), ChatTurnsPerMinute: chat,
-		UserTokensPerDay: count("BATON_ANON_USER_TOKENS_PER_DAY")}
+		UserTokensPerDay: count("BATON_ANON_USER_TOKENS_PER_DAY"), LiveSegmentsPerUser: segments}
 	l.Service = limits.Limits{UserTurnsPerMinute: rate("BATON_SERVICE_TURNS_PER_MINUTE"), ChatTurnsPerMinute: chat,
-		UserTokensPerDay: count("BATON_SERVICE_TOKENS_PER_DAY")}
+		UserTokensPerDay: count("BATON_SERVICE_TOKENS_PER_DAY"), LiveSegmentsPerUser: segments}
 	return errs
 }
 
@@ -95,6 +98,10 @@ func (s *Server) limitsOf(c caller) limits.Limits { return s.cfg.TurnLimits.of(c
 // wait in whole seconds.
 func limitedStatus(e *limits.LimitError) (int, apiErrorBody) {
 	secs := max(int(math.Ceil(e.RetryAfter.Seconds())), 1)
+	if errors.Is(e, limits.ErrLiveSegments) {
+		return http.StatusTooManyRequests, apiErrorBody{Code: "live_limit", RetryAfterSeconds: secs,
+			Message: fmt.Sprintf("at most %d live conversations at once: end one first", e.Limit)}
+	}
 	if errors.Is(e, limits.ErrBudgetExhausted) {
 		return http.StatusTooManyRequests, apiErrorBody{Code: "budget_exhausted", RetryAfterSeconds: secs,
 			Message: fmt.Sprintf("today's model token budget (%d) is used up; it renews at midnight UTC", e.Limit)}

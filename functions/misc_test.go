@@ -30,7 +30,8 @@ func TestConfigFromEnv(t *testing.T) {
 		t.Fatalf("ConfigFromEnv(defaults) error = %v", err)
 	}
 	if cfg.AppName != "baton" || cfg.CallTimeout != 10*time.Minute || cfg.MaxBodyBytes != 262144 || len(cfg.AllowedOrigins) != 2 || cfg.DevIdentity ||
-		cfg.CheckRevoked || cfg.TraceExport != TraceExportNone {
+		cfg.CheckRevoked || cfg.TraceExport != TraceExportNone || cfg.LiveModel != DefaultLiveModel || cfg.LiveTimeout != 55*time.Minute ||
+		cfg.TurnLimits.User.LiveSegmentsPerUser != 2 || cfg.TurnLimits.Anonymous.LiveSegmentsPerUser != 2 {
 		t.Errorf("defaults = %+v", cfg)
 	}
 	tests := []struct {
@@ -49,6 +50,8 @@ func TestConfigFromEnv(t *testing.T) {
 		{"bad trace export", env("GOOGLE_CLOUD_PROJECT", "p", "BATON_TRACE_EXPORT", "jaeger"), "BATON_TRACE_EXPORT"},
 		{"push prefix without a path", env("GOOGLE_CLOUD_PROJECT", "p", "BATON_A2A_PUSH_ALLOW", "https://hooks.example"), "BATON_A2A_PUSH_ALLOW"},
 		{"push prefix not http", env("GOOGLE_CLOUD_PROJECT", "p", "BATON_A2A_PUSH_ALLOW", "ftp://hooks.example/"), "BATON_A2A_PUSH_ALLOW"},
+		{"bad live segment bound", env("GOOGLE_CLOUD_PROJECT", "p", "BATON_LIVE_SEGMENTS_PER_USER", "-1"), "BATON_LIVE_SEGMENTS_PER_USER"},
+		{"bad live timeout", env("GOOGLE_CLOUD_PROJECT", "p", "BATON_LIVE_TIMEOUT", "long"), "BATON_LIVE_TIMEOUT"},
 		{"A2A invokers without an audience", env("GOOGLE_CLOUD_PROJECT", "p", "BATON_A2A_INVOKERS", "a@p.iam.gserviceaccount.com"), "BATON_A2A_AUDIENCE"},
 	}
 	for _, tc := range tests {

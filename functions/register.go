@@ -105,8 +105,8 @@ var instance = sync.OnceValues(func() (*Server, error) {
 		return nil, fmt.Errorf("firestore: %w", err)
 	}
 	s, reg, err := buildServer(context.Background(), cfg, client)
-	if reg != nil {
-		closeOnTerm(reg)
+	if err == nil {
+		closeOnTerm(s, reg)
 	}
 	return s, err
 })
@@ -146,15 +146,19 @@ func buildServer(ctx context.Context, cfg Config, client *firestore.Client) (*Se
 	return s, reg, nil
 }
 
-// closeOnTerm closes reg when the process gets SIGTERM (Cloud Run sends it
-// ten seconds before it stops an instance; the registry bounds each close
-// well within that), then lets the signal end the process as it would have.
-func closeOnTerm(reg *mcpregistry.Registry) {
+// closeOnTerm ends s's live conversations and closes reg (nil: none) when
+// the process gets SIGTERM (Cloud Run sends it ten seconds before it stops
+// an instance; each close is bounded well within that), then lets the
+// signal end the process as it would have.
+func closeOnTerm(s *Server, reg *mcpregistry.Registry) {
 	c := make(chan os.Signal, 1)
 	signal.Notify(c, syscall.SIGTERM)
 	go func() {
 		<-c
-		reg.Close()
+		s.CloseLive()
+		if reg != nil {
+			reg.Close()
+		}
 		signal.Reset(syscall.SIGTERM)
 		syscall.Kill(os.Getpid(), syscall.SIGTERM)
 	}()

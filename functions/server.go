@@ -10,8 +10,10 @@ import (
 	"cloud.google.com/go/firestore"
 	"firebase.google.com/go/v4/auth"
 	"google.golang.org/adk/v2/artifact"
+	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/a2aserver"
+	"github.com/baton-run/baton/live"
 	"github.com/baton-run/baton/mcpregistry"
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
@@ -27,7 +29,10 @@ type Server struct {
 	sweepCheck func(ctx context.Context, r *http.Request) error
 	a2a        *a2aserver.Server
 	log        *slog.Logger
-	files      *fileURLs // nil when files are off
+	files      *fileURLs    // nil when files are off
+	live       *live.Runner // nil when live mode is off
+	// conversations are the live conversations this instance holds.
+	conversations conversations
 }
 
 // ServerOptions are the optional parts of a Server. Nil fields take the
@@ -65,6 +70,16 @@ type ServerOptions struct {
 	// `go run ./local` and the tests give a store on an in-process Cloud
 	// Storage API (internal/localgcs).
 	Files artifact.Service
+	// Live is the client of the live model (cfg.LiveModel) of live mode,
+	// GET /Chat/{chatId}/live. Default: genai's client from the
+	// environment (GOOGLE_API_KEY, or GOOGLE_GENAI_USE_VERTEXAI with
+	// GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION); without one, live
+	// mode is off. `go run ./local` and the tests give the Gemini Live
+	// stand-in's (modeltest.LiveServer).
+	Live *genai.Client
+	// LiveSetup is the live model's base configuration (live.Model.Setup).
+	// Default: live.DefaultSetup.
+	LiveSetup *genai.LiveConnectConfig
 }
 
 // NewServer builds the session store and the team of members on client,
@@ -113,6 +128,7 @@ func NewServer(cfg Config, client *firestore.Client, members []toolcallback.Memb
 		return nil, err
 	}
 	s.team = team
+	s.live = s.newLive(team, opts)
 	if cfg.DevIdentity {
 		s.ident = devIdentity{}
 		s.sweepCheck = devSchedulerCheck
@@ -134,6 +150,37 @@ func NewServer(cfg Config, client *firestore.Client, members []toolcallback.Memb
 	s.sweepCheck = (&schedulerIdentity{service: service, audience: cfg.SweepAudience, invoker: cfg.SweepInvoker}).check
 	s.a2a = s.newA2A(client, sessions, a2aIdentity{users: s.ident, services: service, audience: cfg.A2AAudience, invokers: cfg.A2AInvokers}, opts)
 	return s, nil
+}
+
+// newLive is the runner of live conversations, nil when there is no live
+// model to talk to.
+func (s *Server) newLive(team *toolcallback.Team, opts *ServerOptions) *live.Runner {
+	client := opts.Live
+	if client == nil {
+		var err error
+		// genai reads its credentials from the environment itself.
+		if client, err = genai.NewClient(context.Background(), &genai.ClientConfig{}); err != nil {
+			s.log.Info("live mode is off: no live model", "reason", err.Error())
+			return nil
+		}
+	}
+	r, err := live.New(team, live.Model{Client: client, Name: s.cfg.LiveModel, Setup: opts.LiveSetup}, &live.Options{
+		CountTokens: s.cfg.TurnLimits.countsTokens(), MaxDuration: s.cfg.LiveTimeout, Logger: s.log,
+	})
+	if err != nil {
+		s.log.Info("live mode is off", "reason", err.Error())
+		return nil
+	}
+	return r
+}
+
+// LiveModel is the name of the model live mode talks to, "" when live mode
+// is off (the local runner says which in its startup lines).
+func (s *Server) LiveModel() string {
+	if s.live == nil {
+		return ""
+	}
+	return s.live.ModelName()
 }
 
 // Handler returns the handler of a registered function, by name.

@@ -38,10 +38,19 @@ type callState struct {
 	cancelled bool
 }
 
-func newCalls(earlier []*genai.FunctionCall) *calls {
+// newCalls is what a session knows of calls when it opens: earlier, an
+// earlier holder's calls its handle (if any) does not hold, and known, those
+// it holds (made at clock 0, when the handle was issued).
+func newCalls(earlier, known []*genai.FunctionCall, handle bool) *calls {
 	c := &calls{handle: -1, byID: map[string]*callState{}}
+	if handle {
+		c.handle = 0
+	}
 	for _, fc := range earlier {
 		c.byID[fc.ID] = &callState{call: fc, at: -1, unknown: true, sent: -1}
+	}
+	for _, fc := range known {
+		c.byID[fc.ID] = &callState{call: fc, unknown: !handle, sent: -1}
 	}
 	return c
 }

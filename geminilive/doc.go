@@ -39,7 +39,9 @@
 // latest handle, or an earlier holder's pending call (Config.Pending), is
 // unknown to the resumed model, so its response goes as a
 // call-and-response pair of turns instead of a toolResponse the model
-// would drop; a response written after the latest handle is written again
+// would drop (a NON_BLOCKING call does not hold handles back: an earlier
+// holder's call made before its handle is Config.Known, and answered with
+// a toolResponse); a response written after the latest handle is written again
 // after a resume. The ledger (first writer wins) makes the answer unique
 // across instances; the Session, within one.
 //

@@ -26,6 +26,11 @@ type Config struct {
 	// handle while a blocking call waits): their responses go as
 	// call-and-response pairs.
 	Pending []*genai.FunctionCall
+	// Known are an earlier holder's calls still waiting for responses
+	// that the model session of Handle holds: NON_BLOCKING calls made
+	// before the handle was issued. Their responses go as toolResponses,
+	// unless the handle is refused (then they go as pairs, as Pending's).
+	Known []*genai.FunctionCall
 	// History seeds a new model session, when there is no handle or the
 	// model refuses it (expired): the chat's stored conversation, without
 	// the Pending calls. It is sent as context, with turnComplete false, so
@@ -89,7 +94,7 @@ func Open(ctx context.Context, cfg Config) (*Session, error) {
 	}
 	s := &Session{
 		cfg: cfg, events: make(chan Event, 256), wake: make(chan struct{}, 1), done: make(chan struct{}),
-		log: cfg.Logger, handle: cfg.Handle, calls: newCalls(cfg.Pending),
+		log: cfg.Logger, handle: cfg.Handle, calls: newCalls(cfg.Pending, cfg.Known, cfg.Handle != ""),
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)

@@ -255,3 +255,43 @@ func TestSessionLaterHolder(t *testing.T) {
 	}
 	polltest.Until(t, "the seeded history", func() bool { return len(s.Conn(3).Seen()) == 2 })
 }
+
+// A later holder resumes a handle issued while a NON_BLOCKING call waited:
+// the model session holds the call, so its answer goes as a toolResponse
+// (Known), and the model sees the call and its response once each; had it
+// gone as a pair (Pending), the model would see the call twice.
+func TestSessionLaterHolderKnownCall(t *testing.T) {
+	s := modeltest.NewLiveServer(&modeltest.LiveOptions{T: t, Script: []modeltest.Reply{
+		modeltest.CallReply(modeltest.Call("", "get_location", nil)), modeltest.EchoReply,
+	}})
+	defer s.Close()
+	setup := &genai.LiveConnectConfig{ResponseModalities: []genai.Modality{genai.ModalityText}, Tools: []*genai.Tool{{
+		FunctionDeclarations: []*genai.FunctionDeclaration{{Name: "get_location", Behavior: genai.BehaviorNonBlocking}},
+	}}}
+	first := open(t, s, geminilive.Config{Setup: setup})
+	if err := first.SendText("where am I?"); err != nil {
+		t.Fatal(err)
+	}
+	evs := until(t, first, geminilive.ToolCall)
+	fc := evs[len(evs)-1].Calls[0]
+	handle := until(t, first, geminilive.Handle) // issued with the call waiting
+	_ = first.Close()
+
+	later := open(t, s, geminilive.Config{Setup: setup, Handle: handle[len(handle)-1].Handle, Known: []*genai.FunctionCall{fc}})
+	if ev := until(t, later, geminilive.Connected); !ev[0].Resumed {
+		t.Fatal("later holder did not resume")
+	}
+	if err := later.Deliver(&genai.FunctionResponse{ID: fc.ID, Name: fc.Name, Response: map[string]any{"city": "Oslo"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := texts(until(t, later, geminilive.TurnComplete)); got != `saw get_location={"city":"Oslo"}` {
+		t.Fatalf("answer %q", got)
+	}
+	c := s.Conn(1)
+	if c.Count("toolResponse") != 1 || len(c.Orphans()) != 0 {
+		t.Fatalf("resumed model got %d toolResponse frames, %d orphans; want one, none", c.Count("toolResponse"), len(c.Orphans()))
+	}
+	if seen := modeltest.DumpContents(c.Seen()); strings.Count(seen, "call("+fc.ID) != 1 || strings.Count(seen, "response("+fc.ID) != 1 {
+		t.Fatalf("resumed model's view, want the call and its response once:\n%s", seen)
+	}
+}

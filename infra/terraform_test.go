@@ -396,6 +396,8 @@ func TestTerraformEnvironment(t *testing.T) {
 // Sweep) has a request timeout longer than one invocation plus, for the
 // first two, the work before the stream starts (BATON_REQUEST_TIMEOUT),
 // which must itself leave room for the longest wait for a busy session.
+// Chat holds live mode's sockets for Cloud Run's longest request, and a
+// live conversation ends before its socket is cut.
 func TestTerraformTimeouts(t *testing.T) {
 	forEachMode(t, func(t *testing.T, m *tfModule) {
 		for _, f := range inOrder(deployedFunctions(t, m)) {
@@ -406,6 +408,14 @@ func TestTerraformTimeouts(t *testing.T) {
 			}
 			var least time.Duration
 			switch f.entryPoint {
+			case functions.NameChat:
+				// It holds live mode's sockets: an hour by default, and a
+				// conversation ends before the socket is cut.
+				live := envDuration(t, f, "BATON_LIVE_TIMEOUT")
+				if f.timeout != time.Hour || live >= f.timeout || f.timeout <= request+invocation {
+					t.Errorf("%s timeout = %v with BATON_LIVE_TIMEOUT = %v, want 60 min, more than the live timeout and than a turn (%v)", f.addr, f.timeout, live, request+invocation)
+				}
+				continue
 			case functions.NameTurn, functions.NameToolResult, functions.NameSweep, functions.NameA2A:
 				// Sweep's own deadline is request + invocation (it waits
 				// for the invocations it resumes).

@@ -45,6 +45,20 @@
 // per chat rather than per user is what saves the write: a user's total is
 // only ever read on the turn path.
 //
+// # Live segments
+//
+// A live segment (a voice conversation holding a chat, toolcallback's
+// LiveSegment) opens as a turn: it is held to the turn rates and to the
+// budget when it opens. Its model turns have no turns of their own: its
+// holder counts their tokens as they come (Meter.TokensLeft is what the
+// budget had left) and ends the segment once they reach it. How many live
+// segments a user may hold at once (Limits.LiveSegmentsPerUser) is counted
+// when one opens (Reading.CountLive), from the marks the segments' lease
+// renewals write on their session documents anyway
+// (sessionstore.SessionsLive): one aggregation query beside the chat's
+// read, and no write of its own. Segments opened at the same moment may
+// both pass.
+//
 // Answers to paused calls (resumes) are never refused: a turn that paused
 // must be able to finish. Their tokens are counted like any.
 //

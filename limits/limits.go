@@ -17,6 +17,9 @@ type Limits struct {
 	UserTurnsPerMinute int   // turns a user may start in any 60 s
 	ChatTurnsPerMinute int   // turns one chat may start in any 60 s
 	UserTokensPerDay   int64 // model tokens a user may use per UTC day
+	// LiveSegmentsPerUser bounds the live segments a user may hold at once
+	// (see Reading.CountLive).
+	LiveSegmentsPerUser int
 }
 
 // Zero reports whether l limits nothing.
@@ -29,7 +32,15 @@ var (
 	// ErrBudgetExhausted: the user has used the day's token budget. The
 	// *LimitError says how long until the next day.
 	ErrBudgetExhausted = errors.New("token budget exhausted")
+	// ErrLiveSegments: the user holds as many live segments as the limit
+	// allows; one must end before another opens.
+	ErrLiveSegments = errors.New("too many live segments")
 )
+
+// liveRetry is the wait a refusal for ErrLiveSegments suggests: a live
+// segment ends when its user closes it, so any figure is a guess; a
+// segment whose holder died frees its place within a lease term.
+const liveRetry = 15 * time.Second
 
 // LimitError refuses a turn for one of its Limits. It wraps
 // ErrRateLimited or ErrBudgetExhausted.

@@ -430,3 +430,88 @@ func TestTokensUsed(t *testing.T) {
 		}
 	}
 }
+
+// liveSession stores session sid of user held by a live segment whose
+// lease runs out at base+until, and returns it as read.
+func (s *store) liveSession(user, sid string, until time.Duration) *sessionstore.Session {
+	s.t.Helper()
+	ctx := platform.WithTimeProvider(s.t.Context(), func() time.Time { return base })
+	sess, claim, err := s.sessions.ClaimNewSession(ctx, &session.CreateRequest{AppName: "app", UserID: user, SessionID: sid}, nil, "live:tab", until)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if err := s.sessions.AppendEventWith(ctx, sess, &session.Event{ID: "open", Author: "model"}, sessionstore.AppendOptions{Claim: claim.Live()}); err != nil {
+		s.t.Fatal(err)
+	}
+	got, err := s.sessions.Read(ctx, sessionstore.ReadRequest{App: "app", User: user, SessionID: sid})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return got
+}
+
+// TestLiveSegments: a live segment is refused while the user's live
+// segments, counted beside the read, reach the limit; the chat's own
+// session, still held by a segment that is ending, is not counted, and a
+// segment whose lease ran out no longer counts.
+func TestLiveSegments(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	tooMany := &limits.LimitError{Err: limits.ErrLiveSegments, Scope: "user", Limit: 2, RetryAfter: 15 * time.Second}
+	for i, tc := range []struct {
+		name  string
+		held  []time.Duration // the users' segments' lease ends
+		own   int             // the index among held of the chat's own session; -1: another chat
+		limit int
+		want  *limits.LimitError
+	}{
+		{"no limit", []time.Duration{time.Minute, time.Minute, time.Minute}, -1, 0, nil},
+		{"under the limit", []time.Duration{time.Minute}, -1, 2, nil},
+		{"at the limit", []time.Duration{time.Minute, time.Minute}, -1, 2, tooMany},
+		{"the chat's own segment is replaced", []time.Duration{time.Minute, time.Minute}, 1, 2, nil},
+		{"a dead holder's segment has run out", []time.Duration{time.Minute, -time.Second}, -1, 2, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			user := fmt.Sprint("live-user-", i)
+			var own *sessionstore.Session
+			for k, until := range tc.held {
+				sess := s.liveSession(user, fmt.Sprint("chat~", k), until)
+				if k == tc.own {
+					own = sess
+				}
+			}
+			r := s.counter.Begin(t.Context(), user, limits.Limits{LiveSegmentsPerUser: tc.limit}, base)
+			r.CountLive(t.Context())
+			m, err := r.Meter(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantRefused(t, m.CheckLive(own), tc.want)
+		})
+	}
+}
+
+// TestTokensLeft: what the budget had left when the turn began, counted
+// as CheckBudget counts it; nothing without a budget.
+func TestTokensLeft(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	s.useTokens("ada", "chat~0", 100, base.Add(-time.Hour), false)
+	s.useTokens("ada", "chat~1", 50, base.Add(-time.Hour), true)
+	for _, tc := range []struct {
+		name   string
+		budget int64
+		left   int64
+		ok     bool
+	}{
+		{"no budget", 0, 0, false},
+		{"some left", 400, 250, true},
+		{"overrun", 120, -30, true},
+	} {
+		left, ok := s.meter("ada", limits.Limits{UserTokensPerDay: tc.budget, UserTurnsPerMinute: 1}, base).TokensLeft()
+		if left != tc.left || ok != tc.ok {
+			t.Errorf("%s: TokensLeft() = %d, %v; want %d, %v", tc.name, left, ok, tc.left, tc.ok)
+		}
+	}
+}

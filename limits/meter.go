@@ -54,6 +54,7 @@ type Reading struct {
 	limits Limits
 	now    time.Time
 	sum    *pending // nil: no budget
+	live   *pending // nil: live segments not counted (CountLive)
 }
 
 // pending is a count being read in the background, or known (done nil).
@@ -95,6 +96,16 @@ func (c *Counter) Begin(ctx context.Context, user string, l Limits, now time.Tim
 	return &Reading{c: c, user: user, limits: l, now: now, sum: readInBackground(l.UserTokensPerDay > 0, func() (int64, error) {
 		return c.sessions.SessionTokens(ctx, c.app, user, now)
 	})}
+}
+
+// CountLive begins, for a live segment about to open, the count of the
+// user's live segments (sessionstore.SessionsLive), in the background
+// beside the chat's read, when LiveSegmentsPerUser bounds them. Call it
+// before Meter or Cached.
+func (r *Reading) CountLive(ctx context.Context) {
+	r.live = readInBackground(r.limits.LiveSegmentsPerUser > 0, func() (int64, error) {
+		return r.c.sessions.SessionsLive(ctx, r.c.app, r.user, r.now)
+	})
 }
 
 // Refs are the documents the turn reads beside its chat (see Meter): the
@@ -170,7 +181,7 @@ func (r *Reading) Cached(ctx context.Context) (_ *Meter, ok bool) {
 
 // meter is the turn's meter before what it read of the user's turns.
 func (r *Reading) meter() *Meter {
-	m := &Meter{limits: r.limits, now: r.now, sum: r.sum}
+	m := &Meter{limits: r.limits, now: r.now, sum: r.sum, live: r.live}
 	if r.limits.UserTokensPerDay > 0 {
 		m.spent = r.c.spentOn(r.user, r.now, r.limits.UserTokensPerDay)
 		m.noteSpent = func() { r.c.setSpent(r.user, r.now, r.limits.UserTokensPerDay) }
@@ -236,6 +247,9 @@ type Meter struct {
 	// sum and deleted are the day's tokens of the user's sessions and of
 	// those deleted, being read; nil: no budget.
 	sum, deleted *pending
+	// live is the count of the user's live segments, being read; nil:
+	// not counted.
+	live *pending
 	// spent: this instance found the budget used up today already;
 	// noteSpent tells it so.
 	spent     bool
@@ -287,6 +301,46 @@ func (m *Meter) CheckBudget() error {
 		m.noteSpent()
 	}
 	return err
+}
+
+// CheckLive refuses a live segment with a *LimitError (ErrLiveSegments)
+// when the user held LiveSegmentsPerUser of them as counted when the turn
+// began (Reading.CountLive); it waits for that count. sess is the chat's
+// session as read (nil: none): a segment it still held (one whose holder
+// died, ending) is not counted, since the new one takes its place. Two
+// segments opened at the same moment may both pass: the bound holds up to
+// those.
+func (m *Meter) CheckLive(sess *sessionstore.Session) error {
+	if m == nil || m.live == nil {
+		return nil
+	}
+	n, err := m.live.wait()
+	if err != nil {
+		return err
+	}
+	if sess != nil && sess.LiveUntil().After(m.now) {
+		n--
+	}
+	if limit := m.limits.LiveSegmentsPerUser; n >= int64(limit) {
+		return &LimitError{Err: ErrLiveSegments, Scope: "user", Limit: int64(limit), RetryAfter: liveRetry}
+	}
+	return nil
+}
+
+// TokensLeft is what the user's token budget had left when the turn began
+// (at most zero once used up), for a caller that counts against it as it
+// goes (a live segment, whose model turns come without turns of their
+// own); false without a budget. It waits for the read, as CheckBudget.
+func (m *Meter) TokensLeft() (int64, bool) {
+	if m == nil || m.sum == nil {
+		return 0, false
+	}
+	stored, err := m.sum.wait()
+	deleted, derr := m.deleted.wait()
+	if err != nil || derr != nil {
+		return 0, true // CheckBudget has refused the turn already
+	}
+	return m.limits.UserTokensPerDay - stored - deleted, true
 }
 
 // ChatLog is the turn log the message's commit stores in sess's session

@@ -17,6 +17,8 @@ import (
 	"os"
 	"time"
 
+	"google.golang.org/adk/v2/model"
+
 	localagent "github.com/baton-run/baton/local/agent"
 	"github.com/baton-run/baton/local/devserver"
 	"github.com/baton-run/baton/local/notes"
@@ -56,6 +58,17 @@ func demo(ctx context.Context) (*devserver.Options, func(), error) {
 		},
 		ModelName:        m.Name(),
 		Suggestions:      localagent.Suggestions(),
+		LiveRules:        offlineRules(m),
 		SessionStateOnly: true, // the demo agents keep no app: or user: state
 	}, func() { srv.Close() }, nil
+}
+
+// offlineRules are the rules the live stand-in answers with: the offline
+// model's, when it answers text turns too; nil with Gemini (the live model
+// is then Gemini Live).
+func offlineRules(m model.LLM) model.LLM {
+	if _, ok := m.(localagent.Offline); ok {
+		return m
+	}
+	return nil
 }

@@ -169,8 +169,18 @@
 // range on cleanupAt or on lastActivity, which need the composite indexes in
 // Indexes. SessionTokens sums tokensUsed over a user's sessions with
 // tokensDay ==, which needs the composite index (tokensDay, tokensUsed) on
-// the sessions collection: a sum is computed from index entries. All are
-// declared in infra/terraform.
+// the sessions collection: a sum is computed from index entries.
+// SessionsLive counts a user's sessions with liveUntil > now, on
+// liveUntil's automatic single-field index. All are declared in
+// infra/terraform.
+//
+// # Live segments
+//
+// A live segment (toolcallback.LiveSegment) holds a session's lease like
+// any invocation, marked live (LeaseClaim.Live, LeaseRequest.Live): the
+// commit that takes the lease and each renewal also write the session
+// document's liveUntil, the lease's expiry, and the release removes it
+// (live.go). A user's live segments are counted from it (SessionsLive).
 package sessionstore
 
 // FieldIndex is a single-field index setting a query needs beyond
@@ -191,7 +201,7 @@ var FieldIndexes = []FieldIndex{
 // QueriedFields are the fields this package's queries filter or order on,
 // by collection group: their automatic indexes must not be exempted.
 var QueriedFields = map[string][]string{
-	"sessions": {"scope", "tokensDay", "tokensUsed"},
+	"sessions": {"scope", "tokensDay", "tokensUsed", liveUntilField},
 	"chats":    {"scope", "cleanupAt", "lastActivity"},
 }
 

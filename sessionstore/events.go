@@ -404,6 +404,9 @@ func (p *appendPlan) sessionUpdates(b appendBase, element chunkElement, sealed b
 	switch {
 	case p.claim != nil:
 		updates = append(updates, firestore.Update{Path: "lease", Value: p.leaseDoc})
+		if p.claim.lease.live && !p.release {
+			updates = append(updates, firestore.Update{Path: liveUntilField, Value: p.leaseDoc.Expires})
+		}
 	case p.release:
 		updates = append(updates, releaseUpdates()...)
 	}
@@ -430,6 +433,9 @@ func (s *Service) planCreate(p *appendPlan, ref *firestore.DocumentRef, ss *Sess
 	}
 	if t := p.tokens; t != nil {
 		doc.TokensDay, doc.TokensUsed = t.day, t.n
+	}
+	if p.claim.lease.live && !p.release {
+		doc.LiveUntil = p.leaseDoc.Expires
 	}
 	p.batch.Create(ref, doc)
 	if chat := c.chat; chat != nil {

@@ -51,6 +51,10 @@ type Lease struct {
 	// Fence increases by one with every acquisition of the session.
 	Fence int64
 
+	// live: the holder is a live segment; the session document's
+	// liveUntil follows the lease's expiry (see SessionsLive).
+	live bool
+
 	mu       sync.Mutex
 	expires  time.Time
 	version  time.Time // the session document's update time after our last write
@@ -84,6 +88,8 @@ type LeaseRequest struct {
 	App, User, SessionID string
 	Holder               string
 	TTL                  time.Duration
+	// Live: the holder is a live segment (see SessionsLive).
+	Live bool
 }
 
 // AcquireLease takes the session's lease as req asks. It fails with a
@@ -105,9 +111,13 @@ func (s *Service) AcquireLease(ctx context.Context, req LeaseRequest) (_ *Lease,
 			return &BusyError{SessionID: id, RetryAfter: cur.Expires.Sub(now), Holder: cur.Holder}
 		}
 		next := leaseDoc{Holder: holder, Fence: doc.Lease.Fence + 1, Expires: now.Add(ttl)}
-		batch.Update(ref, []firestore.Update{{Path: "lease", Value: next}}, pre)
+		updates := []firestore.Update{{Path: "lease", Value: next}}
+		if req.Live {
+			updates = append(updates, firestore.Update{Path: liveUntilField, Value: next.Expires})
+		}
+		batch.Update(ref, updates, pre)
 		lease = &Lease{
-			App: app, User: user, SessionID: id, Holder: holder, Fence: next.Fence,
+			App: app, User: user, SessionID: id, Holder: holder, Fence: next.Fence, live: req.Live,
 			expires: next.Expires, revision: doc.Revision, lost: make(chan struct{}),
 		}
 		return nil
@@ -137,8 +147,11 @@ func (s *Service) RenewLease(ctx context.Context, l *Lease, ttl time.Duration) (
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	expires := platform.Now(ctx).Add(ttl)
-	res, uerr := s.sessionRef(l.App, l.User, l.SessionID).Update(ctx,
-		[]firestore.Update{{Path: "lease.expires", Value: expires}}, firestore.LastUpdateTime(l.version))
+	updates := []firestore.Update{{Path: "lease.expires", Value: expires}}
+	if l.live {
+		updates = append(updates, firestore.Update{Path: liveUntilField, Value: expires})
+	}
+	res, uerr := s.sessionRef(l.App, l.User, l.SessionID).Update(ctx, updates, firestore.LastUpdateTime(l.version))
 	uerr = FirestoreError(uerr)
 	if uerr != nil && ctx.Err() == nil && mayHaveLanded(uerr) {
 		// The renewal may be stored all the same (see mayHaveLanded).

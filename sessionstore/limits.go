@@ -92,8 +92,17 @@ func (s *Service) SessionTokens(ctx context.Context, app, user string, at time.T
 	if err != nil {
 		return 0, fmt.Errorf("sum tokens: %w", FirestoreError(err))
 	}
-	// A sum over integers is an integer, unless it overflows to a double.
-	switch n := res.Data()["n"].(type) {
+	n, err := aggregateInt(res.Data()["n"])
+	if err != nil {
+		return 0, fmt.Errorf("sum tokens: %w", err)
+	}
+	return n, nil
+}
+
+// aggregateInt is an aggregation's integer result (Data's value): a sum
+// over integers is an integer, unless it overflows to a double.
+func aggregateInt(v any) (int64, error) {
+	switch n := v.(type) {
 	case int64:
 		return n, nil
 	case float64:
@@ -101,7 +110,7 @@ func (s *Service) SessionTokens(ctx context.Context, app, user string, at time.T
 	case nil:
 		return 0, nil
 	default:
-		return 0, fmt.Errorf("sum tokens: unexpected result %T", n)
+		return 0, fmt.Errorf("unexpected result %T", n)
 	}
 }
 

@@ -35,8 +35,12 @@ type DocUpdate struct {
 	Pre     firestore.Precondition
 }
 
-// Write is u as a write of an append's commit (AppendOptions.Writes).
+// Write is u as a write of an append's commit (AppendOptions.Writes). A
+// nil Pre is none: the update needs the document to exist, as any does.
 func (u DocUpdate) Write() DocWrite {
+	if u.Pre == nil {
+		return func(b *firestore.WriteBatch) { b.Update(u.Ref, u.Updates) }
+	}
 	return func(b *firestore.WriteBatch) { b.Update(u.Ref, u.Updates, u.Pre) }
 }
 

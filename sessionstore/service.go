@@ -404,6 +404,7 @@ func (s *Service) sessionFrom(ctx context.Context, req ReadRequest, doc *session
 		docsOpen:  !doc.DocsClosed,
 		turnLog:   doc.TurnLog,
 		tokens:    tokenCount{day: doc.TokensDay, n: doc.TokensUsed},
+		liveUntil: doc.LiveUntil,
 	}, nil
 }
 

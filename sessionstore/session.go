@@ -54,6 +54,8 @@ type Session struct {
 	turnLog []time.Time
 	// tokens mirrors the document's count of the day's model tokens.
 	tokens tokenCount
+	// liveUntil mirrors the document's liveUntil, as read.
+	liveUntil time.Time
 	// staged are events readers see but not stored yet, oldest first
 	// (see staged.go).
 	staged []*StagedEvent

@@ -151,11 +151,13 @@ func (ss *Session) HeldLease() *Lease {
 	return ss.lease
 }
 
-// releaseUpdates free a session's lease, keeping its fence.
+// releaseUpdates free a session's lease, keeping its fence, and end a
+// live segment's mark (liveUntil).
 func releaseUpdates() []firestore.Update {
 	return []firestore.Update{
 		{Path: "lease.holder", Value: ""},
 		{Path: "lease.expires", Value: time.Time{}},
+		{Path: liveUntilField, Value: firestore.Delete},
 	}
 }
 

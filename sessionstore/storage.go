@@ -63,6 +63,9 @@ type sessionDoc struct {
 	// SessionTokens).
 	TokensDay  string `firestore:"tokensDay,omitempty"`
 	TokensUsed int64  `firestore:"tokensUsed,omitempty"`
+	// LiveUntil is, while a live segment holds the lease, when that lease
+	// runs out unless renewed (see SessionsLive); removed on release.
+	LiveUntil time.Time `firestore:"liveUntil,omitempty"`
 }
 
 // chunkMeta describes one sealed chunk document so that Get can pick the

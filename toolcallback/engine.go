@@ -103,7 +103,7 @@ type invocationRun struct {
 func (e *engine) start(ctx context.Context, run invocationRun) (*Invocation, error) {
 	svc := e.sessionsFor(run)
 	inv := newInvocation()
-	svc.tools.live = &liveAsker{e: e, client: run.client, inv: inv}
+	svc.tools.live = &liveAsker{e: e, client: run.client, push: inv.push}
 	// The run is detached from the request's cancellation, not from its
 	// trace: its span, and ADK's under it, stay in the request's trace.
 	ctx, span := tracer.Start(ctx, "baton.invocation", trace.WithAttributes(attribute.String("baton.session.id", run.session)))

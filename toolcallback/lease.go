@@ -3,6 +3,7 @@ package toolcallback
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"google.golang.org/adk/v2/platform"
@@ -29,7 +30,8 @@ func holderID(ctx context.Context, client string) string { return client + "/" +
 // acquire takes the session's lease, waiting up to wait while it is busy,
 // and keeps it renewed.
 func (e *engine) acquire(ctx context.Context, user, sid, client string, wait time.Duration) (*heldLease, error) {
-	req := sessionstore.LeaseRequest{App: e.app, User: user, SessionID: sid, Holder: holderID(ctx, client), TTL: e.opts.LeaseTTL}
+	req := sessionstore.LeaseRequest{App: e.app, User: user, SessionID: sid, Holder: holderID(ctx, client), TTL: e.opts.LeaseTTL,
+		Live: strings.HasPrefix(client, LiveHolderPrefix)}
 	deadline := time.Now().Add(wait)
 	delay := 50 * time.Millisecond
 	for {
@@ -40,7 +42,9 @@ func (e *engine) acquire(ctx context.Context, user, sid, client string, wait tim
 			return h, nil
 		}
 		left := time.Until(deadline)
-		if !errors.Is(err, sessionstore.ErrBusy) || left <= 0 {
+		// A live segment holds the chat until its user ends it, and
+		// delivers the answers it is given itself: not worth waiting for.
+		if !errors.Is(err, sessionstore.ErrBusy) || left <= 0 || IsLive(err) {
 			return nil, err
 		}
 		select {

@@ -20,11 +20,13 @@ import (
 // ErrNoLiveInput: AskLive was called outside an invocation of a Team.
 var ErrNoLiveInput = errors.New("no invocation to ask in")
 
-// liveAsker is what AskLive needs of the invocation its tool runs in.
+// liveAsker is what AskLive needs of the invocation its tool runs in:
+// push shows the question to the invocation's readers (a turn's stream, a
+// live segment's client).
 type liveAsker struct {
 	e      *engine
 	client string
-	inv    *Invocation
+	push   func(*session.Event)
 }
 
 // AskLive asks a person req while the calling tool (named tool, the name
@@ -79,7 +81,7 @@ func AskLive(ctx agent.Context, tool string, req userinput.Request, wait time.Du
 	if err != nil {
 		return nil, err
 	}
-	la.inv.push(LiveQuestionEvent(ctx, asked))
+	la.push(LiveQuestionEvent(ctx, asked))
 	waitCtx, cancel := context.WithDeadline(ctx, doc.Expires)
 	defer cancel()
 	answered, err := la.e.watchCall(waitCtx, ref)
@@ -95,7 +97,7 @@ func AskLive(ctx agent.Context, tool string, req userinput.Request, wait time.Du
 	}
 	if closed != nil {
 		if c, cerr := closed.call(); cerr == nil {
-			la.inv.push(LiveQuestionEvent(ctx, c))
+			la.push(LiveQuestionEvent(ctx, c))
 		}
 	}
 	if err != nil {

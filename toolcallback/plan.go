@@ -215,6 +215,9 @@ func (p turnPlan) newChat() *sessionstore.Chat {
 // (a second read when the guess was wrong).
 func (t *Team) look(ctx context.Context, req turnRequest, useCopy bool) (turnView, error) {
 	reading := t.limits.Begin(ctx, req.UserID, req.Limits, platform.Now(ctx))
+	if req.live {
+		reading.CountLive(ctx)
+	}
 	first := sessionstore.ChatSessionID(req.ChatID, 0)
 	guess, chat, sess := t.memory.recall(req.UserID, req.ChatID, first, useCopy && req.rewind == nil)
 	if sess != nil {

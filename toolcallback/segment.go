@@ -3,8 +3,10 @@ package toolcallback
 import (
 	"context"
 	"errors"
+	"fmt"
 	"iter"
 	"strings"
+	"sync"
 
 	"cloud.google.com/go/firestore"
 	"google.golang.org/adk/v2/agent"
@@ -12,7 +14,9 @@ import (
 	"google.golang.org/adk/v2/plugin"
 	"google.golang.org/adk/v2/runner"
 	"google.golang.org/adk/v2/session"
+	"google.golang.org/genai"
 
+	"github.com/baton-run/baton/limits"
 	"github.com/baton-run/baton/sessionstore"
 )
 
@@ -42,6 +46,10 @@ type LiveSegment struct {
 	tools  *pausingTools
 	stop   *stopWatch
 	cancel context.CancelFunc
+	meter  *limits.Meter
+
+	mu   sync.Mutex
+	docs map[string]*callDoc // the records handed out (Open, Answers), by id
 }
 
 // LiveHolderPrefix starts the lease holder of a live segment, so that a
@@ -90,36 +98,48 @@ func (e *engine) openLive(ctx context.Context, req turnRequest, p turnPlan) (*Li
 	if err := p.meter.CheckBudget(); err != nil {
 		return nil, err
 	}
+	if p.way == waySettle {
+		return e.settledLive(ctx, req, p, marker(ctx, e.agent))
+	}
 	holder := holderID(ctx, LiveHolderPrefix+req.ClientID)
-	marker := session.NewEvent(ctx, "baton-live-"+platform.NewUUID(ctx))
-	marker.Author, marker.CustomMetadata = e.agent, map[string]any{liveKey: "open"}
 	opts := sessionstore.AppendOptions{TurnLog: p.meter.ChatLog(p.sess), Writes: p.meter.Writes(), Committed: p.meter.Committed}
 	var sess *sessionstore.Session
 	var err error
-	switch p.way {
-	case wayFirst:
+	if p.way == wayFirst {
 		req := &session.CreateRequest{AppName: e.app, UserID: req.UserID, SessionID: p.chat.SessionID}
 		sess, opts.Claim, err = e.sessions.ClaimNewSession(ctx, req, p.newChat(), holder, e.opts.LeaseTTL)
-	case wayClaim:
+	} else {
 		sess = p.sess
 		opts.Claim, err = e.sessions.ClaimLease(ctx, sess, holder, e.opts.LeaseTTL)
-	case waySettle:
-		return e.settledLive(ctx, req, p, marker)
+	}
+	if err == nil { // after the claim, which refuses a chat a live segment holds
+		err = p.meter.CheckLive(p.sess)
 	}
 	if err == nil {
-		err = e.sessions.AppendEventWith(ctx, sess, marker, opts)
+		opts.Claim.Live()
+		err = e.sessions.AppendEventWith(ctx, sess, marker(ctx, e.agent), opts)
 	}
 	if err != nil {
 		return nil, err
 	}
 	h := &heldLease{lease: opts.Claim.Lease()}
 	e.keep(ctx, h)
-	return e.newLive(ctx, p.chat, sess, req.ClientID, h, nil), nil
+	return e.newLive(ctx, p, sess, req.ClientID, h, nil), nil
+}
+
+// marker is the event that opens a live segment (liveKey), by agent.
+func marker(ctx context.Context, agent string) *session.Event {
+	ev := session.NewEvent(ctx, "baton-live-"+platform.NewUUID(ctx))
+	ev.Author, ev.CustomMetadata = agent, map[string]any{liveKey: "open"}
+	return ev
 }
 
 // settledLive takes the lease first (waiting under LeaseEnqueue), repairs
 // what a dead holder left, adopts the open records and stores the marker.
 func (e *engine) settledLive(ctx context.Context, req turnRequest, p turnPlan, marker *session.Event) (*LiveSegment, error) {
+	if err := p.meter.CheckLive(p.sess); err != nil {
+		return nil, err
+	}
 	h, err := e.acquire(ctx, req.UserID, p.chat.SessionID, LiveHolderPrefix+req.ClientID, e.leaseWait())
 	if err != nil {
 		return nil, err
@@ -139,16 +159,19 @@ func (e *engine) settledLive(ctx context.Context, req turnRequest, p turnPlan, m
 		e.release(ctx, h)
 		return nil, err
 	}
-	return e.newLive(ctx, p.chat, sess, req.ClientID, h, docs), nil
+	return e.newLive(ctx, p, sess, req.ClientID, h, docs), nil
 }
 
-// newLive is the segment holding h on sess, with the records it adopted.
-func (e *engine) newLive(ctx context.Context, chat *sessionstore.Chat, sess *sessionstore.Session, client string, h *heldLease, docs []*callDoc) *LiveSegment {
+// newLive is the segment p opened, holding h on sess, with the records it
+// adopted.
+func (e *engine) newLive(ctx context.Context, p turnPlan, sess *sessionstore.Session, client string, h *heldLease, docs []*callDoc) *LiveSegment {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	s := &LiveSegment{Chat: chat, Session: sess, Agent: e.root, e: e, client: client, held: h, tools: &pausingTools{}, cancel: cancel}
+	s := &LiveSegment{Chat: p.chat, Session: sess, Agent: e.root, e: e, client: client, held: h, tools: &pausingTools{}, cancel: cancel,
+		meter: p.meter, docs: map[string]*callDoc{}}
 	for _, d := range docs {
 		if c, err := d.call(); err == nil {
 			s.Open = append(s.Open, c)
+			s.docs[d.ID] = d
 		}
 	}
 	s.stop = e.watchStop(ctx, h)
@@ -286,7 +309,38 @@ func (s *LiveSegment) yieldNew(snap *firestore.DocumentSnapshot, seen map[string
 	if err == nil {
 		c, err = doc.call()
 	}
+	if err == nil {
+		s.mu.Lock()
+		s.docs[doc.ID] = doc
+		s.mu.Unlock()
+	}
 	return yield(c, err)
+}
+
+// Response is the function response that gives the agent the answer to c,
+// a call of Open or of Answers, as a resume would: the tool's output or
+// error, or for an approval or a question the confirmation's response
+// (after which the tool runs, with it).
+func (s *LiveSegment) Response(c *Call) (*genai.FunctionResponse, error) {
+	s.mu.Lock()
+	doc := s.docs[c.ID]
+	s.mu.Unlock()
+	if doc == nil {
+		return nil, fmt.Errorf("%w: %q is not a call of the segment", ErrCallNotFound, c.ID)
+	}
+	return responseParts([]*callDoc{doc}, true)[0].FunctionResponse, nil
+}
+
+// TokensLeft is what the user's token budget had left when the segment
+// opened; false without a budget. The segment's model turns count against
+// it as they come (package limits).
+func (s *LiveSegment) TokensLeft() (int64, bool) { return s.meter.TokensLeft() }
+
+// OnAsk sets where a question a tool asks while it runs (AskLive) is shown:
+// f receives the event of the question, a call of userinput.ToolName. Set
+// it before the agent's tools run.
+func (s *LiveSegment) OnAsk(f func(*session.Event)) {
+	s.tools.live = &liveAsker{e: s.e, client: s.client, push: f}
 }
 
 // Close ends the segment's hold on the chat: the lease is released (any

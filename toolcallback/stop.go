@@ -225,14 +225,24 @@ func (e *engine) watchStop(ctx context.Context, h *heldLease) *stopWatch {
 			return
 		case <-delay.C:
 		}
-		err := e.sessions.AwaitStop(sw.ctx, h.lease)
-		switch {
-		case err == nil:
-			e.opts.Logger.Info("stop requested", "session", h.lease.SessionID)
-			sw.asked.Store(true)
-			sw.cancel()
-		case sw.ctx.Err() == nil:
+		// A listen stream that fails is opened again: a live segment
+		// listens for as long as its conversation lasts.
+		for {
+			err := e.sessions.AwaitStop(sw.ctx, h.lease)
+			switch {
+			case err == nil:
+				e.opts.Logger.Info("stop requested", "session", h.lease.SessionID)
+				sw.asked.Store(true)
+				sw.cancel()
+				return
+			case sw.ctx.Err() != nil:
+				return
+			}
 			e.opts.Logger.Warn("listen for a stop request", "session", h.lease.SessionID, "error", err)
+			select {
+			case <-sw.ctx.Done():
+			case <-time.After(time.Second):
+			}
 		}
 	}()
 	return sw

@@ -32,8 +32,11 @@ locals {
     # a blocking send or a stream follows one execution, like a turn.
     A2A = merge(local.browser, { timeout = local.invocation_request_timeout, browser = true, affinity = true })
     # useChat's endpoint: POST /Chat runs turns and resumes, GET
-    # /Chat/{chatId}/stream follows a running turn (or a live tab's wait).
-    Chat = merge(local.browser, { timeout = local.invocation_request_timeout, browser = true, affinity = true })
+    # /Chat/{chatId}/stream follows a running turn (or a live tab's wait),
+    # GET /Chat/{chatId}/live holds a live conversation's WebSocket, which
+    # Cloud Run keeps for at most the request timeout: the longer of the
+    # two (docs/deployment.md, "Live mode").
+    Chat = merge(local.browser, { timeout = max(local.invocation_request_timeout, var.live_timeout_seconds), browser = true, affinity = true })
     # One sweep at a time: a scheduler run that finds Sweep busy is turned
     # away (429) instead of running alongside it. The scheduler has no
     # cookie jar: affinity would do nothing.
@@ -87,6 +90,11 @@ locals {
     BATON_USER_TOKENS_PER_DAY        = format("%d", var.user_tokens_per_day)
     BATON_ANON_USER_TOKENS_PER_DAY   = format("%d", var.anon_user_tokens_per_day)
     BATON_SERVICE_TOKENS_PER_DAY     = format("%d", var.service_tokens_per_day)
+
+    BATON_LIVE_SEGMENTS_PER_USER = format("%d", var.live_segments_per_user)
+    BATON_LIVE_MODEL             = coalesce(var.live_model, var.use_vertex_ai ? "gemini-live-2.5-flash-native-audio" : "gemini-2.5-flash-native-audio-preview-09-2025")
+    # A conversation ends before Cloud Run cuts its socket.
+    BATON_LIVE_TIMEOUT = "${var.live_timeout_seconds - 60}s"
   }
 
   # Vertex AI mode, read by the genai client itself (GOOGLE_CLOUD_PROJECT

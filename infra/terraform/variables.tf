@@ -386,3 +386,31 @@ variable "service_tokens_per_day" {
     error_message = "service_tokens_per_day: a whole number, 0 for no budget."
   }
 }
+
+variable "live_timeout_seconds" {
+  description = "Request timeout of the Chat service, which also serves live mode's WebSocket (GET /Chat/{chatId}/live): Cloud Run holds a socket for at most this long. A live conversation ends a minute before (BATON_LIVE_TIMEOUT) and the page reconnects. Turns and resumes bound their own work (request and invocation timeouts)."
+  type        = number
+  default     = 3600
+
+  validation {
+    condition     = var.live_timeout_seconds >= 300 && var.live_timeout_seconds <= 3600 && floor(var.live_timeout_seconds) == var.live_timeout_seconds
+    error_message = "live_timeout_seconds: whole seconds between 300 and 3600 (Cloud Run's longest request)."
+  }
+}
+
+variable "live_model" {
+  description = "Gemini Live model of live mode (BATON_LIVE_MODEL). Empty: gemini-live-2.5-flash-native-audio on Vertex AI, gemini-2.5-flash-native-audio-preview-09-2025 with an API key."
+  type        = string
+  default     = ""
+}
+
+variable "live_segments_per_user" {
+  description = "Live conversations a user may hold at once (BATON_LIVE_SEGMENTS_PER_USER); 0: no bound."
+  type        = number
+  default     = 2
+
+  validation {
+    condition     = var.live_segments_per_user >= 0 && floor(var.live_segments_per_user) == var.live_segments_per_user
+    error_message = "live_segments_per_user: a whole number, 0 for no bound."
+  }
+}

@@ -20,6 +20,8 @@ import (
 	"cloud.google.com/go/firestore"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"google.golang.org/adk/v2/artifact"
+	"google.golang.org/adk/v2/model"
+	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/functions"
 	"github.com/baton-run/baton/internal/emulator"
@@ -48,6 +50,14 @@ type Options struct {
 	// Suggestions are what the page offers to try with each agent, by the
 	// agent's name: chips under the message box. Default: none.
 	Suggestions map[string][]string
+	// LiveRules answer live mode (GET /Chat/{chatId}/live) when the
+	// environment configures no Gemini model (GOOGLE_API_KEY, or
+	// GOOGLE_GENAI_USE_VERTEXAI): a Gemini Live stand-in
+	// (modeltest.LiveServer, the real wire protocol through genai's own
+	// client) runs in process with these rules behind it (an offline
+	// model's), answering audio with tone audio and how long it heard.
+	// Nil: live mode is off without credentials.
+	LiveRules model.LLM
 	// SessionStateOnly is functions.ServerOptions.SessionStateOnly: the
 	// agents keep no app: or user: state.
 	SessionStateOnly bool
@@ -146,7 +156,12 @@ func Run(ctx context.Context, opts *Options) error {
 		return fmt.Errorf("firestore: %w", err)
 	}
 	defer client.Close()
-	server, closeMCP, err := newServer(ctx, cfg, client, &o)
+	live, err := liveModel(ctx, o.LiveRules)
+	if err != nil {
+		return err
+	}
+	defer live.stop()
+	server, closeMCP, err := newServer(ctx, cfg, client, &o, live.client)
 	if err != nil {
 		return err
 	}
@@ -155,7 +170,7 @@ func Run(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	return serve(ctx, &o, mux, server, emus.signIn, start)
+	return serve(ctx, &o, mux, server, emus.signIn, start, live.describe(server.LiveModel()))
 }
 
 func btoi(b bool) int {
@@ -183,8 +198,8 @@ func (e *environment) lookup(k string) (string, bool) {
 
 // newServer builds the agents the options name, and the MCP registry
 // TeamWithMCP uses; the returned func closes it.
-func newServer(ctx context.Context, cfg functions.Config, client *firestore.Client, o *Options) (*functions.Server, func(), error) {
-	sopts := &functions.ServerOptions{Logger: o.Logger, SessionStateOnly: o.SessionStateOnly}
+func newServer(ctx context.Context, cfg functions.Config, client *firestore.Client, o *Options, live *genai.Client) (*functions.Server, func(), error) {
+	sopts := &functions.ServerOptions{Logger: o.Logger, SessionStateOnly: o.SessionStateOnly, Live: live}
 	files, err := localFiles(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -248,7 +263,7 @@ func routes(server *functions.Server, signIn *pageAuth, project string, o *Optio
 }
 
 // serve serves mux and sweeps until ctx ends, then shuts the server down.
-func serve(ctx context.Context, o *Options, mux http.Handler, server *functions.Server, signIn *pageAuth, start time.Time) error {
+func serve(ctx context.Context, o *Options, mux http.Handler, server *functions.Server, signIn *pageAuth, start time.Time, liveModel string) error {
 	ln, err := net.Listen("tcp", o.Addr)
 	if err != nil {
 		return err
@@ -263,9 +278,9 @@ func serve(ctx context.Context, o *Options, mux http.Handler, server *functions.
 		identity = "Firebase Auth emulator at " + signIn.addr + " (anonymous sign-in)"
 	}
 	took := time.Since(start).Round(time.Millisecond)
-	o.Logger.Info("Baton is running", "url", url, "model", o.ModelName, "identity", identity, "startup", took.String())
+	o.Logger.Info("Baton is running", "url", url, "model", o.ModelName, "liveModel", liveModel, "identity", identity, "startup", took.String())
 	fmt.Fprintf(os.Stderr, "\n  Baton is running at %s\n  A2A agent card: %s/.well-known/agent-card.json (and %s/A2A/.well-known/agent-card.json)\n"+
-		"  Model: %s\n  Users: %s\n  Started in %s. Ctrl-C stops it.\n\n", url, url, url, o.ModelName, identity, took)
+		"  Model: %s\n  Live model: %s\n  Users: %s\n  Started in %s. Ctrl-C stops it.\n\n", url, url, url, o.ModelName, liveModel, identity, took)
 	if o.Ready != nil {
 		o.Ready(url)
 	}
@@ -279,6 +294,7 @@ func serve(ctx context.Context, o *Options, mux http.Handler, server *functions.
 	if err := srv.Shutdown(shutdown); err != nil {
 		o.Logger.Warn("shutdown", "error", err)
 	}
+	server.CloseLive() // Shutdown leaves hijacked connections to their handlers
 	return nil
 }
 

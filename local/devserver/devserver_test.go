@@ -5,9 +5,13 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/gorilla/websocket"
+	"google.golang.org/adk/v2/agent"
 	"google.golang.org/adk/v2/agent/llmagent"
 
 	"github.com/baton-run/baton/functions"
@@ -123,5 +127,50 @@ func TestRunNeedsOneTeam(t *testing.T) {
 	err := Run(context.Background(), &Options{})
 	if err == nil || !strings.Contains(err.Error(), "exactly one of Agent, Team and TeamWithMCP") {
 		t.Errorf("Run(no agents) = %v, want an error naming the options", err)
+	}
+}
+
+// TestLiveStandIn: without Gemini credentials, live mode talks to the
+// Gemini Live stand-in with the rules given: a socket on the one port gets
+// the model's voice (binary frames) and its words.
+func TestLiveStandIn(t *testing.T) {
+	for _, k := range []string{"GOOGLE_API_KEY", "GEMINI_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI"} {
+		t.Setenv(k, "")
+	}
+	model := &modeltest.Strict{T: t, Repeat: modeltest.TextReply("hello live")}
+	url := start(t, &Options{Agent: func(context.Context) (agent.Agent, error) {
+		return llmagent.New(llmagent.Config{Name: "voice", Model: model})
+	}, LiveRules: model})
+	ws, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(url, "http")+"/Chat/live-"+strconv.FormatInt(time.Now().UnixNano(), 36)+"/live?device=tab", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	for _, frame := range []string{`{"user":"ada"}`, `{"content":{"parts":[{"text":"hi"}]}}`} {
+		if err := ws.WriteMessage(websocket.TextMessage, []byte(frame)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = ws.SetReadDeadline(time.Now().Add(15 * time.Second))
+	audio, said := 0, ""
+	for said == "" {
+		kind, data, err := ws.ReadMessage()
+		if err != nil {
+			t.Fatalf("after %d bytes of audio: %v", audio, err)
+		}
+		var m map[string]any
+		switch {
+		case kind == websocket.BinaryMessage:
+			audio += len(data)
+		case json.Unmarshal(data, &m) != nil:
+			t.Fatalf("a text frame that is not JSON: %q", data)
+		case m["type"] == "error":
+			t.Fatalf("error frame %v", m)
+		case m["type"] == "transcript" && m["role"] == "assistant" && m["final"] == true:
+			said, _ = m["text"].(string)
+		}
+	}
+	if said != "hello live" || audio == 0 {
+		t.Errorf("the stand-in said %q with %d bytes of audio, want hello live, spoken", said, audio)
 	}
 }

@@ -23,6 +23,13 @@
 // anonymously); every BATON_*_TURNS_PER_MINUTE and _TOKENS_PER_DAY
 // variable set is passed through.
 //
+// Live mode (GET /Chat/{chatId}/live) talks to Gemini Live when the
+// environment configures Gemini, and otherwise, when Options.LiveRules
+// are given, to a Gemini Live stand-in run in process
+// (modeltest.LiveServer, the real wire protocol through genai's own
+// client) with those rules behind it: go run ./local needs no key for
+// it. The startup lines name the live model.
+//
 // It is a package of its own, rather than part of the local command, so
 // that a Go developer's own module runs its agents as the demo runs. It
 // stores nothing of its own in Firestore.

@@ -1,0 +1,331 @@
+package live_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"google.golang.org/adk/v2/agent"
+	"google.golang.org/adk/v2/agent/llmagent"
+	"google.golang.org/adk/v2/session"
+	"google.golang.org/adk/v2/tool"
+	"google.golang.org/adk/v2/tool/functiontool"
+	"google.golang.org/genai"
+
+	"github.com/baton-run/baton/internal/firestoretest"
+	"github.com/baton-run/baton/live"
+	"github.com/baton-run/baton/modeltest"
+	"github.com/baton-run/baton/sessionstore"
+	"github.com/baton-run/baton/toolcallback"
+)
+
+func TestMain(m *testing.M) { firestoretest.Main(m) }
+
+const (
+	liveModel = "gemini-live-2.5-flash"
+	user      = "ada"
+	chat      = "chat-1"
+	device    = "tab-a"
+)
+
+// world is one project on the emulator, the Gemini Live stand-in, and the
+// tools of an app whose agent can play music (a browser tool), find the
+// browser (a browser tool any device may answer), book a table (needs
+// approval) and tell the weather (a server tool).
+type world struct {
+	t       *testing.T
+	client  *firestore.Client
+	counter *firestoretest.Counter
+	model   *modeltest.LiveServer
+	text    *modeltest.Strict // the agent's text model, for turns
+	booked  atomic.Int32
+	tools   []tool.Tool
+}
+
+func newWorld(t *testing.T, opts *modeltest.LiveOptions) *world {
+	t.Helper()
+	w := &world{t: t, text: &modeltest.Strict{T: t}}
+	w.client, w.counter = firestoretest.NewCountingClient(t)
+	if opts.T == nil {
+		opts.T = t
+	}
+	w.model = modeltest.NewLiveServer(opts)
+	t.Cleanup(w.model.Close)
+	w.tools = w.newTools()
+	return w
+}
+
+func (w *world) newTools() []tool.Tool {
+	t := w.t
+	type track struct {
+		Track int `json:"track"`
+	}
+	bgm, err := toolcallback.Browser[track](toolcallback.BrowserConfig{Name: "change_bgm", Description: "switch the music"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	loc, err := toolcallback.Browser[struct{}](toolcallback.BrowserConfig{Name: "get_location", Description: "where the browser is", AnyDevice: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type table struct {
+		People int `json:"people"`
+	}
+	book, err := toolcallback.Approval(toolcallback.ApprovalConfig[table]{Name: "book_table", Description: "book a table"},
+		func(_ agent.Context, a table) (map[string]any, error) {
+			w.booked.Add(1)
+			return map[string]any{"booked": true, "people": a.People}, nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type city struct {
+		City string `json:"city"`
+	}
+	weather, err := functiontool.New(functiontool.Config{Name: "get_weather", Description: "weather"},
+		func(_ agent.Context, c city) (map[string]any, error) {
+			return map[string]any{"forecast": "sunny in " + c.City}, nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []tool.Tool{bgm, loc, book, weather}
+}
+
+// instance is one process of the app: a team on client (nil: the world's)
+// and a runner of conversations on the stand-in.
+type instance struct {
+	team   *toolcallback.Team
+	runner *live.Runner
+}
+
+func (w *world) instance(client *firestore.Client, opts *toolcallback.Options, setup *genai.LiveConnectConfig) *instance {
+	t := w.t
+	if client == nil {
+		client = w.client
+	}
+	a, err := llmagent.New(llmagent.Config{Name: "assistant", Model: w.text, Instruction: "Answer briefly.", Tools: w.tools})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := toolcallback.Options{TokenKey: []byte("test-key-0123456789abcdef0123456789")}
+	if opts != nil {
+		o = *opts
+		o.TokenKey = []byte("test-key-0123456789abcdef0123456789")
+	}
+	team, err := toolcallback.NewTeam(client, sessionstore.New(client, nil), "app", []toolcallback.Member{{Agent: a}}, &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gc, err := genai.NewClient(context.Background(), w.model.ClientConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if setup == nil {
+		setup = textSetup()
+	}
+	r, err := live.New(team, live.Model{Client: gc, Name: liveModel, Setup: setup}, &live.Options{CountTokens: o.CountTokens})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &instance{team: team, runner: r}
+}
+
+// textSetup has the model answer in text, with no transcription: the
+// tests read its words as they come.
+func textSetup() *genai.LiveConnectConfig {
+	return &genai.LiveConnectConfig{ResponseModalities: []genai.Modality{genai.ModalityText}}
+}
+
+// open opens a conversation of user's chat on device, through in.
+func (in *instance) open(t *testing.T, chatID, dev string) (*live.Conversation, *client) {
+	t.Helper()
+	c := newClient(t)
+	conv, err := in.runner.Open(t.Context(), live.Request{UserID: user, ChatID: chatID, DeviceID: dev}, c)
+	if err != nil {
+		t.Fatalf("Open() error = %v", err)
+	}
+	t.Cleanup(conv.Close)
+	return conv, c
+}
+
+// client records what a conversation sends.
+type client struct {
+	t     *testing.T
+	mu    sync.Mutex
+	msgs  []live.Message
+	audio int // bytes
+	more  chan struct{}
+}
+
+func newClient(t *testing.T) *client { return &client{t: t, more: make(chan struct{}, 1)} }
+
+func (c *client) Audio(pcm []byte) error {
+	c.mu.Lock()
+	c.audio += len(pcm)
+	c.mu.Unlock()
+	c.poke()
+	return nil
+}
+
+func (c *client) Send(m live.Message) error {
+	if _, err := json.Marshal(m); err != nil {
+		c.t.Errorf("message %T does not encode: %v", m, err)
+	}
+	c.mu.Lock()
+	c.msgs = append(c.msgs, m)
+	c.mu.Unlock()
+	c.poke()
+	return nil
+}
+
+func (c *client) poke() {
+	select {
+	case c.more <- struct{}{}:
+	default:
+	}
+}
+
+func (c *client) messages() []live.Message {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.msgs)
+}
+
+// await waits for the n-th message (from 1) that match accepts, and
+// returns it.
+func (c *client) await(what string, n int, match func(live.Message) bool) live.Message {
+	c.t.Helper()
+	timeout := time.After(15 * time.Second)
+	for {
+		seen := 0
+		for _, m := range c.messages() {
+			if match(m) {
+				if seen++; seen == n {
+					return m
+				}
+			}
+		}
+		select {
+		case <-c.more:
+		case <-timeout:
+			c.t.Fatalf("after 15 s, still waiting for %s #%d; messages:\n%s", what, n, dumpMessages(c.messages()))
+		}
+	}
+}
+
+func (c *client) toolCall(n int) live.ToolCall {
+	c.t.Helper()
+	return c.await("a tool call", n, func(m live.Message) bool { _, ok := m.(live.ToolCall); return ok }).(live.ToolCall)
+}
+
+func (c *client) ready() live.Ready {
+	c.t.Helper()
+	return c.await("ready", 1, func(m live.Message) bool { _, ok := m.(live.Ready); return ok }).(live.Ready)
+}
+
+// said waits for the n-th final words of the assistant.
+func (c *client) said(n int) live.Transcript {
+	c.t.Helper()
+	return c.await("the assistant's words", n, func(m live.Message) bool {
+		tr, ok := m.(live.Transcript)
+		return ok && tr.Role == "assistant" && tr.Final
+	}).(live.Transcript)
+}
+
+func (c *client) turnsComplete(n int) {
+	c.t.Helper()
+	c.await("turn-complete", n, func(m live.Message) bool { s, ok := m.(live.Signal); return ok && s.Type == "turn-complete" })
+}
+
+func dumpMessages(msgs []live.Message) string {
+	var b strings.Builder
+	for _, m := range msgs {
+		j, _ := json.Marshal(m)
+		fmt.Fprintf(&b, "%s\n", j)
+	}
+	return b.String()
+}
+
+// events reads the chat's session as stored, whole.
+func (w *world) events(chatID string) []*session.Event {
+	w.t.Helper()
+	svc := sessionstore.New(w.client, nil)
+	c, err := svc.GetChat(w.t.Context(), "app", user, chatID)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	got, err := svc.Get(w.t.Context(), &session.GetRequest{AppName: "app", UserID: user, SessionID: c.SessionID})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return slices.Collect(got.Session.Events().All())
+}
+
+// storedLines is the stored conversation, one line per part: "user: hi",
+// "assistant: call change_bgm", "user: response change_bgm {...}".
+func storedLines(events []*session.Event) string {
+	var b strings.Builder
+	for _, ev := range events {
+		if ev.Content == nil {
+			continue
+		}
+		for _, p := range ev.Content.Parts {
+			who := ev.Author
+			switch {
+			case p.Text != "":
+				fmt.Fprintf(&b, "%s: %s\n", who, p.Text)
+			case p.FunctionCall != nil:
+				fmt.Fprintf(&b, "%s: call %s\n", who, p.FunctionCall.Name)
+			case p.FunctionResponse != nil:
+				r, _ := json.Marshal(p.FunctionResponse.Response)
+				fmt.Fprintf(&b, "%s: response %s %s\n", who, p.FunctionResponse.Name, r)
+			}
+		}
+	}
+	return b.String()
+}
+
+func genaiText(s string) *genai.Content { return genai.NewContentFromText(s, genai.RoleUser) }
+
+// until waits for a message match accepts, and reports whether one came
+// before stop closed (or 10 s passed).
+func (c *client) until(stop <-chan struct{}, match func(live.Message) bool) bool {
+	timeout := time.After(10 * time.Second)
+	for {
+		if slices.ContainsFunc(c.messages(), match) {
+			return true
+		}
+		select {
+		case <-c.more:
+		case <-stop:
+			return slices.ContainsFunc(c.messages(), match)
+		case <-timeout:
+			return false
+		}
+	}
+}
+
+// calls are the tool calls the client was shown.
+func (c *client) calls() []live.ToolCall {
+	var out []live.ToolCall
+	for _, m := range c.messages() {
+		if tc, ok := m.(live.ToolCall); ok {
+			out = append(out, tc)
+		}
+	}
+	return out
+}
+
+func signal(typ string) func(live.Message) bool {
+	return func(m live.Message) bool { s, ok := m.(live.Signal); return ok && s.Type == typ }
+}
+
+func isToolCall(m live.Message) bool { _, ok := m.(live.ToolCall); return ok }
