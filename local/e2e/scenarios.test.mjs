@@ -17,13 +17,15 @@
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { closeSync, mkdirSync, openSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 import * as ai7 from 'ai';
 import * as ai6 from 'ai-v6';
 import { watchStreams } from './uistream.mjs';
+import { fakeMicArgs, writeToneWav } from './fakemic.mjs';
 
 // axe-core's browser build, injected into pages by the accessibility scenario.
 const axePath = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
@@ -73,18 +75,22 @@ const OUT = join(import.meta.dirname ?? new URL('.', import.meta.url).pathname, 
 const WAIT = 30_000;
 
 let browser;
+// The fake microphone's recording (fakemic.mjs), one per process.
+const MIC = join(tmpdir(), `baton-e2e-mic-${process.pid}.wav`);
 
 before(async () => {
   mkdirSync(OUT, { recursive: true });
+  writeToneWav(MIC);
   browser = await chromium.launch({
     executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      '--disable-background-networking', '--disable-component-update', '--disable-sync', ...fakeMicArgs(MIC)],
   });
 });
 
 after(async () => {
   await browser?.close();
+  rmSync(MIC, { force: true });
 });
 
 // --- helpers ------------------------------------------------------------------
@@ -1216,6 +1222,52 @@ scenario('the first screen: each agent offers what it can do, a new chat asks no
   await page.waitForTimeout(1500); // the live wait and the resume have gone out
   assert.deepEqual(consoleErrors, [], 'errors in the console of a new chat');
   await screenshot(page, 'first-screen');
+  noPageErrors(page);
+});
+
+scenario('live mode: the agent hears the microphone and answers aloud, change_bgm runs from typed text, and a reload shows the spoken messages', 'live', async (t) => {
+  const context = await t.newContext();
+  await context.grantPermissions(['microphone'], { origin: BASE });
+  const page = await openTab(context);
+  await chooseAgent(page, 'dj');
+  await send(page, 'hello');
+  await assistantSays(page, /offline demo model/);
+  await page.waitForSelector(sel('send', ':enabled'), { timeout: WAIT });
+
+  // The fake microphone plays a tone: the stand-in hears it as speech,
+  // says how long it was in the transcription, and answers aloud.
+  await page.click(sel('live'));
+  await page.waitForSelector(sel('live', '[data-state="live"]'), { timeout: WAIT });
+  await page.waitForSelector(sel('message', '[data-role="user"]:has-text("seconds of audio)")'), { timeout: WAIT });
+  await assistantSays(page, /^I heard \d+\.\d seconds of audio\./);
+  const heard = await page.evaluate(() => window.batonLiveAudio);
+  assert.ok(heard.sentFrames > 0, 'no microphone frame went out');
+  assert.ok(heard.receivedSamples > 0 && heard.scheduledSeconds > 0, `the page's AudioContext got no voice: ${JSON.stringify(heard)}`);
+
+  // Typed while live, once the agent's answer is over: the page runs
+  // change_bgm for the live call, answers it over the socket, and the
+  // agent goes on talking.
+  await page.waitForSelector(sel('live-status', '[data-speaking="false"]'), { timeout: WAIT });
+  await send(page, 'change the music to track 2');
+  await page.waitForSelector(sel('tool-call', '[data-tool-name="change_bgm"][data-status="done"]'), { timeout: WAIT });
+  await page.waitForSelector(sel('bgm', '[data-track="2"]'), { timeout: WAIT });
+  await assistantSays(page, /now playing track 2/);
+  const spoken = await page.evaluate(() => window.batonLiveAudio.receivedSamples);
+  assert.ok(spoken > heard.receivedSamples, 'the agent said nothing aloud after the tool ran');
+  assert.ok(await count(page, sel('message-live')) >= 3, 'the live messages are not marked');
+  await screenshot(page, 'live');
+
+  await page.click(sel('live'));
+  await page.waitForSelector(sel('live-status', '[data-state="ended"]:has-text("you ended it")'), { timeout: WAIT });
+  // The page loads the conversation as stored once the segment is over.
+  const shown = await shownMessages(page);
+  await page.reload();
+  await ready(page);
+  const exactly = (text) => new RegExp(`^${text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`);
+  await showsExactly(page, shown.map((m) => exactly(m.text)), 'the conversation after a reload');
+  assert.deepEqual((await shownMessages(page)).map((m) => m.id), shown.map((m) => m.id), 'the messages\' ids after a reload');
+  assert.equal(await count(page, sel('tool-call', '[data-tool-name="change_bgm"]')), 1, 'change_bgm shown once');
+  await screenshot(page, 'live-reloaded');
   noPageErrors(page);
 });
 
