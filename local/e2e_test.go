@@ -84,7 +84,7 @@ func browserTools(ctx context.Context, t *testing.T) (node, chromium string) {
 	dir := "e2e"
 	// Read the scripts and the lockfile so that a change to them
 	// invalidates go test's cached result.
-	for _, name := range []string{"scenarios.test.mjs", "uistream.mjs", "fakemic.mjs", "live-restart.mjs", "package-lock.json"} {
+	for _, name := range []string{"scenarios.test.mjs", "uistream.mjs", "livemode.mjs", "live-restart.mjs", "package-lock.json"} {
 		if _, err := os.ReadFile(filepath.Join(dir, name)); err != nil {
 			t.Fatal(err)
 		}

@@ -20,7 +20,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { chromium } from 'playwright-core';
-import { fakeMicArgs, writeToneWav } from './fakemic.mjs';
+import { fakeMicArgs, recordLiveStates, writeToneWav } from './livemode.mjs';
 
 const BASE = (process.env.BATON_URL || 'http://127.0.0.1:8080').replace(/\/$/, '');
 const OUT = join(import.meta.dirname, 'test-output');
@@ -33,8 +33,8 @@ const sel = (id, attrs = '') => `[data-testid="${id}"]${attrs}`;
 const lines = createInterface({ input: process.stdin });
 const nextLine = () => new Promise((resolve) => lines.once('line', resolve));
 
-/** The page's test hooks: the location waits for e2eReleaseLocation(), and the Live button's states are recorded. */
-function hooks() {
+/** The page's test hook: the location waits for e2eReleaseLocation(). */
+function holdLocation() {
   window.e2eLocationCalls = 0;
   const waiting = [];
   navigator.geolocation.getCurrentPosition = (ok) => {
@@ -44,17 +44,13 @@ function hooks() {
   window.e2eReleaseLocation = () => {
     for (const ok of waiting.splice(0)) ok({ coords: { latitude: 48.85, longitude: 2.35, accuracy: 20 } });
   };
-  window.e2eLiveStates = [];
-  new MutationObserver(() => {
-    const state = document.querySelector('[data-testid="live"]')?.dataset.state;
-    if (state && window.e2eLiveStates.at(-1) !== state) window.e2eLiveStates.push(state);
-  }).observe(document, { subtree: true, childList: true, attributes: true, attributeFilter: ['data-state'] });
 }
 
 async function main(browser) {
   const context = await browser.newContext({ viewport: { width: 820, height: 760 } });
   await context.grantPermissions(['microphone'], { origin: BASE });
-  await context.addInitScript(hooks);
+  await context.addInitScript(holdLocation);
+  await context.addInitScript(recordLiveStates);
   const page = await context.newPage();
   const errors = [];
   page.on('pageerror', (err) => errors.push(err.message));

@@ -25,7 +25,7 @@ import { chromium } from 'playwright-core';
 import * as ai7 from 'ai';
 import * as ai6 from 'ai-v6';
 import { watchStreams } from './uistream.mjs';
-import { fakeMicArgs, writeToneWav } from './fakemic.mjs';
+import { fakeMicArgs, recordLiveStates, writeToneWav } from './livemode.mjs';
 
 // axe-core's browser build, injected into pages by the accessibility scenario.
 const axePath = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
@@ -75,7 +75,7 @@ const OUT = join(import.meta.dirname ?? new URL('.', import.meta.url).pathname, 
 const WAIT = 30_000;
 
 let browser;
-// The fake microphone's recording (fakemic.mjs), one per process.
+// The fake microphone's recording (livemode.mjs), one per process.
 const MIC = join(tmpdir(), `baton-e2e-mic-${process.pid}.wav`);
 
 before(async () => {
@@ -1225,9 +1225,10 @@ scenario('the first screen: each agent offers what it can do, a new chat asks no
   noPageErrors(page);
 });
 
-scenario('live mode: the agent hears the microphone and answers aloud, change_bgm runs from typed text, and a reload shows the spoken messages', 'live', async (t) => {
+scenario('live mode: the agent hears the microphone and answers aloud, change_bgm runs from typed text, the page comes back after the network went, and a reload shows the spoken messages', 'live', async (t) => {
   const context = await t.newContext();
   await context.grantPermissions(['microphone'], { origin: BASE });
+  await context.addInitScript(recordLiveStates);
   const page = await openTab(context);
   await chooseAgent(page, 'dj');
   await send(page, 'hello');
@@ -1257,6 +1258,21 @@ scenario('live mode: the agent hears the microphone and answers aloud, change_bg
   assert.ok(await count(page, sel('message-live')) >= 3, 'the live messages are not marked');
   await screenshot(page, 'live');
 
+  // The network goes: the page leaves its socket for dead and reconnects
+  // (the server replaces the conversation the tab left), then goes on.
+  await page.waitForSelector(sel('live-status', '[data-speaking="false"]'), { timeout: WAIT });
+  await context.setOffline(true);
+  await page.waitForFunction(() => window.e2eLiveStates.at(-1) !== 'live', null, { timeout: WAIT });
+  await context.setOffline(false);
+  await page.waitForFunction(() => window.e2eLiveStates.join(' ').endsWith('live reconnecting live'), null, { timeout: WAIT })
+    .catch(async (err) => {
+      throw new Error(`the page did not come back live: ${await page.evaluate(() => window.e2eLiveStates.join(' → '))}: ${err.message}`);
+    });
+  await send(page, 'play track 3');
+  await page.waitForSelector(sel('bgm', '[data-track="3"]'), { timeout: WAIT });
+  await assistantSays(page, /now playing track 3/);
+  await page.waitForSelector(sel('live-status', '[data-speaking="false"]'), { timeout: WAIT });
+
   await page.click(sel('live'));
   await page.waitForSelector(sel('live-status', '[data-state="ended"]:has-text("you ended it")'), { timeout: WAIT });
   // The page loads the conversation as stored once the segment is over.
@@ -1266,8 +1282,68 @@ scenario('live mode: the agent hears the microphone and answers aloud, change_bg
   const exactly = (text) => new RegExp(`^${text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`);
   await showsExactly(page, shown.map((m) => exactly(m.text)), 'the conversation after a reload');
   assert.deepEqual((await shownMessages(page)).map((m) => m.id), shown.map((m) => m.id), 'the messages\' ids after a reload');
-  assert.equal(await count(page, sel('tool-call', '[data-tool-name="change_bgm"]')), 1, 'change_bgm shown once');
+  assert.equal(await count(page, sel('tool-call', '[data-tool-name="change_bgm"]')), 2, 'each change_bgm shown once');
   await screenshot(page, 'live-reloaded');
+  noPageErrors(page);
+});
+
+/**
+ * Routes the page's live sockets through the test: the opens for which
+ * refuse(n) (n from 1) is true are answered as the server refuses an ID
+ * token it does not take; the others go to the server. Returns the first
+ * frame of each open.
+ */
+async function refuseLiveTokens(page, refuse) {
+  const firsts = [];
+  await page.routeWebSocket(/\/Chat\/[^/]+\/live/, (ws) => {
+    const n = firsts.length + 1;
+    firsts.push(null);
+    const server = refuse(n) ? null : ws.connectToServer();
+    ws.onMessage((m) => {
+      if (firsts[n - 1] === null) firsts[n - 1] = JSON.parse(m);
+      if (server) {
+        server.send(m);
+        return;
+      }
+      ws.send(JSON.stringify({ type: 'error', code: 'unauthenticated', message: 'missing or invalid credentials' }));
+      ws.send(JSON.stringify({ type: 'end', reason: 'closed' }));
+      ws.close({ code: 1000, reason: 'closed' });
+    });
+  });
+  return firsts;
+}
+
+scenario('live mode: an ID token refused at open is refreshed once; a sign-in that no longer holds ends it plainly', 'live-token', async (t) => {
+  const context = await t.newContext();
+  await context.grantPermissions(['microphone'], { origin: BASE });
+  const page = await openTab(context);
+  await chooseAgent(page, 'dj');
+  await send(page, 'hello'); // a chat the server has, and a stream read with the AI SDK
+  await assistantSays(page, /offline demo model/);
+  await page.waitForTimeout(1100); // a fresh token differs from the page's (issued in another second)
+
+  const firsts = await refuseLiveTokens(page, (n) => n === 1);
+  await page.click(sel('live'));
+  await page.waitForSelector(sel('live', '[data-state="live"]'), { timeout: WAIT });
+  assert.equal(firsts.length, 2, 'opens of the live socket');
+  assert.match(firsts[0].auth ?? '', /^[\w-]+\.[\w-]+\./, 'the first frame carries the ID token');
+  assert.notEqual(firsts[1].auth, firsts[0].auth, 'the second open carries a fresh token');
+  await page.click(sel('live'));
+  await page.waitForSelector(sel('live-status', '[data-state="ended"]:has-text("you ended it")'), { timeout: WAIT });
+
+  // Every token refused, and so is the refresh: one refresh, then the
+  // page says the sign-in no longer holds, and stops.
+  await page.unrouteAll({ behavior: 'ignoreErrors' });
+  await page.route((url) => url.pathname.includes('securetoken.googleapis.com'), (route) => route.fulfill({
+    status: 400, contentType: 'application/json', body: JSON.stringify({ error: { code: 400, message: 'TOKEN_EXPIRED' } }),
+  }));
+  const refused = await refuseLiveTokens(page, () => true);
+  await page.click(sel('live'));
+  await page.waitForSelector(sel('live-status', '[data-state="ended"]:has-text("sign-in no longer holds")'), { timeout: WAIT });
+  await page.waitForSelector(sel('system-message', ':has-text("no longer valid")'), { timeout: WAIT });
+  await page.waitForTimeout(1500);
+  assert.equal(refused.length, 1, 'opens after the refresh failed');
+  await screenshot(page, 'live-token');
   noPageErrors(page);
 });
 

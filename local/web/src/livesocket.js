@@ -3,8 +3,11 @@
 // first frame names the user ({"auth": ID token}, or {"user": name} with
 // the local runner's development identity). It comes back by itself: a
 // socket that drops without an end frame (the server gone, the network
-// cut) is opened again after growing pauses (at once when the browser is
-// back online), and so is one the server ends for a reason that asks for it
+// cut), or that the browser going offline leaves for dead (a socket whose
+// peer vanished may stay open for minutes), is opened again after growing
+// pauses (at once when the browser is back online; the server replaces
+// the conversation the same tab left), and so is one the server ends for a
+// reason that asks for it
 // (timeout: the conversation's longest; closed with no error: the instance
 // is stopping); an open refused as busy (a text turn runs, or a dead
 // holder's lease has not lapsed yet) is tried again; one refused as
@@ -63,10 +66,18 @@ export class LiveSocket {
       this.timer = null;
       this.connect();
     };
+    this.offline = () => {
+      const conn = this.conn;
+      if (!conn || this.over || this.timer !== null) return;
+      this.conn = null; // its frames are not read any more
+      conn.ws.close();
+      this.dropped();
+    };
   }
 
   start() {
     window.addEventListener('online', this.online);
+    window.addEventListener('offline', this.offline);
     this.state('connecting');
     this.connect();
   }
@@ -232,6 +243,7 @@ export class LiveSocket {
     this.over = true;
     clearTimeout(this.timer);
     window.removeEventListener('online', this.online);
+    window.removeEventListener('offline', this.offline);
     this.conn?.ws.close();
     this.state('ended', why);
     this.on.ended(why, [...this.kept.values()]);

@@ -1,4 +1,6 @@
-// Chromium's fake microphone for the live-mode scenarios: the browser is
+// What the live-mode scenarios share (scenarios.test.mjs, live-restart.mjs).
+//
+// Chromium's fake microphone: the browser is
 // launched with --use-fake-device-for-media-stream (a fake device),
 // --use-fake-ui-for-media-stream (no permission prompt) and
 // --use-file-for-fake-audio-capture=<WAV>%noloop (the device plays the
@@ -37,4 +39,16 @@ export function writeToneWav(path, { rate = 48000, lead = 0.3, tone = 1.5, tail 
 /** The Chromium flags of a fake microphone playing the WAV at path once. */
 export function fakeMicArgs(path) {
   return ['--use-fake-device-for-media-stream', '--use-fake-ui-for-media-stream', `--use-file-for-fake-audio-capture=${path}%noloop`];
+}
+
+/**
+ * An init script: records in window.e2eLiveStates each state the Live
+ * button shows (connecting, live, reconnecting, ended), in order.
+ */
+export function recordLiveStates() {
+  window.e2eLiveStates = [];
+  new MutationObserver(() => {
+    const state = document.querySelector('[data-testid="live"]')?.dataset.state;
+    if (state && window.e2eLiveStates.at(-1) !== state) window.e2eLiveStates.push(state);
+  }).observe(document, { subtree: true, childList: true, attributes: true, attributeFilter: ['data-state'] });
 }
