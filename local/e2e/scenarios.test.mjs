@@ -1287,6 +1287,36 @@ scenario('live mode: the agent hears the microphone and answers aloud, change_bg
   noPageErrors(page);
 });
 
+scenario('live mode: a reload while a browser call of the segment is open ends the segment, and the reloaded tab runs the call', 'live-reload', async (t) => {
+  const context = await t.newContext();
+  await context.grantPermissions(['microphone', 'geolocation'], { origin: BASE });
+  await context.setGeolocation({ latitude: 48.85, longitude: 2.35, accuracy: 20 });
+  // On the tab's first load the location never arrives; the reloaded page gets it.
+  await context.addInitScript(() => {
+    if (sessionStorage.getItem('e2e.geolocation-blocked')) return;
+    sessionStorage.setItem('e2e.geolocation-blocked', '1');
+    navigator.geolocation.getCurrentPosition = () => {};
+  });
+  const page = await openTab(context);
+  await chooseAgent(page, 'dj');
+  await send(page, 'hello');
+  await assistantSays(page, /offline demo model/);
+  await page.waitForSelector(sel('send', ':enabled'), { timeout: WAIT });
+  await page.click(sel('live'));
+  await page.waitForSelector(sel('live', '[data-state="live"]'), { timeout: WAIT });
+  await send(page, 'where am I?');
+  await page.waitForSelector(sel('tool-call', '[data-tool-name="get_location"][data-status="running"]'), { timeout: WAIT });
+
+  await page.reload();
+  await ready(page);
+  await assistantSays(page, /You are at latitude 48\.85, longitude 2\.35\./);
+  await page.waitForSelector(sel('tool-call', '[data-tool-name="get_location"][data-status="done"]'), { timeout: WAIT });
+  assert.equal(await count(page, sel('tool-call', '[data-tool-name="get_location"]')), 1, 'the call is shown once');
+  assert.equal(await page.getAttribute(sel('live'), 'data-state'), 'off', 'the reloaded page is live by itself');
+  await screenshot(page, 'live-reload');
+  noPageErrors(page);
+});
+
 /**
  * Routes the page's live sockets through the test: the opens for which
  * refuse(n) (n from 1) is true are answered as the server refuses an ID

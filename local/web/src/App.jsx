@@ -125,10 +125,12 @@ function ChatPage({ config, identity, device, chatId, initial, onNewChat }) {
   const earlierThan = useRef(new Map([[initial.messages[0]?.id, !!initial.earlier]]));
   useEffect(() => restoreTrack(), []); // the track this tab played before a reload
 
+  const leftLive = useRef(() => {}); // runs the calls live segments left to this tab (below)
   /** Shows a load of the latest messages after the earlier ones shown. */
   const showLatest = useCallback((fresh) => {
     earlierThan.current.set(fresh.messages[0]?.id, !!fresh.earlier);
     shown.current((ms) => withEarlier(ms, fresh));
+    leftLive.current(fresh.messages);
   }, []);
   const reload = useCallback(async () => {
     showLatest(await loadChat(chatId, identity));
@@ -209,6 +211,21 @@ function ChatPage({ config, identity, device, chatId, initial, onNewChat }) {
     },
   });
 
+  // A live segment that ended with a browser call of this tab open (the
+  // page that held it reloaded, and the segment was still closing when the
+  // reloaded page asked to resume) leaves the call to no socket: a load
+  // that shows it runs it, and its answer goes to POST /ToolResult.
+  leftLive.current = (loaded) => {
+    if (liveMode.on) return;
+    for (const m of loaded.filter((x) => x.role === 'assistant' && x.id.startsWith('live-'))) {
+      for (const p of m.parts) {
+        const name = p.type.slice('tool-'.length);
+        if (p.state === 'input-available' && p.providerExecuted === false && isBrowserTool(name) &&
+          p.callProviderMetadata?.baton?.deviceId === device) runLiveTool({ toolCallId: p.toolCallId, toolName: name, input: p.input });
+      }
+    }
+  };
+
   /** A call live mode shows: a browser call of this tab's runs here. */
   function liveCall(frame) {
     liveCalls.current.add(frame.toolCallId);
@@ -229,9 +246,16 @@ function ChatPage({ config, identity, device, chatId, initial, onNewChat }) {
     });
   }
 
-  /** Answers a live call over the socket, or by POST /ToolResult once it is gone. */
+  /**
+   * Answers a live call over the socket, or by POST /ToolResult once it is
+   * gone; the turn that answer resumed then continues the call's message,
+   * which this tab's live-tab wait counts as seen: the conversation is
+   * loaded.
+   */
   async function answerLive(callId, answer) {
-    if (!liveMode.answer(callId, answer)) await answerByHTTP(answer);
+    if (liveMode.answer(callId, answer)) return;
+    await answerByHTTP(answer);
+    await reload().catch(() => {});
   }
 
   async function answerByHTTP({ toolCallId, approvalId, output, errorText, approved, payload }) {
