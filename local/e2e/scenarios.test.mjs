@@ -1225,20 +1225,30 @@ scenario('the first screen: each agent offers what it can do, a new chat asks no
   noPageErrors(page);
 });
 
+/** A text turn with the DJ: the chat then exists, and a stream was read with the AI SDK. */
+async function hello(page) {
+  await chooseAgent(page, 'dj');
+  await send(page, 'hello');
+  await assistantSays(page, /offline demo model/);
+  await page.waitForSelector(sel('send', ':enabled'), { timeout: WAIT });
+}
+
+/** Presses Live and waits until the page is live. */
+async function goLive(page) {
+  await page.click(sel('live'));
+  await page.waitForSelector(sel('live', '[data-state="live"]'), { timeout: WAIT });
+}
+
 scenario('live mode: the agent hears the microphone and answers aloud, change_bgm runs from typed text, the page comes back after the network went, and a reload shows the spoken messages', 'live', async (t) => {
   const context = await t.newContext();
   await context.grantPermissions(['microphone'], { origin: BASE });
   await context.addInitScript(recordLiveStates);
   const page = await openTab(context);
-  await chooseAgent(page, 'dj');
-  await send(page, 'hello');
-  await assistantSays(page, /offline demo model/);
-  await page.waitForSelector(sel('send', ':enabled'), { timeout: WAIT });
+  await hello(page);
 
   // The fake microphone plays a tone: the stand-in hears it as speech,
   // says how long it was in the transcription, and answers aloud.
-  await page.click(sel('live'));
-  await page.waitForSelector(sel('live', '[data-state="live"]'), { timeout: WAIT });
+  await goLive(page);
   await page.waitForSelector(sel('message', '[data-role="user"]:has-text("seconds of audio)")'), { timeout: WAIT });
   await assistantSays(page, /^I heard \d+\.\d seconds of audio\./);
   const heard = await page.evaluate(() => window.batonLiveAudio);
@@ -1298,12 +1308,8 @@ scenario('live mode: a reload while a browser call of the segment is open ends t
     navigator.geolocation.getCurrentPosition = () => {};
   });
   const page = await openTab(context);
-  await chooseAgent(page, 'dj');
-  await send(page, 'hello');
-  await assistantSays(page, /offline demo model/);
-  await page.waitForSelector(sel('send', ':enabled'), { timeout: WAIT });
-  await page.click(sel('live'));
-  await page.waitForSelector(sel('live', '[data-state="live"]'), { timeout: WAIT });
+  await hello(page);
+  await goLive(page);
   await send(page, 'where am I?');
   await page.waitForSelector(sel('tool-call', '[data-tool-name="get_location"][data-status="running"]'), { timeout: WAIT });
 
@@ -1347,14 +1353,11 @@ scenario('live mode: an ID token refused at open is refreshed once; a sign-in th
   const context = await t.newContext();
   await context.grantPermissions(['microphone'], { origin: BASE });
   const page = await openTab(context);
-  await chooseAgent(page, 'dj');
-  await send(page, 'hello'); // a chat the server has, and a stream read with the AI SDK
-  await assistantSays(page, /offline demo model/);
+  await hello(page);
   await page.waitForTimeout(1100); // a fresh token differs from the page's (issued in another second)
 
   const firsts = await refuseLiveTokens(page, (n) => n === 1);
-  await page.click(sel('live'));
-  await page.waitForSelector(sel('live', '[data-state="live"]'), { timeout: WAIT });
+  await goLive(page);
   assert.equal(firsts.length, 2, 'opens of the live socket');
   assert.match(firsts[0].auth ?? '', /^[\w-]+\.[\w-]+\./, 'the first frame carries the ID token');
   assert.notEqual(firsts[1].auth, firsts[0].auth, 'the second open carries a fresh token');

@@ -79,6 +79,7 @@ export function useLiveMode({ chatId, device, identity, agent, setMessages, onRe
     current.current = { socket, voice };
     socket.start();
     voice.listen((pcm) => socket.sendAudio(pcm) && audioStats.sentFrames++).catch((err) => {
+      if (current.current?.voice !== voice) return; // the segment is over
       h().onNotice({ kind: 'info', text: `No microphone (${err.message}): live mode goes on with what you type, and the agent's voice.` });
     });
   }, [chatId, device, identity, agent]);

@@ -146,6 +146,7 @@ export class LiveSocket {
   }
 
   frame(conn, data) {
+    if (this.over) return; // ended here while frames were on their way
     if (typeof data !== 'string') {
       this.on.audio(data);
       return;
