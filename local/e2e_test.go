@@ -30,44 +30,10 @@ func TestBrowserScenarios(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser scenarios are not short")
 	}
-	node, errNode := exec.LookPath("node")
-	chromium := os.Getenv("CHROMIUM")
-	if chromium == "" {
-		chromium = "/usr/bin/chromium"
-	}
-	_, errChromium := os.Stat(chromium)
-	if err := errors.Join(errNode, errChromium); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("browser scenarios need node and Chromium: %v; %s", err, e2eInstallHint)
-		}
-		t.Skipf("browser scenarios need node and Chromium (%v); %s", err, e2eInstallHint)
-	}
-
-	dir := "e2e"
-	// Read the scenarios and the lockfile so that a change to them
-	// invalidates go test's cached result.
-	for _, name := range []string{"scenarios.test.mjs", "uistream.mjs", "package-lock.json"} {
-		if _, err := os.ReadFile(filepath.Join(dir, name)); err != nil {
-			t.Fatal(err)
-		}
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	// ./test runs npm ci whenever the lockfile changes; this covers a bare
-	// go test ./local on a checkout that never had node_modules.
-	_, errPlaywright := os.Stat(filepath.Join(dir, "node_modules", "playwright-core"))
-	_, errAI := os.Stat(filepath.Join(dir, "node_modules", "ai"))
-	_, errAI6 := os.Stat(filepath.Join(dir, "node_modules", "ai-v6"))
-	if errPlaywright != nil || errAI != nil || errAI6 != nil {
-		npm, err := exec.LookPath("npm")
-		if err != nil {
-			t.Fatalf("npm ci is needed in local/e2e and npm is missing: %v; %s", err, e2eInstallHint)
-		}
-		if err := runLogged(ctx, t, "", exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund"), dir); err != nil {
-			t.Fatal(err)
-		}
-	}
-
+	node, chromium := browserTools(ctx, t)
+	dir := "e2e"
 	url := startForTest(t)
 	// Four node processes (each with its browser) side by side, sharing
 	// the scenarios of both page builds as they go (BATON_E2E_CLAIMS): most
@@ -97,6 +63,66 @@ func TestBrowserScenarios(t *testing.T) {
 		t.Errorf("timed: %v", err)
 	}
 }
+
+// browserTools returns node and the Chromium binary, for a test that drives
+// the page in local/e2e, after npm ci there when its packages are missing.
+// Without node or Chromium it skips, except under CI=true, where it fails.
+func browserTools(ctx context.Context, t *testing.T) (node, chromium string) {
+	t.Helper()
+	node, errNode := exec.LookPath("node")
+	chromium = os.Getenv("CHROMIUM")
+	if chromium == "" {
+		chromium = "/usr/bin/chromium"
+	}
+	_, errChromium := os.Stat(chromium)
+	if err := errors.Join(errNode, errChromium); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("browser scenarios need node and Chromium: %v; %s", err, e2eInstallHint)
+		}
+		t.Skipf("browser scenarios need node and Chromium (%v); %s", err, e2eInstallHint)
+	}
+	dir := "e2e"
+	// Read the scripts and the lockfile so that a change to them
+	// invalidates go test's cached result.
+	for _, name := range []string{"scenarios.test.mjs", "uistream.mjs", "livemode.mjs", "live-restart.mjs", "package-lock.json"} {
+		if _, err := os.ReadFile(filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// ./test runs npm ci whenever the lockfile changes; this covers a bare
+	// go test ./local on a checkout that never had node_modules.
+	_, errPlaywright := os.Stat(filepath.Join(dir, "node_modules", "playwright-core"))
+	_, errAI := os.Stat(filepath.Join(dir, "node_modules", "ai"))
+	_, errAI6 := os.Stat(filepath.Join(dir, "node_modules", "ai-v6"))
+	if errPlaywright != nil || errAI != nil || errAI6 != nil {
+		npmCI(ctx, t, dir)
+	}
+	return node, chromium
+}
+
+// npmCI runs npm ci in dir once per test binary: the tests that drive the
+// page share local/e2e's node_modules.
+func npmCI(ctx context.Context, t *testing.T, dir string) {
+	t.Helper()
+	npmMu.Lock()
+	defer npmMu.Unlock()
+	if npmDone[dir] {
+		return
+	}
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		t.Fatalf("npm ci is needed in local/%s and npm is missing: %v; %s", dir, err, e2eInstallHint)
+	}
+	if err := runLogged(ctx, t, "", exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund"), dir); err != nil {
+		t.Fatal(err)
+	}
+	npmDone[dir] = true
+}
+
+var (
+	npmMu   sync.Mutex
+	npmDone = map[string]bool{}
+)
 
 // runLogged runs cmd in dir, copying its output to the test log line by
 // line (each line after prefix), and says why it failed. On timeout its

@@ -47,11 +47,18 @@ type runner struct {
 
 func startRunner(t *testing.T, project string) *runner {
 	t.Helper()
-	bin, err := buildRunner()
+	port, err := emulator.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	port, err := emulator.FreePort()
+	return startRunnerAt(t, project, port)
+}
+
+// startRunnerAt starts the runner on port (a restarted one takes its
+// predecessor's).
+func startRunnerAt(t *testing.T, project, port string) *runner {
+	t.Helper()
+	bin, err := buildRunner()
 	if err != nil {
 		t.Fatal(err)
 	}

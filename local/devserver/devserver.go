@@ -249,8 +249,10 @@ func routes(server *functions.Server, signIn *pageAuth, project string, o *Optio
 		return nil, err
 	}
 	mux.Handle("/", http.FileServerFS(page))
-	config := map[string]any{"model": o.ModelName, "agents": server.Team().Agents(), "suggestions": o.Suggestions,
-		"auth": map[string]any{"mode": "dev"}}
+	// liveModel is "" when live mode is off: the page then offers no Live
+	// button.
+	config := map[string]any{"model": o.ModelName, "liveModel": server.LiveModel(), "agents": server.Team().Agents(),
+		"suggestions": o.Suggestions, "auth": map[string]any{"mode": "dev"}}
 	if signIn != nil {
 		config["auth"] = signIn.config(project)
 		mux.Handle("GET /vendor/firebase/", signIn.sdk())

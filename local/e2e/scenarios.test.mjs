@@ -17,13 +17,15 @@
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { closeSync, mkdirSync, openSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 import * as ai7 from 'ai';
 import * as ai6 from 'ai-v6';
 import { watchStreams } from './uistream.mjs';
+import { fakeMicArgs, recordLiveStates, writeToneWav } from './livemode.mjs';
 
 // axe-core's browser build, injected into pages by the accessibility scenario.
 const axePath = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
@@ -73,18 +75,22 @@ const OUT = join(import.meta.dirname ?? new URL('.', import.meta.url).pathname, 
 const WAIT = 30_000;
 
 let browser;
+// The fake microphone's recording (livemode.mjs), one per process.
+const MIC = join(tmpdir(), `baton-e2e-mic-${process.pid}.wav`);
 
 before(async () => {
   mkdirSync(OUT, { recursive: true });
+  writeToneWav(MIC);
   browser = await chromium.launch({
     executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      '--disable-background-networking', '--disable-component-update', '--disable-sync', ...fakeMicArgs(MIC)],
   });
 });
 
 after(async () => {
   await browser?.close();
+  rmSync(MIC, { force: true });
 });
 
 // --- helpers ------------------------------------------------------------------
@@ -1216,6 +1222,161 @@ scenario('the first screen: each agent offers what it can do, a new chat asks no
   await page.waitForTimeout(1500); // the live wait and the resume have gone out
   assert.deepEqual(consoleErrors, [], 'errors in the console of a new chat');
   await screenshot(page, 'first-screen');
+  noPageErrors(page);
+});
+
+/** A text turn with the DJ: the chat then exists, and a stream was read with the AI SDK. */
+async function hello(page) {
+  await chooseAgent(page, 'dj');
+  await send(page, 'hello');
+  await assistantSays(page, /offline demo model/);
+  await page.waitForSelector(sel('send', ':enabled'), { timeout: WAIT });
+}
+
+/** Presses Live and waits until the page is live. */
+async function goLive(page) {
+  await page.click(sel('live'));
+  await page.waitForSelector(sel('live', '[data-state="live"]'), { timeout: WAIT });
+}
+
+scenario('live mode: the agent hears the microphone and answers aloud, change_bgm runs from typed text, the page comes back after the network went, and a reload shows the spoken messages', 'live', async (t) => {
+  const context = await t.newContext();
+  await context.grantPermissions(['microphone'], { origin: BASE });
+  await context.addInitScript(recordLiveStates);
+  const page = await openTab(context);
+  await hello(page);
+
+  // The fake microphone plays a tone: the stand-in hears it as speech,
+  // says how long it was in the transcription, and answers aloud.
+  await goLive(page);
+  await page.waitForSelector(sel('message', '[data-role="user"]:has-text("seconds of audio)")'), { timeout: WAIT });
+  await assistantSays(page, /^I heard \d+\.\d seconds of audio\./);
+  const heard = await page.evaluate(() => window.batonLiveAudio);
+  assert.ok(heard.sentFrames > 0, 'no microphone frame went out');
+  assert.ok(heard.receivedSamples > 0 && heard.scheduledSeconds > 0, `the page's AudioContext got no voice: ${JSON.stringify(heard)}`);
+
+  // Typed while live, once the agent's answer is over: the page runs
+  // change_bgm for the live call, answers it over the socket, and the
+  // agent goes on talking.
+  await page.waitForSelector(sel('live-status', '[data-speaking="false"]'), { timeout: WAIT });
+  await send(page, 'change the music to track 2');
+  await page.waitForSelector(sel('tool-call', '[data-tool-name="change_bgm"][data-status="done"]'), { timeout: WAIT });
+  await page.waitForSelector(sel('bgm', '[data-track="2"]'), { timeout: WAIT });
+  await assistantSays(page, /now playing track 2/);
+  const spoken = await page.evaluate(() => window.batonLiveAudio.receivedSamples);
+  assert.ok(spoken > heard.receivedSamples, 'the agent said nothing aloud after the tool ran');
+  assert.ok(await count(page, sel('message-live')) >= 3, 'the live messages are not marked');
+  await screenshot(page, 'live');
+
+  // The network goes: the page leaves its socket for dead and reconnects
+  // (the server replaces the conversation the tab left), then goes on.
+  await page.waitForSelector(sel('live-status', '[data-speaking="false"]'), { timeout: WAIT });
+  await context.setOffline(true);
+  await page.waitForFunction(() => window.e2eLiveStates.at(-1) !== 'live', null, { timeout: WAIT });
+  await context.setOffline(false);
+  await page.waitForFunction(() => window.e2eLiveStates.join(' ').endsWith('live reconnecting live'), null, { timeout: WAIT })
+    .catch(async (err) => {
+      throw new Error(`the page did not come back live: ${await page.evaluate(() => window.e2eLiveStates.join(' → '))}: ${err.message}`);
+    });
+  await send(page, 'play track 3');
+  await page.waitForSelector(sel('bgm', '[data-track="3"]'), { timeout: WAIT });
+  await assistantSays(page, /now playing track 3/);
+  await page.waitForSelector(sel('live-status', '[data-speaking="false"]'), { timeout: WAIT });
+
+  await page.click(sel('live'));
+  await page.waitForSelector(sel('live-status', '[data-state="ended"]:has-text("you ended it")'), { timeout: WAIT });
+  // The page loads the conversation as stored once the segment is over.
+  const shown = await shownMessages(page);
+  await page.reload();
+  await ready(page);
+  const exactly = (text) => new RegExp(`^${text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`);
+  await showsExactly(page, shown.map((m) => exactly(m.text)), 'the conversation after a reload');
+  assert.deepEqual((await shownMessages(page)).map((m) => m.id), shown.map((m) => m.id), 'the messages\' ids after a reload');
+  assert.equal(await count(page, sel('tool-call', '[data-tool-name="change_bgm"]')), 2, 'each change_bgm shown once');
+  await screenshot(page, 'live-reloaded');
+  noPageErrors(page);
+});
+
+scenario('live mode: a reload while a browser call of the segment is open ends the segment, and the reloaded tab runs the call', 'live-reload', async (t) => {
+  const context = await t.newContext();
+  await context.grantPermissions(['microphone', 'geolocation'], { origin: BASE });
+  await context.setGeolocation({ latitude: 48.85, longitude: 2.35, accuracy: 20 });
+  // On the tab's first load the location never arrives; the reloaded page gets it.
+  await context.addInitScript(() => {
+    if (sessionStorage.getItem('e2e.geolocation-blocked')) return;
+    sessionStorage.setItem('e2e.geolocation-blocked', '1');
+    navigator.geolocation.getCurrentPosition = () => {};
+  });
+  const page = await openTab(context);
+  await hello(page);
+  await goLive(page);
+  await send(page, 'where am I?');
+  await page.waitForSelector(sel('tool-call', '[data-tool-name="get_location"][data-status="running"]'), { timeout: WAIT });
+
+  await page.reload();
+  await ready(page);
+  await assistantSays(page, /You are at latitude 48\.85, longitude 2\.35\./);
+  await page.waitForSelector(sel('tool-call', '[data-tool-name="get_location"][data-status="done"]'), { timeout: WAIT });
+  assert.equal(await count(page, sel('tool-call', '[data-tool-name="get_location"]')), 1, 'the call is shown once');
+  assert.equal(await page.getAttribute(sel('live'), 'data-state'), 'off', 'the reloaded page is live by itself');
+  await screenshot(page, 'live-reload');
+  noPageErrors(page);
+});
+
+/**
+ * Routes the page's live sockets through the test: the opens for which
+ * refuse(n) (n from 1) is true are answered as the server refuses an ID
+ * token it does not take; the others go to the server. Returns the first
+ * frame of each open.
+ */
+async function refuseLiveTokens(page, refuse) {
+  const firsts = [];
+  await page.routeWebSocket(/\/Chat\/[^/]+\/live/, (ws) => {
+    const n = firsts.length + 1;
+    firsts.push(null);
+    const server = refuse(n) ? null : ws.connectToServer();
+    ws.onMessage((m) => {
+      if (firsts[n - 1] === null) firsts[n - 1] = JSON.parse(m);
+      if (server) {
+        server.send(m);
+        return;
+      }
+      ws.send(JSON.stringify({ type: 'error', code: 'unauthenticated', message: 'missing or invalid credentials' }));
+      ws.send(JSON.stringify({ type: 'end', reason: 'closed' }));
+      ws.close({ code: 1000, reason: 'closed' });
+    });
+  });
+  return firsts;
+}
+
+scenario('live mode: an ID token refused at open is refreshed once; a sign-in that no longer holds ends it plainly', 'live-token', async (t) => {
+  const context = await t.newContext();
+  await context.grantPermissions(['microphone'], { origin: BASE });
+  const page = await openTab(context);
+  await hello(page);
+  await page.waitForTimeout(1100); // a fresh token differs from the page's (issued in another second)
+
+  const firsts = await refuseLiveTokens(page, (n) => n === 1);
+  await goLive(page);
+  assert.equal(firsts.length, 2, 'opens of the live socket');
+  assert.match(firsts[0].auth ?? '', /^[\w-]+\.[\w-]+\./, 'the first frame carries the ID token');
+  assert.notEqual(firsts[1].auth, firsts[0].auth, 'the second open carries a fresh token');
+  await page.click(sel('live'));
+  await page.waitForSelector(sel('live-status', '[data-state="ended"]:has-text("you ended it")'), { timeout: WAIT });
+
+  // Every token refused, and so is the refresh: one refresh, then the
+  // page says the sign-in no longer holds, and stops.
+  await page.unrouteAll({ behavior: 'ignoreErrors' });
+  await page.route((url) => url.pathname.includes('securetoken.googleapis.com'), (route) => route.fulfill({
+    status: 400, contentType: 'application/json', body: JSON.stringify({ error: { code: 400, message: 'TOKEN_EXPIRED' } }),
+  }));
+  const refused = await refuseLiveTokens(page, () => true);
+  await page.click(sel('live'));
+  await page.waitForSelector(sel('live-status', '[data-state="ended"]:has-text("sign-in no longer holds")'), { timeout: WAIT });
+  await page.waitForSelector(sel('system-message', ':has-text("no longer valid")'), { timeout: WAIT });
+  await page.waitForTimeout(1500);
+  assert.equal(refused.length, 1, 'opens after the refresh failed');
+  await screenshot(page, 'live-token');
   noPageErrors(page);
 });
 

@@ -6,7 +6,10 @@
 // Browser tools run in onToolCall, approvals go back through
 // addToolApprovalResponse (with the payload the person edited written into
 // the call's input), a form's action through addToolOutput (Surface.jsx),
-// and sendAutomaticallyWhen sends the answers.
+// and sendAutomaticallyWhen sends the answers. The Live button opens a
+// voice conversation on the same chat (LiveMode.jsx): its words join the
+// same messages, and its calls are run or asked here and answered over its
+// socket.
 
 import { Fragment, useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import { useChat } from '@ai-sdk/react';
@@ -20,11 +23,13 @@ import { useLiveTurns } from './live.js';
 import { Message } from './Message.jsx';
 import { MessageActions } from './Rewind.jsx';
 import {
-  authedFetch, chatStarted, isNewChat, isSignedOut, loadChat, markNewChat, SIGNED_OUT, stopChat, withEarlier,
+  authedFetch, chatStarted, isNewChat, isSignedOut, loadChat, markNewChat, postToolResult, SIGNED_OUT, stopChat, withEarlier,
 } from './chatapi.js';
 import { Attach } from './files.jsx';
 import { INPUT_TOOL, postLiveAnswer } from './InputForm.jsx';
 import { chatTransport } from './transport.js';
+import { LiveButton, LiveStatus, useLiveMode } from './LiveMode.jsx';
+import { liveMessageIds, withAnswer, withToolCall } from './livemessages.js';
 import { callPart, SURFACE_TOOL, surfacesOf } from './Surface.jsx';
 import { useFollow } from './follow.js';
 import { useReconnect } from './reconnect.js';
@@ -120,10 +125,12 @@ function ChatPage({ config, identity, device, chatId, initial, onNewChat }) {
   const earlierThan = useRef(new Map([[initial.messages[0]?.id, !!initial.earlier]]));
   useEffect(() => restoreTrack(), []); // the track this tab played before a reload
 
+  const leftLive = useRef(() => {}); // runs the calls live segments left to this tab (below)
   /** Shows a load of the latest messages after the earlier ones shown. */
   const showLatest = useCallback((fresh) => {
     earlierThan.current.set(fresh.messages[0]?.id, !!fresh.earlier);
     shown.current((ms) => withEarlier(ms, fresh));
+    leftLive.current(fresh.messages);
   }, []);
   const reload = useCallback(async () => {
     showLatest(await loadChat(chatId, identity));
@@ -183,6 +190,86 @@ function ChatPage({ config, identity, device, chatId, initial, onNewChat }) {
   const broken = useReconnect({ transport, reload: recoverLoad, resume: resumeStream, notices });
   useSignedOut(identity, notices.add);
 
+  // Live mode: calls shown by its frames, until the conversation as stored
+  // is loaded after it ends (their answers go to the socket, or, once it
+  // is gone, to POST /ToolResult).
+  const liveCalls = useRef(new Set());
+  const liveMode = useLiveMode({
+    chatId, device, identity, setMessages,
+    agent: useCallback(() => (agent.current.picked !== agent.current.current ? agent.current.picked : ''), []),
+    onReady: (frame) => {
+      chatStarted(chatId);
+      agent.current.current = frame.agent;
+      setPicked(frame.agent);
+      for (const call of frame.calls) liveCall(call);
+    },
+    onCall: liveCall,
+    onResult: ({ toolCallId }) => started.current.delete(toolCallId), // a later call may reuse the id
+    onNotice: notices.add,
+    onEnded: (why, kept) => {
+      Promise.all(kept.map(answerByHTTP)).then(reload).catch(() => {}).finally(() => liveCalls.current.clear());
+    },
+  });
+
+  // A live segment that ended with a browser call of this tab open (the
+  // page that held it reloaded, and the segment was still closing when the
+  // reloaded page asked to resume) leaves the call to no socket: a load
+  // that shows it runs it, and its answer goes to POST /ToolResult.
+  leftLive.current = (loaded) => {
+    if (liveMode.on) return;
+    for (const m of loaded.filter((x) => x.role === 'assistant' && x.id.startsWith('live-'))) {
+      for (const p of m.parts) {
+        const name = p.type.slice('tool-'.length);
+        if (p.state === 'input-available' && p.providerExecuted === false && isBrowserTool(name) &&
+          p.callProviderMetadata?.baton?.deviceId === device) runLiveTool({ toolCallId: p.toolCallId, toolName: name, input: p.input });
+      }
+    }
+  };
+
+  /** A call live mode shows: a browser call of this tab's runs here. */
+  function liveCall(frame) {
+    liveCalls.current.add(frame.toolCallId);
+    setMessages((ms) => withToolCall(ms, frame, device));
+    if (frame.kind === 'browser' && (!frame.deviceId || frame.deviceId === device)) runLiveTool(frame);
+  }
+
+  async function runLiveTool({ toolCallId, toolName, input: args }) {
+    if (started.current.has(toolCallId)) return; // running, or ran: the socket keeps its answer
+    started.current.add(toolCallId);
+    setRunning((m) => new Map(m).set(toolCallId, 'running in this tab…'));
+    const result = await runBrowserTool(toolName, args);
+    await answerLive(toolCallId, result.error ? { toolCallId, errorText: result.error } : { toolCallId, output: result.output });
+    setRunning((m) => {
+      const next = new Map(m);
+      next.delete(toolCallId);
+      return next;
+    });
+  }
+
+  /**
+   * Answers a live call over the socket, or by POST /ToolResult once it is
+   * gone; the turn that answer resumed then continues the call's message,
+   * which this tab's live-tab wait counts as seen: the conversation is
+   * loaded.
+   */
+  async function answerLive(callId, answer) {
+    if (liveMode.answer(callId, answer)) return;
+    await answerByHTTP(answer);
+    await reload().catch(() => {});
+  }
+
+  async function answerByHTTP({ toolCallId, approvalId, output, errorText, approved, payload }) {
+    const body = { sessionId: chatId, clientId: device, toolCallId: approvalId ?? toolCallId };
+    if (approvalId) Object.assign(body, { approved, payload });
+    else if (errorText !== undefined) body.error = errorText;
+    else body.output = output;
+    try {
+      await postToolResult(identity, body);
+    } catch (err) {
+      notices.add({ kind: 'error', text: `Could not answer ${toolCallId ?? approvalId}: ${err.message}` });
+    }
+  }
+
   async function runTool(toolCallId, toolName, args) {
     setRunning((m) => new Map(m).set(toolCallId, 'running in this tab…'));
     const result = await runBrowserTool(toolName, args);
@@ -199,6 +286,11 @@ function ChatPage({ config, identity, device, chatId, initial, onNewChat }) {
   /** The approver's decision; an approval edits the call's input first. */
   async function decide(part, approved, payload) {
     live.current?.();
+    if (liveCalls.current.has(part.toolCallId)) {
+      setMessages((ms) => withAnswer(ms, part.toolCallId, { approved, input: approved ? mergePatch(part.input, payload) : part.input }));
+      await answerLive(part.toolCallId, { approvalId: part.approval.id, approved, ...(approved ? { payload } : {}) });
+      return;
+    }
     if (approved) {
       setMessages((ms) => ms.map((m) => ({
         ...m,
@@ -211,6 +303,11 @@ function ChatPage({ config, identity, device, chatId, initial, onNewChat }) {
   /** A person's answer to a tool's question (InputForm.jsx). */
   async function answerInput(part, output) {
     live.current?.();
+    if (liveCalls.current.has(part.toolCallId)) {
+      setMessages((ms) => withAnswer(ms, part.toolCallId, { output }));
+      await answerLive(part.toolCallId, { toolCallId: part.toolCallId, output });
+      return;
+    }
     if (!part.input?.live) {
       await addToolOutput({ tool: INPUT_TOOL, toolCallId: part.toolCallId, output });
       return;
@@ -241,7 +338,11 @@ function ChatPage({ config, identity, device, chatId, initial, onNewChat }) {
     follow.toEnd();
     sendMessage({ parts: [{ type: 'data-a2ui-action', data: { version: 'v0.9', action } }] });
   };
-  live.current = useLiveTurns({ chatId, identity, transport, messages, setMessages, onLoaded: showLatest, idle: !busy && running.size === 0 });
+  // While this tab is live its own frames show the conversation: the
+  // live-tab wait rests until the segment ends.
+  live.current = useLiveTurns({ chatId, identity, transport, messages, setMessages, onLoaded: showLatest,
+    idle: !busy && running.size === 0 && !liveMode.on });
+  const liveIds = useMemo(() => liveMessageIds(messages), [messages]);
 
   // Earlier messages, a page at a time, when the person scrolls to the
   // top of the conversation or asks for them.
@@ -280,6 +381,12 @@ function ChatPage({ config, identity, device, chatId, initial, onNewChat }) {
   const send = (e) => {
     e.preventDefault();
     const text = input.trim();
+    if (liveMode.on) {
+      // While live, typed text goes over the socket; the server says it
+      // back as the user's words, which show it.
+      if (text && liveMode.sendText(text)) setInput('');
+      return;
+    }
     if (!text || busy) return;
     live.current?.();
     chatStarted(chatId);
@@ -309,9 +416,9 @@ function ChatPage({ config, identity, device, chatId, initial, onNewChat }) {
               {messages.map((m, i) => (
                 <Fragment key={m.id}>
                   {notices.render(i)}
-                  <Message message={m} device={device} running={running} onDecide={decide} onAnswer={answerInput}
+                  <Message message={m} live={liveIds.has(m.id)} device={device} running={running} onDecide={decide} onAnswer={answerInput}
                     surfaces={surfaces} callOf={callOf} onSurfaceAnswer={answerSurface} onCardAction={cardAction} />
-                  <MessageActions message={m} last={m.id === lastAssistant} busy={busy || running.size > 0}
+                  <MessageActions message={m} last={m.id === lastAssistant} busy={busy || running.size > 0 || liveMode.on}
                     onRegenerate={(messageId) => { live.current?.(); regenerate({ messageId }); }}
                     onEdit={(messageId, text) => {
                       live.current?.();
@@ -336,13 +443,16 @@ function ChatPage({ config, identity, device, chatId, initial, onNewChat }) {
             setInput(s);
             inputRef.current?.focus();
           }} />
+          <LiveStatus live={liveMode} />
           <div className="row">
             <label htmlFor="input" className="visually-hidden">Message</label>
-            <input id="input" ref={inputRef} data-testid="composer-input" autoComplete="off" placeholder="Message the agent…" required
+            <input id="input" ref={inputRef} data-testid="composer-input" autoComplete="off" required
+              placeholder={liveMode.on ? 'Type to the live agent…' : 'Message the agent…'}
               value={input} onChange={(e) => setInput(e.target.value)} />
-            <Attach files={files} onChange={setFiles} disabled={busy} />
-            <button type="submit" data-testid="send" disabled={busy}>Send</button>
+            <Attach files={files} onChange={setFiles} disabled={busy || liveMode.on} />
+            <button type="submit" data-testid="send" disabled={busy || (liveMode.on && liveMode.state !== 'live')}>Send</button>
             {busy && <button type="button" data-testid="stop" onClick={stopTurn}>Stop</button>}
+            {config.liveModel && <LiveButton live={liveMode} model={config.liveModel} disabled={busy && !liveMode.on} />}
           </div>
         </form>
       </main>

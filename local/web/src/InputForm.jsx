@@ -7,7 +7,7 @@
 // /ToolResult, since useChat sends answers only once the stream ends.
 
 import { Fragment, useRef, useState } from 'react';
-import { authedFetch } from './chatapi.js';
+import { postToolResult } from './chatapi.js';
 import { useAsk } from './follow.js';
 
 export const INPUT_TOOL = 'baton_input';
@@ -89,14 +89,6 @@ export function InputForm({ part, onAnswer }) {
 }
 
 /** Sends the answer to a question asked on the live call, outside useChat. */
-export async function postLiveAnswer({ chatId, device, identity, part, output }) {
-  const res = await authedFetch(identity)('/ToolResult', {
-    method: 'POST',
-    headers: { 'Content-Type': 'application/json' },
-    body: JSON.stringify({ sessionId: chatId, toolCallId: part.toolCallId, clientId: device, output }),
-  });
-  if (!res.ok) {
-    const body = await res.json().catch(() => null);
-    throw new Error(body?.error?.message ?? `POST /ToolResult: ${res.status}`);
-  }
+export function postLiveAnswer({ chatId, device, identity, part, output }) {
+  return postToolResult(identity, { sessionId: chatId, toolCallId: part.toolCallId, clientId: device, output });
 }

@@ -1,7 +1,8 @@
 // One message of the conversation, as useChat holds it: text parts, tool
 // calls (with an approval form when this tab must decide), A2UI surfaces
 // and actions (Surface.jsx), and agent switches (data-agent parts), shown
-// as a line before the message.
+// as a line before the message; a message said in a live conversation is
+// marked so.
 
 import { Fragment, useRef, useState } from 'react';
 import { isBrowserTool } from './tools.js';
@@ -9,6 +10,7 @@ import { useAsk } from './follow.js';
 import { FilePart } from './files.jsx';
 import { INPUT_TOOL, InputForm } from './InputForm.jsx';
 import { ActionLine, SURFACE_TOOL, SurfacePart } from './Surface.jsx';
+import { LiveMark } from './LiveMode.jsx';
 
 function switchedText({ from, to }) {
   return `Switched to ${to}${from ? ` from ${from}` : ''}.`;
@@ -19,7 +21,7 @@ function switchedText({ from, to }) {
  * last was, in the message that showed it first; callOf finds the tool
  * part of the call a form waits on.
  */
-export function Message({ message, device, running, onDecide, onAnswer, surfaces, callOf, onSurfaceAnswer, onCardAction }) {
+export function Message({ message, live, device, running, onDecide, onAnswer, surfaces, callOf, onSurfaceAnswer, onCardAction }) {
   const switches = message.parts.filter((p) => p.type === 'data-agent' && p.data?.switched);
   const shown = message.parts.filter((p) => (p.type === 'text' && p.text) || p.type === 'file' ||
     (isTool(p) && toolName(p) !== SURFACE_TOOL) || p.type === 'data-a2ui-action' ||
@@ -43,6 +45,7 @@ export function Message({ message, device, running, onDecide, onAnswer, surfaces
           </Fragment>
         ))}
         {message.metadata?.stopped && <span className="stopped" data-testid="message-stopped">Stopped</span>}
+        {live && <LiveMark />}
       </div>
     </>
   );

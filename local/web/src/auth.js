@@ -11,8 +11,10 @@
 /**
  * Signs in as /config.json's "auth" says and returns the user id, a
  * function giving the headers that identify the user on each request,
- * refresh, which gets a new ID token now (and throws when the sign-in no
- * longer holds), and signOut, after which the next load signs in anew.
+ * socketAuth, the first frame of a live socket (which cannot carry
+ * headers), refresh, which gets a new ID token now (and throws when the
+ * sign-in no longer holds), and signOut, after which the next load signs
+ * in anew.
  */
 export async function signIn(auth) {
   if (auth?.mode !== 'firebase') return devIdentity();
@@ -39,6 +41,7 @@ export async function signIn(auth) {
     user: user.uid,
     // getIdToken answers from the SDK's cache until the token nears expiry.
     headers: async () => ({ Authorization: `Bearer ${await user.getIdToken()}` }),
+    socketAuth: async () => ({ auth: await user.getIdToken() }),
     refresh: () => user.getIdToken(true),
     signOut: () => signOut(firebaseAuth),
   };
@@ -54,6 +57,7 @@ function devIdentity() {
   return {
     user,
     headers: async () => ({ 'X-Baton-User': user }),
+    socketAuth: async () => ({ user }),
     refresh: async () => {
       throw new Error('a development identity has no token to refresh');
     },

@@ -17,7 +17,8 @@ let signedOut = false;
 /** Whether a request stayed 401 after a fresh ID token: retrying is useless. */
 export const isSignedOut = () => signedOut;
 
-function sayUnauthorized() {
+/** Tells the page its sign-in no longer holds (SIGNED_OUT), once. */
+export function sayUnauthorized() {
   if (signedOut) return;
   signedOut = true;
   window.dispatchEvent(new Event(SIGNED_OUT));
@@ -82,6 +83,25 @@ export async function stopChat(chatId, identity) {
     const body = await res.json().catch(() => null);
     throw new Error(body?.error?.message ?? `DELETE /Chat/{chatId}/stream: ${res.status}`);
   }
+}
+
+/**
+ * POST /ToolResult: an answer given outside useChat's requests (a question
+ * asked on a live call, an answer of live mode once its socket is gone).
+ * When the answer resumes the agent, its stream is read to the end: the
+ * page's live-tab wait shows the turn.
+ */
+export async function postToolResult(identity, body) {
+  const res = await authedFetch(identity)('/ToolResult', {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  if (!res.ok) {
+    const problem = await res.json().catch(() => null);
+    throw new Error(problem?.error?.message ?? `POST /ToolResult: ${res.status}`);
+  }
+  await res.text();
 }
 
 // A chat this browser profile named but has not sent a message to yet:

@@ -30,6 +30,8 @@ export function errorNotice(err) {
       const names = (e.calls ?? []).map((c) => c.toolName).join(', ') || 'a tool call';
       return { kind: 'pending_calls', text: `The agent is still waiting for ${names}. Answer it first (reload the tab that asked).` };
     }
+    case 'live':
+      return { kind: 'error', text: 'A live conversation holds this chat (in another tab?): type there, or end it first.' };
     case 'unavailable':
       return { kind: 'error', text: 'The service is unavailable; try again shortly.' };
     case 'rate_limited':
