@@ -74,6 +74,11 @@ func TestToolsThatAsk(t *testing.T) {
 		if said := cl.said(i + 1); said.Text != `saw `+[]string{"rename", "retitle"}[i]+`={"title":"Sea"}` {
 			t.Fatalf("%s: the model said %q", ask, said.Text)
 		}
+		// The client knows the question by its own id: it is settled.
+		cl.await(ask+": the question settled", 1, func(m live.Message) bool {
+			r, ok := m.(live.ToolResult)
+			return ok && r.ToolCallID == call.ToolCallID && r.ErrorText == ""
+		})
 	}
 	conv.Close()
 	if n := renamed.Load(); n != 1 {

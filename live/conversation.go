@@ -252,11 +252,16 @@ func (c *Conversation) send(m Message) {
 	}
 }
 
-// asked shows a question a tool asks while it runs (toolcallback.AskLive).
+// asked shows a question a tool asks while it runs (toolcallback.AskLive),
+// and, once it is closed, its outcome.
 func (c *Conversation) asked(ev *session.Event) {
 	for _, p := range ev.Content.Parts {
-		if fc := p.FunctionCall; fc != nil {
+		switch {
+		case p.FunctionCall != nil:
+			fc := p.FunctionCall
 			c.send(ToolCall{Type: "tool-call", ToolCallID: fc.ID, ToolName: fc.Name, Input: fc.Args, Kind: string(toolcallback.KindInput), DeviceID: c.req.DeviceID})
+		case p.FunctionResponse != nil:
+			c.send(toolResult(p.FunctionResponse))
 		}
 	}
 }

@@ -192,7 +192,15 @@ func (c *Conversation) answered(call *toolcallback.Call) {
 	if call.Kind == toolcallback.KindApproval || call.Kind == toolcallback.KindInput {
 		fc := &genai.FunctionCall{ID: call.OriginalID, Name: call.Tool, Args: call.Args}
 		tc := confirmationOf(resp)
-		c.store.add(job{ev: ev, opts: opts, after: func([]*toolcallback.Call) { c.runTool(fc, &tc) }})
+		c.store.add(job{ev: ev, opts: opts, after: func([]*toolcallback.Call) {
+			if call.Kind == toolcallback.KindInput {
+				// The client knows a question by its own id (toolCall):
+				// it is settled; the tool's result follows under the
+				// model's call id, as an approval's does.
+				c.send(toolResult(resp))
+			}
+			c.runTool(fc, &tc)
+		}})
 		return
 	}
 	c.deliverStored(resp, job{ev: ev, opts: opts})

@@ -1,4 +1,4 @@
-// Live mode on the demo page (docs/live-page.md): the Live button opens a
+// Live mode on the demo page (docs/live.md, "The demo page"): the Live button opens a
 // voice conversation on the chat over one socket (livesocket.js), with the
 // microphone and the model's voice (voice.js), the words of both sides
 // merged into the page's messages as they come (livemessages.js), and the

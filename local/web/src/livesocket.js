@@ -1,4 +1,4 @@
-// Live mode's socket (docs/live-page.md; the frames are in
+// Live mode's socket (docs/live.md, "The demo page"; the frames are in
 // docs/http-api.md): GET /Chat/{chatId}/live?device=<this tab>, whose
 // first frame names the user ({"auth": ID token}, or {"user": name} with
 // the local runner's development identity). It comes back by itself: a

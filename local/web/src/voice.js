@@ -1,4 +1,4 @@
-// Live mode's audio (docs/live-page.md): the microphone goes out as 16-bit
+// Live mode's audio (docs/live.md, "The demo page"): the microphone goes out as 16-bit
 // little-endian mono PCM at 16 kHz (capture-worklet.js downsamples it from
 // the AudioContext's own rate), and the model's voice, the same PCM at
 // 24 kHz, is played on the same context, each piece scheduled to start
