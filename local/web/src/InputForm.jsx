@@ -8,6 +8,7 @@
 
 import { Fragment, useRef, useState } from 'react';
 import { postToolResult } from './chatapi.js';
+import { forgetDraft, useDraft } from './drafts.js';
 import { useAsk } from './follow.js';
 
 export const INPUT_TOOL = 'baton_input';
@@ -32,7 +33,8 @@ function content(schema, values) {
 
 export function InputForm({ part, onAnswer }) {
   const requests = Object.entries(part.input?.requests ?? {});
-  const [values, setValues] = useState(() => Object.fromEntries(requests.map(([id, r]) => [id, initial(r.params?.requestedSchema)])));
+  const draft = `input:${part.toolCallId}`;
+  const [values, setValues] = useDraft(draft, () => Object.fromEntries(requests.map(([id, r]) => [id, initial(r.params?.requestedSchema)])));
   const [problem, setProblem] = useState('');
   const [sent, setSent] = useState(false);
   const form = useRef(null);
@@ -45,6 +47,7 @@ export function InputForm({ part, onAnswer }) {
         ? { action, content: content(r.params?.requestedSchema, values[id]) }
         : { action }]));
       setSent(true);
+      forgetDraft(draft);
       onAnswer(part, { responses });
     } catch (err) {
       setProblem(err.message);

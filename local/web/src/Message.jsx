@@ -7,6 +7,7 @@
 import { Fragment, useRef, useState } from 'react';
 import { isBrowserTool } from './tools.js';
 import { useAsk } from './follow.js';
+import { forgetDraft, useDraft } from './drafts.js';
 import { FilePart } from './files.jsx';
 import { INPUT_TOOL, InputForm } from './InputForm.jsx';
 import { ActionLine, SURFACE_TOOL, SurfacePart } from './Surface.jsx';
@@ -135,8 +136,9 @@ function ApprovalForm({ part, onDecide }) {
   const args = part.input && typeof part.input === 'object' ? part.input : {};
   const entries = Object.entries(args);
   const flat = entries.every(([, v]) => v === null || ['string', 'number', 'boolean'].includes(typeof v));
-  const [values, setValues] = useState(() => Object.fromEntries(entries.map(([k, v]) => [k, typeof v === 'boolean' ? v : String(v ?? '')])));
-  const [json, setJson] = useState(() => JSON.stringify(args, null, 2));
+  const draft = `approval:${part.toolCallId}`;
+  const [values, setValues] = useDraft(`${draft}:fields`, () => Object.fromEntries(entries.map(([k, v]) => [k, typeof v === 'boolean' ? v : String(v ?? '')])));
+  const [json, setJson] = useDraft(`${draft}:json`, () => JSON.stringify(args, null, 2));
   const [problem, setProblem] = useState('');
   const [sent, setSent] = useState(false);
   const form = useRef(null);
@@ -164,6 +166,8 @@ function ApprovalForm({ part, onDecide }) {
       }
     }
     setSent(true);
+    forgetDraft(`${draft}:fields`);
+    forgetDraft(`${draft}:json`);
     onDecide(part, approved, payload);
   };
   if (sent) return null;
