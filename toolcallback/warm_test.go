@@ -48,7 +48,7 @@ func heardReply(want func() []string, stale *atomic.Int32) reply {
 // TestWarmTurnsAlternateInstances: two instances keep warm copies of one
 // chat, and its turns alternate between them, so from the third turn on
 // every turn starts on a copy the other instance made stale. Each such turn
-// costs one model request that is cancelled and never shown, and each
+// costs at most one model request that is cancelled and never shown, and each
 // turn's answer, and the stored history, come from a request that had the
 // full, current history.
 func TestWarmTurnsAlternateInstances(t *testing.T) {
@@ -80,11 +80,13 @@ func TestWarmTurnsAlternateInstances(t *testing.T) {
 			t.Fatalf("turn %d answered %q, want %q", k, got, want)
 		}
 	}
-	if got, want := int(stale.Load()), turns-2; got != want {
-		t.Errorf("%d model requests on a stale copy, want %d (one per turn after the second)", got, want)
+	// A stale copy's request is cancelled once the claim fails: if that
+	// comes first, the request is never sent, so a turn wastes at most one.
+	if got, most := int(stale.Load()), turns-2; got > most {
+		t.Errorf("%d model requests on a stale copy, want at most %d (one per turn after the second)", got, most)
 	}
-	if got, want := f.model.Calls(), 2*turns-2; got != want {
-		t.Errorf("model called %d times, want %d", got, want)
+	if got, want := f.model.Calls()-int(stale.Load()), turns; got != want {
+		t.Errorf("%d model requests on the current history, want %d (one per turn)", got, want)
 	}
 	var stored []string
 	for _, ev := range f.history("s1") {
