@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"testing"
@@ -50,10 +51,13 @@ type Reply func(req *model.LLMRequest) *genai.Content
 // Name is the model's name, as ADK reports it.
 func (m *Strict) Name() string { return "strict-scripted" }
 
+// errorf fails the test with where the request came from: the request's
+// goroutine runs inside ADK's runner, whose caller names the path (a turn,
+// a resume, a live segment) that made a request no script expected.
 func (m *Strict) errorf(format string, args ...any) {
 	if m.T != nil {
 		m.T.Helper()
-		m.T.Errorf(format, args...)
+		m.T.Errorf(format+"\nrequested from:\n%s", append(args, debug.Stack())...)
 	}
 }
 
