@@ -185,10 +185,7 @@ func TestTurnCost(t *testing.T) {
 		script: []modeltest.Reply{modeltest.CallReply(modeltest.Call("c1", "change_bgm", map[string]any{"track": 2})),
 			modeltest.EchoReply},
 		setup: func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "track 2"), "c1") },
-		run: func(f *httpFixture) {
-			f.stream(f.do(http.MethodPost, NameToolResult, f.token("ada"),
-				map[string]any{"sessionId": "s1", "toolCallId": "c1", "clientId": "tab-a", "output": map[string]any{"playing": 2}}, nil), "c1")
-		},
+		run:   answerTrack2,
 		bound: costBound{beforeModel: 3, roundTrips: 6, lookups: 4, writes: 5},
 	}, {
 		// The resume marks its records resumed before its last commit, which
@@ -200,8 +197,7 @@ func TestTurnCost(t *testing.T) {
 			modeltest.EchoReply, modeltest.TextReply("next")},
 		setup: func(f *httpFixture) {
 			f.stream(f.turn("ada", "s1", "tab-a", "track 2"), "c1")
-			f.stream(f.do(http.MethodPost, NameToolResult, f.token("ada"),
-				map[string]any{"sessionId": "s1", "toolCallId": "c1", "clientId": "tab-a", "output": map[string]any{"playing": 2}}, nil), "c1")
+			answerTrack2(f)
 		},
 		run:   func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "next")) },
 		bound: costBound{beforeModel: 1, roundTrips: 3, lookups: 3, writes: 3},
@@ -216,8 +212,7 @@ func TestTurnCost(t *testing.T) {
 			modeltest.EchoReply, modeltest.TextReply("next")},
 		setup: func(f *httpFixture) {
 			f.stream(f.turn("ada", "s1", "tab-a", "track 2"), "c1")
-			f.stream(f.do(http.MethodPost, NameToolResult, f.token("ada"),
-				map[string]any{"sessionId": "s1", "toolCallId": "c1", "clientId": "tab-a", "output": map[string]any{"playing": 2}}, nil), "c1")
+			answerTrack2(f)
 		},
 		run:   func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "next")) },
 		bound: costBound{beforeModel: 0, roundTrips: 2, lookups: 0, writes: 3},
@@ -368,4 +363,11 @@ func TestTokenSumBesideRead(t *testing.T) {
 	if reads == 0 || late > 0 {
 		t.Errorf("%d reads, %d of them sent 5 s before the token sum was queried: want the sum queried beside the turn's read", reads, late)
 	}
+}
+
+// answerTrack2 answers the change_bgm call c1 of chat s1 from the tab that
+// started the turn, and reads the resumed stream.
+func answerTrack2(f *httpFixture) {
+	f.stream(f.do(http.MethodPost, NameToolResult, f.token("ada"),
+		map[string]any{"sessionId": "s1", "toolCallId": "c1", "clientId": "tab-a", "output": map[string]any{"playing": 2}}, nil), "c1")
 }
