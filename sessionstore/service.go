@@ -216,15 +216,16 @@ func (s *Service) readScopedState(ctx context.Context, app, user string) (appSta
 }
 
 // SharedStateCurrent reads the app and user state documents (one round
-// trip, two lookups) and returns nil when sess's app: and user: keys are
-// what they hold: a handle kept since an earlier request may hold shared
-// state another session has changed since (ErrSharedStateChanged).
+// trip, two lookups) and returns nil when sess's app: and user: keys, as
+// they are when it is called, are what they hold: a handle kept since an
+// earlier request may hold shared state another session has changed since
+// (ErrSharedStateChanged).
 func (s *Service) SharedStateCurrent(ctx context.Context, sess *Session) error {
-	app, user, err := s.readScopedState(ctx, sess.app, sess.user)
+	held, err := decodedShared(sess) // before the read: a run may change sess meanwhile
 	if err != nil {
 		return err
 	}
-	held, err := decodedShared(sess)
+	app, user, err := s.readScopedState(ctx, sess.app, sess.user)
 	if err != nil {
 		return err
 	}

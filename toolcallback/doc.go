@@ -156,7 +156,10 @@
 // the turn is planned again on a fresh read, or refused as busy, having
 // shown and stored nothing. With a token budget, the day's count is read
 // beside the model request too, and the commit waits for it: a commit
-// cannot be conditioned on a sum, and a refused turn stores nothing.
+// cannot be conditioned on a sum, and a refused turn stores nothing. The
+// run's next append (a tool call the model made meanwhile) waits for that
+// commit's outcome: through the same handle it would store the staged
+// message itself, before the checks passed.
 //
 // The ledger is queried only when the session document says records may
 // be open, or when the tail shows something to settle; that turn then

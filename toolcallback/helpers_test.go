@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -257,4 +258,49 @@ func mustStored(t testing.TB, sess session.Session) *sessionstore.Session {
 		t.Fatal(err)
 	}
 	return ss
+}
+
+// claimWatch holds a turn's check (a Firestore call the claiming commit
+// waits for) until the run's next append has started: it waits for the
+// turn's staged claim (toolcallback.OnAwaitingClaim) or, had it not,
+// sent a commit of its own.
+type claimWatch struct {
+	progressed chan struct{}
+	held       atomic.Bool
+}
+
+// newClaimWatch returns a watch told by the Team opts builds.
+func newClaimWatch(opts *toolcallback.Options) *claimWatch {
+	w := &claimWatch{progressed: make(chan struct{}, 1)}
+	toolcallback.OnAwaitingClaim(opts, w.step)
+	return w
+}
+
+func (w *claimWatch) step() {
+	select {
+	case w.progressed <- struct{}{}:
+	default:
+	}
+}
+
+// hold makes the next call of method through counter wait until an
+// append started; the turns before it, which waited for their own claims,
+// are forgotten.
+func (w *claimWatch) hold(t testing.TB, counter *firestoretest.Counter, method string) {
+	select {
+	case <-w.progressed:
+	default:
+	}
+	counter.SetHook(func(m string, _ any) error {
+		switch {
+		case strings.HasSuffix(m, "/Commit"):
+			w.step()
+		case strings.HasSuffix(m, method) && w.held.CompareAndSwap(false, true):
+			select {
+			case <-w.progressed:
+			case <-t.Context().Done():
+			}
+		}
+		return nil
+	})
 }

@@ -45,6 +45,7 @@ type invocationSessions struct {
 	// or of the invocation ending without one.
 	claimed     chan error
 	claimedOnce sync.Once
+	claimErr    error // what claimed received; guarded by mu
 	// followUps are events stored on the runner's behalf after one it
 	// appended (input.go), which readers get after it; guarded by mu.
 	followUps []*session.Event
@@ -120,6 +121,11 @@ func (s *invocationSessions) AppendEvent(ctx context.Context, handle session.Ses
 	s.first = sessionstore.AppendOptions{}
 	s.sess = sess
 	s.mu.Unlock()
+	if opts.Claim == nil {
+		if err := s.awaitClaim(ctx); err != nil {
+			return fmt.Errorf("append event %q: %w", ev.ID, err)
+		}
+	}
 	again := userinput.HideStates(ev)
 	s.tools.surfaces.Follow(sess)
 	s.tools.surfaces.NoteShows(ev)
@@ -190,6 +196,31 @@ func (s *invocationSessions) stageClaimed(ctx context.Context, sess *sessionstor
 		s.claimDone(ctx, st.Commit(ctx))
 	}()
 	return nil
+}
+
+// awaitClaim waits until a staged claim's commit reported, and returns its
+// error. Every later append waits for it: it would store the staged
+// message itself (and take the lease) before the gate passed, so a turn
+// refused for its budget, or planned on a stale copy, would leave its
+// message stored and the chat held.
+func (s *invocationSessions) awaitClaim(ctx context.Context) error {
+	s.mu.Lock()
+	staged := s.claimStaged
+	s.mu.Unlock()
+	if !staged {
+		return nil
+	}
+	if s.e.opts.awaitingClaim != nil {
+		s.e.opts.awaitingClaim()
+	}
+	select {
+	case <-s.claimStored:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.claimErr
 }
 
 // stageFinal stages a final reply, held back from readers until stored.
@@ -339,6 +370,9 @@ func (s *invocationSessions) claimDone(ctx context.Context, err error) {
 		if err == nil {
 			s.e.keep(ctx, s.held)
 		}
+		s.mu.Lock()
+		s.claimErr = err
+		s.mu.Unlock()
 		s.claimed <- err
 	})
 }

@@ -30,6 +30,33 @@ func limitedTurn(user, chat string, l limits.Limits) toolcallback.TurnRequest {
 	return toolcallback.TurnRequest{UserID: user, ChatID: chat, ClientID: "tab", Content: genai.NewContentFromText("hi", genai.RoleUser), Limits: l}
 }
 
+// twoCountingInstances returns a fixture whose model answers "ok" with
+// 100 tokens, and two instances a and b of its team, counting tokens.
+func twoCountingInstances(t *testing.T, opts *toolcallback.Options) (f *fixture, a, b *toolcallback.Team) {
+	opts.CountTokens = true
+	f = newFixture(t, opts)
+	f.model.Repeat = textReply("ok")
+	f.model.Usage = &genai.GenerateContentResponseUsageMetadata{TotalTokenCount: 100}
+	clientB, _ := firestoretest.Reopen(t, f.client)
+	return f, f.team, f.instanceOn(clientB)
+}
+
+// limitedStep is a turn of ada's in chat on team.
+type limitedStep struct {
+	team *toolcallback.Team
+	chat string
+}
+
+// limitedTurns runs ada's steps under lim, a minute apart from at(0).
+func limitedTurns(t *testing.T, at func(time.Duration) context.Context, lim limits.Limits, steps ...limitedStep) {
+	t.Helper()
+	for i, step := range steps {
+		if _, _, err := runTurn(at(time.Duration(i)*time.Minute), step.team, limitedTurn("ada", step.chat, lim)); err != nil {
+			t.Fatalf("turn %d: %v", i, err)
+		}
+	}
+}
+
 // wantLimited checks that err refuses a turn for the limit of scope, with
 // sentinel and a wait of about wait.
 func wantLimited(t *testing.T, err, sentinel error, scope string, wait time.Duration) {
@@ -179,21 +206,10 @@ func (f *fixture) storedEvents(user, chat string) int {
 // that instance then refuses the user without asking it, all day.
 func TestTokenBudgetAcrossInstances(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, &toolcallback.Options{CountTokens: true})
-	f.model.Repeat = textReply("ok")
-	f.model.Usage = &genai.GenerateContentResponseUsageMetadata{TotalTokenCount: 100}
-	clientB, _ := firestoretest.Reopen(t, f.client)
-	a, b := f.team, f.instanceOn(clientB)
+	f, a, b := twoCountingInstances(t, &toolcallback.Options{})
 	at := limitClock(t)
 	lim := limits.Limits{UserTokensPerDay: 250}
-	for i, step := range []struct {
-		team *toolcallback.Team
-		chat string
-	}{{a, "c1"}, {b, "c2"}, {a, "c1"}} {
-		if _, _, err := runTurn(at(time.Duration(i)*time.Minute), step.team, limitedTurn("ada", step.chat, lim)); err != nil {
-			t.Fatalf("turn %d: %v", i, err)
-		}
-	}
+	limitedTurns(t, at, lim, limitedStep{a, "c1"}, limitedStep{b, "c2"}, limitedStep{a, "c1"})
 	if got := f.tokensOf("ada", at(0)); got != 300 {
 		t.Errorf("tokens counted = %d, want 300 (three responses of 100)", got)
 	}
@@ -221,6 +237,39 @@ func TestTokenBudgetAcrossInstances(t *testing.T) {
 		t.Errorf("another user's turn: %v", err)
 	}
 	if _, _, err := runTurn(at(14*time.Hour), b, limitedTurn("ada", "c3", lim)); err != nil {
+		t.Errorf("turn on the next day: %v", err)
+	}
+}
+
+// TestBudgetRefusalStoresNothing: a warm turn whose model calls a browser
+// tool before the day's count has been read is refused for the budget
+// with nothing stored: the call's append (which creates the call's ledger
+// record) waits for the claiming commit, which the budget refuses, and
+// the chat is not left held. The count's read is held until the call's
+// append has started.
+func TestBudgetRefusalStoresNothing(t *testing.T) {
+	t.Parallel()
+	opts := &toolcallback.Options{}
+	watch := newClaimWatch(opts)
+	f, a, b := twoCountingInstances(t, opts)
+	at := limitClock(t)
+	lim := limits.Limits{UserTokensPerDay: 250}
+	// a serves c1 (its copy is warm); b spends the rest of the day's budget.
+	limitedTurns(t, at, lim, limitedStep{a, "c1"}, limitedStep{b, "c2"}, limitedStep{b, "c2"})
+	stored := f.storedEvents("ada", "c1")
+	f.model.Repeat = callReply(call("c9", "change_bgm", map[string]any{"track": 9}))
+	watch.hold(t, f.counter, "/RunAggregationQuery")
+	_, _, err := runTurn(at(5*time.Minute), a, limitedTurn("ada", "c1", lim))
+	f.counter.SetHook(nil)
+	wantLimited(t, err, limits.ErrBudgetExhausted, "user", 13*time.Hour+55*time.Minute)
+	if !watch.held.Load() {
+		t.Fatal("the warm turn never read the day's count")
+	}
+	if n := f.storedEvents("ada", "c1"); n != stored {
+		t.Errorf("the refused turn stored %d events in c1, want none", n-stored)
+	}
+	f.model.Repeat = textReply("ok")
+	if _, _, err := runTurn(at(14*time.Hour), a, limitedTurn("ada", "c1", lim)); err != nil {
 		t.Errorf("turn on the next day: %v", err)
 	}
 }

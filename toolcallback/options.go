@@ -107,6 +107,10 @@ type Options struct {
 	// with the chat as it was stored, for the same parts.
 	ChatDeleted func(ctx context.Context, chat *sessionstore.Chat)
 	Logger      *slog.Logger
+
+	// awaitingClaim, when set (by tests, export_test.go), is called when
+	// an append starts waiting for the invocation's staged claim.
+	awaitingClaim func()
 }
 
 func (o *Options) withDefaults() Options {

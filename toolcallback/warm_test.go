@@ -214,15 +214,19 @@ func sharedStateReply(req *model.LLMRequest) *genai.Content {
 	return genai.NewContentFromText(said, genai.RoleModel)
 }
 
-// TestWarmTurnSharedState: agents that keep user: state have warm turns,
-// and a warm turn runs with the user state as stored: after another
-// session changed it, the turn's copy is found stale before anything is
-// shown (one model request cancelled) and the turn runs on a read; after
-// its own turn changed it (a string and a number, which the store gives
-// back as float64), the copy is current and the turn runs on it.
-func TestWarmTurnSharedState(t *testing.T) {
-	t.Parallel()
-	client, _ := firestoretest.NewCountingClient(t)
+// sharedStateWorld is a team whose agent keeps user: state (its tool
+// remember sets the user's name and visits), and a say that runs one turn
+// in chat s1.
+type sharedStateWorld struct {
+	t        *testing.T
+	counter  *firestoretest.Counter
+	model    *modeltest.Strict
+	sessions *sessionstore.Service
+	team     *toolcallback.Team
+}
+
+func newSharedStateWorld(t *testing.T, opts *toolcallback.Options) *sharedStateWorld {
+	client, counter := firestoretest.NewCountingClient(t)
 	m := &modeltest.Strict{T: t, Repeat: sharedStateReply}
 	remember, err := functiontool.New(functiontool.Config{Name: "remember", Description: "remembers the user's name"},
 		func(ctx agent.Context, a struct {
@@ -242,43 +246,101 @@ func TestWarmTurnSharedState(t *testing.T) {
 		t.Fatal(err)
 	}
 	sessions := sessionstore.New(client, nil)
-	team, err := toolcallback.NewTeam(client, sessions, "app", []toolcallback.Member{{Agent: a}},
-		&toolcallback.Options{TokenKey: []byte("test-key-0123456789abcdef0123456789")})
+	opts.TokenKey = []byte("test-key-0123456789abcdef0123456789")
+	team, err := toolcallback.NewTeam(client, sessions, "app", []toolcallback.Member{{Agent: a}}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	say := func(text, want string, requests int) {
-		t.Helper()
-		before := m.Calls()
-		events, _, err := runTurn(t.Context(), team, textTurn("s1", "tab-a", text))
-		if err != nil {
-			t.Fatalf("%q: %v", text, err)
-		}
-		if got := finalText(events); got != want {
-			t.Fatalf("%q answered %q, want %q", text, got, want)
-		}
-		if got := m.Calls() - before; got != requests {
-			t.Errorf("%q made %d model requests, want %d", text, got, requests)
-		}
+	return &sharedStateWorld{t: t, counter: counter, model: m, sessions: sessions, team: team}
+}
+
+// say runs text in chat s1 and checks its answer and that it made one of
+// the model request counts given.
+func (w *sharedStateWorld) say(text, want string, requests ...int) {
+	w.t.Helper()
+	before := w.model.Calls()
+	events, _, err := runTurn(w.t.Context(), w.team, textTurn("s1", "tab-a", text))
+	if err != nil {
+		w.t.Fatalf("%q: %v", text, err)
 	}
-	say("hello", "The user is , visits .", 1)
-	say("remember Ada", "noted", 2) // warm: the copy has no user state, nor has the store
-	say("who am I?", "The user is Ada, visits 3.", 1)
-	// Another session of the user changes the user state.
-	if _, err := sessions.Create(t.Context(), &session.CreateRequest{AppName: "app", UserID: "user-1", SessionID: "elsewhere",
-		State: map[string]any{"user:name": "Bo"}}); err != nil {
-		t.Fatal(err)
+	if got := finalText(events); got != want {
+		w.t.Fatalf("%q answered %q, want %q", text, got, want)
 	}
-	say("and now?", "The user is Bo, visits 3.", 2) // the copy's request, cancelled, and the read's
-	say("still?", "The user is Bo, visits 3.", 1)
+	if got := w.model.Calls() - before; !slices.Contains(requests, got) {
+		w.t.Errorf("%q made %d model requests, want one of %v", text, got, requests)
+	}
+}
+
+// otherSessionSetsName stores, from another session of the user, the
+// user state name.
+func (w *sharedStateWorld) otherSessionSetsName(name string) {
+	w.t.Helper()
+	if _, err := w.sessions.Create(w.t.Context(), &session.CreateRequest{AppName: "app", UserID: "user-1", SessionID: "elsewhere",
+		State: map[string]any{"user:name": name}}); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+// storedTexts are the texts of chat s1's stored events, in order.
+func (w *sharedStateWorld) storedTexts() []string {
 	var stored []string
-	for _, ev := range storedEvents(t, sessions, sessionstore.ChatSessionID("s1", 0)) {
+	for _, ev := range storedEvents(w.t, w.sessions, sessionstore.ChatSessionID("s1", 0)) {
 		if ev.Content != nil && len(ev.Content.Parts) > 0 && ev.Content.Parts[0].Text != "" {
 			stored = append(stored, ev.Content.Parts[0].Text)
 		}
 	}
-	if want := []string{"hello", "The user is , visits .", "remember Ada", "noted", "who am I?", "The user is Ada, visits 3.",
-		"and now?", "The user is Bo, visits 3.", "still?", "The user is Bo, visits 3."}; !slices.Equal(stored, want) {
-		t.Errorf("stored %q, want %q", stored, want)
+	return stored
+}
+
+// TestWarmTurnSharedState: agents that keep user: state have warm turns,
+// and a warm turn runs with the user state as stored: after another
+// session changed it, the turn's copy is found stale before anything is
+// shown (the copy's model request, if it was sent, cancelled) and the turn
+// runs on a read; after its own turn changed it (a string and a number,
+// which the store gives back as float64), the copy is current and the turn
+// runs on it.
+func TestWarmTurnSharedState(t *testing.T) {
+	t.Parallel()
+	w := newSharedStateWorld(t, &toolcallback.Options{})
+	say := w.say
+	say("hello", "The user is , visits .", 1)
+	say("remember Ada", "noted", 2) // warm: the copy has no user state, nor has the store
+	say("who am I?", "The user is Ada, visits 3.", 1)
+	w.otherSessionSetsName("Bo")
+	// The copy's request, cancelled, if the check had not failed before
+	// it was sent, and the read's.
+	say("and now?", "The user is Bo, visits 3.", 1, 2)
+	say("still?", "The user is Bo, visits 3.", 1)
+	if got, want := w.storedTexts(), []string{"hello", "The user is , visits .", "remember Ada", "noted", "who am I?",
+		"The user is Ada, visits 3.", "and now?", "The user is Bo, visits 3.", "still?", "The user is Bo, visits 3."}; !slices.Equal(got, want) {
+		t.Errorf("stored %q, want %q", got, want)
+	}
+}
+
+// TestStaleCopyStoresNothing: a turn planned on a stale copy whose model
+// calls a tool before the copy's check has answered stores nothing of
+// that attempt. The call's append waits for the claiming commit, which
+// the check refuses; before, it stored the staged message itself and
+// took the lease, so the turn, planned again on a read, found its own
+// chat busy. The check is held until the call's append has started.
+func TestStaleCopyStoresNothing(t *testing.T) {
+	t.Parallel()
+	opts := &toolcallback.Options{}
+	watch := newClaimWatch(opts)
+	w := newSharedStateWorld(t, opts)
+	w.say("hello", "The user is , visits .", 1)
+	w.otherSessionSetsName("Bo")
+	// The warm turn's first read is the copy's check (of the app and user
+	// state documents).
+	watch.hold(t, w.counter, "/BatchGetDocuments")
+	w.say("remember Ada", "noted", 3) // the copy's call, and the read's call and answer
+	w.counter.SetHook(nil)
+	if !watch.held.Load() {
+		t.Fatal("the copy's check never read the shared state")
+	}
+	w.say("who am I?", "The user is Ada, visits 3.", 1)
+	if got, want := w.storedTexts(), []string{"hello", "The user is , visits .", "remember Ada", "noted", "who am I?",
+		"The user is Ada, visits 3."}; !slices.Equal(got, want) {
+		t.Errorf("stored %q, want %q", got, want)
 	}
 }
