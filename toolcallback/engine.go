@@ -10,9 +10,11 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/adk/v2/agent"
+	"google.golang.org/adk/v2/model"
 	"google.golang.org/adk/v2/plugin"
 	"google.golang.org/adk/v2/runner"
 	"google.golang.org/adk/v2/session"
+	"google.golang.org/adk/v2/tool"
 	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/sessionstore"
@@ -287,19 +289,45 @@ func (e *engine) logRunError(run invocationRun, err error) {
 	e.opts.Logger.Error("invocation", "session", run.session, "error", err)
 }
 
-// newRunner builds the runner of one invocation on svc: with the file
-// store and the plugin that hands the model the files, when there is one.
+// newRunner builds the runner of one invocation on svc: with the plugin
+// that keeps a cancelled run from starting tools or model requests, and
+// with the file store and the plugin that hands the model the files, when
+// there is one.
 func (e *engine) newRunner(svc session.Service) (*runner.Runner, error) {
-	cfg := runner.Config{AppName: e.app, Agent: e.root, SessionService: svc}
+	guard, err := cancelGuard()
+	if err != nil {
+		return nil, err
+	}
+	cfg := runner.Config{AppName: e.app, Agent: e.root, SessionService: svc,
+		PluginConfig: runner.PluginConfig{Plugins: []*plugin.Plugin{guard}}}
 	if files := e.opts.Files; files != nil {
 		p, err := files.Plugin()
 		if err != nil {
 			return nil, err
 		}
 		cfg.ArtifactService = files.Artifacts() // keyed by the chat (package chatfiles)
-		cfg.PluginConfig = runner.PluginConfig{Plugins: []*plugin.Plugin{p}}
+		cfg.PluginConfig.Plugins = append(cfg.PluginConfig.Plugins, p)
 	}
 	return runner.New(cfg)
+}
+
+// cancelGuard refuses to start a tool or a model request once the run's
+// context has ended (a stop, a lost lease, a failed append). ADK v2.2.0
+// does not check: its scheduler, stopping a node after an append failed,
+// cancels the node and releases the node's wait for that append together,
+// and a node that sees the release first runs the event's tools and asks
+// the model again (workflow/scheduler.go, runNode); a stop while one tool
+// of a step runs still starts the step's others.
+func cancelGuard() (*plugin.Plugin, error) {
+	return plugin.New(plugin.Config{
+		Name: "baton_cancel_guard",
+		BeforeToolCallback: func(ctx agent.Context, _ tool.Tool, _ map[string]any) (map[string]any, error) {
+			return nil, ctx.Err()
+		},
+		BeforeModelCallback: func(ctx agent.Context, _ *model.LLMRequest) (*model.LLMResponse, error) {
+			return nil, ctx.Err()
+		},
+	})
 }
 
 // recentWindow is how many of a session's latest events the engine reads to

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/adk/v2/agent"
 	"google.golang.org/adk/v2/agent/llmagent"
 	"google.golang.org/adk/v2/model"
+	"google.golang.org/adk/v2/platform"
 	"google.golang.org/adk/v2/session"
 	"google.golang.org/adk/v2/tool/functiontool"
 	"google.golang.org/genai"
@@ -271,6 +272,61 @@ func TestStopClosesRunningCalls(t *testing.T) {
 	}
 	if st := f.callStatus("s1", "c1"); st != string(toolcallback.StatusCancelled) {
 		t.Errorf("browser call status = %s, want cancelled", st)
+	}
+	if err := modeltest.CheckPairing(contentsOf(f.history("s1"))); err != nil {
+		t.Errorf("stored transcript pairs calls badly: %v", err)
+	}
+	if _, err := f.turn(f.team, "s1", "tab-a", "next"); err != nil {
+		t.Fatalf("turn after the stop error = %v", err)
+	}
+}
+
+// TestStopStartsNoMoreTools: a stop while one server tool of a step runs
+// keeps the step's other tools from starting. The step's tools run one
+// after another (platform.WithTaskRunner) so that the second would start
+// only after the first saw the stop; ADK starts it all the same.
+func TestStopStartsNoMoreTools(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil, callReply(call("s1", "slow_lookup", nil), call("s2", "send_mail", nil)), textReply("next"))
+	entered := make(chan struct{}, 1)
+	var sent atomic.Int32
+	slow, err := functiontool.New(functiontool.Config{Name: "slow_lookup", Description: "takes its time"},
+		func(ctx agent.Context, _ struct{}) (map[string]any, error) {
+			entered <- struct{}{}
+			<-ctx.Done()
+			return nil, ctx.Err()
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mail, err := functiontool.New(functiontool.Config{Name: "send_mail", Description: "sends a mail"},
+		func(agent.Context, struct{}) (map[string]any, error) {
+			sent.Add(1)
+			return map[string]any{"sent": true}, nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.tools = append(f.tools, slow, mail)
+	team := f.instanceOn(f.client)
+	oneByOne := platform.WithTaskRunner(t.Context(), func(ctx context.Context, tasks []func(context.Context)) {
+		for _, task := range tasks {
+			task(ctx)
+		}
+	})
+	inv, _, err := team.Turn(oneByOne, textTurn("s1", "tab-a", "look it up and mail it"))
+	if err != nil {
+		t.Fatalf("Turn() error = %v", err)
+	}
+	await(t, entered, "the first tool to run")
+	if report, err := team.Stop(t.Context(), "user-1", "s1", 0); err != nil || !report.Running {
+		t.Fatalf("Stop() = %+v, %v; want a running turn", report, err)
+	}
+	if err := inv.Wait(); err != nil {
+		t.Fatalf("stopped invocation error = %v", err)
+	}
+	if n := sent.Load(); n != 0 {
+		t.Errorf("send_mail ran %d times after the stop, want never", n)
 	}
 	if err := modeltest.CheckPairing(contentsOf(f.history("s1"))); err != nil {
 		t.Errorf("stored transcript pairs calls badly: %v", err)
