@@ -36,9 +36,12 @@ func (c *Conversation) relay() {
 	}
 	c.mu.Lock()
 	if c.reason != EndLeaseLost {
-		// Nothing said is lost: what the turn had so far is stored.
+		// Nothing said is lost: what the turn had so far is stored. The
+		// turn is over, and its usage counts, even when the conversation
+		// ended before the model said so (the budget ends it on the usage,
+		// which comes just before turnComplete).
 		c.flushUser()
-		c.flushModel(nil, false)
+		c.flushModel(nil, true)
 	}
 	c.unlock()
 	if err := c.model.Err(); err != nil {
