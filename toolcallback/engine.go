@@ -17,6 +17,7 @@ import (
 	"google.golang.org/adk/v2/tool"
 	"google.golang.org/genai"
 
+	"github.com/baton-run/baton/limits"
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/transcript"
 )
@@ -245,7 +246,7 @@ func (e *engine) run(ctx context.Context, svc *invocationSessions, run invocatio
 			if sw.asked.Load() {
 				return err // cut by a stop: not a failure (endStopped follows)
 			}
-			e.logRunError(run, err)
+			e.logRunError(run, svc.claimError(), err)
 			inv.fail(err)
 			return err
 		}
@@ -278,12 +279,18 @@ func (e *engine) run(ctx context.Context, svc *invocationSessions, run invocatio
 	return nil
 }
 
-// logRunError logs why a run failed: at INFO when it lost a race another
-// request won (a claim on a session written meanwhile: the caller gets
-// its outcome, nothing ran twice), at ERROR otherwise.
-func (e *engine) logRunError(run invocationRun, err error) {
-	if lostRace(err) {
-		e.opts.Logger.Info("invocation not started: another request got there first", "session", run.session, "error", err)
+// logRunError logs why a run failed: at INFO when its claim lost a race
+// another request won (a session written meanwhile: the caller gets its
+// outcome, nothing ran twice) or was refused for a limit, at ERROR
+// otherwise. A run whose staged claim failed is cancelled, so its own
+// error is the cancellation: claimErr says why.
+func (e *engine) logRunError(run invocationRun, claimErr, err error) {
+	if claimErr != nil {
+		err = claimErr
+	}
+	var limited *limits.LimitError
+	if lostRace(err) || errors.As(err, &limited) {
+		e.opts.Logger.Info("invocation not started: refused, or another request got there first", "session", run.session, "error", err)
 		return
 	}
 	e.opts.Logger.Error("invocation", "session", run.session, "error", err)

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -303,4 +306,29 @@ func (w *claimWatch) hold(t testing.TB, counter *firestoretest.Counter, method s
 		}
 		return nil
 	})
+}
+
+// errorLog is a logger for Options.Logger that keeps the messages it got
+// at ERROR.
+type errorLog struct {
+	mu     sync.Mutex
+	errors []string
+}
+
+func (l *errorLog) logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelError}))
+}
+
+func (l *errorLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.errors = append(l.errors, string(p))
+	return len(p), nil
+}
+
+// got is what was logged at ERROR so far.
+func (l *errorLog) got() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.errors)
 }

@@ -218,6 +218,12 @@ func (s *invocationSessions) awaitClaim(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	return s.claimError()
+}
+
+// claimError is the error the invocation's claim was refused with; nil
+// while none was refused.
+func (s *invocationSessions) claimError() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.claimErr

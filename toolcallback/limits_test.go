@@ -249,7 +249,8 @@ func TestTokenBudgetAcrossInstances(t *testing.T) {
 // append has started.
 func TestBudgetRefusalStoresNothing(t *testing.T) {
 	t.Parallel()
-	opts := &toolcallback.Options{}
+	log := &errorLog{}
+	opts := &toolcallback.Options{Logger: log.logger()}
 	watch := newClaimWatch(opts)
 	f, a, b := twoCountingInstances(t, opts)
 	at := limitClock(t)
@@ -267,6 +268,9 @@ func TestBudgetRefusalStoresNothing(t *testing.T) {
 	}
 	if n := f.storedEvents("ada", "c1"); n != stored {
 		t.Errorf("the refused turn stored %d events in c1, want none", n-stored)
+	}
+	if got := log.got(); len(got) > 0 {
+		t.Errorf("the refused turn logged errors: %q", got)
 	}
 	f.model.Repeat = textReply("ok")
 	if _, _, err := runTurn(at(14*time.Hour), a, limitedTurn("ada", "c1", lim)); err != nil {

@@ -301,7 +301,8 @@ func (w *sharedStateWorld) storedTexts() []string {
 // runs on it.
 func TestWarmTurnSharedState(t *testing.T) {
 	t.Parallel()
-	w := newSharedStateWorld(t, &toolcallback.Options{})
+	log := &errorLog{}
+	w := newSharedStateWorld(t, &toolcallback.Options{Logger: log.logger()})
 	say := w.say
 	say("hello", "The user is , visits .", 1)
 	say("remember Ada", "noted", 2) // warm: the copy has no user state, nor has the store
@@ -315,6 +316,9 @@ func TestWarmTurnSharedState(t *testing.T) {
 		"The user is Ada, visits 3.", "and now?", "The user is Bo, visits 3.", "still?", "The user is Bo, visits 3."}; !slices.Equal(got, want) {
 		t.Errorf("stored %q, want %q", got, want)
 	}
+	if got := log.got(); len(got) > 0 {
+		t.Errorf("the stale copy's run logged errors: %q", got)
+	}
 }
 
 // TestStaleCopyStoresNothing: a turn planned on a stale copy whose model
@@ -325,7 +329,8 @@ func TestWarmTurnSharedState(t *testing.T) {
 // chat busy. The check is held until the call's append has started.
 func TestStaleCopyStoresNothing(t *testing.T) {
 	t.Parallel()
-	opts := &toolcallback.Options{}
+	log := &errorLog{}
+	opts := &toolcallback.Options{Logger: log.logger()}
 	watch := newClaimWatch(opts)
 	w := newSharedStateWorld(t, opts)
 	w.say("hello", "The user is , visits .", 1)
@@ -342,5 +347,8 @@ func TestStaleCopyStoresNothing(t *testing.T) {
 	if got, want := w.storedTexts(), []string{"hello", "The user is , visits .", "remember Ada", "noted", "who am I?",
 		"The user is Ada, visits 3."}; !slices.Equal(got, want) {
 		t.Errorf("stored %q, want %q", got, want)
+	}
+	if got := log.got(); len(got) > 0 {
+		t.Errorf("the stale copy's run logged errors: %q", got)
 	}
 }
