@@ -10,14 +10,13 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/adk/v2/agent"
-	"google.golang.org/adk/v2/model"
 	"google.golang.org/adk/v2/plugin"
 	"google.golang.org/adk/v2/runner"
 	"google.golang.org/adk/v2/session"
-	"google.golang.org/adk/v2/tool"
 	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/limits"
+	"github.com/baton-run/baton/runguard"
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/transcript"
 )
@@ -171,7 +170,7 @@ var errPanicked = errors.New("invocation panicked")
 // invocation ended. It returns the run's outcome.
 func (e *engine) runToEnd(ctx context.Context, svc *invocationSessions, run invocationRun, inv *Invocation, sw *stopWatch) error {
 	err := e.runGuarded(sw.ctx, svc, run, inv, sw)
-	svc.awaitStagedClaim()
+	_ = svc.awaitStagedClaim() // its outcome went to the caller through claimed
 	if err != nil {
 		svc.claimDone(ctx, fmt.Errorf("%w: %w", errNoClaimingAppend, err))
 	}
@@ -296,12 +295,11 @@ func (e *engine) logRunError(run invocationRun, claimErr, err error) {
 	e.opts.Logger.Error("invocation", "session", run.session, "error", err)
 }
 
-// newRunner builds the runner of one invocation on svc: with the plugin
-// that keeps a cancelled run from starting tools or model requests, and
-// with the file store and the plugin that hands the model the files, when
-// there is one.
+// newRunner builds the runner of one invocation on svc: with runguard's
+// plugin, and with the file store and the plugin that hands the model the
+// files, when there is one.
 func (e *engine) newRunner(svc session.Service) (*runner.Runner, error) {
-	guard, err := cancelGuard()
+	guard, err := runguard.Plugin()
 	if err != nil {
 		return nil, err
 	}
@@ -316,25 +314,6 @@ func (e *engine) newRunner(svc session.Service) (*runner.Runner, error) {
 		cfg.PluginConfig.Plugins = append(cfg.PluginConfig.Plugins, p)
 	}
 	return runner.New(cfg)
-}
-
-// cancelGuard refuses to start a tool or a model request once the run's
-// context has ended (a stop, a lost lease, a failed append). ADK v2.2.0
-// does not check: its scheduler, stopping a node after an append failed,
-// cancels the node and releases the node's wait for that append together,
-// and a node that sees the release first runs the event's tools and asks
-// the model again (workflow/scheduler.go, runNode); a stop while one tool
-// of a step runs still starts the step's others.
-func cancelGuard() (*plugin.Plugin, error) {
-	return plugin.New(plugin.Config{
-		Name: "baton_cancel_guard",
-		BeforeToolCallback: func(ctx agent.Context, _ tool.Tool, _ map[string]any) (map[string]any, error) {
-			return nil, ctx.Err()
-		},
-		BeforeModelCallback: func(ctx agent.Context, _ *model.LLMRequest) (*model.LLMResponse, error) {
-			return nil, ctx.Err()
-		},
-	})
 }
 
 // recentWindow is how many of a session's latest events the engine reads to

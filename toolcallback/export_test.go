@@ -1,5 +1,5 @@
 package toolcallback
 
-// OnAwaitingClaim makes the Team built with o call fn whenever an append
-// starts waiting for its invocation's staged claim (see awaitClaim).
+// OnAwaitingClaim makes the Team built with o call fn whenever the run
+// starts waiting for its invocation's staged claim (see awaitStagedClaim).
 func OnAwaitingClaim(o *Options, fn func()) { o.awaitingClaim = fn }

@@ -122,7 +122,9 @@ func (s *invocationSessions) AppendEvent(ctx context.Context, handle session.Ses
 	s.sess = sess
 	s.mu.Unlock()
 	if opts.Claim == nil {
-		if err := s.awaitClaim(ctx); err != nil {
+		// Through the handle, it would store the staged message itself
+		// (and take the lease) before the gate passed.
+		if err := s.awaitStagedClaim(); err != nil {
 			return fmt.Errorf("append event %q: %w", ev.ID, err)
 		}
 	}
@@ -198,29 +200,6 @@ func (s *invocationSessions) stageClaimed(ctx context.Context, sess *sessionstor
 	return nil
 }
 
-// awaitClaim waits until a staged claim's commit reported, and returns its
-// error. Every later append waits for it: it would store the staged
-// message itself (and take the lease) before the gate passed, so a turn
-// refused for its budget, or planned on a stale copy, would leave its
-// message stored and the chat held.
-func (s *invocationSessions) awaitClaim(ctx context.Context) error {
-	s.mu.Lock()
-	staged := s.claimStaged
-	s.mu.Unlock()
-	if !staged {
-		return nil
-	}
-	if s.e.opts.awaitingClaim != nil {
-		s.e.opts.awaitingClaim()
-	}
-	select {
-	case <-s.claimStored:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	return s.claimError()
-}
-
 // claimError is the error the invocation's claim was refused with; nil
 // while none was refused.
 func (s *invocationSessions) claimError() error {
@@ -267,15 +246,22 @@ func (s *invocationSessions) pushHeld(ctx context.Context, inv *Invocation) erro
 }
 
 // awaitStagedClaim waits until a staged claim's commit, if the run staged
-// one, reported, so that the invocation's end knows whether it holds the
-// lease. A run that ended before its first append staged none.
-func (s *invocationSessions) awaitStagedClaim() {
+// one, reported, and returns its error: the invocation's end, to know
+// whether it holds the lease, and every append after the first, so that a
+// turn refused for its budget, or planned on a stale copy, stores nothing.
+// A run that ended before its first append staged none.
+func (s *invocationSessions) awaitStagedClaim() error {
 	s.mu.Lock()
 	staged := s.claimStaged
 	s.mu.Unlock()
-	if staged {
-		<-s.claimStored
+	if !staged {
+		return nil
 	}
+	if s.e.opts.awaitingClaim != nil {
+		s.e.opts.awaitingClaim()
+	}
+	<-s.claimStored
+	return s.claimError()
 }
 
 // finish ends the invocation's hold on the session: the staged replies

@@ -109,7 +109,7 @@ type Options struct {
 	Logger      *slog.Logger
 
 	// awaitingClaim, when set (by tests, export_test.go), is called when
-	// an append starts waiting for the invocation's staged claim.
+	// the run starts waiting for the invocation's staged claim.
 	awaitingClaim func()
 }
 
