@@ -282,8 +282,11 @@ func (s *Session) unpop(o outgoing) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if o.text != nil {
-		s.since.turns = slices.DeleteFunc(s.since.turns, func(c *genai.Content) bool { return c == o.text })
+	if i := slices.Index(s.since.turns, o.text); o.text != nil && i >= 0 {
+		s.since.turns = slices.Delete(s.since.turns, i, i+1)
+		if i < s.since.covered {
+			s.since.covered--
+		}
 	}
 	s.queue = append([]outgoing{o}, s.queue...)
 }

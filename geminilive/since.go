@@ -32,13 +32,31 @@ type since struct {
 	// skipEnd: owed was set while the model was answering; what it says
 	// before that turn ends answers the earlier turn, not this one.
 	skipEnd bool
+	askAt   int // with skipEnd: where in turns that turn is
+	// covered is how many turns the model's output followed: a handle
+	// issued after that output holds them. A turn written after it may
+	// have reached the model after the handle was issued, so a handle
+	// leaves it in since.
+	covered int
 }
 
-// handle forgets what a new handle covers.
+// handle forgets what a new handle covers: the turns the model's output
+// followed, and its words.
 func (h *since) handle() {
-	h.turns = nil
-	h.heard.Reset()
+	h.turns = slices.Clone(h.turns[h.covered:])
+	h.askAt = max(h.askAt-h.covered, 0)
+	h.covered = 0
 	h.said.Reset()
+}
+
+// cover records that the model's output follows the turns so far (but a
+// turn written while it answered an earlier one).
+func (h *since) cover() {
+	if h.skipEnd {
+		h.covered = max(h.covered, h.askAt)
+		return
+	}
+	h.covered = len(h.turns)
 }
 
 // seeded forgets everything: a new model session was seeded with the
@@ -49,10 +67,10 @@ func (h *since) seeded() {
 
 // wrote records a turn written to the model; asks: the model answers it.
 func (h *since) wrote(asks bool, turns ...*genai.Content) {
-	h.turns = append(h.turns, turns...)
 	if asks {
-		h.owed, h.skipEnd = true, h.answering
+		h.owed, h.skipEnd, h.askAt = true, h.answering, len(h.turns)
 	}
+	h.turns = append(h.turns, turns...)
 }
 
 // userWords records words of the user the model heard.
@@ -69,6 +87,7 @@ func (h *since) modelOutput(text string) {
 	if h.owed && !h.skipEnd {
 		h.owed = false
 	}
+	h.cover()
 	h.said.WriteString(text)
 }
 
@@ -79,6 +98,7 @@ func (h *since) called(calls []*genai.FunctionCall, waits bool) {
 	h.modelOutput("")
 	h.closeUser()
 	h.closeModel(calls)
+	h.cover()
 	if waits {
 		h.answering, h.skipEnd = false, false
 	}
@@ -88,6 +108,7 @@ func (h *since) called(calls []*genai.FunctionCall, waits bool) {
 func (h *since) turnEnded() {
 	h.closeUser()
 	h.closeModel(nil)
+	h.cover()
 	h.answering, h.skipEnd = false, false
 }
 
@@ -154,6 +175,6 @@ func (h *since) replay() (turns []*genai.Content, ask bool, ids []string) {
 	}
 	slices.Sort(ids)
 	h.turns = slices.Clone(turns)
-	h.answering, h.skipEnd = false, false
+	h.answering, h.skipEnd, h.covered = false, false, 0
 	return turns, h.owed && len(turns) > 0, ids
 }
