@@ -72,6 +72,20 @@ type LiveOptions struct {
 	// Gate, when set, is received from before each model turn (to hold
 	// the model mid-session).
 	Gate chan struct{}
+
+	// Levers for the points at which Gemini ends or withholds (see
+	// livelevers.go).
+
+	// HoldHandles: no handle is issued while any call waits for its
+	// response, NON_BLOCKING ones included, as Gemini does while a call is
+	// in flight.
+	HoldHandles bool
+	// AfterFrame, when set, is called with each server frame once it was
+	// written, on the goroutine that wrote it, before the next: a test ends
+	// the connection at a point of its choosing there (GoAway after a
+	// toolCall, CloseWith 1011 after turnComplete and before the handle
+	// that follows it, Drop).
+	AfterFrame func(c *LiveConn, sent *genai.LiveServerMessage)
 }
 
 // NewLiveServer starts a stand-in on a loopback port. Close it when done.

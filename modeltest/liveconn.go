@@ -280,12 +280,13 @@ func (c *LiveConn) send(msg *genai.LiveServerMessage) bool {
 		time.Sleep(d)
 	}
 	c.wmu.Lock()
-	defer c.wmu.Unlock()
 	// Recorded first, so that a test that saw the frame arrive finds it.
 	c.mu.Lock()
 	c.frames = append(c.frames, LiveFrame{Server: msg, At: time.Now()})
 	c.mu.Unlock()
-	return c.ws.WriteMessage(websocket.TextMessage, data) == nil
+	err = c.ws.WriteMessage(websocket.TextMessage, data)
+	c.wmu.Unlock()
+	return err == nil && c.afterFrame(msg)
 }
 
 // encode writes a server frame as the Live API does. genai's own encoding
@@ -519,7 +520,7 @@ func (c *LiveConn) completeTurn(prompt, response int32) bool {
 // offerHandle sends a sessionResumptionUpdate with a new handle, when the
 // setup asked for resumption and no blocking call waits.
 func (c *LiveConn) offerHandle() bool {
-	if c.Setup().SessionResumption == nil || c.waiting() {
+	if c.Setup().SessionResumption == nil || c.waiting() || c.holdsHandle() {
 		return true
 	}
 	c.mu.Lock()

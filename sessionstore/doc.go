@@ -105,6 +105,11 @@
 //
 // # Stop requests
 //
+// An acquisition may take over a live lease when its holder is one the
+// caller accepts (LeaseRequest.TakeOver: a live segment of the same
+// device, for toolcallback): the fence refuses the former holder's later
+// writes, so sessionstore needs to know nothing of who may replace whom.
+//
 // A stop request (RequestStop) asks whoever holds a session's lease to stop.
 // It is a document of its own, named after the fence of the lease it
 // stops, because a write to the session document would fence its holder

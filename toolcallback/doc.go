@@ -203,6 +203,17 @@
 // live holder and neither waits nor resumes) reaches it through Answers.
 // A turn meanwhile is refused (IsLive).
 //
+// Who holds a lease is a Holder (the client, live or not, an id per
+// acquisition), stored in the lease as a string that only lease.go writes
+// and reads. The planner decides a live takeover: a segment opened by the
+// device whose live segment holds the chat (Holder.YieldsTo: a tab that
+// lost its socket, or whose instance died) asks the older one to stop,
+// waits up to takeoverWait for it to end by itself, and takes the lease
+// over (sessionstore.LeaseRequest.TakeOver). The lease's fence makes that
+// safe when the older holder is alive after all: its next write fails with
+// ErrLeaseLost. Waiting out a dead holder's lease made a reconnect take 11
+// s; the takeover takes about one.
+//
 // # Indexes
 //
 // Queries within one session's calls (by status, step, resumed; live and

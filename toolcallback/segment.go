@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"strings"
 	"sync"
+	"time"
 
 	"cloud.google.com/go/firestore"
 	"google.golang.org/adk/v2/agent"
@@ -52,10 +52,6 @@ type LiveSegment struct {
 	docs map[string]*callDoc // the records handed out (Open, Answers), by id
 }
 
-// LiveHolderPrefix starts the lease holder of a live segment, so that a
-// turn refused while one runs can say so (IsLive).
-const LiveHolderPrefix = "live:"
-
 // liveKey marks, in an event's CustomMetadata, the event that opens a live
 // segment: no content, so neither a model nor a page shows it.
 const liveKey = "baton_live"
@@ -64,7 +60,7 @@ const liveKey = "baton_live"
 // the chat.
 func IsLive(err error) bool {
 	var busy *sessionstore.BusyError
-	return errors.As(err, &busy) && strings.HasPrefix(busy.Holder, LiveHolderPrefix)
+	return errors.As(err, &busy) && parseHolder(busy.Holder).Live
 }
 
 // OpenLive opens a live segment of req's chat, planned as a turn (planTurn:
@@ -101,7 +97,7 @@ func (e *engine) openLive(ctx context.Context, req turnRequest, p turnPlan) (*Li
 	if p.way == waySettle {
 		return e.settledLive(ctx, req, p, marker(ctx, e.agent))
 	}
-	holder := holderID(ctx, LiveHolderPrefix+req.ClientID)
+	holder := newHolder(ctx, req.ClientID, true).String()
 	opts := sessionstore.AppendOptions{TurnLog: p.meter.ChatLog(p.sess), Writes: p.meter.Writes(), Committed: p.meter.Committed}
 	var sess *sessionstore.Session
 	var err error
@@ -134,13 +130,28 @@ func marker(ctx context.Context, agent string) *session.Event {
 	return ev
 }
 
-// settledLive takes the lease first (waiting under LeaseEnqueue), repairs
-// what a dead holder left, adopts the open records and stores the marker.
+// takeoverWait bounds how long a live segment taking the chat over from
+// the same device's (turnPlan.takeOver) waits for it to end by itself,
+// storing what it has, before taking the lease over: a holder alive on
+// any instance hears the stop within milliseconds; a dead one never does,
+// and its lease (LeaseTTL) is not waited for.
+const takeoverWait = time.Second
+
+// settledLive takes the lease first (waiting under LeaseEnqueue, taking
+// it over from the same device's segment), repairs what a dead holder
+// left, adopts the open records and stores the marker.
 func (e *engine) settledLive(ctx context.Context, req turnRequest, p turnPlan, marker *session.Event) (*LiveSegment, error) {
 	if err := p.meter.CheckLive(p.sess); err != nil {
 		return nil, err
 	}
-	h, err := e.acquire(ctx, req.UserID, p.chat.SessionID, LiveHolderPrefix+req.ClientID, e.leaseWait())
+	if p.takeOver {
+		fence, _ := p.sess.LiveLease(ctx)
+		if err := e.sessions.RequestStop(ctx, e.app, req.UserID, p.sess.ID(), fence); err != nil {
+			return nil, err
+		}
+		awaitIdle(ctx, e.sessions, e.app, req.UserID, p.sess.ID(), takeoverWait)
+	}
+	h, err := e.acquireAs(ctx, req.UserID, p.chat.SessionID, newHolder(ctx, req.ClientID, true), e.leaseWait())
 	if err != nil {
 		return nil, err
 	}

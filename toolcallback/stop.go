@@ -72,7 +72,7 @@ func (t *Team) Stop(ctx context.Context, user, chatID string, wait time.Duration
 		if err := t.sessions.RequestStop(ctx, t.app, user, sess.ID(), fence); err != nil {
 			return nil, err
 		}
-		return &StopReport{Running: true, Ended: t.awaitIdle(ctx, user, sess.ID(), wait)}, nil
+		return &StopReport{Running: true, Ended: awaitIdle(ctx, t.sessions, t.app, user, sess.ID(), wait)}, nil
 	}
 	if !sess.MayHaveOpenDocs() {
 		return &StopReport{}, nil
@@ -82,13 +82,13 @@ func (t *Team) Stop(ctx context.Context, user, chatID string, wait time.Duration
 
 // awaitIdle waits up to wait for the session's lease to be free, and
 // reports whether it was.
-func (t *Team) awaitIdle(ctx context.Context, user, sid string, wait time.Duration) bool {
+func awaitIdle(ctx context.Context, sessions *sessionstore.Service, app, user, sid string, wait time.Duration) bool {
 	if wait <= 0 {
 		return false
 	}
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	for c, err := range t.sessions.Watch(ctx, t.app, user, sid, 1) {
+	for c, err := range sessions.Watch(ctx, app, user, sid, 1) {
 		if err != nil {
 			return errors.Is(err, sessionstore.ErrNotFound)
 		}
