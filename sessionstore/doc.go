@@ -70,7 +70,7 @@
 // counted the same way (AppendOptions.Tokens): the session document counts
 // its tokens of the current UTC day, and a user's day is the sum over the
 // user's sessions (SessionTokens, one aggregation query) plus the day
-// document of the user's deleted sessions (DayTokensRef): a delete moves
+// document of the user's deleted sessions (DayTokensDoc): a delete moves
 // the session's count there in its own commit, so that deleting a chat
 // does not give its tokens back.
 //
