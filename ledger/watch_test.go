@@ -15,8 +15,12 @@ func TestAwait(t *testing.T) {
 	w.record(call("s", "c1", 0))
 	asRead := w.get("s", "c1")
 	done := make(chan *ledger.Call, 1)
+	// The bound turns a listener that never hears the answer into a
+	// failure rather than a hung test; the wait itself is for the event.
+	bound, stop := context.WithTimeout(t.Context(), time.Minute)
+	defer stop()
 	go func() {
-		c, err := w.ledger.Await(t.Context(), asRead)
+		c, err := w.ledger.Await(bound, asRead)
 		if err != nil {
 			t.Errorf("Await() error = %v", err)
 		}

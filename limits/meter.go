@@ -46,7 +46,7 @@ func NewCounter(sessions *sessionstore.Service, app string) *Counter {
 }
 
 // Reading is what one turn of a user reads for its limits, begun by Begin:
-// the documents to read beside the chat (Refs) and, with a budget, the sum
+// the documents to read beside the chat (Docs) and, with a budget, the sum
 // of the day's tokens over the user's sessions, already being queried.
 type Reading struct {
 	c      *Counter

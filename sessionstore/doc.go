@@ -74,6 +74,17 @@
 // the session's count there in its own commit, so that deleting a chat
 // does not give its tokens back.
 //
+// Other parts keep documents of their own beside the sessions (the
+// ledger's records under a session, the turn limits' counts under a user,
+// the A2A tasks under a chat). The Service names where (DocName: SessionDoc,
+// ChatDoc, UserDoc, then Child), and their owner builds the writes of
+// them (Write: Create, Update with the update time it read, Merge), which
+// the Service places in the commits it assembles (AppendOptions.Create and
+// Writes, ClaimLease) or makes alone (Commit). No document reference or
+// write batch crosses the package's edge: a document's owner decides what
+// is written, the Service decides in which commit. The owners read their
+// own documents on the same database (Client), which Open opens.
+//
 // # Staged appends
 //
 // An event the runner must see at once (in Events and State, for the

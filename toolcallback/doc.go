@@ -36,13 +36,9 @@
 //
 // # Ledger
 //
-// Each paused call has a record at
-//
-//	{session document}/calls/{call id}
-//
-// (the session document is sessionstore's, so deleting a session's tree
-// finds its records). The record is written in the same Firestore commit as
-// the event that holds the call: the runner appends through a session
+// Each paused call has a record in package ledger (its layout, states and
+// first-writer-wins updates are described there). The record is written in
+// the same Firestore commit as the event that holds the call: the runner appends through a session
 // service (invocationSessions) that adds the records to the event's batch. A
 // browser or external call is recognised by its tool's name, which the
 // tool announced to the invocation when the model request was built, so
