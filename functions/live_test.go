@@ -16,6 +16,7 @@ import (
 	"github.com/baton-run/baton/internal/firestoretest"
 	"github.com/baton-run/baton/internal/polltest"
 	"github.com/baton-run/baton/modeltest"
+	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
 )
 
@@ -55,7 +56,7 @@ func (f *httpFixture) liveInstance(standIn *modeltest.LiveServer) *httpFixture {
 	client, _ := firestoretest.Reopen(f.t, f.client)
 	other := &httpFixture{t: f.t, auth: f.auth, authAddr: f.authAddr, model: f.model, client: client, cfg: f.cfg, users: f.users}
 	var err error
-	other.server, err = NewServer(f.cfg, client, f.members, &ServerOptions{Logger: NewLogger(f.logs), Auth: f.auth,
+	other.server, err = NewServer(f.cfg, sessionstore.New(client, &sessionstore.Options{Root: f.cfg.Root}), f.members, &ServerOptions{Logger: NewLogger(f.logs), Auth: f.auth,
 		SchedulerKeys: f.keys.Client(), Live: liveClient(f.t, standIn), LiveSetup: &genai.LiveConnectConfig{ResponseModalities: []genai.Modality{genai.ModalityText}}})
 	if err != nil {
 		f.t.Fatal(err)

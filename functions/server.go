@@ -1,13 +1,13 @@
 package functions
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
 
-	"cloud.google.com/go/firestore"
 	"firebase.google.com/go/v4/auth"
 	"google.golang.org/adk/v2/artifact"
 	"google.golang.org/genai"
@@ -82,18 +82,22 @@ type ServerOptions struct {
 	LiveSetup *genai.LiveConnectConfig
 }
 
-// NewServer builds the session store and the team of members on client,
-// and the identity checks; the first member is the agent of new chats.
-func NewServer(cfg Config, client *firestore.Client, members []toolcallback.Member, opts *ServerOptions) (*Server, error) {
+// NewServer builds the team of members on sessions (which must store under
+// cfg.Root: sessionstore.Options.Root), whose database also holds the
+// ledger and the A2A tasks, and the identity checks; the first member is
+// the agent of new chats.
+func NewServer(cfg Config, sessions *sessionstore.Service, members []toolcallback.Member, opts *ServerOptions) (*Server, error) {
 	if opts == nil {
 		opts = &ServerOptions{}
+	}
+	if root := cmp.Or(cfg.Root, sessionstore.DefaultRoot); sessions.Root() != root {
+		return nil, fmt.Errorf("the session store stores under %q, the configuration says %q", sessions.Root(), root)
 	}
 	s := &Server{cfg: cfg, log: opts.Logger}
 	var err error
 	if s.log == nil {
 		s.log = NewLogger(nil)
 	}
-	sessions := sessionstore.New(client, &sessionstore.Options{Root: cfg.Root})
 	topts := &toolcallback.Options{
 		LeasePolicy:       cfg.LeasePolicy,
 		MaxWait:           cfg.LeaseMaxWait,
@@ -123,7 +127,7 @@ func NewServer(cfg Config, client *firestore.Client, members []toolcallback.Memb
 	if topts.Files, s.files, err = newFiles(cfg, opts.Files, s.log); err != nil {
 		return nil, err
 	}
-	team, err := toolcallback.NewTeam(client, sessions, cfg.AppName, members, topts)
+	team, err := toolcallback.NewTeam(sessions, cfg.AppName, members, topts)
 	if err != nil {
 		return nil, err
 	}
@@ -132,7 +136,7 @@ func NewServer(cfg Config, client *firestore.Client, members []toolcallback.Memb
 	if cfg.DevIdentity {
 		s.ident = devIdentity{}
 		s.sweepCheck = devSchedulerCheck
-		s.a2a = s.newA2A(client, sessions, a2aIdentity{users: s.ident}, opts)
+		s.a2a = s.newA2A(sessions, a2aIdentity{users: s.ident}, opts)
 		return s, nil
 	}
 	ctx := context.Background() // the clients keep no context; this one only builds them
@@ -148,7 +152,7 @@ func NewServer(cfg Config, client *firestore.Client, members []toolcallback.Memb
 		return nil, err
 	}
 	s.sweepCheck = (&schedulerIdentity{service: service, audience: cfg.SweepAudience, invoker: cfg.SweepInvoker}).check
-	s.a2a = s.newA2A(client, sessions, a2aIdentity{users: s.ident, services: service, audience: cfg.A2AAudience, invokers: cfg.A2AInvokers}, opts)
+	s.a2a = s.newA2A(sessions, a2aIdentity{users: s.ident, services: service, audience: cfg.A2AAudience, invokers: cfg.A2AInvokers}, opts)
 	return s, nil
 }
 

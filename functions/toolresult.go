@@ -114,8 +114,8 @@ func newCallView(c *toolcallback.Call, token string) callView {
 		v.ToolCallID, v.ToolName = c.ID, userinput.ToolName
 		v.Input = map[string]any{"server": c.Input.Server, "tool": c.Input.Tool, "message": c.Input.Message,
 			"round": c.Input.Round, "requests": c.Input.Requests}
-		if c.Live {
-			v.Input["live"] = true // asked on the live call: answered with ToolResult
+		if c.InCall {
+			v.Input["live"] = true // an in-call question: answered with ToolResult (the wire name stays "live")
 		}
 	}
 	if c.Answer != nil {

@@ -17,9 +17,9 @@ import (
 
 	"github.com/baton-run/baton/a2aserver"
 	"github.com/baton-run/baton/functions"
+	"github.com/baton-run/baton/ledger"
 	"github.com/baton-run/baton/limits"
 	"github.com/baton-run/baton/sessionstore"
-	"github.com/baton-run/baton/toolcallback"
 )
 
 // What the code needs from Firestore, as the packages that query declare it
@@ -31,8 +31,8 @@ type (
 
 var (
 	fieldIndexes  = slices.Concat(sessionstore.FieldIndexes, a2aserver.FieldIndexes)
-	ttlFields     = slices.Concat(toolcallback.TTLs, limits.TTLs, a2aserver.TTLs)
-	queriedFields = mergeFields(sessionstore.QueriedFields, toolcallback.QueriedFields, a2aserver.QueriedFields)
+	ttlFields     = slices.Concat(ledger.TTLs, limits.TTLs, a2aserver.TTLs)
+	queriedFields = mergeFields(sessionstore.QueriedFields, ledger.QueriedFields, a2aserver.QueriedFields)
 )
 
 func mergeFields(lists ...map[string][]string) map[string][]string {
@@ -644,7 +644,7 @@ func TestTerraformCompositeIndexes(t *testing.T) {
 
 // codeIndexes lists the composite indexes every package's queries need.
 func codeIndexes() []sessionstore.Index {
-	return slices.Concat(toolcallback.Indexes, sessionstore.Indexes, a2aserver.Indexes)
+	return slices.Concat(ledger.Indexes, sessionstore.Indexes, a2aserver.Indexes)
 }
 
 // TestTerraformFieldIndexes: every single-field index setting a query needs

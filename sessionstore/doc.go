@@ -70,9 +70,20 @@
 // counted the same way (AppendOptions.Tokens): the session document counts
 // its tokens of the current UTC day, and a user's day is the sum over the
 // user's sessions (SessionTokens, one aggregation query) plus the day
-// document of the user's deleted sessions (DayTokensRef): a delete moves
+// document of the user's deleted sessions (DayTokensDoc): a delete moves
 // the session's count there in its own commit, so that deleting a chat
 // does not give its tokens back.
+//
+// Other parts keep documents of their own beside the sessions (the
+// ledger's records under a session, the turn limits' counts under a user,
+// the A2A tasks under a chat). The Service names where (DocName: SessionDoc,
+// ChatDoc, UserDoc, then Child), and their owner builds the writes of
+// them (Write: Create, Update with the update time it read, Merge), which
+// the Service places in the commits it assembles (AppendOptions.Create and
+// Writes, ClaimLease) or makes alone (Commit). No document reference or
+// write batch crosses the package's edge: a document's owner decides what
+// is written, the Service decides in which commit. The owners read their
+// own documents on the same database (Client), which Open opens.
 //
 // # Staged appends
 //

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/adk/v2/session"
 	"google.golang.org/genai"
 
+	"github.com/baton-run/baton/ledger"
 	"github.com/baton-run/baton/limits"
 	"github.com/baton-run/baton/runguard"
 	"github.com/baton-run/baton/sessionstore"
@@ -29,7 +30,7 @@ type engine struct {
 	root     agent.Agent
 	agent    string // the root agent's name
 	sessions *sessionstore.Service
-	ledger   *ledger
+	ledger   *ledger.Ledger
 	opts     *Options
 }
 
@@ -72,7 +73,7 @@ type invocationRun struct {
 	// message's commit (see package limits), and committed learns its
 	// time.
 	turnLog   []time.Time
-	writes    []sessionstore.DocWrite
+	writes    []sessionstore.Write
 	committed func(time.Time)
 	// resumed are the ledger records whose answers the run delivers (a
 	// resume's): once the runner is done, and before the lease is
@@ -80,7 +81,7 @@ type invocationRun struct {
 	// that lost its race delivered nothing). closesDocs: they are all the
 	// session's open records, so the release may record that none is open
 	// when the run created none (the next turn then takes the short path).
-	resumed    []*callDoc
+	resumed    []*Call
 	closesDocs bool
 	// speculative stages the claiming append, so that the model is asked
 	// beside its commit (see invocationSessions.stageClaim); gate must pass
@@ -105,7 +106,7 @@ type invocationRun struct {
 func (e *engine) start(ctx context.Context, run invocationRun) (*Invocation, error) {
 	svc := e.sessionsFor(run)
 	inv := newInvocation()
-	svc.tools.live = &liveAsker{e: e, client: run.client, push: inv.push}
+	svc.tools.asker = &questionAsker{e: e, client: run.client, push: inv.push}
 	// The run is detached from the request's cancellation, not from its
 	// trace: its span, and ADK's under it, stay in the request's trace.
 	ctx, span := tracer.Start(ctx, "baton.invocation", trace.WithAttributes(attribute.String("baton.session.id", run.session)))
@@ -222,7 +223,7 @@ func (e *engine) afterRun(ctx context.Context, svc *invocationSessions, run invo
 		}
 	}
 	if len(run.resumed) > 0 {
-		err := e.ledger.markResumed(ctx, run.resumed)
+		err := e.ledger.MarkResumed(ctx, run.resumed)
 		if err != nil {
 			e.opts.Logger.Warn("mark resumed", "session", run.session, "error", err) // Sweep looks at them again
 		}

@@ -234,7 +234,7 @@ func (t *Team) look(ctx context.Context, req turnRequest, useCopy bool) (turnVie
 		}
 	}
 	st, err := t.sessions.ReadChat(ctx, sessionstore.ChatRead{App: t.app, User: req.UserID, ChatID: req.ChatID,
-		SessionID: guess, Shared: !t.opts.SessionStateOnly, Also: reading.Refs()})
+		SessionID: guess, Shared: !t.opts.SessionStateOnly, Also: reading.Docs()})
 	if err != nil {
 		return turnView{}, err
 	}

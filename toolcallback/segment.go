@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"cloud.google.com/go/firestore"
 	"google.golang.org/adk/v2/agent"
 	"google.golang.org/adk/v2/platform"
 	"google.golang.org/adk/v2/plugin"
@@ -49,7 +48,7 @@ type LiveSegment struct {
 	meter  *limits.Meter
 
 	mu   sync.Mutex
-	docs map[string]*callDoc // the records handed out (Open, Answers), by id
+	docs map[string]*Call // the records handed out (Open, Answers), by id
 }
 
 // liveKey marks, in an event's CustomMetadata, the event that opens a live
@@ -156,9 +155,9 @@ func (e *engine) settledLive(ctx context.Context, req turnRequest, p turnPlan, m
 		return nil, err
 	}
 	sess, err := e.readWhole(ctx, h.lease, req.UserID, p.chat.SessionID)
-	var docs []*callDoc
+	var docs []*Call
 	if err == nil {
-		docs, _, err = e.ledger.unresumed(ctx, req.UserID, p.chat.SessionID)
+		docs, err = e.ledger.Unresumed(ctx, req.UserID, p.chat.SessionID)
 	}
 	if err == nil {
 		err = e.repairTail(ctx, sess, nil, knownCalls(docs))
@@ -175,15 +174,13 @@ func (e *engine) settledLive(ctx context.Context, req turnRequest, p turnPlan, m
 
 // newLive is the segment p opened, holding h on sess, with the records it
 // adopted.
-func (e *engine) newLive(ctx context.Context, p turnPlan, sess *sessionstore.Session, client string, h *heldLease, docs []*callDoc) *LiveSegment {
+func (e *engine) newLive(ctx context.Context, p turnPlan, sess *sessionstore.Session, client string, h *heldLease, docs []*Call) *LiveSegment {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s := &LiveSegment{Chat: p.chat, Session: sess, Agent: e.root, e: e, client: client, held: h, tools: &pausingTools{}, cancel: cancel,
-		meter: p.meter, docs: map[string]*callDoc{}}
+		meter: p.meter, docs: map[string]*Call{}}
 	for _, d := range docs {
-		if c, err := d.call(); err == nil {
-			s.Open = append(s.Open, c)
-			s.docs[d.ID] = d
-		}
+		s.Open = append(s.Open, d)
+		s.docs[d.ID] = d
 	}
 	s.stop = e.watchStop(ctx, h)
 	go cancelOnLostLease(ctx, h, s.stop.cancel, e.opts.Logger)
@@ -240,22 +237,11 @@ func (l *liveSessions) AppendEvent(context.Context, session.Session, *session.Ev
 // requests for approvals, as in a turn) in one commit; it returns those
 // calls, which the caller shows to the client and does not run.
 func (s *LiveSegment) Append(ctx context.Context, ev *session.Event, opts sessionstore.AppendOptions) ([]*Call, error) {
-	var calls []*Call
-	for _, d := range pausedBy(s.tools, s.Session.Events(), ev) {
-		if err := sessionstore.ValidateID("call id", d.id); err != nil {
-			return nil, err
-		}
-		doc, err := s.e.ledger.newRecord(s.Session.UserID(), s.Session.ID(), s.e.agent, d, s.client)
-		if err != nil {
-			return nil, err
-		}
-		opts.Create = append(opts.Create, sessionstore.DocCreate{Ref: s.e.ledger.ref(doc.User, doc.Session, doc.ID), Data: doc})
-		c, err := doc.call()
-		if err != nil {
-			return nil, err
-		}
-		calls = append(calls, c)
+	writes, calls, err := s.e.records(s.Session, ev, s.tools, s.client)
+	if err != nil {
+		return nil, err
 	}
+	opts.Create = append(opts.Create, writes...)
 	if err := s.e.opts.Files.SaveEventFiles(ctx, s.Session.UserID(), s.Session.ID(), ev); err != nil {
 		return nil, err
 	}
@@ -266,14 +252,8 @@ func (s *LiveSegment) Append(ctx context.Context, ev *session.Event, opts sessio
 // commit that stores the responses that deliver them (Append's
 // opts.Writes): the answer reaches the transcript and the record closes at
 // once.
-func (s *LiveSegment) Delivered(calls []*Call) []sessionstore.DocWrite {
-	var out []sessionstore.DocWrite
-	for _, c := range calls {
-		out = append(out, sessionstore.DocUpdate{Ref: s.e.ledger.ref(c.UserID, c.SessionID, c.ID), Updates: []firestore.Update{
-			{Path: "resumed", Value: true}, {Path: "sweepAt", Value: firestore.Delete},
-		}}.Write())
-	}
-	return out
+func (s *LiveSegment) Delivered(calls []*Call) []sessionstore.Write {
+	return s.e.ledger.Delivered(calls)
 }
 
 // Answers yields each call of the segment's session that has an answer its
@@ -282,50 +262,17 @@ func (s *LiveSegment) Delivered(calls []*Call) []sessionstore.DocWrite {
 // session's ledger.
 func (s *LiveSegment) Answers(ctx context.Context) iter.Seq2[*Call, error] {
 	return func(yield func(*Call, error) bool) {
-		q := s.e.ledger.calls(s.Session.UserID(), s.Session.ID()).Where("status", "==", string(StatusResolved)).Where("resumed", "==", false)
-		it := q.Snapshots(ctx)
-		defer it.Stop()
-		seen := map[string]bool{}
-		for {
-			snap, err := it.Next()
-			if err != nil {
-				if ctx.Err() == nil {
-					yield(nil, sessionstore.FirestoreError(err))
-				}
-				return
+		for c, err := range s.e.ledger.Answers(ctx, s.Session.UserID(), s.Session.ID()) {
+			if err == nil {
+				s.mu.Lock()
+				s.docs[c.ID] = c
+				s.mu.Unlock()
 			}
-			docs, err := snap.Documents.GetAll()
-			if err != nil {
-				yield(nil, sessionstore.FirestoreError(err))
+			if !yield(c, err) {
 				return
-			}
-			for _, doc := range docs {
-				if !s.yieldNew(doc, seen, yield) {
-					return
-				}
 			}
 		}
 	}
-}
-
-// yieldNew yields the call of snap unless seen; false when the reader
-// stopped.
-func (s *LiveSegment) yieldNew(snap *firestore.DocumentSnapshot, seen map[string]bool, yield func(*Call, error) bool) bool {
-	if seen[snap.Ref.ID] {
-		return true
-	}
-	seen[snap.Ref.ID] = true
-	doc, _, err := decodeCall(snap)
-	var c *Call
-	if err == nil {
-		c, err = doc.call()
-	}
-	if err == nil {
-		s.mu.Lock()
-		s.docs[doc.ID] = doc
-		s.mu.Unlock()
-	}
-	return yield(c, err)
 }
 
 // Response is the function response that gives the agent the answer to c,
@@ -339,7 +286,7 @@ func (s *LiveSegment) Response(c *Call) (*genai.FunctionResponse, error) {
 	if doc == nil {
 		return nil, fmt.Errorf("%w: %q is not a call of the segment", ErrCallNotFound, c.ID)
 	}
-	return responseParts([]*callDoc{doc}, true)[0].FunctionResponse, nil
+	return responseParts([]*Call{doc}, true)[0].FunctionResponse, nil
 }
 
 // TokensLeft is what the user's token budget had left when the segment
@@ -347,11 +294,11 @@ func (s *LiveSegment) Response(c *Call) (*genai.FunctionResponse, error) {
 // it as they come (package limits).
 func (s *LiveSegment) TokensLeft() (int64, bool) { return s.meter.TokensLeft() }
 
-// OnAsk sets where a question a tool asks while it runs (AskLive) is shown:
+// OnAsk sets where a question a tool asks while it runs (AskInCall) is shown:
 // f receives the event of the question, a call of userinput.ToolName. Set
 // it before the agent's tools run.
 func (s *LiveSegment) OnAsk(f func(*session.Event)) {
-	s.tools.live = &liveAsker{e: s.e, client: s.client, push: f}
+	s.tools.asker = &questionAsker{e: s.e, client: s.client, push: f}
 }
 
 // Close ends the segment's hold on the chat: the lease is released (any
