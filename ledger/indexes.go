@@ -6,6 +6,7 @@ import "github.com/baton-run/baton/sessionstore"
 // deployment declares each of them.
 var Indexes = []sessionstore.Index{
 	{CollectionGroup: collection, QueryScope: "COLLECTION_GROUP", Fields: []string{fieldScope, fieldSweepAt}},
+	{CollectionGroup: collection, QueryScope: "COLLECTION_GROUP", Fields: []string{fieldWorkOwner, fieldStatus}},
 }
 
 // TTLs lists the time-to-live fields of the ledger's records.
@@ -14,5 +15,5 @@ var TTLs = []sessionstore.TTL{{CollectionGroup: collection, Field: fieldGCAt}}
 // QueriedFields are the fields the ledger's queries filter or order on, by
 // collection group: their automatic indexes must not be exempted.
 var QueriedFields = map[string][]string{
-	collection: {fieldScope, fieldSweepAt, fieldStatus, fieldStep, fieldResumed, fieldInCall},
+	collection: {fieldScope, fieldSweepAt, fieldStatus, fieldStep, fieldResumed, fieldInCall, fieldKind, fieldWorkOwner},
 }

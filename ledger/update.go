@@ -19,7 +19,7 @@ import (
 // and its record are stored together or not at all. c is pending; its
 // record is swept at its expiry and collected Retention later.
 func (l *Ledger) Record(c *Call) (sessionstore.Write, error) {
-	r, err := recordOf(c, l.scope(c.Agent), l.opts.Retention)
+	r, err := l.recordOf(c)
 	if err != nil {
 		return sessionstore.Write{}, err
 	}
@@ -122,6 +122,11 @@ func (l *Ledger) settle(ctx context.Context, c *Call, status Status, now time.Ti
 // commit makes w, an update of c's record conditional on its version.
 func (l *Ledger) commit(ctx context.Context, c *Call, w sessionstore.Write) error {
 	_, err := l.sessions.Commit(ctx, w)
+	return changed(err)
+}
+
+// changed is err, a commit's, with a failed condition marked ErrChanged.
+func changed(err error) error {
 	if errors.Is(err, sessionstore.ErrConflict) {
 		return fmt.Errorf("%w: %w", ErrChanged, err)
 	}
