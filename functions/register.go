@@ -29,10 +29,13 @@ const (
 	// NameChat serves the AI SDK's useChat (DefaultChatTransport): POST
 	// /Chat, GET /Chat/{chatId} and GET /Chat/{chatId}/stream.
 	NameChat = "Chat"
+	// NameWork runs background calls' work, delivered by Cloud Tasks
+	// (docs/background.md).
+	NameWork = "Work"
 )
 
 // Names lists every registered function.
-var Names = []string{NameTurn, NameToolResult, NamePending, NameSweep, NameA2A, NameChat}
+var Names = []string{NameTurn, NameToolResult, NamePending, NameSweep, NameA2A, NameChat, NameWork}
 
 // AgentFunc builds the agent the registered functions serve.
 type AgentFunc func(ctx context.Context) (agent.Agent, error)

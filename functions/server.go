@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	cloudtasks "cloud.google.com/go/cloudtasks/apiv2"
 	"firebase.google.com/go/v4/auth"
 	"google.golang.org/adk/v2/artifact"
 	"google.golang.org/genai"
@@ -27,6 +28,7 @@ type Server struct {
 	team       *toolcallback.Team
 	ident      identity
 	sweepCheck func(ctx context.Context, r *http.Request) error
+	workCheck  *workIdentity // nil: Work refuses everyone
 	a2a        *a2aserver.Server
 	log        *slog.Logger
 	files      *fileURLs    // nil when files are off
@@ -80,6 +82,11 @@ type ServerOptions struct {
 	// LiveSetup is the live model's base configuration (live.Model.Setup).
 	// Default: live.DefaultSetup.
 	LiveSetup *genai.LiveConnectConfig
+	// Tasks is the Cloud Tasks client of the background calls' queue
+	// (cfg.WorkQueue). Default: the client from the environment's
+	// credentials. `go run ./local` and the tests give one connected to
+	// an in-process Cloud Tasks server (internal/localtasks).
+	Tasks *cloudtasks.Client
 }
 
 // NewServer builds the team of members on sessions (which must store under
@@ -110,7 +117,11 @@ func NewServer(cfg Config, sessions *sessionstore.Service, members []toolcallbac
 		WarmChats:         opts.WarmChats,
 		WarmBytes:         opts.WarmBytes,
 		CountTokens:       cfg.TurnLimits.countsTokens(),
+		BackgroundPerUser: cfg.BackgroundPerUser,
 		Logger:            s.log,
+	}
+	if topts.Queue, err = newQueue(context.Background(), cfg, opts.Tasks); err != nil {
+		return nil, err
 	}
 	if reg := opts.MCP; reg != nil {
 		topts.ChatSwitched = func(ctx context.Context, chat *sessionstore.Chat, from string) {
@@ -133,13 +144,16 @@ func NewServer(cfg Config, sessions *sessionstore.Service, members []toolcallbac
 	}
 	s.team = team
 	s.live = s.newLive(team, opts)
+	ctx := context.Background() // the clients keep no context; this one only builds them
+	if s.workCheck, err = newWorkIdentity(ctx, cfg, opts.SchedulerKeys); err != nil {
+		return nil, err
+	}
 	if cfg.DevIdentity {
 		s.ident = devIdentity{}
 		s.sweepCheck = devSchedulerCheck
 		s.a2a = s.newA2A(sessions, a2aIdentity{users: s.ident}, opts)
 		return s, nil
 	}
-	ctx := context.Background() // the clients keep no context; this one only builds them
 	auth := opts.Auth
 	if auth == nil {
 		if auth, err = newAuthClient(ctx, cfg.Project, cfg.CheckRevoked); err != nil {
@@ -202,6 +216,8 @@ func (s *Server) Handler(name string) http.Handler {
 		return s.wrap(name, []string{http.MethodGet, http.MethodHead, http.MethodPost}, s.serveA2A)
 	case NameChat:
 		return s.wrap(name, []string{http.MethodPost, http.MethodGet, http.MethodDelete}, s.chat)
+	case NameWork:
+		return s.wrap(name, []string{http.MethodPost}, s.work)
 	}
 	return http.NotFoundHandler()
 }
@@ -227,7 +243,7 @@ func (s *Server) sweep(w http.ResponseWriter, r *http.Request, log *slog.Logger)
 	if err != nil {
 		return err
 	}
-	log.InfoContext(r.Context(), "sweep", "expired", report.Expired, "resumed", report.Resumed, "skipped", report.Skipped,
+	log.InfoContext(r.Context(), "sweep", "expired", report.Expired, "resumed", report.Resumed, "skipped", report.Skipped, "enqueued", report.Enqueued,
 		"repaired", report.Repaired, "idle", report.Idle)
 	writeJSON(w, http.StatusOK, report)
 	return nil

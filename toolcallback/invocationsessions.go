@@ -131,7 +131,7 @@ func (s *invocationSessions) AppendEvent(ctx context.Context, handle session.Ses
 	again := userinput.HideStates(ev)
 	s.tools.surfaces.Follow(sess)
 	s.tools.surfaces.NoteShows(ev)
-	records, err := s.ledgerRecords(sess, ev)
+	records, calls, err := s.ledgerRecords(ctx, sess, ev)
 	if err == nil {
 		err = s.e.opts.Files.SaveEventFiles(ctx, sess.UserID(), sess.ID(), ev)
 	}
@@ -159,6 +159,9 @@ func (s *invocationSessions) AppendEvent(ctx context.Context, handle session.Ses
 		err = s.Service.AppendEventWith(ctx, sess, ev, opts)
 		if opts.Claim != nil {
 			s.claimDone(ctx, err)
+		}
+		if err == nil {
+			s.e.enqueueWork(ctx, calls) // stored: the background calls' work goes to the queue
 		}
 	}
 	if err != nil {
@@ -332,10 +335,9 @@ func (s *invocationSessions) takeFollowUps() []*session.Event {
 }
 
 // ledgerRecords are the records of the calls ev pauses, for the commit
-// that stores it.
-func (s *invocationSessions) ledgerRecords(sess *sessionstore.Session, ev *session.Event) ([]sessionstore.Write, error) {
-	writes, _, err := s.e.records(sess, ev, s.tools, s.client)
-	return writes, err
+// that stores it, and the calls they record.
+func (s *invocationSessions) ledgerRecords(ctx context.Context, sess *sessionstore.Session, ev *session.Event) ([]sessionstore.Write, []*Call, error) {
+	return s.e.records(ctx, sess, ev, s.tools, s.client)
 }
 
 // errNoClaimingAppend is the claim's outcome when the invocation ended

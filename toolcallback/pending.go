@@ -44,6 +44,7 @@ func (e *engine) pending(ctx context.Context, user, sid, client string, all bool
 	if err != nil {
 		return nil, nil, false, err
 	}
+	e.repairEnqueues(ctx, docs)
 	read := sess
 	if !running && transcript.NeedsRepair(sess.Events(), knownCalls(docs)) {
 		if sess, err = e.repairIfIdle(ctx, sess, docs); err != nil {
@@ -128,6 +129,7 @@ func (e *engine) closeOpenCalls(ctx context.Context, sess *sessionstore.Session)
 		}
 		docs[i] = closed
 	}
+	e.dropWork(ctx, docs)
 	return docs, nil
 }
 
@@ -138,6 +140,7 @@ func (e *engine) rejectIfPending(ctx context.Context, user, sid string) error {
 	if err != nil {
 		return err
 	}
+	e.repairEnqueues(ctx, docs)
 	return pendingError(docs, platform.Now(ctx))
 }
 

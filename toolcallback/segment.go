@@ -237,7 +237,7 @@ func (l *liveSessions) AppendEvent(context.Context, session.Session, *session.Ev
 // requests for approvals, as in a turn) in one commit; it returns those
 // calls, which the caller shows to the client and does not run.
 func (s *LiveSegment) Append(ctx context.Context, ev *session.Event, opts sessionstore.AppendOptions) ([]*Call, error) {
-	writes, calls, err := s.e.records(s.Session, ev, s.tools, s.client)
+	writes, calls, err := s.e.records(ctx, s.Session, ev, s.tools, s.client)
 	if err != nil {
 		return nil, err
 	}
@@ -245,7 +245,11 @@ func (s *LiveSegment) Append(ctx context.Context, ev *session.Event, opts sessio
 	if err := s.e.opts.Files.SaveEventFiles(ctx, s.Session.UserID(), s.Session.ID(), ev); err != nil {
 		return nil, err
 	}
-	return calls, s.e.sessions.AppendEventWith(ctx, s.Session, ev, opts)
+	if err := s.e.sessions.AppendEventWith(ctx, s.Session, ev, opts); err != nil {
+		return calls, err
+	}
+	s.e.enqueueWork(ctx, calls) // stored: the background calls' work goes to the queue
+	return calls, nil
 }
 
 // Delivered are the writes that mark calls' records resumed, for the
