@@ -323,10 +323,12 @@ func (d *workDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		outcomes <- out.What
 	}
 	d.log.Info("delivery", "call", task.Call, "what", out.What, "retry", out.Retry)
-	if out.Retry {
-		if out.RetryAfter > 0 {
-			w.Header().Set("Retry-After", strconv.Itoa(int(out.RetryAfter.Seconds())+1))
-		}
+	switch {
+	case out.Retry && out.RetryAfter > 0:
+		w.Header().Set("Retry-After", strconv.Itoa(int(out.RetryAfter.Seconds())+1))
+		w.WriteHeader(http.StatusTooManyRequests)
+		return
+	case out.Retry:
 		w.WriteHeader(http.StatusServiceUnavailable)
 		return
 	}

@@ -18,46 +18,59 @@ import (
 )
 
 // TestBackgroundDuplicateDeliveries: a queue that delivers each attempt
-// twice at once, and a delivery that comes again after the call's result
-// was recorded and delivered, get the work run once and its result
-// delivered to the model once.
+// twice at once, or each task again after it completed, and a delivery
+// that comes late, after the call's result was recorded and delivered,
+// get the work run once and its result delivered to the model once.
 func TestBackgroundDuplicateDeliveries(t *testing.T) {
 	t.Parallel()
-	f := newBGFixture(t, nil, &localtasks.Options{TimeScale: 0.05, Duplicate: localtasks.DuplicateConcurrently}, playlistCall, echoReply)
-	var running, most atomic.Int32
-	f.setWork(func(ctx context.Context, a playlistArgs) (playlistResult, error) {
-		n := running.Add(1)
-		defer running.Add(-1)
-		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
-		}
-		_ = toolcallback.Progress(ctx, "half way")
-		return playlistResult{Tracks: []string{"x"}}, nil
-	})
-	if _, err := f.turnEvents("chat", "make me a playlist"); err != nil {
-		t.Fatal(err)
-	}
-	f.waitTask("chat", "c1", localtasks.Completed)
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	name := f.taskName("chat", "c1")
-	if _, err := f.tasks.Wait(ctx, func(e localtasks.Event) bool { return e.Task == name && e.Duplicate && e.Kind != localtasks.Dispatched }); err != nil {
-		t.Fatalf("waiting for the duplicate's answer: %v", err)
-	}
-	// Once more, late: the queue's delivery of a task it ran already.
-	if status := f.deliver("chat", "c1"); status != http.StatusOK {
-		t.Errorf("a late delivery was answered %d, want 200", status)
-	}
-	if n := f.runs.Load(); n != 1 {
-		t.Errorf("the work ran %d times, want once", n)
-	}
-	if m := most.Load(); m > 1 {
-		t.Errorf("%d runs of the work at once", m)
-	}
-	if got := f.responses("chat", "c1"); len(got) != 1 {
-		t.Errorf("responses to c1 = %v, want one", got)
-	}
-	if s := f.tasks.Stats(); s.Creates != 1 || s.Duplicates == 0 {
-		t.Errorf("queue stats %+v, want one task created and delivered twice", s)
+	for _, dup := range []localtasks.Duplication{localtasks.DuplicateConcurrently, localtasks.DuplicateAfterCompletion} {
+		t.Run(map[localtasks.Duplication]string{localtasks.DuplicateConcurrently: "concurrently", localtasks.DuplicateAfterCompletion: "after completion"}[dup], func(t *testing.T) {
+			t.Parallel()
+			f := newBGFixture(t, nil, &localtasks.Options{TimeScale: 0.05, Duplicate: dup}, playlistCall, echoReply)
+			var running, most atomic.Int32
+			f.setWork(func(ctx context.Context, a playlistArgs) (playlistResult, error) {
+				n := running.Add(1)
+				defer running.Add(-1)
+				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+				}
+				_ = toolcallback.Progress(ctx, "half way")
+				return playlistResult{Tracks: []string{"x"}}, nil
+			})
+			if _, err := f.turnEvents("chat", "make me a playlist"); err != nil {
+				t.Fatal(err)
+			}
+			f.waitTask("chat", "c1", localtasks.Completed)
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			name := f.taskName("chat", "c1")
+			dropped, err := f.tasks.Wait(ctx, func(e localtasks.Event) bool { return e.Task == name && e.Duplicate && e.Kind == localtasks.Dropped })
+			if err != nil {
+				t.Fatalf("waiting for the duplicate's answer: %v", err)
+			}
+			// At once, the duplicate finds the work held and is turned
+			// away (the queue would deliver it again after the hold);
+			// after completion, it finds the work done.
+			if dup == localtasks.DuplicateAfterCompletion && dropped.Status != http.StatusOK ||
+				dup == localtasks.DuplicateConcurrently && dropped.Status != http.StatusOK && dropped.Status != http.StatusTooManyRequests {
+				t.Errorf("the duplicate was answered %d", dropped.Status)
+			}
+			// Once more, late: a delivery of a task that ran already.
+			if status := f.deliver("chat", "c1"); status != http.StatusOK {
+				t.Errorf("a late delivery was answered %d, want 200", status)
+			}
+			if n := f.runs.Load(); n != 1 {
+				t.Errorf("the work ran %d times, want once", n)
+			}
+			if m := most.Load(); m > 1 {
+				t.Errorf("%d runs of the work at once", m)
+			}
+			if got := f.responses("chat", "c1"); len(got) != 1 {
+				t.Errorf("responses to c1 = %v, want one", got)
+			}
+			if s := f.tasks.Stats(); s.Creates != 1 || s.Duplicates == 0 {
+				t.Errorf("queue stats %+v, want one task created and delivered twice", s)
+			}
+		})
 	}
 }
 
