@@ -87,6 +87,10 @@ type ServerOptions struct {
 	// credentials. `go run ./local` and the tests give one connected to
 	// an in-process Cloud Tasks server (internal/localtasks).
 	Tasks *cloudtasks.Client
+	// ProgressInterval is how often, at most, a background call's progress
+	// is stored (toolcallback.Options.ProgressInterval). Default 3 s; the
+	// tests' is shorter.
+	ProgressInterval time.Duration
 }
 
 // NewServer builds the team of members on sessions (which must store under
@@ -118,6 +122,7 @@ func NewServer(cfg Config, sessions *sessionstore.Service, members []toolcallbac
 		WarmBytes:         opts.WarmBytes,
 		CountTokens:       cfg.TurnLimits.countsTokens(),
 		BackgroundPerUser: cfg.BackgroundPerUser,
+		ProgressInterval:  opts.ProgressInterval,
 		Logger:            s.log,
 	}
 	if topts.Queue, err = newQueue(context.Background(), cfg, opts.Tasks); err != nil {

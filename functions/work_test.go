@@ -5,18 +5,24 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"cloud.google.com/go/cloudtasks/apiv2/cloudtaskspb"
+	"google.golang.org/adk/v2/agent/llmagent"
+	"google.golang.org/adk/v2/tool"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/baton-run/baton/internal/localtasks"
+	"github.com/baton-run/baton/modeltest"
+	"github.com/baton-run/baton/toolcallback"
 	"github.com/baton-run/baton/workqueue"
 )
 
@@ -147,5 +153,117 @@ func TestWorkTokens(t *testing.T) {
 				t.Errorf("Work for a call that does not exist = %+v, %v; want outcome gone", reply, err)
 			}
 		})
+	}
+}
+
+// playlistTool is a background tool whose work reports its progress and
+// then waits for release (or its context's end).
+func playlistTool(t *testing.T, release <-chan struct{}) *toolcallback.BackgroundTool {
+	t.Helper()
+	type args struct {
+		Mood string `json:"mood"`
+	}
+	type result struct {
+		Tracks []string `json:"tracks"`
+	}
+	bt, err := toolcallback.Background(toolcallback.BackgroundConfig{Name: "prepare_playlist", Description: "prepare a playlist"},
+		func(ctx context.Context, a args) (result, error) {
+			if err := toolcallback.Progress(ctx, map[string]any{"done": 1, "of": 3}); err != nil {
+				return result{}, err
+			}
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return result{}, ctx.Err()
+			}
+			return result{Tracks: []string{a.Mood + " rain", a.Mood + " tide"}}, nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bt
+}
+
+// withDJ adds to a fixture the agent "dj", whose tool is bt.
+func withDJ(bt *toolcallback.BackgroundTool) func(*httpFixture, *ServerOptions) {
+	return func(f *httpFixture, so *ServerOptions) {
+		dj, err := llmagent.New(llmagent.Config{Name: "dj", Model: f.model, Tools: []tool.Tool{bt}})
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		f.members = append(f.members, toolcallback.Member{Agent: dj, Background: []*toolcallback.BackgroundTool{bt}})
+		so.ProgressInterval = 50 * time.Millisecond
+	}
+}
+
+// TestChatBackgroundProgress: a turn whose agent calls a background tool
+// ends at once, the call shown as the server's; the work runs on the
+// queue's delivery to Work; a resumed page (GET /Chat/{chatId}/stream)
+// replays the turn and shows the work's progress as the call's
+// preliminary output, then its result and the agent's answer; a reloaded
+// page (GET /Chat/{chatId}) shows the latest progress meanwhile.
+func TestChatBackgroundProgress(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	f, tasks := newWorkFixture(t, withDJ(playlistTool(t, release)))
+	f.model.Script = []modeltest.Reply{
+		modeltest.CallReply(modeltest.Call("c1", "prepare_playlist", map[string]any{"mood": "calm"})),
+		modeltest.EchoReply,
+	}
+	body := chatBody("chat1", "tab-a", userMessage("u1", "prepare a calm playlist"))
+	body["agent"] = "dj"
+	turn := f.stream(f.chat("ada", body))
+	input := chunksOfType(turn, "tool-input-available")
+	if len(input) != 1 || input[0]["providerExecuted"] != true || input[0]["providerMetadata"] != nil {
+		t.Fatalf("the turn's call = %v, want prepare_playlist shown as the server's", input)
+	}
+	if out := chunksOfType(turn, "tool-output-available"); len(out) != 0 {
+		t.Errorf("the turn's stream has outputs %v, want none (the work runs after it)", out)
+	}
+	resp := f.do(http.MethodGet, NameChat+"/chat1/stream", f.token("ada"), nil, nil)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("resume: status %d, want the turn waiting on its work", resp.StatusCode)
+	}
+	rd := newSSEReader(t, resp)
+	last := rd.until(func(c map[string]any) bool { return c["preliminary"] == true })
+	if last == nil {
+		t.Fatalf("the resumed stream ended without the work's progress: %v", rd.chunks)
+	}
+	if last["toolCallId"] != "c1" || fmt.Sprint(last["output"]) != "map[done:1 of:3]" || last["providerExecuted"] != true {
+		t.Errorf("progress chunk = %v, want c1's {done 1 of 3}, the server's", last)
+	}
+	// A reloaded page shows the same.
+	page := f.do(http.MethodGet, NameChat+"/chat1", f.token("ada"), nil, nil)
+	var view struct {
+		Messages []struct {
+			Parts []map[string]any `json:"parts"`
+		} `json:"messages"`
+	}
+	if err := json.NewDecoder(page.Body).Decode(&view); err != nil {
+		t.Fatal(err)
+	}
+	page.Body.Close()
+	var part map[string]any
+	for _, m := range view.Messages {
+		for _, p := range m.Parts {
+			if p["toolCallId"] == "c1" {
+				part = p
+			}
+		}
+	}
+	if part == nil || part["state"] != "output-available" || part["preliminary"] != true || fmt.Sprint(part["output"]) != "map[done:1 of:3]" {
+		t.Errorf("GET /Chat/chat1 shows c1 as %v, want its progress as a preliminary output", part)
+	}
+	close(release)
+	rest := rd.rest()
+	outs := chunksOfType(rest, "tool-output-available")[1:] // after the progress
+	if len(outs) != 1 || outs[0]["preliminary"] == true || !strings.Contains(fmt.Sprint(outs[0]["output"]), "calm rain") {
+		t.Errorf("outputs after the work = %v, want the playlist, final", outs)
+	}
+	if got := text(rest); !strings.Contains(got, "calm rain") {
+		t.Errorf("the agent's answer %q does not read the playlist", got)
+	}
+	if s := tasks.Stats(); s.Creates != 1 {
+		t.Errorf("tasks created: %d, want 1", s.Creates)
 	}
 }

@@ -176,6 +176,10 @@ func (e *engine) records(ctx context.Context, sess *sessionstore.Session, ev *se
 		if err := sessionstore.ValidateID("call id", d.id); err != nil {
 			return nil, nil, err
 		}
+		if d.spec.Kind == KindBackground {
+			// Readers show it as server work under way (transcript).
+			transcript.NoteBackground(ev, d.id)
+		}
 		c := e.newCall(sess.UserID(), sess.ID(), d, client)
 		w, err := e.ledger.Record(c)
 		if err != nil {
