@@ -18,8 +18,12 @@ import (
 // Strict is a scripted model.LLM that checks every request the way Gemini
 // does: each function call must be answered by exactly one response, in the
 // content right after it, and every response must answer a call of the
-// content right before it. A violation fails the test (when T is set) and
-// the request.
+// content right before it; and, as Gemini 3 and later, the calls of the
+// current turn must carry the thought signatures the model gave them
+// (CheckSignatures). It signs the calls it makes as they do (Sign), so a
+// path that drops a signature, or replays another model's, fails. A
+// violation fails the test (when T is set) and the request, with the
+// API's 400 (a genai.APIError).
 //
 // Each request takes the next step of Script; once the script is
 // exhausted, Repeat answers every request (a Repeat that chooses its
@@ -28,7 +32,10 @@ import (
 type Strict struct {
 	// T, when set, is failed by a request that breaks the pairing or
 	// exceeds the script.
-	T      testing.TB
+	T testing.TB
+	// Model is the model's name (Name), which its signatures are tied
+	// to; "" is "strict-scripted".
+	Model  string
 	Script []Reply
 	// Repeat, when set, answers once the script is exhausted.
 	Repeat Reply
@@ -48,8 +55,14 @@ var _ model.LLM = (*Strict)(nil)
 // Reply produces the model's answer to a request.
 type Reply func(req *model.LLMRequest) *genai.Content
 
-// Name is the model's name, as ADK reports it.
-func (m *Strict) Name() string { return "strict-scripted" }
+// Name is the model's name, as ADK reports it: Model, or
+// "strict-scripted".
+func (m *Strict) Name() string {
+	if m.Model == "" {
+		return "strict-scripted"
+	}
+	return m.Model
+}
 
 // errorf fails the test with where the request came from: the request's
 // goroutine runs inside ADK's runner, whose caller names the path (a turn,
@@ -70,6 +83,11 @@ func (m *Strict) GenerateContent(ctx context.Context, req *model.LLMRequest, _ b
 		}
 		if err := CheckFiles(req.Contents); err != nil {
 			m.errorf("model request holds a file the model cannot read: %v\n%s", err, DumpContents(req.Contents))
+			yield(nil, err)
+			return
+		}
+		if err := CheckSignatures(m.Name(), req.Contents); err != nil {
+			m.errorf("model request refused for its thought signatures: %v\n%s", err, DumpContents(req.Contents))
 			yield(nil, err)
 			return
 		}
@@ -101,7 +119,7 @@ func (m *Strict) GenerateContent(ctx context.Context, req *model.LLMRequest, _ b
 			yield(nil, ErrScripted)
 			return
 		}
-		yield(&model.LLMResponse{Content: content, TurnComplete: true, UsageMetadata: m.Usage}, nil)
+		yield(&model.LLMResponse{Content: Sign(m.Name(), content), TurnComplete: true, UsageMetadata: m.Usage, ModelVersion: m.Name()}, nil)
 	}
 }
 
@@ -210,7 +228,7 @@ func DumpContents(contents []*genai.Content) string {
 			case p.Text != "":
 				fmt.Fprintf(&b, " text(%q)", p.Text)
 			case p.FunctionCall != nil:
-				fmt.Fprintf(&b, " call(%s %s %v)", p.FunctionCall.ID, p.FunctionCall.Name, p.FunctionCall.Args)
+				fmt.Fprintf(&b, " call(%s %s %v%s)", p.FunctionCall.ID, p.FunctionCall.Name, p.FunctionCall.Args, signedMark(p))
 			case p.FunctionResponse != nil:
 				fmt.Fprintf(&b, " response(%s %s %v)", p.FunctionResponse.ID, p.FunctionResponse.Name, p.FunctionResponse.Response)
 			case p.InlineData != nil:
@@ -222,6 +240,14 @@ func DumpContents(contents []*genai.Content) string {
 		b.WriteString("\n")
 	}
 	return b.String()
+}
+
+// signedMark says, in DumpContents, whether a call carries a signature.
+func signedMark(p *genai.Part) string {
+	if len(p.ThoughtSignature) == 0 {
+		return " unsigned"
+	}
+	return " signed"
 }
 
 // CallReply makes the model call tools, all in one step.
@@ -258,6 +284,26 @@ func EchoReply(req *model.LLMRequest) *genai.Content {
 	return genai.NewContentFromText("saw "+strings.Join(parts, "; "), genai.RoleModel)
 }
 
+// unchecked is req with the skip value on every function call (a copy:
+// req is not changed).
+func unchecked(req *model.LLMRequest) *model.LLMRequest {
+	out := *req
+	out.Contents = make([]*genai.Content, len(req.Contents))
+	for i, c := range req.Contents {
+		cc := &genai.Content{Role: c.Role, Parts: make([]*genai.Part, len(c.Parts))}
+		for j, p := range c.Parts {
+			if p.FunctionCall != nil {
+				q := *p
+				q.ThoughtSignature = skipValidator
+				p = &q
+			}
+			cc.Parts[j] = p
+		}
+		out.Contents[i] = cc
+	}
+	return &out
+}
+
 // ErrScripted is the error a FailReply step answers with.
 var ErrScripted = errors.New("scripted model failure")
 
@@ -276,10 +322,14 @@ func TextReply(s string) Reply {
 // LLMReply answers with m's final content for the request: a model's rules
 // (an offline model's regular expressions, say) behind a scripted step or
 // a LiveServer. An error or no content fails the step, as FailReply.
+//
+// The signatures of the request are the caller's to check (Strict's, or
+// none over a live socket): m is given the request with every call marked
+// with the skip value, so that its own check passes.
 func LLMReply(m model.LLM) Reply {
 	return func(req *model.LLMRequest) *genai.Content {
 		content := failure
-		for resp, err := range m.GenerateContent(context.Background(), req, false) {
+		for resp, err := range m.GenerateContent(context.Background(), unchecked(req), false) {
 			if err != nil {
 				return failure
 			}

@@ -12,6 +12,8 @@ import (
 
 	"google.golang.org/adk/v2/model"
 	"google.golang.org/genai"
+
+	"github.com/baton-run/baton/modeltest"
 )
 
 // OfflineModelName is how the offline model names itself, in the page and
@@ -34,9 +36,15 @@ var _ model.LLM = Offline{}
 func (Offline) Name() string { return OfflineModelName }
 
 // GenerateContent implements model.LLM. When streaming it sends the text a
-// few words at a time, then the whole response, as Gemini does.
+// few words at a time, then the whole response, as Gemini does. As Gemini
+// 3 does, it signs the calls it makes and refuses (HTTP 400) a request
+// whose current turn replays a call without its signature or with another
+// model's (modeltest.CheckSignatures).
 func (o Offline) GenerateContent(ctx context.Context, req *model.LLMRequest, stream bool) iter.Seq2[*model.LLMResponse, error] {
-	content := withTools(respond(req.Contents), req.Tools)
+	if err := modeltest.CheckSignatures(OfflineModelName, req.Contents); err != nil {
+		return func(yield func(*model.LLMResponse, error) bool) { yield(nil, err) }
+	}
+	content := modeltest.Sign(OfflineModelName, withTools(respond(req.Contents), req.Tools))
 	delay := o.PieceDelay
 	if slow(req.Contents) {
 		delay = slowPieceDelay
@@ -59,7 +67,7 @@ func (o Offline) GenerateContent(ctx context.Context, req *model.LLMRequest, str
 				}
 			}
 		}
-		yield(&model.LLMResponse{Content: content, TurnComplete: true, FinishReason: genai.FinishReasonStop}, nil)
+		yield(&model.LLMResponse{Content: content, TurnComplete: true, FinishReason: genai.FinishReasonStop, ModelVersion: OfflineModelName}, nil)
 	}
 }
 
