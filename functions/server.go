@@ -106,6 +106,7 @@ func NewServer(cfg Config, client *firestore.Client, members []toolcallback.Memb
 		WarmChats:         opts.WarmChats,
 		WarmBytes:         opts.WarmBytes,
 		CountTokens:       cfg.TurnLimits.countsTokens(),
+		IncludeThoughts:   cfg.IncludeThoughts,
 		Logger:            s.log,
 	}
 	if reg := opts.MCP; reg != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"iter"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -48,6 +49,7 @@ type Strict struct {
 
 	mu       sync.Mutex
 	requests []*model.LLMRequest
+	thoughts []string // the thought summaries it gave
 }
 
 var _ model.LLM = (*Strict)(nil)
@@ -91,6 +93,11 @@ func (m *Strict) GenerateContent(ctx context.Context, req *model.LLMRequest, _ b
 			yield(nil, err)
 			return
 		}
+		if err := m.checkThoughts(req.Contents); err != nil {
+			m.errorf("%v\n%s", err, DumpContents(req.Contents))
+			yield(nil, err)
+			return
+		}
 		m.mu.Lock()
 		m.requests = append(m.requests, req)
 		if len(m.Script) == 0 && m.Repeat != nil {
@@ -119,8 +126,59 @@ func (m *Strict) GenerateContent(ctx context.Context, req *model.LLMRequest, _ b
 			yield(nil, ErrScripted)
 			return
 		}
+		if wantsThoughts(req) {
+			content = m.withThought(content)
+		}
 		yield(&model.LLMResponse{Content: Sign(m.Name(), content), TurnComplete: true, UsageMetadata: m.Usage, ModelVersion: m.Name()}, nil)
 	}
+}
+
+// wantsThoughts reports whether req asks for thought summaries.
+func wantsThoughts(req *model.LLMRequest) bool {
+	return req.Config != nil && req.Config.ThinkingConfig != nil && req.Config.ThinkingConfig.IncludeThoughts
+}
+
+// withThought is content after a thought summary part, as a thinking
+// model answers a request that asks for summaries.
+func (m *Strict) withThought(content *genai.Content) *genai.Content {
+	m.mu.Lock()
+	summary := fmt.Sprintf("%s thinks before answer %d", m.Name(), len(m.requests))
+	m.thoughts = append(m.thoughts, summary)
+	m.mu.Unlock()
+	out := &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{{Text: summary, Thought: true}}}
+	if content != nil {
+		out.Parts = append(out.Parts, content.Parts...)
+	}
+	return out
+}
+
+// checkThoughts refuses a request that hands one of the model's thought
+// summaries back as ordinary text (a thought part is fine).
+func (m *Strict) checkThoughts(contents []*genai.Content) error {
+	m.mu.Lock()
+	thoughts := slices.Clone(m.thoughts)
+	m.mu.Unlock()
+	for i, c := range contents {
+		for _, p := range c.Parts {
+			if p.Thought || p.Text == "" {
+				continue
+			}
+			for _, t := range thoughts {
+				if strings.Contains(p.Text, t) {
+					return fmt.Errorf("content %d: the thought summary %q came back as ordinary text", i, t)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// Thoughts are the thought summaries the model gave, in order: one per
+// request that asked for them (genai's ThinkingConfig.IncludeThoughts).
+func (m *Strict) Thoughts() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.thoughts)
 }
 
 // Calls is how many requests, well paired, the model has been given.
@@ -225,6 +283,8 @@ func DumpContents(contents []*genai.Content) string {
 		fmt.Fprintf(&b, "  [%d] %s:", i, c.Role)
 		for _, p := range c.Parts {
 			switch {
+			case p.Text != "" && p.Thought:
+				fmt.Fprintf(&b, " thought(%q)", p.Text)
 			case p.Text != "":
 				fmt.Fprintf(&b, " text(%q)", p.Text)
 			case p.FunctionCall != nil:

@@ -20,7 +20,7 @@ const CorruptedSignature = "Corrupted thought signature."
 
 // skipValidator is the signature Gemini accepts for a call it cannot
 // check: its documented text, skip_thought_signature_validator, read as
-// base64 (the field is bytes), as package thoughtsig sends it.
+// base64 (the field is bytes), as package thoughts sends it.
 var skipValidator, _ = base64.URLEncoding.DecodeString("skip_thought_signature_validator")
 
 // Signature is the opaque thought signature a model named model attaches

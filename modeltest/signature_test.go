@@ -70,3 +70,33 @@ func TestStrictSigns(t *testing.T) {
 		}
 	}
 }
+
+// TestStrictThoughts: asked for summaries, Strict puts one before its
+// answer, and refuses a later request that hands it back as text; as a
+// thought part it is fine.
+func TestStrictThoughts(t *testing.T) {
+	m := &Strict{Model: "gemini-test", Repeat: TextReply("ok")}
+	ask := func(contents ...*genai.Content) (*genai.Content, error) {
+		req := &model.LLMRequest{Contents: contents, Config: &genai.GenerateContentConfig{ThinkingConfig: &genai.ThinkingConfig{IncludeThoughts: true}}}
+		for resp, err := range m.GenerateContent(t.Context(), req, false) {
+			if err != nil {
+				return nil, err
+			}
+			return resp.Content, nil
+		}
+		return nil, errors.New("no response")
+	}
+	hi := genai.NewContentFromText("hi", genai.RoleUser)
+	first, err := ask(hi)
+	if err != nil || !first.Parts[0].Thought || first.Parts[0].Text != m.Thoughts()[0] {
+		t.Fatalf("first answer = %+v, %v, want a thought part first", first, err)
+	}
+	again := genai.NewContentFromText("again", genai.RoleUser)
+	if _, err := ask(hi, first, again); err != nil {
+		t.Errorf("the summary as a thought part: %v, want it taken", err)
+	}
+	asText := &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{{Text: first.Parts[0].Text}, first.Parts[1]}}
+	if _, err := ask(hi, asText, again); err == nil {
+		t.Errorf("the summary as text was taken, want it refused")
+	}
+}

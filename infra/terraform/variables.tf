@@ -158,6 +158,12 @@ variable "check_revoked" {
   default     = false
 }
 
+variable "include_thoughts" {
+  description = "Ask the model for a summary of its thinking on every request (BATON_INCLUDE_THOUGHTS): streamed to useChat as reasoning parts, kept in the chat's history. Thought tokens count toward the token budgets either way."
+  type        = bool
+  default     = false
+}
+
 variable "idle_retention" {
   description = "How long a chat may stay idle before Sweep deletes it with its sessions, events and ledger records (BATON_IDLE_RETENTION, a Go duration in hours or less, e.g. 720h for 30 days)."
   type        = string
@@ -399,7 +405,7 @@ variable "live_timeout_seconds" {
 }
 
 variable "live_model" {
-  description = "Gemini Live model of live mode (BATON_LIVE_MODEL). Empty: gemini-live-2.5-flash-native-audio on Vertex AI, gemini-2.5-flash-native-audio-preview-09-2025 with an API key."
+  description = "Gemini Live model of live mode (BATON_LIVE_MODEL). Empty: gemini-3.8-live, the stable Live model's id on both the Gemini API and Vertex AI (docs/configuration.md)."
   type        = string
   default     = ""
 }

@@ -49,7 +49,18 @@ func (o Offline) GenerateContent(ctx context.Context, req *model.LLMRequest, str
 	if slow(req.Contents) {
 		delay = slowPieceDelay
 	}
+	var thought *genai.Part
+	if c := req.Config; c != nil && c.ThinkingConfig != nil && c.ThinkingConfig.IncludeThoughts {
+		thought = &genai.Part{Text: thinking(content), Thought: true}
+	}
 	return func(yield func(*model.LLMResponse, error) bool) {
+		final := content
+		if thought != nil {
+			if stream && !yield(&model.LLMResponse{Content: &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{thought}}, Partial: true}, nil) {
+				return
+			}
+			final = &genai.Content{Role: content.Role, Parts: append([]*genai.Part{thought}, content.Parts...)}
+		}
 		if stream && len(content.Parts) == 1 && content.Parts[0].Text != "" {
 			words := strings.SplitAfter(content.Parts[0].Text, " ")
 			for i := 0; i < len(words); i += 3 {
@@ -67,8 +78,23 @@ func (o Offline) GenerateContent(ctx context.Context, req *model.LLMRequest, str
 				}
 			}
 		}
-		yield(&model.LLMResponse{Content: content, TurnComplete: true, FinishReason: genai.FinishReasonStop, ModelVersion: OfflineModelName}, nil)
+		yield(&model.LLMResponse{Content: final, TurnComplete: true, FinishReason: genai.FinishReasonStop, ModelVersion: OfflineModelName}, nil)
 	}
+}
+
+// thinking is the offline model's thought summary for its answer: what
+// it is about to do.
+func thinking(content *genai.Content) string {
+	var tools []string
+	for _, p := range content.Parts {
+		if p.FunctionCall != nil {
+			tools = append(tools, p.FunctionCall.Name)
+		}
+	}
+	if len(tools) > 0 {
+		return "The message matches a rule for " + strings.Join(tools, " and ") + ", so I call it and word its result afterwards."
+	}
+	return "No tool is needed here: I answer in words."
 }
 
 // withTools keeps content to the tools the agent has (tools, by name, as

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"iter"
+	"slices"
+	"strings"
 	"testing"
 
 	"google.golang.org/adk/v2/model"
 
 	"github.com/baton-run/baton/modeltest"
-	"github.com/baton-run/baton/thoughtsig"
+	"github.com/baton-run/baton/thoughts"
 	"github.com/baton-run/baton/toolcallback"
 )
 
@@ -46,8 +48,8 @@ func TestModelChangeKeepsPausedCall(t *testing.T) {
 		after   string // the model name of the resuming instance
 		wantSig func() []byte
 	}{
-		{"paused under another model", func(m *modeltest.Strict) model.LLM { return m }, "gemini-new", thoughtsig.Dummy},
-		{"made without a signature", func(m *modeltest.Strict) model.LLM { return unsigned{m} }, "gemini-new", thoughtsig.Dummy},
+		{"paused under another model", func(m *modeltest.Strict) model.LLM { return m }, "gemini-new", thoughts.Dummy},
+		{"made without a signature", func(m *modeltest.Strict) model.LLM { return unsigned{m} }, "gemini-new", thoughts.Dummy},
 		{"same model", func(m *modeltest.Strict) model.LLM { return m }, "gemini-old", func() []byte { return modeltest.Signature("gemini-old") }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -93,10 +95,66 @@ func makerOfCall(f *fixture, chat, id string) string {
 		}
 		for _, p := range ev.Content.Parts {
 			if p.FunctionCall != nil && p.FunctionCall.ID == id {
-				return thoughtsig.MakerOf(ev.LLMResponse)
+				return thoughts.MakerOf(ev.LLMResponse)
 			}
 		}
 	}
 	f.t.Fatalf("no stored event holds call %q", id)
 	return ""
+}
+
+// TestThoughtSummaries: with IncludeThoughts every request asks for
+// thought summaries; the model's summary is stored with its event, goes
+// back to the model as a thought part after a resume (never as text: the
+// strict model refuses that), and an agent switch leaves it out of what
+// the next agent sees. Without the option nothing asks for them.
+func TestThoughtSummaries(t *testing.T) {
+	t.Parallel()
+	f := newTeamFixture(t, func(o *toolcallback.Options) { o.IncludeThoughts = true })
+	f.concierge.Script = []reply{callReply(call("c1", "get_location", nil)), echoReply}
+	f.dj.Script = []reply{textReply("Track 2.")}
+	if _, _, err := f.turn("chat", "", "where am I?"); err != nil {
+		t.Fatalf("Turn() error = %v", err)
+	}
+	res, _, err := resume(f.team, t.Context(), "chat", "c1", "tab-a", toolcallback.Answer{Output: map[string]any{"lat": 1}})
+	if err != nil || res.Invocation == nil {
+		t.Fatalf("Resume() = %+v, %v", res, err)
+	}
+	thoughts := f.concierge.Thoughts()
+	if len(thoughts) != 2 {
+		t.Fatalf("concierge gave %d thought summaries, want 2 (one per request)", len(thoughts))
+	}
+	if dump := dumpContents(f.concierge.LastRequest().Contents); !strings.Contains(dump, `thought("`+thoughts[0]+`")`) {
+		t.Errorf("the resumed request lacks the first response's thought part:\n%s", dump)
+	}
+	var stored int
+	for _, ev := range storedEvents(t, f.sessions, "chat~0") {
+		for _, p := range ev.Content.Parts {
+			if p.Thought && slices.Contains(thoughts, p.Text) {
+				stored++
+			}
+		}
+	}
+	if stored != 2 {
+		t.Errorf("%d stored thought parts, want 2", stored)
+	}
+
+	if _, _, err := f.turn("chat", "dj", "play track 2"); err != nil {
+		t.Fatalf("switch to dj: %v", err)
+	}
+	dump := dumpContents(f.dj.LastRequest().Contents)
+	for _, th := range thoughts {
+		if strings.Contains(dump, th) {
+			t.Errorf("the DJ's request carries the concierge's thought %q:\n%s", th, dump)
+		}
+	}
+
+	plain := newTeamFixture(t)
+	plain.concierge.Script = []reply{textReply("hi")}
+	if _, _, err := plain.turn("chat", "", "hello"); err != nil {
+		t.Fatalf("Turn() error = %v", err)
+	}
+	if got := plain.concierge.Thoughts(); len(got) != 0 {
+		t.Errorf("without IncludeThoughts the model gave summaries %q, want none", got)
+	}
 }

@@ -1,4 +1,4 @@
-package thoughtsig
+package thoughts
 
 import (
 	"bytes"
@@ -150,4 +150,25 @@ func signed(p *genai.Part, sig []byte) *genai.Part {
 	q := *p
 	q.ThoughtSignature = sig
 	return &q
+}
+
+// SummariesPlugin returns a runner plugin that asks the model for a
+// summary of its thinking on every request (IncludeThoughts), leaving the
+// agent's other thinking settings as they are.
+func SummariesPlugin() (*plugin.Plugin, error) {
+	return plugin.New(plugin.Config{
+		Name: "baton_thought_summaries",
+		BeforeModelCallback: func(_ agent.Context, req *model.LLMRequest) (*model.LLMResponse, error) {
+			if req.Config == nil {
+				req.Config = &genai.GenerateContentConfig{}
+			}
+			thinking := genai.ThinkingConfig{}
+			if req.Config.ThinkingConfig != nil {
+				thinking = *req.Config.ThinkingConfig
+			}
+			thinking.IncludeThoughts = true
+			req.Config.ThinkingConfig = &thinking
+			return nil, nil
+		},
+	})
 }

@@ -1,4 +1,4 @@
-package thoughtsig_test
+package thoughts_test
 
 import (
 	"bytes"
@@ -8,7 +8,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/modeltest"
-	"github.com/baton-run/baton/thoughtsig"
+	"github.com/baton-run/baton/thoughts"
 )
 
 func user(text string) *genai.Content { return genai.NewContentFromText(text, genai.RoleUser) }
@@ -42,17 +42,17 @@ func TestFix(t *testing.T) {
 		want     [][]byte // the signatures of the last model content's parts after Fix
 	}{
 		{"own signature kept", []*genai.Content{user("hi"), calls(own), answers(1)}, [][]byte{own}},
-		{"missing gets the skip value", []*genai.Content{user("hi"), calls(nil), answers(1)}, [][]byte{thoughtsig.Dummy()}},
-		{"another model's replaced", []*genai.Content{user("hi"), calls(old), answers(1)}, [][]byte{thoughtsig.Dummy()}},
-		{"parallel calls: the first only", []*genai.Content{user("hi"), calls(nil, nil), answers(2)}, [][]byte{thoughtsig.Dummy(), nil}},
+		{"missing gets the skip value", []*genai.Content{user("hi"), calls(nil), answers(1)}, [][]byte{thoughts.Dummy()}},
+		{"another model's replaced", []*genai.Content{user("hi"), calls(old), answers(1)}, [][]byte{thoughts.Dummy()}},
+		{"parallel calls: the first only", []*genai.Content{user("hi"), calls(nil, nil), answers(2)}, [][]byte{thoughts.Dummy(), nil}},
 		{"another model's on a later call removed", []*genai.Content{user("hi"), calls(own, old), answers(2)}, [][]byte{own, nil}},
 		{"unknown maker kept", []*genai.Content{user("hi"), calls(unknown), answers(1)}, [][]byte{unknown}},
-		{"skip value kept", []*genai.Content{user("hi"), calls(thoughtsig.Dummy()), answers(1)}, [][]byte{thoughtsig.Dummy()}},
+		{"skip value kept", []*genai.Content{user("hi"), calls(thoughts.Dummy()), answers(1)}, [][]byte{thoughts.Dummy()}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			stored := tc.contents[1].Parts[0]
 			storedSig := stored.ThoughtSignature
-			thoughtsig.Fix(tc.contents, "new", makers)
+			thoughts.Fix(tc.contents, "new", makers)
 			var got [][]byte
 			for _, p := range tc.contents[1].Parts {
 				got = append(got, p.ThoughtSignature)
@@ -82,14 +82,14 @@ func TestFixOnlyCurrentTurn(t *testing.T) {
 	current := calls(nil)
 	contents := []*genai.Content{user("first"), earlier, answers(1), {Role: genai.RoleModel, Parts: []*genai.Part{{Text: "done"}}},
 		user("second"), calls(modeltest.Signature("new")), answers(1), current, answers(1)}
-	if got := thoughtsig.CurrentTurn(contents); got != 4 {
+	if got := thoughts.CurrentTurn(contents); got != 4 {
 		t.Fatalf("CurrentTurn() = %d, want 4", got)
 	}
-	thoughtsig.Fix(contents, "new", nil)
+	thoughts.Fix(contents, "new", nil)
 	if earlier.Parts[0].ThoughtSignature != nil {
 		t.Errorf("a call of an earlier turn got signature %q, want none", earlier.Parts[0].ThoughtSignature)
 	}
-	if !thoughtsig.IsDummy(current.Parts[0].ThoughtSignature) {
+	if !thoughts.IsDummy(current.Parts[0].ThoughtSignature) {
 		t.Errorf("the current turn's second step signature = %q, want the skip value", current.Parts[0].ThoughtSignature)
 	}
 }
@@ -97,7 +97,7 @@ func TestFixOnlyCurrentTurn(t *testing.T) {
 // TestDummyOnTheWire: genai sends Dummy as base64 that the API reads back
 // as the documented text.
 func TestDummyOnTheWire(t *testing.T) {
-	got, err := json.Marshal(&genai.Part{ThoughtSignature: thoughtsig.Dummy()})
+	got, err := json.Marshal(&genai.Part{ThoughtSignature: thoughts.Dummy()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,8 @@
-// Package thoughtsig keeps a model request acceptable to a Gemini model
-// that checks thought signatures, whatever model made the calls the
-// request replays.
+// Package thoughts holds what Baton does about a model's thinking: it
+// keeps a model request acceptable to a Gemini model that checks thought
+// signatures, whatever model made the calls the request replays (Plugin),
+// and asks the model for thought summaries when a deployment wants them
+// (SummariesPlugin, toolcallback.Options.IncludeThoughts).
 //
 // Gemini 3 and later attach an opaque thought signature to the first
 // function call of each response that makes calls, and refuse a request
@@ -30,6 +32,12 @@
 // "skip/thought/signature/validator", which the API decodes to the same
 // bytes as the documented text.
 //
+// A thought summary comes back as parts marked Thought, stored with the
+// model's event like its text. ADK hands them back to the model as thought
+// parts, never as text; the streams show them as reasoning (package
+// uistream), and an agent switch leaves them out of the records it makes
+// of the old agent's turns (package sessionstore).
+//
 // It stores nothing and uses no Firestore path; every turn's runner has
-// its plugin (package toolcallback).
-package thoughtsig
+// its plugins (package toolcallback).
+package thoughts
