@@ -71,6 +71,11 @@ type Config struct {
 
 	// LiveModel is the Gemini Live model of live mode (docs/live.md).
 	LiveModel string // BATON_LIVE_MODEL
+	// LiveLocation is the Vertex AI location of the live model's client,
+	// when it differs from the agents' (GOOGLE_CLOUD_LOCATION): Gemini 3
+	// text models are served from "global", Live models from regions.
+	// Empty: GOOGLE_CLOUD_LOCATION. Ignored with a Gemini API key.
+	LiveLocation string // BATON_LIVE_LOCATION
 	// LiveTimeout ends a live conversation before the platform's request
 	// timeout cuts its socket; the client reconnects to go on.
 	LiveTimeout time.Duration // BATON_LIVE_TIMEOUT
@@ -139,6 +144,7 @@ var EnvVars = []EnvVar{
 	{Name: "BATON_SERVICE_TOKENS_PER_DAY", Default: "0"},
 	{Name: "BATON_LIVE_SEGMENTS_PER_USER", Default: "2"},
 	{Name: "BATON_LIVE_MODEL", Default: DefaultLiveModel},
+	{Name: "BATON_LIVE_LOCATION"},
 	{Name: "BATON_LIVE_TIMEOUT", Default: "55m"},
 	{Name: "BATON_DEV_IDENTITY", Default: "false"},
 	{Name: "BATON_TRACE_EXPORT", Default: TraceExportNone},
@@ -189,6 +195,7 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 		A2APushAllow:      list(get("BATON_A2A_PUSH_ALLOW")),
 		TraceExport:       get("BATON_TRACE_EXPORT"),
 		LiveModel:         get("BATON_LIVE_MODEL"),
+		LiveLocation:      get("BATON_LIVE_LOCATION"),
 		LiveTimeout:       duration("BATON_LIVE_TIMEOUT"),
 		AuthEmulator:      get("FIREBASE_AUTH_EMULATOR_HOST"),
 	}

@@ -94,6 +94,8 @@ locals {
 
     BATON_LIVE_SEGMENTS_PER_USER = format("%d", var.live_segments_per_user)
     BATON_LIVE_MODEL             = coalesce(var.live_model, "gemini-3.8-live")
+    # On Vertex AI, Live models are served from regions, not from global.
+    BATON_LIVE_LOCATION = var.use_vertex_ai ? coalesce(var.vertex_live_location, var.region) : ""
     # A conversation ends before Cloud Run cuts its socket.
     BATON_LIVE_TIMEOUT = "${var.live_timeout_seconds - 60}s"
   }
@@ -103,7 +105,7 @@ locals {
   vertex_env = {
     for k, v in {
       GOOGLE_GENAI_USE_VERTEXAI = "true"
-      GOOGLE_CLOUD_LOCATION     = coalesce(var.vertex_location, var.region)
+      GOOGLE_CLOUD_LOCATION     = coalesce(var.vertex_location, "global")
     } : k => v if var.use_vertex_ai
   }
 

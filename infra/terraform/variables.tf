@@ -57,7 +57,13 @@ variable "gemini_api_key_secret" {
 }
 
 variable "vertex_location" {
-  description = "Vertex AI location for the model (GOOGLE_CLOUD_LOCATION), e.g. \"global\" or a region. Null means var.region. Used only when use_vertex_ai is true."
+  description = "Vertex AI location for the agents' model (GOOGLE_CLOUD_LOCATION), e.g. \"global\" or a region. Null means global, where Vertex AI serves Gemini 3 text models (docs/configuration.md). Used only when use_vertex_ai is true."
+  type        = string
+  default     = null
+}
+
+variable "vertex_live_location" {
+  description = "Vertex AI location for the live model (BATON_LIVE_LOCATION): Live models are served from regions, not from global. Null means var.region. Used only when use_vertex_ai is true."
   type        = string
   default     = null
 }
