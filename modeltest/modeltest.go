@@ -1,6 +1,7 @@
 package modeltest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -49,7 +50,8 @@ type Strict struct {
 
 	mu       sync.Mutex
 	requests []*model.LLMRequest
-	thoughts []string // the thought summaries it gave
+	thoughts []string        // the thought summaries it gave
+	signed   map[string]bool // the calls it signed, by callKey
 }
 
 var _ model.LLM = (*Strict)(nil)
@@ -93,6 +95,11 @@ func (m *Strict) GenerateContent(ctx context.Context, req *model.LLMRequest, _ b
 			yield(nil, err)
 			return
 		}
+		if err := m.checkDropped(req.Contents); err != nil {
+			m.errorf("%v\n%s", err, DumpContents(req.Contents))
+			yield(nil, err)
+			return
+		}
 		if err := m.checkThoughts(req.Contents); err != nil {
 			m.errorf("%v\n%s", err, DumpContents(req.Contents))
 			yield(nil, err)
@@ -129,8 +136,55 @@ func (m *Strict) GenerateContent(ctx context.Context, req *model.LLMRequest, _ b
 		if wantsThoughts(req) {
 			content = m.withThought(content)
 		}
-		yield(&model.LLMResponse{Content: Sign(m.Name(), content), TurnComplete: true, UsageMetadata: m.Usage, ModelVersion: m.Name()}, nil)
+		content = Sign(m.Name(), content)
+		m.noteSigned(content)
+		yield(&model.LLMResponse{Content: content, TurnComplete: true, UsageMetadata: m.Usage, ModelVersion: m.Name()}, nil)
 	}
+}
+
+// callKey names a call across requests: its id, or, for an id ADK made
+// (which it leaves out of requests), its name and arguments.
+func callKey(fc *genai.FunctionCall) string {
+	if fc.ID != "" && !strings.HasPrefix(fc.ID, "adk-") {
+		return "id:" + fc.ID
+	}
+	args, _ := json.Marshal(fc.Args)
+	return "call:" + fc.Name + string(args)
+}
+
+// noteSigned records the call content's signature is on.
+func (m *Strict) noteSigned(content *genai.Content) {
+	if content == nil {
+		return
+	}
+	for _, p := range content.Parts {
+		if p.FunctionCall != nil && len(p.ThoughtSignature) > 0 {
+			m.mu.Lock()
+			if m.signed == nil {
+				m.signed = map[string]bool{}
+			}
+			m.signed[callKey(p.FunctionCall)] = true
+			m.mu.Unlock()
+			return
+		}
+	}
+}
+
+// checkDropped refuses a request that replays a call this model signed
+// with the skip value instead of its signature: Gemini would take it, but
+// a path lost the signature on the way (the skip value is for calls made
+// by another model, or by none).
+func (m *Strict) checkDropped(contents []*genai.Content) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i, c := range contents {
+		for _, p := range c.Parts {
+			if p.FunctionCall != nil && bytes.Equal(p.ThoughtSignature, skipValidator) && m.signed[callKey(p.FunctionCall)] {
+				return fmt.Errorf("content %d: call %s %s carries the skip value, but this model signed it: a path dropped its signature", i, p.FunctionCall.ID, p.FunctionCall.Name)
+			}
+		}
+	}
+	return nil
 }
 
 // wantsThoughts reports whether req asks for thought summaries.

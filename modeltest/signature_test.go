@@ -100,3 +100,39 @@ func TestStrictThoughts(t *testing.T) {
 		t.Errorf("the summary as text was taken, want it refused")
 	}
 }
+
+// TestStrictCatchesDroppedSignature: a call Strict signed that comes back
+// with the skip value in place of its signature (a path dropped it and a
+// plugin filled the gap) is refused; the same value on a call another
+// model made is taken.
+func TestStrictCatchesDroppedSignature(t *testing.T) {
+	m := &Strict{Model: "gemini-test", Script: []Reply{CallReply(Call("c1", "f", nil))}, Repeat: TextReply("ok")}
+	hi := genai.NewContentFromText("hi", genai.RoleUser)
+	var made *genai.Content
+	for resp, err := range m.GenerateContent(t.Context(), &model.LLMRequest{Contents: []*genai.Content{hi}}, false) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		made = resp.Content
+	}
+	answer := &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{{FunctionResponse: &genai.FunctionResponse{ID: "c1", Name: "f"}}}}
+	for _, tc := range []struct {
+		name string
+		call *genai.FunctionCall
+		ok   bool
+	}{
+		{"its own call", made.Parts[0].FunctionCall, false},
+		{"another model's call", &genai.FunctionCall{ID: "c9", Name: "f"}, true},
+	} {
+		replay := &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{{FunctionCall: tc.call, ThoughtSignature: skipValidator}}}
+		ans := *answer
+		ans.Parts = []*genai.Part{{FunctionResponse: &genai.FunctionResponse{ID: tc.call.ID, Name: "f"}}}
+		var err error
+		for _, e := range m.GenerateContent(t.Context(), &model.LLMRequest{Contents: []*genai.Content{hi, replay, &ans}}, false) {
+			err = e
+		}
+		if (err == nil) != tc.ok {
+			t.Errorf("%s with the skip value: %v, want taken %v", tc.name, err, tc.ok)
+		}
+	}
+}
