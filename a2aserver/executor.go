@@ -216,6 +216,11 @@ func (r *run) stream(ctx context.Context, inv *toolcallback.Invocation, problems
 				parts = append(parts, a2a.NewTextPart(p.Text))
 			}
 		}
+		if thought := thoughtMessage(r.ec, ev.Content); thought != nil {
+			if !r.yield(a2a.NewStatusUpdateEvent(r.ec, a2a.TaskStateWorking, thought), nil) {
+				return
+			}
+		}
 		for _, out := range surfaceEvents(r.ec, ev, r.rich) {
 			if !r.yield(out, nil) {
 				return
@@ -358,6 +363,25 @@ func problem(err error) string {
 // agentText is a message of the agent on task: like every message Baton
 // sends, it names the task and its context (A2A asks a server's messages
 // for both).
+// thoughtMessage is the model's thought summary in c as A2A carries it: an
+// agent message of a working status, whose text parts are marked as ADK's
+// A2A conversion marks thoughts (metadata adk_thought: true), so that the
+// task's artifact holds the answer alone; nil when c has none.
+func thoughtMessage(task a2a.TaskInfoProvider, c *genai.Content) *a2a.Message {
+	var parts []*a2a.Part
+	for _, p := range c.Parts {
+		if p.Text != "" && p.Thought {
+			part := a2a.NewTextPart(p.Text)
+			part.SetMeta(adka2a.ToA2AMetaKey("thought"), true)
+			parts = append(parts, part)
+		}
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	return a2a.NewMessageForTask(a2a.MessageRoleAgent, task, parts...)
+}
+
 func agentText(task a2a.TaskInfoProvider, s string) *a2a.Message {
 	return a2a.NewMessageForTask(a2a.MessageRoleAgent, task, a2a.NewTextPart(s))
 }

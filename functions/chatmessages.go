@@ -39,7 +39,8 @@ type uiMessageView struct {
 // toolPart or an agentPart. Type is the part's type in the AI SDK.
 type uiPartView interface{ partType() string }
 
-// textPart is a text part; an assistant's is in state "done".
+// textPart is a text part, or (Type "reasoning") an assistant's thought
+// summary; an assistant's is in state "done".
 type textPart struct {
 	Type  string `json:"type"` // "text"
 	Text  string `json:"text"`
@@ -199,6 +200,9 @@ func uiMessages(events session.Events, shown int, open []*toolcallback.Call) []u
 		switched = nil
 		if item.Role == "switch" {
 			m.Parts = append(m.Parts, newAgentPart(item))
+		}
+		if item.Reasoning != "" {
+			m.Parts = append(m.Parts, textPart{Type: "reasoning", Text: item.Reasoning, State: "done"})
 		}
 		if item.Text != "" {
 			m.Parts = append(m.Parts, textPart{Type: "text", Text: item.Text, State: "done"})

@@ -110,6 +110,7 @@ func NewServer(cfg Config, sessions *sessionstore.Service, members []toolcallbac
 		WarmChats:         opts.WarmChats,
 		WarmBytes:         opts.WarmBytes,
 		CountTokens:       cfg.TurnLimits.countsTokens(),
+		IncludeThoughts:   cfg.IncludeThoughts,
 		Logger:            s.log,
 	}
 	if reg := opts.MCP; reg != nil {
@@ -162,8 +163,9 @@ func (s *Server) newLive(team *toolcallback.Team, opts *ServerOptions) *live.Run
 	client := opts.Live
 	if client == nil {
 		var err error
-		// genai reads its credentials from the environment itself.
-		if client, err = genai.NewClient(context.Background(), &genai.ClientConfig{}); err != nil {
+		// genai reads its credentials and backend from the environment
+		// itself; on Vertex AI the live model may need another location.
+		if client, err = genai.NewClient(context.Background(), &genai.ClientConfig{Location: s.cfg.LiveLocation}); err != nil {
 			s.log.Info("live mode is off: no live model", "reason", err.Error())
 			return nil
 		}

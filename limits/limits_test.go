@@ -420,6 +420,10 @@ func TestTokensUsed(t *testing.T) {
 		{"the total", &genai.GenerateContentResponseUsageMetadata{PromptTokenCount: 3, CandidatesTokenCount: 4, TotalTokenCount: 10}, 10},
 		{"the parts without a total", &genai.GenerateContentResponseUsageMetadata{PromptTokenCount: 3, CandidatesTokenCount: 4,
 			ThoughtsTokenCount: 5, ToolUsePromptTokenCount: 6}, 18},
+		// A thinking model's total counts its thoughts (Gemini's
+		// totalTokenCount does): a budget must too.
+		{"a thinking model's total", &genai.GenerateContentResponseUsageMetadata{PromptTokenCount: 3, CandidatesTokenCount: 4,
+			ThoughtsTokenCount: 5, TotalTokenCount: 12}, 12},
 	} {
 		if got := limits.TokensUsed(tc.usage); got != tc.want {
 			t.Errorf("%s: TokensUsed() = %d, want %d", tc.name, got, tc.want)
