@@ -3,6 +3,7 @@ module github.com/baton-run/baton
 go 1.26.5
 
 require (
+	cloud.google.com/go/cloudtasks v1.18.0
 	cloud.google.com/go/firestore v1.29.0
 	cloud.google.com/go/storage v1.64.0
 	firebase.google.com/go/v4 v4.19.0
@@ -25,7 +26,9 @@ require (
 	google.golang.org/adk/v2 v2.2.0
 	google.golang.org/api v0.291.0
 	google.golang.org/genai v1.66.0
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20260803160001-6ac0973c030d
 	google.golang.org/grpc v1.83.2
+	google.golang.org/protobuf v1.36.11
 )
 
 require (
@@ -98,8 +101,6 @@ require (
 	google.golang.org/appengine/v2 v2.0.6 // indirect
 	google.golang.org/genproto v0.0.0-20260715232425-e75dac1f907d // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20260803160001-6ac0973c030d // indirect
-	google.golang.org/genproto/googleapis/rpc v0.0.0-20260803160001-6ac0973c030d // indirect
-	google.golang.org/protobuf v1.36.11 // indirect
 	rsc.io/omap v1.2.0 // indirect
 	rsc.io/ordered v1.1.1 // indirect
 )
