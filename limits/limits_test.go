@@ -45,18 +45,14 @@ func newStore(t *testing.T) *store {
 func (s *store) meter(user string, l limits.Limits, now time.Time) *limits.Meter {
 	s.t.Helper()
 	r := s.counter.Begin(s.t.Context(), user, l, now)
-	var snaps []*firestore.DocumentSnapshot
-	if docs := r.Docs(); len(docs) > 0 {
-		var refs []*firestore.DocumentRef
-		for _, d := range docs {
-			refs = append(refs, s.client.Doc(d.Path()))
-		}
+	var docs []sessionstore.StoredDoc
+	if names := r.Docs(); len(names) > 0 {
 		var err error
-		if snaps, err = s.client.GetAll(s.t.Context(), refs); err != nil {
+		if docs, err = s.sessions.ReadDocs(s.t.Context(), names...); err != nil {
 			s.t.Fatal(err)
 		}
 	}
-	m, err := r.Meter(snaps)
+	m, err := r.Meter(docs)
 	if err != nil {
 		s.t.Fatalf("Meter() error = %v", err)
 	}
