@@ -14,15 +14,16 @@ import (
 	"github.com/baton-run/baton/limits"
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
+	"github.com/baton-run/baton/usechat"
 )
 
 // Errors of the HTTP layer itself; the libraries' sentinels map alongside.
 var (
-	errBadRequest      = errors.New("bad request")
+	errBadRequest      = usechat.ErrBadRequest
 	errUnauthenticated = errors.New("unauthenticated")
 	errForbidden       = errors.New("forbidden")
 	errMethod          = errors.New("method not allowed")
-	errMediaType       = errors.New("unsupported media type")
+	errMediaType       = usechat.ErrMediaType
 	errBodyTooLarge    = errors.New("request body too large")
 	errUnknownAgent    = errors.New("unknown agent")
 	errStartupFailed   = errors.New("startup failed")
@@ -57,7 +58,7 @@ func status(err error) (int, apiErrorBody) {
 		resolved *toolcallback.AlreadyResolvedError
 		maxBytes *http.MaxBytesError
 		unknown  *toolcallback.UnknownAgentError
-		limit    *limitError
+		limit    *usechat.LimitError
 		limited  *limits.LimitError
 	)
 	switch {

@@ -1,4 +1,4 @@
-package functions
+package usechat
 
 // Regenerate and edit on Chat (toolcallback.Team.Rewind does the work):
 //
@@ -28,7 +28,7 @@ import (
 // the one after its last message, a user message; or the chat's last),
 // and streams a new answer to the user message before it. The same
 // request again streams the answer it made.
-func (s *Server) chatRegenerate(w http.ResponseWriter, r *http.Request, log *slog.Logger, c caller, device string, req *postBody) error {
+func (s *Server) chatRegenerate(w http.ResponseWriter, r *http.Request, log *slog.Logger, c Caller, device string, req *postBody) error {
 	target := req.MessageID
 	if target == "" && req.Messages > 0 {
 		last, err := s.takeMessage(req)
@@ -42,22 +42,22 @@ func (s *Server) chatRegenerate(w http.ResponseWriter, r *http.Request, log *slo
 			return err
 		}
 	}
-	inv, err := s.team.Rewind(r.Context(), toolcallback.RewindRequest{UserID: c.user, ChatID: req.ID, ClientID: device, Message: target, Limits: s.limitsOf(c)})
-	return s.chatRewound(w, r, log, c.user, device, req.ID, inv, err)
+	inv, err := s.team.Rewind(r.Context(), toolcallback.RewindRequest{UserID: c.User, ChatID: req.ID, ClientID: device, Message: target, Limits: c.Limits})
+	return s.chatRewound(w, r, log, c.User, device, req.ID, inv, err)
 }
 
 // chatEdit replaces the user message m (named by the body's messageId)
 // and everything after it with m as now sent, and streams the answer.
-func (s *Server) chatEdit(w http.ResponseWriter, r *http.Request, log *slog.Logger, c caller, device string, req *postBody, m *uiMessage) error {
+func (s *Server) chatEdit(w http.ResponseWriter, r *http.Request, log *slog.Logger, c Caller, device string, req *postBody, m *uiMessage) error {
 	if m.ID != req.MessageID {
-		return fmt.Errorf("%w: an edit's last message is the edited message, with messageId as its id", errBadRequest)
+		return fmt.Errorf("%w: an edit's last message is the edited message, with messageId as its id", ErrBadRequest)
 	}
-	content, err := s.newContent(m, c.user, req.ID)
+	content, err := s.newContent(m, c.User, req.ID)
 	if err != nil {
 		return err
 	}
-	inv, err := s.team.Rewind(r.Context(), toolcallback.RewindRequest{UserID: c.user, ChatID: req.ID, ClientID: device, Message: m.ID, Content: content, Limits: s.limitsOf(c)})
-	return s.chatRewound(w, r, log, c.user, device, req.ID, inv, err)
+	inv, err := s.team.Rewind(r.Context(), toolcallback.RewindRequest{UserID: c.User, ChatID: req.ID, ClientID: device, Message: m.ID, Content: content, Limits: c.Limits})
+	return s.chatRewound(w, r, log, c.User, device, req.ID, inv, err)
 }
 
 // chatRewound answers a rewind: its turn's stream, or the chat's latest
@@ -70,34 +70,5 @@ func (s *Server) chatRewound(w http.ResponseWriter, r *http.Request, log *slog.L
 		return err
 	}
 	s.respond(w, r, log, inv, reply{page: true, device: device, files: s.fileLinks(r, user)})
-	return nil
-}
-
-// turnReplace is Turn's regenerate and edit: {sessionId, clientId,
-// replace, text?|parts?}. A request served before is 409 already_taken
-// (Turn has no stream to replay; the chat's history has the answer).
-func (s *Server) turnReplace(w http.ResponseWriter, r *http.Request, log *slog.Logger, c caller, req *turnRequest) error {
-	if req.Agent != "" {
-		return fmt.Errorf("%w: replace keeps the chat's agent; send agent with a new message", errBadRequest)
-	}
-	if err := sessionstore.ValidateID("message id", req.Replace); err != nil {
-		return err
-	}
-	rw := toolcallback.RewindRequest{UserID: c.user, ChatID: req.SessionID, ClientID: req.ClientID, Message: req.Replace, Limits: s.limitsOf(c)}
-	if req.Text != "" || len(req.Parts) > 0 {
-		content, err := req.content()
-		if err != nil {
-			return err
-		}
-		if err := s.checkFiles(content); err != nil {
-			return err
-		}
-		rw.Content = content
-	}
-	inv, err := s.team.Rewind(r.Context(), rw)
-	if err != nil {
-		return err
-	}
-	s.respond(w, r, log, inv, reply{})
 	return nil
 }

@@ -1,4 +1,4 @@
-package functions
+package usechat
 
 // Resumable streams without Redis: a turn's stream is rebuilt from the
 // session in Firestore, which every instance appends each event to before
@@ -25,17 +25,17 @@ import (
 	"github.com/baton-run/baton/uistream"
 )
 
-// waitHeader, on GET /Chat/{chatId}/stream, asks to wait up to that many
+// WaitHeader, on GET /Chat/{chatId}/stream, asks to wait up to that many
 // seconds for a turn to start when none is running (a live tab's long
 // poll) instead of answering 204 at once.
-const waitHeader = "X-Baton-Wait"
+const WaitHeader = "X-Baton-Wait"
 
-// seenHeader, with waitHeader, names the last assistant message the
+// SeenHeader, with WaitHeader, names the last assistant message the
 // live tab shows ("none" for none): a turn it has not seen is replayed at
 // once, so no turn is missed between two waits.
-const seenHeader = "X-Baton-Seen"
+const SeenHeader = "X-Baton-Seen"
 
-// maxWait bounds waitHeader.
+// maxWait bounds WaitHeader.
 const maxWait = 55 * time.Second
 
 // replayWindow is how many recent events a replay reads to find the turn
@@ -43,22 +43,22 @@ const maxWait = 55 * time.Second
 const replayWindow = 200
 
 // chatResume answers useChat's resume request: GET /Chat/{chatId}/stream.
-// Without waitHeader it is resumeOpen; with it, a live tab's follow.
+// Without WaitHeader it is resumeOpen; with it, a live tab's follow.
 func (s *Server) chatResume(w http.ResponseWriter, r *http.Request, log *slog.Logger, chatID string) error {
-	user, err := s.ident.userID(r.Context(), r)
+	user, err := s.userID(r)
 	if err != nil {
 		return err
 	}
 	var wait time.Duration
-	if v := r.Header.Get(waitHeader); v != "" {
+	if v := r.Header.Get(WaitHeader); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 || time.Duration(n)*time.Second > maxWait {
-			return fmt.Errorf("%w: %s must be 0 to %d seconds", errBadRequest, waitHeader, int(maxWait.Seconds()))
+			return fmt.Errorf("%w: %s must be 0 to %d seconds", ErrBadRequest, WaitHeader, int(maxWait.Seconds()))
 		}
 		wait = time.Duration(n) * time.Second
 	}
 	if wait > 0 {
-		return s.follow(w, r, log, user, chatID, wait, r.Header.Get(seenHeader))
+		return s.follow(w, r, log, user, chatID, wait, r.Header.Get(SeenHeader))
 	}
 	return s.resumeOpen(w, r, log, user, chatID)
 }

@@ -1,4 +1,4 @@
-package functions
+package usechat
 
 // Questions asked on a live call (toolcallback.AskLive) while a turn runs
 // are not in the session: a stream that follows the turn follows them in

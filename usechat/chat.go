@@ -1,4 +1,4 @@
-package functions
+package usechat
 
 // Chat: the AI SDK's useChat talks to Baton through DefaultChatTransport
 // with nothing but its api URL (…/Chat), headers and body set.
@@ -25,7 +25,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strings"
 
 	"google.golang.org/adk/v2/session"
@@ -72,71 +71,29 @@ type uiApproval struct {
 	Reason   string `json:"reason,omitempty"`
 }
 
-func (s *Server) chat(w http.ResponseWriter, r *http.Request, log *slog.Logger) error {
-	chatID, rest, err := chatPath(r.URL)
-	if err != nil {
-		return err
-	}
-	switch {
-	case r.Method == http.MethodPost && chatID == "":
-		return s.chatPost(w, r, log)
-	case r.Method == http.MethodGet && chatID != "" && rest == "stream":
-		return s.chatResume(w, r, log, chatID)
-	case r.Method == http.MethodGet && chatID != "" && rest == "live":
-		return s.chatLive(w, r, log, chatID)
-	case r.Method == http.MethodGet && chatID != "" && rest == "":
-		return s.chatMessages(w, r, chatID)
-	case r.Method == http.MethodDelete && chatID != "" && rest == "stream":
-		return s.stop(w, r, chatID)
-	case r.Method == http.MethodGet && chatID != "" && strings.HasPrefix(rest, "files/"):
-		return s.chatFile(w, r, chatID, rest)
-	}
-	return fmt.Errorf("%w: POST /Chat, GET /Chat/{chatId}, GET or DELETE /Chat/{chatId}/stream, GET /Chat/{chatId}/live", errBadRequest)
-}
-
-// chatPath splits what follows the function's name in the path: "" for
-// POST /Chat, or a chat id and what follows it. The id is one path
-// segment, URL-decoded, as DefaultChatTransport encodes it.
-func chatPath(u *url.URL) (chatID, rest string, err error) {
-	p := u.EscapedPath()
-	if i := strings.Index(p, "/"+NameChat); i >= 0 {
-		p = p[i+len(NameChat)+1:]
-	}
-	p = strings.Trim(p, "/")
-	if p == "" {
-		return "", "", nil
-	}
-	seg, rest, _ := strings.Cut(p, "/")
-	id, err := url.PathUnescape(seg)
-	if err != nil {
-		return "", "", fmt.Errorf("%w: chat id: %v", errBadRequest, err)
-	}
-	return id, rest, nil // Team checks it
-}
-
 // chatDevice is the device (tab) a request comes from: the body's
 // deviceId or the X-Baton-Device header; both, when given, must agree.
 func chatDevice(r *http.Request, fromBody string) (string, error) {
 	h := r.Header.Get(deviceHeader)
 	if fromBody != "" && h != "" && fromBody != h {
-		return "", fmt.Errorf("%w: deviceId and %s differ", errBadRequest, deviceHeader)
+		return "", fmt.Errorf("%w: deviceId and %s differ", ErrBadRequest, deviceHeader)
 	}
 	d := fromBody
 	if d == "" {
 		d = h
 	}
 	if d == "" {
-		return "", fmt.Errorf("%w: send the device id as deviceId in the body or in %s", errBadRequest, deviceHeader)
+		return "", fmt.Errorf("%w: send the device id as deviceId in the body or in %s", ErrBadRequest, deviceHeader)
 	}
 	return d, nil // Team checks it
 }
 
 func (s *Server) chatPost(w http.ResponseWriter, r *http.Request, log *slog.Logger) error {
-	c, err := s.ident.caller(r.Context(), r)
+	c, err := s.ident(r)
 	if err != nil {
 		return err
 	}
-	user := c.user
+	user := c.User
 	req, err := s.readChatBody(w, r)
 	if err != nil {
 		return err
@@ -150,10 +107,10 @@ func (s *Server) chatPost(w http.ResponseWriter, r *http.Request, log *slog.Logg
 	case "regenerate-message":
 		return s.chatRegenerate(w, r, log, c, device, req)
 	default:
-		return fmt.Errorf("%w: trigger must be submit-message or regenerate-message", errBadRequest)
+		return fmt.Errorf("%w: trigger must be submit-message or regenerate-message", ErrBadRequest)
 	}
 	if req.Messages == 0 {
-		return fmt.Errorf("%w: messages is empty", errBadRequest)
+		return fmt.Errorf("%w: messages is empty", ErrBadRequest)
 	}
 	last, err := s.takeMessage(req)
 	if err != nil {
@@ -168,14 +125,14 @@ func (s *Server) chatPost(w http.ResponseWriter, r *http.Request, log *slog.Logg
 	case "assistant":
 		return s.chatAnswers(w, r, log, user, device, req.ID, last)
 	}
-	return fmt.Errorf("%w: the last message must be a user message or the assistant message holding answers", errBadRequest)
+	return fmt.Errorf("%w: the last message must be a user message or the assistant message holding answers", ErrBadRequest)
 }
 
 // chatMessage runs a turn on the user's new message. A message the chat
 // took already (the same message id, sent again) is answered with the
 // stream of the turn it started.
-func (s *Server) chatMessage(w http.ResponseWriter, r *http.Request, log *slog.Logger, c caller, device, chatID, agentName string, m *uiMessage) error {
-	user := c.user
+func (s *Server) chatMessage(w http.ResponseWriter, r *http.Request, log *slog.Logger, c Caller, device, chatID, agentName string, m *uiMessage) error {
+	user := c.User
 	if err := s.cardActions(r.Context(), user, chatID, m); err != nil {
 		return err
 	}
@@ -184,7 +141,7 @@ func (s *Server) chatMessage(w http.ResponseWriter, r *http.Request, log *slog.L
 		return err
 	}
 	inv, report, err := s.team.Turn(r.Context(), toolcallback.TurnRequest{
-		UserID: user, ChatID: chatID, ClientID: device, Agent: agentName, Content: content, MessageID: m.ID, Limits: s.limitsOf(c),
+		UserID: user, ChatID: chatID, ClientID: device, Agent: agentName, Content: content, MessageID: m.ID, Limits: c.Limits,
 	})
 	if errors.Is(err, toolcallback.ErrMessageTaken) {
 		return s.chatReplay(w, r, log, user, chatID)
@@ -248,7 +205,7 @@ func (s *Server) cardActions(ctx context.Context, user, chatID string, m *uiMess
 		}
 		text, err := a2ui.ActionText(a)
 		if err != nil {
-			return fmt.Errorf("%w: parts[%d]: %v", errBadRequest, i, err)
+			return fmt.Errorf("%w: parts[%d]: %v", ErrBadRequest, i, err)
 		}
 		m.Parts[i] = uiPart{Type: "text", Text: text}
 	}
@@ -274,25 +231,25 @@ func (m *uiMessage) content(maxFile int64) (*genai.Content, error) {
 			meta, data, ok := strings.Cut(strings.TrimPrefix(p.URL, "data:"), ",")
 			mediaType, isBase64 := strings.CutSuffix(meta, ";base64")
 			if !ok || !isBase64 {
-				return nil, fmt.Errorf("%w: parts[%d]: a file must be a base64 data URL", errBadRequest, i)
+				return nil, fmt.Errorf("%w: parts[%d]: a file must be a base64 data URL", ErrBadRequest, i)
 			}
 			b, err := base64.StdEncoding.DecodeString(data)
 			if err != nil {
-				return nil, fmt.Errorf("%w: parts[%d]: %v", errBadRequest, i, err)
+				return nil, fmt.Errorf("%w: parts[%d]: %v", ErrBadRequest, i, err)
 			}
 			if int64(len(b)) > maxFile {
-				return nil, &limitError{what: fmt.Sprintf("the file of parts[%d]", i), limit: maxFile, env: "BATON_MAX_FILE_BYTES"}
+				return nil, &LimitError{what: fmt.Sprintf("the file of parts[%d]", i), limit: maxFile, env: "BATON_MAX_FILE_BYTES"}
 			}
 			if p.MediaType != "" {
 				mediaType = p.MediaType
 			}
 			c.Parts = append(c.Parts, &genai.Part{InlineData: &genai.Blob{Data: b, MIMEType: mediaType, DisplayName: p.Filename}})
 		case actionPartType:
-			return nil, fmt.Errorf("%w: parts[%d]: an action on a surface is sent in a new message, not an edit", errBadRequest, i)
+			return nil, fmt.Errorf("%w: parts[%d]: an action on a surface is sent in a new message, not an edit", ErrBadRequest, i)
 		}
 	}
 	if len(c.Parts) == 0 {
-		return nil, fmt.Errorf("%w: the user message has no text or file part", errBadRequest)
+		return nil, fmt.Errorf("%w: the user message has no text or file part", ErrBadRequest)
 	}
 	return c, nil
 }
@@ -338,7 +295,7 @@ func (s *Server) chatAnswers(w http.ResponseWriter, r *http.Request, log *slog.L
 		}
 	}
 	if answers == 0 {
-		return fmt.Errorf("%w: the last message is an assistant message with no tool output or approval response", errBadRequest)
+		return fmt.Errorf("%w: the last message is an assistant message with no tool output or approval response", ErrBadRequest)
 	}
 	if resumed == nil && recorded {
 		_ = uistream.NewEncoder(uistream.NewSSE(w), m.ID).Finish()
@@ -376,7 +333,7 @@ func (s *Server) chatAnswer(r *http.Request, user, device, chatID string, p uiPa
 			// changed it, merged into the model's arguments.
 			var payload any
 			if err := json.Unmarshal(p.Input, &payload); err != nil {
-				return nil, fmt.Errorf("%w: input of %q: %v", errBadRequest, p.ToolCallID, err)
+				return nil, fmt.Errorf("%w: input of %q: %v", ErrBadRequest, p.ToolCallID, err)
 			}
 			result.Answer.Payload = payload
 		}
@@ -385,7 +342,7 @@ func (s *Server) chatAnswer(r *http.Request, user, device, chatID string, p uiPa
 	case p.State == "output-available":
 		var output map[string]any
 		if err := json.Unmarshal(p.Output, &output); err != nil || output == nil {
-			return nil, fmt.Errorf("%w: the output of %q must be a JSON object", errBadRequest, p.ToolCallID)
+			return nil, fmt.Errorf("%w: the output of %q must be a JSON object", ErrBadRequest, p.ToolCallID)
 		}
 		result.CallID, result.Answer.Output = p.ToolCallID, output
 	case p.State == "output-error":
@@ -398,7 +355,7 @@ func (s *Server) chatAnswer(r *http.Request, user, device, chatID string, p uiPa
 		return nil, errNoAnswer
 	}
 	if result.CallID == "" {
-		return nil, fmt.Errorf("%w: a tool part without its call id", errBadRequest)
+		return nil, fmt.Errorf("%w: a tool part without its call id", ErrBadRequest)
 	}
 	return s.team.Resume(r.Context(), result)
 }

@@ -1,4 +1,4 @@
-package functions
+package usechat
 
 import (
 	"cmp"
@@ -13,6 +13,7 @@ import (
 	"github.com/baton-run/baton/toolcallback"
 	"github.com/baton-run/baton/transcript"
 	"github.com/baton-run/baton/uistream"
+	"github.com/baton-run/baton/userinput"
 )
 
 // chatView is GET /Chat/{chatId}: a page of the conversation as AI SDK
@@ -110,12 +111,12 @@ func (p textPart) partType() string    { return p.Type }
 func (p agentPart) partType() string   { return p.Type }
 func (p toolPart) partType() string    { return p.Type }
 
-func newAgentPart(item historyItem) agentPart {
+func newAgentPart(item HistoryItem) agentPart {
 	return agentPart{Type: "data-agent", Data: agentSwitch{Switched: true, From: item.From, To: item.To}}
 }
 
 func (s *Server) chatMessages(w http.ResponseWriter, r *http.Request, chatID string) error {
-	user, err := s.ident.userID(r.Context(), r)
+	user, err := s.userID(r)
 	if err != nil {
 		return err
 	}
@@ -228,7 +229,7 @@ func uiMessages(events session.Events, shown int, open []*toolcallback.Call) []u
 
 // newToolPart is a tool call as a UIMessage part; open is its ledger
 // record while it waits for an answer.
-func newToolPart(item historyItem, open *toolcallback.Call) toolPart {
+func newToolPart(item HistoryItem, open *toolcallback.Call) toolPart {
 	p := toolPart{Type: "tool-" + item.ToolName, ToolCallID: item.ToolCallID, Input: item.Input, ProviderExecuted: true}
 	if p.Input == nil {
 		p.Input = map[string]any{}
@@ -266,7 +267,16 @@ func deviceOf(open *toolcallback.Call) *callMetadata {
 // browser call of userinput.ToolName that the device that started
 // the turn answers with its output, as the stream showed it.
 func newInputPart(open *toolcallback.Call) toolPart {
-	v := newCallView(open, "")
-	return toolPart{Type: "tool-" + v.ToolName, ToolCallID: v.ToolCallID, State: "input-available", Input: v.Input,
+	p := toolPart{Type: "tool-" + open.Tool, ToolCallID: open.OriginalID, State: "input-available", Input: open.Args,
 		CallProviderMetadata: deviceOf(open)}
+	if open.Input != nil {
+		p.Type, p.ToolCallID, p.Input = "tool-"+userinput.ToolName, open.ID, open.Input.Shown()
+		if open.Live {
+			p.Input["live"] = true // asked on the live call: answered with ToolResult
+		}
+	}
+	if p.Input == nil {
+		p.Input = map[string]any{}
+	}
+	return p
 }

@@ -1,15 +1,41 @@
-package functions
+package usechat
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
+
+// testConfig is the configuration of the tests: what is new in a body is
+// bounded by 64 KiB.
+func testConfig() Config {
+	return Config{MaxBodyBytes: 64 << 10, InvocationTimeout: 30 * time.Second, KeepAlive: 15 * time.Second}
+}
+
+// errorBody is what a client reads of an error: the status it is answered
+// with and the message.
+type errorBody struct{ Message string }
+
+// status is how the HTTP routes answer the errors of Chat's body: 413 for
+// a limit (its message names it), 400 for the rest; 500 for anything
+// else.
+func status(err error) (int, errorBody) {
+	var limit *LimitError
+	switch {
+	case errors.As(err, &limit):
+		return http.StatusRequestEntityTooLarge, errorBody{Message: err.Error()}
+	case errors.Is(err, ErrBadRequest), errors.Is(err, ErrMediaType):
+		return http.StatusBadRequest, errorBody{Message: err.Error()}
+	}
+	return http.StatusInternalServerError, errorBody{Message: "internal error"}
+}
 
 // readPost runs Chat's body reading on body, as chatPost does: the
 // stream, then the last message.
