@@ -20,6 +20,7 @@ import (
 	"google.golang.org/adk/v2/session"
 
 	"github.com/baton-run/baton/a2ui"
+	"github.com/baton-run/baton/errclass"
 	"github.com/baton-run/baton/toolcallback"
 )
 
@@ -144,11 +145,11 @@ func isA2UIPart(p *a2a.Part) bool {
 func actionOf(p *a2a.Part) (a2ui.Action, error) {
 	raw, err := json.Marshal(p.Data())
 	if err != nil {
-		return a2ui.Action{}, fmt.Errorf("%w: an A2UI part: %v", a2a.ErrInvalidParams, err)
+		return a2ui.Action{}, fmt.Errorf("%w: an A2UI part: %v", errclass.ErrBadRequest, err)
 	}
 	a, err := a2ui.DecodeAction(raw)
 	if err != nil {
-		return a2ui.Action{}, fmt.Errorf("%w: an A2UI part must hold an action: %v", a2a.ErrInvalidParams, err)
+		return a2ui.Action{}, fmt.Errorf("%w: an A2UI part must hold an action: %w", errclass.ErrBadRequest, err)
 	}
 	return a, nil
 }

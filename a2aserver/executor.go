@@ -16,6 +16,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/a2ui"
+	"github.com/baton-run/baton/errclass"
 	"github.com/baton-run/baton/limits"
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
@@ -66,7 +67,7 @@ func (x *executor) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter
 		r := &run{x: x, ec: ec, user: ec.User.Name, limits: callerLimits(ec.User), yield: yield, rich: wantsA2UI(ec)}
 		m, err := splitMessage(ec.Message)
 		if err != nil {
-			yield(nil, err) // checked by the request interceptor already
+			yield(nil, rpcError(err)) // checked by the request interceptor already
 			return
 		}
 		if ec.StoredTask == nil {
@@ -83,12 +84,12 @@ func (x *executor) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter
 func (r *run) start(ctx context.Context, m message) {
 	content, err := r.cardContent(ctx, m.content, m.actions)
 	if err != nil {
-		r.yield(nil, err)
+		r.yield(nil, r.x.refused(ctx, err))
 		return
 	}
 	inv, _, err := r.x.team.Turn(ctx, toolcallback.TurnRequest{UserID: r.user, ChatID: r.ec.ContextID, ClientID: r.client(), Content: content, Limits: r.limits})
 	if err != nil {
-		r.yield(nil, r.x.turnError(ctx, err))
+		r.yield(nil, r.x.refused(ctx, err))
 		return
 	}
 	if !r.yield(a2a.NewSubmittedTask(r.ec, r.ec.Message), nil) {
@@ -325,35 +326,18 @@ func (x *executor) pending(ctx context.Context, user, chat, client string) ([]*t
 	return own, nil
 }
 
-// turnError maps an error of Team.Turn to what the caller sees.
-func (x *executor) turnError(ctx context.Context, err error) error {
-	var unknown *toolcallback.UnknownAgentError
-	switch {
-	case errors.Is(err, sessionstore.ErrBusy):
-		return fmt.Errorf("%w: the chat is busy with another turn; retry shortly", a2a.ErrServerError)
-	case errors.Is(err, limits.ErrRateLimited), errors.Is(err, limits.ErrBudgetExhausted):
-		return fmt.Errorf("%w: %s", a2a.ErrServerError, err.Error())
-	case errors.Is(err, toolcallback.ErrPendingCalls), errors.As(err, &unknown),
-		errors.Is(err, sessionstore.ErrInvalidID), errors.Is(err, toolcallback.ErrInvalidAnswer):
-		return fmt.Errorf("%w: %s", a2a.ErrInvalidParams, err.Error())
+// refused is a turn's refusal as the caller reads it (rpcError); a
+// server's fault is logged.
+func (x *executor) refused(ctx context.Context, err error) error {
+	if errclass.Of(err).Fault() {
+		x.log.ErrorContext(ctx, "a2a turn", "error", err)
 	}
-	x.log.ErrorContext(ctx, "a2a turn", "error", err)
-	return a2a.ErrInternalError
+	return rpcError(err)
 }
 
 // problem says why an answer or message was not taken, in words for the
-// caller; errors that are the server's are only "internal error".
-func problem(err error) string {
-	for _, known := range []error{toolcallback.ErrCallNotFound, toolcallback.ErrAlreadyResolved, toolcallback.ErrExpired,
-		toolcallback.ErrWrongClient, toolcallback.ErrInvalidAnswer, toolcallback.ErrAnswerTooLarge, toolcallback.ErrPendingCalls,
-		sessionstore.ErrBusy, sessionstore.ErrInvalidID, limits.ErrRateLimited, limits.ErrBudgetExhausted,
-		toolcallback.ErrSurfaceGone, a2ui.ErrNoSurface, a2ui.ErrNotOffered, a2ui.ErrSurfaceWaits, a2ui.ErrInvalid} {
-		if errors.Is(err, known) {
-			return err.Error()
-		}
-	}
-	return "internal error"
-}
+// caller: its class's message (errclass).
+func problem(err error) string { return errclass.Of(err).Message }
 
 // agentText is a message of the agent on task: like every message Baton
 // sends, it names the task and its context (A2A asks a server's messages
@@ -424,7 +408,7 @@ func splitMessage(msg *a2a.Message) (message, error) {
 	}
 	parts, err := adka2a.ToGenAIParts(rest)
 	if err != nil {
-		return message{}, fmt.Errorf("%w: %w", a2a.ErrInvalidParams, err)
+		return message{}, fmt.Errorf("%w: %w", errclass.ErrBadRequest, err)
 	}
 	var content []*genai.Part
 	for _, p := range parts {
@@ -434,15 +418,15 @@ func splitMessage(msg *a2a.Message) (message, error) {
 			continue
 		}
 		if fr.ID == "" {
-			return message{}, fmt.Errorf("%w: a function response needs the id of the call it answers", a2a.ErrInvalidParams)
+			return message{}, fmt.Errorf("%w: a function response needs the id of the call it answers", errclass.ErrBadRequest)
 		}
 		m.answers = append(m.answers, answer{id: fr.ID, answer: answerOf(fr)})
 	}
 	if len(m.answers) > 0 && (len(content) > 0 || len(m.actions) > 0) {
-		return message{}, fmt.Errorf("%w: a message either answers calls or says something, not both", a2a.ErrInvalidParams)
+		return message{}, fmt.Errorf("%w: a message either answers calls or says something, not both", errclass.ErrBadRequest)
 	}
 	if len(content) == 0 && len(m.answers) == 0 && len(m.actions) == 0 {
-		return message{}, fmt.Errorf("%w: the message has no parts the agent can read", a2a.ErrInvalidParams)
+		return message{}, fmt.Errorf("%w: the message has no parts the agent can read", errclass.ErrBadRequest)
 	}
 	if len(content) > 0 {
 		m.content = &genai.Content{Role: genai.RoleUser, Parts: content}
@@ -490,7 +474,7 @@ func (r *run) cardContent(ctx context.Context, content *genai.Content, actions [
 	}
 	state, err := r.x.team.Pending(ctx, toolcallback.PendingRequest{UserID: r.user, ChatID: r.ec.ContextID, History: -1})
 	if errors.Is(err, sessionstore.ErrNotFound) {
-		return nil, fmt.Errorf("%w: %w: the chat shows no surface", a2a.ErrInvalidParams, a2ui.ErrNoSurface)
+		return nil, fmt.Errorf("%w: the chat shows no surface", a2ui.ErrNoSurface)
 	}
 	if err != nil {
 		return nil, err
@@ -500,11 +484,11 @@ func (r *run) cardContent(ctx context.Context, content *genai.Content, actions [
 	}
 	for _, a := range actions {
 		if err := a2ui.CheckCardAction(state.History, a); err != nil {
-			return nil, fmt.Errorf("%w: %w", a2a.ErrInvalidParams, err)
+			return nil, err
 		}
 		text, err := a2ui.ActionText(a)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %w", a2a.ErrInvalidParams, err)
+			return nil, fmt.Errorf("%w: %w", errclass.ErrBadRequest, err)
 		}
 		content.Parts = append(content.Parts, genai.NewPartFromText(text))
 	}

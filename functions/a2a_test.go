@@ -26,10 +26,28 @@ type rpc struct {
 			State string `json:"state"`
 		} `json:"status"`
 	} `json:"result"`
-	Error *struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-	} `json:"error"`
+	Error *rpcError `json:"error"`
+}
+
+// rpcError is a JSON-RPC error: its data holds Baton's code of the error's
+// class (errclass), as the HTTP routes' bodies do.
+type rpcError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+	Data    []struct {
+		Code              string `json:"code"`
+		RetryAfterSeconds int    `json:"retryAfterSeconds"`
+	} `json:"data"`
+}
+
+// class is Baton's code of the error, "" when its data has none.
+func (e *rpcError) class() string {
+	for _, d := range e.Data {
+		if d.Code != "" {
+			return d.Code
+		}
+	}
+	return ""
 }
 
 // a2aCall sends one JSON-RPC request (A2A 0.3 method names) to the A2A

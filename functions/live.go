@@ -23,13 +23,14 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/baton-run/baton/errclass"
 	"github.com/baton-run/baton/live"
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
 )
 
 // errLiveOff: the deployment has no live model.
-var errLiveOff = errors.New("live mode is not configured")
+var errLiveOff = errclass.ErrLiveOff
 
 // Bounds of a live socket: the wait for the first frame, for one write,
 // and between pings (which keep proxies from closing a quiet socket, and

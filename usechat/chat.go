@@ -31,6 +31,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/a2ui"
+	"github.com/baton-run/baton/errclass"
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
 	"github.com/baton-run/baton/uistream"
@@ -76,14 +77,14 @@ type uiApproval struct {
 func chatDevice(r *http.Request, fromBody string) (string, error) {
 	h := r.Header.Get(deviceHeader)
 	if fromBody != "" && h != "" && fromBody != h {
-		return "", fmt.Errorf("%w: deviceId and %s differ", ErrBadRequest, deviceHeader)
+		return "", fmt.Errorf("%w: deviceId and %s differ", errBadRequest, deviceHeader)
 	}
 	d := fromBody
 	if d == "" {
 		d = h
 	}
 	if d == "" {
-		return "", fmt.Errorf("%w: send the device id as deviceId in the body or in %s", ErrBadRequest, deviceHeader)
+		return "", fmt.Errorf("%w: send the device id as deviceId in the body or in %s", errBadRequest, deviceHeader)
 	}
 	return d, nil // Team checks it
 }
@@ -107,10 +108,10 @@ func (s *Server) chatPost(w http.ResponseWriter, r *http.Request, log *slog.Logg
 	case "regenerate-message":
 		return s.chatRegenerate(w, r, log, c, device, req)
 	default:
-		return fmt.Errorf("%w: trigger must be submit-message or regenerate-message", ErrBadRequest)
+		return fmt.Errorf("%w: trigger must be submit-message or regenerate-message", errBadRequest)
 	}
 	if req.Messages == 0 {
-		return fmt.Errorf("%w: messages is empty", ErrBadRequest)
+		return fmt.Errorf("%w: messages is empty", errBadRequest)
 	}
 	last, err := s.takeMessage(req)
 	if err != nil {
@@ -125,7 +126,7 @@ func (s *Server) chatPost(w http.ResponseWriter, r *http.Request, log *slog.Logg
 	case "assistant":
 		return s.chatAnswers(w, r, log, user, device, req.ID, last)
 	}
-	return fmt.Errorf("%w: the last message must be a user message or the assistant message holding answers", ErrBadRequest)
+	return fmt.Errorf("%w: the last message must be a user message or the assistant message holding answers", errBadRequest)
 }
 
 // chatMessage runs a turn on the user's new message. A message the chat
@@ -205,7 +206,7 @@ func (s *Server) cardActions(ctx context.Context, user, chatID string, m *uiMess
 		}
 		text, err := a2ui.ActionText(a)
 		if err != nil {
-			return fmt.Errorf("%w: parts[%d]: %v", ErrBadRequest, i, err)
+			return fmt.Errorf("%w: parts[%d]: %v", errBadRequest, i, err)
 		}
 		m.Parts[i] = uiPart{Type: "text", Text: text}
 	}
@@ -231,25 +232,25 @@ func (m *uiMessage) content(maxFile int64) (*genai.Content, error) {
 			meta, data, ok := strings.Cut(strings.TrimPrefix(p.URL, "data:"), ",")
 			mediaType, isBase64 := strings.CutSuffix(meta, ";base64")
 			if !ok || !isBase64 {
-				return nil, fmt.Errorf("%w: parts[%d]: a file must be a base64 data URL", ErrBadRequest, i)
+				return nil, fmt.Errorf("%w: parts[%d]: a file must be a base64 data URL", errBadRequest, i)
 			}
 			b, err := base64.StdEncoding.DecodeString(data)
 			if err != nil {
-				return nil, fmt.Errorf("%w: parts[%d]: %v", ErrBadRequest, i, err)
+				return nil, fmt.Errorf("%w: parts[%d]: %v", errBadRequest, i, err)
 			}
 			if int64(len(b)) > maxFile {
-				return nil, &LimitError{what: fmt.Sprintf("the file of parts[%d]", i), limit: maxFile, env: "BATON_MAX_FILE_BYTES"}
+				return nil, &errclass.LimitError{What: fmt.Sprintf("the file of parts[%d]", i), Limit: maxFile, Env: "BATON_MAX_FILE_BYTES"}
 			}
 			if p.MediaType != "" {
 				mediaType = p.MediaType
 			}
 			c.Parts = append(c.Parts, &genai.Part{InlineData: &genai.Blob{Data: b, MIMEType: mediaType, DisplayName: p.Filename}})
 		case actionPartType:
-			return nil, fmt.Errorf("%w: parts[%d]: an action on a surface is sent in a new message, not an edit", ErrBadRequest, i)
+			return nil, fmt.Errorf("%w: parts[%d]: an action on a surface is sent in a new message, not an edit", errBadRequest, i)
 		}
 	}
 	if len(c.Parts) == 0 {
-		return nil, fmt.Errorf("%w: the user message has no text or file part", ErrBadRequest)
+		return nil, fmt.Errorf("%w: the user message has no text or file part", errBadRequest)
 	}
 	return c, nil
 }
@@ -295,7 +296,7 @@ func (s *Server) chatAnswers(w http.ResponseWriter, r *http.Request, log *slog.L
 		}
 	}
 	if answers == 0 {
-		return fmt.Errorf("%w: the last message is an assistant message with no tool output or approval response", ErrBadRequest)
+		return fmt.Errorf("%w: the last message is an assistant message with no tool output or approval response", errBadRequest)
 	}
 	if resumed == nil && recorded {
 		_ = uistream.NewEncoder(uistream.NewSSE(w), m.ID).Finish()
@@ -333,7 +334,7 @@ func (s *Server) chatAnswer(r *http.Request, user, device, chatID string, p uiPa
 			// changed it, merged into the model's arguments.
 			var payload any
 			if err := json.Unmarshal(p.Input, &payload); err != nil {
-				return nil, fmt.Errorf("%w: input of %q: %v", ErrBadRequest, p.ToolCallID, err)
+				return nil, fmt.Errorf("%w: input of %q: %v", errBadRequest, p.ToolCallID, err)
 			}
 			result.Answer.Payload = payload
 		}
@@ -342,7 +343,7 @@ func (s *Server) chatAnswer(r *http.Request, user, device, chatID string, p uiPa
 	case p.State == "output-available":
 		var output map[string]any
 		if err := json.Unmarshal(p.Output, &output); err != nil || output == nil {
-			return nil, fmt.Errorf("%w: the output of %q must be a JSON object", ErrBadRequest, p.ToolCallID)
+			return nil, fmt.Errorf("%w: the output of %q must be a JSON object", errBadRequest, p.ToolCallID)
 		}
 		result.CallID, result.Answer.Output = p.ToolCallID, output
 	case p.State == "output-error":
@@ -355,7 +356,7 @@ func (s *Server) chatAnswer(r *http.Request, user, device, chatID string, p uiPa
 		return nil, errNoAnswer
 	}
 	if result.CallID == "" {
-		return nil, fmt.Errorf("%w: a tool part without its call id", ErrBadRequest)
+		return nil, fmt.Errorf("%w: a tool part without its call id", errBadRequest)
 	}
 	return s.team.Resume(r.Context(), result)
 }

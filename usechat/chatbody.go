@@ -25,6 +25,8 @@ import (
 	"net/http"
 	"reflect"
 	"strings"
+
+	"github.com/baton-run/baton/errclass"
 )
 
 // Defaults of Chat's limits, when a Config leaves them zero.
@@ -32,18 +34,6 @@ const (
 	defaultMaxChatBody = 32 << 20 // Cloud Run's request limit (HTTP/1)
 	defaultMaxFile     = 10 << 20
 )
-
-// LimitError: a request goes over one of the configured limits. Its text
-// names the limit and the variable that sets it.
-type LimitError struct {
-	what  string // "the request body", "a file", …
-	limit int64
-	env   string
-}
-
-func (e *LimitError) Error() string {
-	return fmt.Sprintf("%s is over the limit of %d bytes (%s)", e.what, e.limit, e.env)
-}
 
 func (s *Server) maxChatBody() int64 {
 	if s.cfg.MaxChatBodyBytes > 0 {
@@ -94,7 +84,7 @@ func (b *postBody) field(name string) *string {
 func (s *Server) readChatBody(w http.ResponseWriter, r *http.Request) (*postBody, error) {
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mt != "application/json" {
-		return nil, ErrMediaType
+		return nil, errMediaType
 	}
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, s.maxChatBody()))
 	b, err := readChatMembers(dec)
@@ -106,13 +96,13 @@ func (s *Server) readChatBody(w http.ResponseWriter, r *http.Request) (*postBody
 		}
 	}
 	if tooLarge := (*http.MaxBytesError)(nil); errors.As(err, &tooLarge) {
-		return nil, &LimitError{what: "the request body", limit: s.maxChatBody(), env: "BATON_MAX_CHAT_BODY_BYTES"}
+		return nil, &errclass.LimitError{What: "the request body", Limit: s.maxChatBody(), Env: "BATON_MAX_CHAT_BODY_BYTES"}
 	}
 	var unsupported *json.UnmarshalTypeError
 	if errors.As(err, &unsupported) {
 		err = fmt.Errorf("%s must be a %s", where(unsupported.Field), jsonKind(unsupported.Type))
 	}
-	return nil, fmt.Errorf("%w: %v", ErrBadRequest, err)
+	return nil, fmt.Errorf("%w: %v", errBadRequest, err)
 }
 
 // readChatMembers reads the body's object member by member.
@@ -244,11 +234,11 @@ type messageShape struct {
 func (s *Server) takeMessage(b *postBody) (*uiMessage, error) {
 	path := fmt.Sprintf("messages[%d]", b.Messages-1)
 	if err := checkTakenJSON(b.Last, reflect.TypeFor[messageShape](), path); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBadRequest, err)
+		return nil, fmt.Errorf("%w: %v", errBadRequest, err)
 	}
 	var shape messageShape
 	if err := json.Unmarshal(b.Last, &shape); err != nil {
-		return nil, fmt.Errorf("%w: the last message: %v", ErrBadRequest, err)
+		return nil, fmt.Errorf("%w: the last message: %v", errBadRequest, err)
 	}
 	m := &uiMessage{ID: shape.ID, Role: shape.Role}
 	rest := int64(len(b.Last))
@@ -263,14 +253,14 @@ func (s *Server) takeMessage(b *postBody) (*uiMessage, error) {
 		}
 		at := fmt.Sprintf("%s.parts[%d]", path, i)
 		if err := checkTakenJSON(raw, reflect.TypeFor[uiPart](), at); err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrBadRequest, err)
+			return nil, fmt.Errorf("%w: %v", errBadRequest, err)
 		}
 		var p uiPart
 		if err := json.Unmarshal(raw, &p); err != nil {
-			return nil, fmt.Errorf("%w: %s: %v", ErrBadRequest, at, err)
+			return nil, fmt.Errorf("%w: %s: %v", errBadRequest, at, err)
 		}
 		if m.Role == "assistant" && int64(len(raw)) > s.cfg.MaxBodyBytes {
-			return nil, &LimitError{what: "an answer (" + at + ")", limit: s.cfg.MaxBodyBytes, env: "BATON_MAX_BODY_BYTES"}
+			return nil, &errclass.LimitError{What: "an answer (" + at + ")", Limit: s.cfg.MaxBodyBytes, Env: "BATON_MAX_BODY_BYTES"}
 		}
 		if p.Type == "file" {
 			rest -= int64(len(p.URL)) // files have their own limit
@@ -278,7 +268,7 @@ func (s *Server) takeMessage(b *postBody) (*uiMessage, error) {
 		m.Parts = append(m.Parts, p)
 	}
 	if m.Role == "user" && rest > s.cfg.MaxBodyBytes {
-		return nil, &LimitError{what: "the new message without its files", limit: s.cfg.MaxBodyBytes, env: "BATON_MAX_BODY_BYTES"}
+		return nil, &errclass.LimitError{What: "the new message without its files", Limit: s.cfg.MaxBodyBytes, Env: "BATON_MAX_BODY_BYTES"}
 	}
 	return m, nil
 }

@@ -1,7 +1,6 @@
 package usechat
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +10,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/baton-run/baton/errclass"
 )
 
 // testConfig is the configuration of the tests: what is new in a body is
@@ -19,22 +20,11 @@ func testConfig() Config {
 	return Config{MaxBodyBytes: 64 << 10, InvocationTimeout: 30 * time.Second, KeepAlive: 15 * time.Second}
 }
 
-// errorBody is what a client reads of an error: the status it is answered
-// with and the message.
-type errorBody struct{ Message string }
-
-// status is how the HTTP routes answer the errors of Chat's body: 413 for
-// a limit (its message names it), 400 for the rest; 500 for anything
-// else.
-func status(err error) (int, errorBody) {
-	var limit *LimitError
-	switch {
-	case errors.As(err, &limit):
-		return http.StatusRequestEntityTooLarge, errorBody{Message: err.Error()}
-	case errors.Is(err, ErrBadRequest), errors.Is(err, ErrMediaType):
-		return http.StatusBadRequest, errorBody{Message: err.Error()}
-	}
-	return http.StatusInternalServerError, errorBody{Message: "internal error"}
+// status is how the HTTP routes answer err: its class's status and
+// message.
+func status(err error) (int, errclass.Class) {
+	c := errclass.Of(err)
+	return c.HTTPStatus(), c
 }
 
 // readPost runs Chat's body reading on body, as chatPost does: the

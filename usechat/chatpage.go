@@ -34,16 +34,16 @@ type pageQuery struct {
 
 func readPageQuery(v url.Values) (pageQuery, error) {
 	if v.Has("history") {
-		return pageQuery{}, fmt.Errorf("%w: history (events) is replaced by limit (messages) and before", ErrBadRequest)
+		return pageQuery{}, fmt.Errorf("%w: history (events) is replaced by limit (messages) and before", errBadRequest)
 	}
 	q := pageQuery{limit: defaultPage, before: v.Get("before")}
 	if v.Has("before") && q.before == "" {
-		return pageQuery{}, fmt.Errorf("%w: before must name a message", ErrBadRequest)
+		return pageQuery{}, fmt.Errorf("%w: before must name a message", errBadRequest)
 	}
 	if v.Has("limit") {
 		n, err := strconv.Atoi(v.Get("limit"))
 		if err != nil || n < 1 || n > maxPage {
-			return pageQuery{}, fmt.Errorf("%w: limit must be 1 to %d", ErrBadRequest, maxPage)
+			return pageQuery{}, fmt.Errorf("%w: limit must be 1 to %d", errBadRequest, maxPage)
 		}
 		q.limit = n
 	}

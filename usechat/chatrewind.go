@@ -50,7 +50,7 @@ func (s *Server) chatRegenerate(w http.ResponseWriter, r *http.Request, log *slo
 // and everything after it with m as now sent, and streams the answer.
 func (s *Server) chatEdit(w http.ResponseWriter, r *http.Request, log *slog.Logger, c Caller, device string, req *postBody, m *uiMessage) error {
 	if m.ID != req.MessageID {
-		return fmt.Errorf("%w: an edit's last message is the edited message, with messageId as its id", ErrBadRequest)
+		return fmt.Errorf("%w: an edit's last message is the edited message, with messageId as its id", errBadRequest)
 	}
 	content, err := s.newContent(m, c.User, req.ID)
 	if err != nil {

@@ -53,7 +53,7 @@ func (s *Server) chatResume(w http.ResponseWriter, r *http.Request, log *slog.Lo
 	if v := r.Header.Get(WaitHeader); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 || time.Duration(n)*time.Second > maxWait {
-			return fmt.Errorf("%w: %s must be 0 to %d seconds", ErrBadRequest, WaitHeader, int(maxWait.Seconds()))
+			return fmt.Errorf("%w: %s must be 0 to %d seconds", errBadRequest, WaitHeader, int(maxWait.Seconds()))
 		}
 		wait = time.Duration(n) * time.Second
 	}

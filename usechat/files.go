@@ -49,7 +49,7 @@ import (
 const fileURLLifetime = 5 * time.Minute
 
 // errFilesOff refuses a file when the deployment stores none.
-var errFilesOff = fmt.Errorf("%w: files are not enabled here (BATON_FILES_BUCKET is not set)", ErrBadRequest)
+var errFilesOff = fmt.Errorf("%w: files are not enabled here (BATON_FILES_BUCKET is not set)", errBadRequest)
 
 // errBadFileURL: a file URL that is forged, altered or expired. It is
 // answered as a file that does not exist.
@@ -165,7 +165,7 @@ func (s *Server) chatFile(w http.ResponseWriter, r *http.Request, chatID, rest s
 // errNotChatFile refuses a file part whose URL is neither a data URL nor
 // a URL Baton gave the caller for a file of the chat the message is sent
 // to.
-var errNotChatFile = fmt.Errorf("%w: a file must be a base64 data URL, or the URL GET /Chat/{chatId} gave for a file of this chat", ErrBadRequest)
+var errNotChatFile = fmt.Errorf("%w: a file must be a base64 data URL, or the URL GET /Chat/{chatId} gave for a file of this chat", errBadRequest)
 
 // sentBackFiles turns each file part of a new message that names a file by
 // URL (content leaves those as FileData parts holding the URL) back into

@@ -2,13 +2,13 @@ package usechat
 
 import (
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"net/http"
 	"time"
 
 	"google.golang.org/genai"
 
+	"github.com/baton-run/baton/errclass"
 	"github.com/baton-run/baton/limits"
 	"github.com/baton-run/baton/toolcallback"
 )
@@ -17,14 +17,11 @@ import (
 // {function URL}/..., or /Chat/... where every function shares one port.
 const Name = "Chat"
 
-// Errors of the requests themselves; the team's sentinels come back as
-// they are.
+// Errors of the requests themselves are errclass's; the team's come back
+// as they are.
 var (
-	// ErrBadRequest: the request is not one Chat takes (malformed JSON,
-	// a member of the wrong type, a message with nothing to take).
-	ErrBadRequest = errors.New("bad request")
-	// ErrMediaType: the body is not application/json.
-	ErrMediaType = errors.New("unsupported media type")
+	errBadRequest = errclass.ErrBadRequest
+	errMediaType  = errclass.ErrMediaType
 )
 
 // Caller is who sent a request, as the deployment verified it: the user,
