@@ -17,7 +17,9 @@ import (
 var ErrNotOffered = errors.New("action not offered")
 
 // DecodeAction reads a client-to-agent message that holds an action,
-// checked against the schema. Its error wraps [ErrInvalid].
+// checked against the schema, and keeps the message as sent (Action.Sent).
+// Its error wraps [ErrInvalid]: whatever the client sent, it is never a
+// server's error.
 func DecodeAction(data []byte) (Action, error) {
 	s, err := compiled()
 	if err != nil {
@@ -34,9 +36,15 @@ func DecodeAction(data []byte) (Action, error) {
 	}
 	var msg ClientMessage
 	if err := decodeJSON(data, &msg); err != nil {
-		return Action{}, fmt.Errorf("decode checked action: %w", err)
+		return Action{}, fmt.Errorf("%w: decode checked action: %w", ErrInvalid, err)
 	}
-	return *msg.Action, nil
+	var sent bytes.Buffer
+	if err := json.Compact(&sent, data); err != nil {
+		return Action{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	a := *msg.Action
+	a.Sent = sent.Bytes()
+	return a, nil
 }
 
 // CheckAction checks an action against the surface it names, as folded:

@@ -158,25 +158,30 @@ const actionTextPrefix = "A2UI action from the user: "
 // ActionText is the user message text an action sent as a new message
 // becomes, for the model to read: a fixed prefix, then the client message
 // {"version", "action": {name, surfaceId, sourceComponentId, timestamp,
-// context}} as JSON.
+// context}} as JSON, as the client sent it (Action.Sent), or, for an
+// action built in Go, as this package writes it.
 func ActionText(a Action) (string, error) {
-	raw, err := json.Marshal(ClientMessage{Version: Version, Action: &a})
-	if err != nil {
-		return "", err
+	raw := []byte(a.Sent)
+	if raw == nil {
+		var err error
+		if raw, err = json.Marshal(ClientMessage{Version: Version, Action: &a}); err != nil {
+			return "", err
+		}
 	}
 	return actionTextPrefix + string(raw), nil
 }
 
 // ActionOfText reads back the action a user message text holds
-// (ActionText), reporting false for any other text.
-func ActionOfText(text string) (ClientMessage, bool) {
+// (ActionText), with the client message as it was sent (Action.Sent),
+// reporting false for any other text.
+func ActionOfText(text string) (Action, bool) {
 	rest, ok := strings.CutPrefix(text, actionTextPrefix)
 	if !ok {
-		return ClientMessage{}, false
+		return Action{}, false
 	}
 	a, err := DecodeAction([]byte(rest))
 	if err != nil {
-		return ClientMessage{}, false
+		return Action{}, false
 	}
-	return ClientMessage{Version: Version, Action: &a}, true
+	return a, true
 }

@@ -2,6 +2,7 @@ package usechat
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -9,7 +10,6 @@ import (
 
 	"google.golang.org/adk/v2/session"
 
-	"github.com/baton-run/baton/a2ui"
 	"github.com/baton-run/baton/toolcallback"
 	"github.com/baton-run/baton/transcript"
 	"github.com/baton-run/baton/uistream"
@@ -101,8 +101,8 @@ type surfacePart struct {
 // actionPart is a data-a2ui-action part: the A2UI action a user message
 // sent, {"version", "action"}.
 type actionPart struct {
-	Type string             `json:"type"` // "data-a2ui-action"
-	Data a2ui.ClientMessage `json:"data"`
+	Type string          `json:"type"` // "data-a2ui-action"
+	Data json.RawMessage `json:"data"` // as the client sent it
 }
 
 func (p surfacePart) partType() string { return p.Type }
@@ -176,7 +176,7 @@ func uiMessages(events session.Events, shown int, open []*toolcallback.Call) []u
 				part = newFilePart(item.File)
 			}
 			if item.Action != nil {
-				part = actionPart{Type: "data-" + uistream.SurfaceActionPartName, Data: *item.Action}
+				part = actionPart{Type: "data-" + uistream.SurfaceActionPartName, Data: item.Action}
 			}
 			// The parts of one user message are items of one event.
 			if n := len(out); n > 0 && out[n-1].Role == "user" && userAt.Equal(item.Time) {

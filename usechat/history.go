@@ -6,6 +6,7 @@ package usechat
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"math"
 	"time"
 
@@ -54,11 +55,12 @@ type HistoryItem struct {
 	// Surface, on an assistant item, is an A2UI surface the message showed
 	// first, as it last was (the data of its data-a2ui part).
 	Surface *uistream.SurfaceData `json:"surface,omitempty"`
-	// Action, on a user item, is the A2UI action the message sent.
-	Action *a2ui.ClientMessage `json:"action,omitempty"`
-	From   string              `json:"from,omitempty"`
-	To     string              `json:"to,omitempty"`
-	Time   time.Time           `json:"time"`
+	// Action, on a user item, is the A2UI client message holding the
+	// action the message sent, as its client sent it.
+	Action json.RawMessage `json:"action,omitempty"`
+	From   string          `json:"from,omitempty"`
+	To     string          `json:"to,omitempty"`
+	Time   time.Time       `json:"time"`
 }
 
 // historyContext is how many events a history is read with: every event
@@ -170,7 +172,7 @@ func eventItems(ev *session.Event, turn string, records []sessionstore.MovedCall
 		case p.Text != "" && !p.Thought:
 			item.Text = p.Text
 			if action, ok := a2ui.ActionOfText(p.Text); ok && role == "user" {
-				item.Text, item.Action = "", &action
+				item.Text, item.Action = "", action.Sent
 			}
 		case p.FileData != nil || p.InlineData != nil:
 			if item.File = newHistoryFile(p); item.File == nil {
