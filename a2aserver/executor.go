@@ -18,7 +18,6 @@ import (
 	"github.com/baton-run/baton/a2ui"
 	"github.com/baton-run/baton/errclass"
 	"github.com/baton-run/baton/limits"
-	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
 	"github.com/baton-run/baton/userinput"
 )
@@ -82,12 +81,7 @@ func (x *executor) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter
 // chat, pending calls under the reject policy) come back to the caller
 // before the task exists, so nothing about it is stored.
 func (r *run) start(ctx context.Context, m message) {
-	content, err := r.cardContent(ctx, m.content, m.actions)
-	if err != nil {
-		r.yield(nil, r.x.refused(ctx, err))
-		return
-	}
-	inv, _, err := r.x.team.Turn(ctx, toolcallback.TurnRequest{UserID: r.user, ChatID: r.ec.ContextID, ClientID: r.client(), Content: content, Limits: r.limits})
+	inv, _, err := r.x.team.Turn(ctx, r.turn(m))
 	if err != nil {
 		r.yield(nil, r.x.refused(ctx, err))
 		return
@@ -110,13 +104,14 @@ func (r *run) follow(ctx context.Context, m message) {
 	if !r.claim(ctx) {
 		return
 	}
-	content, answers, err := r.takeActions(ctx, m)
+	m, err := r.takeActions(ctx, m)
 	if err != nil {
 		r.settle(ctx, []string{problem(err)})
 		return
 	}
+	answers := m.answers
 	if len(answers) == 0 {
-		inv, _, err := r.x.team.Turn(ctx, toolcallback.TurnRequest{UserID: r.user, ChatID: r.ec.ContextID, ClientID: r.client(), Content: content, Limits: r.limits})
+		inv, _, err := r.x.team.Turn(ctx, r.turn(m))
 		if err != nil {
 			r.settle(ctx, []string{problem(err)})
 			return
@@ -434,18 +429,25 @@ func splitMessage(msg *a2a.Message) (message, error) {
 	return m, nil
 }
 
+// turn is the turn a message starts: what it says, and its actions on
+// cards, which the turn checks against the chat's surfaces.
+func (r *run) turn(m message) toolcallback.TurnRequest {
+	return toolcallback.TurnRequest{UserID: r.user, ChatID: r.ec.ContextID, ClientID: r.client(), Content: m.content,
+		Actions: m.actions, Limits: r.limits}
+}
+
 // takeActions sorts a message's A2UI actions on an input-required task:
 // an action on a surface one of the task's calls waits on answers that
-// call; any other is said, as an action on a card.
-func (r *run) takeActions(ctx context.Context, m message) (*genai.Content, []answer, error) {
+// call; any other is said, as an action on a card (the message's actions,
+// as it returns it).
+func (r *run) takeActions(ctx context.Context, m message) (message, error) {
 	if len(m.actions) == 0 {
-		return m.content, m.answers, nil
+		return m, nil
 	}
 	calls, err := r.x.pending(ctx, r.user, r.ec.ContextID, r.client())
 	if err != nil {
-		return nil, nil, err
+		return message{}, err
 	}
-	answers := m.answers
 	var cards []a2ui.Action
 	for _, a := range m.actions {
 		c := waitingOn(calls, a.SurfaceID)
@@ -455,44 +457,15 @@ func (r *run) takeActions(ctx context.Context, m message) (*genai.Content, []ans
 		}
 		ans, err := actionAnswer(a)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%w: %w", toolcallback.ErrInvalidAnswer, err)
+			return message{}, fmt.Errorf("%w: %w", toolcallback.ErrInvalidAnswer, err)
 		}
-		answers = append(answers, answer{id: c.ID, answer: ans})
+		m.answers = append(m.answers, answer{id: c.ID, answer: ans})
 	}
-	if len(answers) > 0 && (len(cards) > 0 || m.content != nil) {
-		return nil, nil, fmt.Errorf("%w: a message either answers calls or says something, not both", toolcallback.ErrInvalidAnswer)
+	if len(m.answers) > 0 && (len(cards) > 0 || m.content != nil) {
+		return message{}, fmt.Errorf("%w: a message either answers calls or says something, not both", toolcallback.ErrInvalidAnswer)
 	}
-	content, err := r.cardContent(ctx, m.content, cards)
-	return content, answers, err
-}
-
-// cardContent adds to content the text of actions on cards (a2ui.ActionText),
-// each checked first against the chat's surfaces as they last were.
-func (r *run) cardContent(ctx context.Context, content *genai.Content, actions []a2ui.Action) (*genai.Content, error) {
-	if len(actions) == 0 {
-		return content, nil
-	}
-	state, err := r.x.team.Pending(ctx, toolcallback.PendingRequest{UserID: r.user, ChatID: r.ec.ContextID, History: -1})
-	if errors.Is(err, sessionstore.ErrNotFound) {
-		return nil, fmt.Errorf("%w: the chat shows no surface", a2ui.ErrNoSurface)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if content == nil {
-		content = &genai.Content{Role: genai.RoleUser}
-	}
-	for _, a := range actions {
-		if err := a2ui.CheckCardAction(state.History, a); err != nil {
-			return nil, err
-		}
-		text, err := a2ui.ActionText(a)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", errclass.ErrBadRequest, err)
-		}
-		content.Parts = append(content.Parts, genai.NewPartFromText(text))
-	}
-	return content, nil
+	m.actions = cards
+	return m, nil
 }
 
 // answerOf reads a function response as a ledger answer: a confirmation's

@@ -252,49 +252,31 @@ func (t *Team) look(ctx context.Context, req turnRequest, useCopy bool) (turnVie
 
 // planTurn decides how req runs, given v. It reads and writes nothing.
 func (t *Team) planTurn(ctx context.Context, req turnRequest, v turnView) turnPlan {
-	refuse := func(err error) turnPlan { return turnPlan{way: wayRefuse, err: err} }
-	switch {
-	case v.chat == nil && req.rewind != nil:
-		return refuse(fmt.Errorf("%w: chat %q", sessionstore.ErrNotFound, req.ChatID))
-	case v.chat == nil:
-		if err := v.meter.Check(nil); err != nil {
-			return refuse(err)
-		}
-		chat := t.newChat(ctx, req.TurnRequest, v.first)
-		return turnPlan{way: wayFirst, chat: chat, createChat: true, current: true, meter: v.meter,
-			content: req.Content, messageID: req.MessageID, replan: true}
-	case req.Agent != "" && req.Agent != v.chat.Agent:
-		// Refused before anything is written, the switch included.
-		if req.rewind == nil && v.sess != nil && req.MessageID != "" && transcript.TakenMessage(v.sess) == req.MessageID {
-			return refuse(fmt.Errorf("%w: %q", ErrMessageTaken, req.MessageID))
-		}
-		if err := v.meter.Check(v.sess); err != nil {
-			return refuse(err)
-		}
-		return turnPlan{way: waySwitch, chat: v.chat}
-	case v.sess == nil && req.rewind != nil:
-		return refuse(fmt.Errorf("%w: %q", ErrMessageNotFound, req.rewind.message))
-	case v.sess == nil:
-		if err := v.meter.Check(nil); err != nil {
-			return refuse(err)
-		}
-		return turnPlan{way: wayFirst, chat: v.chat, current: true, meter: v.meter, content: req.Content, messageID: req.MessageID, replan: true}
+	if p, ok := t.planUnclaimed(ctx, req, v); ok {
+		return p
 	}
 	p := turnPlan{way: wayClaim, chat: v.chat, sess: v.sess, fromCopy: v.copy, shared: v.shared, current: !v.copy, meter: v.meter,
 		content: req.Content, messageID: req.MessageID}
 	if req.rewind != nil {
 		rp, err := planRewind(v.sess, *req.rewind)
 		if err != nil {
-			return refuse(err)
+			return refusal(err)
 		}
 		p.rewind, p.content, p.messageID = rp, rp.content, rp.messageID
 	} else if req.MessageID != "" && transcript.TakenMessage(v.sess) == req.MessageID {
-		return refuse(fmt.Errorf("%w: %q", ErrMessageTaken, req.MessageID))
+		return refusal(fmt.Errorf("%w: %q", ErrMessageTaken, req.MessageID))
+	}
+	if p.rewind == nil {
+		content, err := cardContent(req.TurnRequest, v.sess)
+		if err != nil {
+			return refusal(err)
+		}
+		p.content = content
 	}
 	// Limits after the message: a message sent again is answered with the
 	// turn it started, and starts nothing.
 	if err := v.meter.Check(v.sess); err != nil {
-		return refuse(err)
+		return refusal(err)
 	}
 	_, held := v.sess.LiveLease(ctx)
 	enqueue := t.opts.LeasePolicy == LeaseEnqueue
@@ -315,6 +297,52 @@ func (t *Team) planTurn(ctx context.Context, req turnRequest, v turnView) turnPl
 	}
 	p.replan = v.copy || enqueue
 	return p
+}
+
+// refusal is a plan that refuses its turn with err.
+func refusal(err error) turnPlan { return turnPlan{way: wayRefuse, err: err} }
+
+// planUnclaimed plans the turns that claim no stored session: refused, the
+// first turn of a chat or of its session, or an agent switch first. It
+// reports false for a turn on a stored session of the chat's agent.
+func (t *Team) planUnclaimed(ctx context.Context, req turnRequest, v turnView) (turnPlan, bool) {
+	switch {
+	case v.chat == nil && req.rewind != nil:
+		return refusal(fmt.Errorf("%w: chat %q", sessionstore.ErrNotFound, req.ChatID)), true
+	case v.chat == nil:
+		if _, err := cardContent(req.TurnRequest, nil); err != nil {
+			return refusal(err), true
+		}
+		if err := v.meter.Check(nil); err != nil {
+			return refusal(err), true
+		}
+		chat := t.newChat(ctx, req.TurnRequest, v.first)
+		return turnPlan{way: wayFirst, chat: chat, createChat: true, current: true, meter: v.meter,
+			content: req.Content, messageID: req.MessageID, replan: true}, true
+	case req.Agent != "" && req.Agent != v.chat.Agent:
+		// Refused before anything is written, the switch included.
+		if req.rewind == nil && v.sess != nil && req.MessageID != "" && transcript.TakenMessage(v.sess) == req.MessageID {
+			return refusal(fmt.Errorf("%w: %q", ErrMessageTaken, req.MessageID)), true
+		}
+		if _, err := cardContent(req.TurnRequest, v.sess); err != nil {
+			return refusal(err), true
+		}
+		if err := v.meter.Check(v.sess); err != nil {
+			return refusal(err), true
+		}
+		return turnPlan{way: waySwitch, chat: v.chat}, true
+	case v.sess == nil && req.rewind != nil:
+		return refusal(fmt.Errorf("%w: %q", ErrMessageNotFound, req.rewind.message)), true
+	case v.sess == nil:
+		if _, err := cardContent(req.TurnRequest, nil); err != nil {
+			return refusal(err), true
+		}
+		if err := v.meter.Check(nil); err != nil {
+			return refusal(err), true
+		}
+		return turnPlan{way: wayFirst, chat: v.chat, current: true, meter: v.meter, content: req.Content, messageID: req.MessageID, replan: true}, true
+	}
+	return turnPlan{}, false
 }
 
 // rewindPlan is a rewind found in a session.

@@ -18,7 +18,6 @@ package usechat
 // transcript is the truth.
 
 import (
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -27,7 +26,6 @@ import (
 	"net/http"
 	"strings"
 
-	"google.golang.org/adk/v2/session"
 	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/a2ui"
@@ -134,15 +132,17 @@ func (s *Server) chatPost(w http.ResponseWriter, r *http.Request, log *slog.Logg
 // stream of the turn it started.
 func (s *Server) chatMessage(w http.ResponseWriter, r *http.Request, log *slog.Logger, c Caller, device, chatID, agentName string, m *uiMessage) error {
 	user := c.User
-	if err := s.cardActions(r.Context(), user, chatID, m); err != nil {
+	actions, err := m.cardActions()
+	if err != nil {
 		return err
 	}
-	content, err := s.newContent(m, user, chatID)
+	content, err := s.newContent(m, user, chatID, len(actions) > 0)
 	if err != nil {
 		return err
 	}
 	inv, report, err := s.team.Turn(r.Context(), toolcallback.TurnRequest{
 		UserID: user, ChatID: chatID, ClientID: device, Agent: agentName, Content: content, MessageID: m.ID, Limits: c.Limits,
+		Actions: actions,
 	})
 	if errors.Is(err, toolcallback.ErrMessageTaken) {
 		return s.chatReplay(w, r, log, user, chatID)
@@ -156,13 +156,14 @@ func (s *Server) chatMessage(w http.ResponseWriter, r *http.Request, log *slog.L
 
 // newContent is the new user message m to user's chat chatID as a turn
 // takes it: its id checked, its files within the limit and storable, or
-// files of the chat sent back by URL (sentBackFiles).
-func (s *Server) newContent(m *uiMessage, user, chatID string) (*genai.Content, error) {
+// files of the chat sent back by URL (sentBackFiles). With actions (the
+// message also sends actions on cards) it may have no other part.
+func (s *Server) newContent(m *uiMessage, user, chatID string, actions bool) (*genai.Content, error) {
 	// The message id is stored, not used as a path; it is bounded like one.
 	if err := sessionstore.ValidateID("message id", m.ID); err != nil {
 		return nil, err
 	}
-	content, err := m.content(s.maxFile())
+	content, err := m.content(s.maxFile(), actions)
 	if err != nil {
 		return nil, err
 	}
@@ -177,45 +178,32 @@ func (s *Server) newContent(m *uiMessage, user, chatID string) (*genai.Content, 
 // "action": {...}}} (docs/a2ui.md).
 const actionPartType = "data-" + uistream.SurfaceActionPartName
 
-// cardActions turns the actions m sends on cards into text parts the
-// model reads (a2ui.ActionText), each checked first against the chat's
-// surfaces as they last were: a surface deleted, replaced or taken back
-// by a rewind is gone (409), and the action must be one it offered (400).
-func (s *Server) cardActions(ctx context.Context, user, chatID string, m *uiMessage) error {
-	var events session.Events
+// cardActions takes the actions on cards m sends out of its parts, each
+// decoded as the client sent it; the turn checks them against the chat's
+// surfaces (toolcallback.TurnRequest.Actions) and the model reads them
+// after the message's text and files.
+func (m *uiMessage) cardActions() ([]a2ui.Action, error) {
+	var actions []a2ui.Action
+	rest := m.Parts[:0]
 	for i, p := range m.Parts {
 		if p.Type != actionPartType {
+			rest = append(rest, p)
 			continue
 		}
 		a, err := a2ui.DecodeAction(p.Data)
 		if err != nil {
-			return fmt.Errorf("parts[%d]: %w", i, err)
+			return nil, fmt.Errorf("parts[%d]: %w", i, err)
 		}
-		if events == nil {
-			state, err := s.team.Pending(ctx, toolcallback.PendingRequest{UserID: user, ChatID: chatID, History: wholeHistory})
-			if errors.Is(err, sessionstore.ErrNotFound) {
-				return fmt.Errorf("%w: the chat shows no surface", a2ui.ErrNoSurface)
-			}
-			if err != nil {
-				return err
-			}
-			events = state.History
-		}
-		if err := a2ui.CheckCardAction(events, a); err != nil {
-			return err
-		}
-		text, err := a2ui.ActionText(a)
-		if err != nil {
-			return fmt.Errorf("%w: parts[%d]: %v", errBadRequest, i, err)
-		}
-		m.Parts[i] = uiPart{Type: "text", Text: text}
+		actions = append(actions, a)
 	}
-	return nil
+	m.Parts = rest
+	return actions, nil
 }
 
 // content is the user message as ADK takes it: text parts, and file parts
-// given as data URLs.
-func (m *uiMessage) content(maxFile int64) (*genai.Content, error) {
+// given as data URLs; empty only when actions says the message sends
+// actions on cards too.
+func (m *uiMessage) content(maxFile int64, actions bool) (*genai.Content, error) {
 	c := &genai.Content{Role: genai.RoleUser}
 	for i, p := range m.Parts {
 		switch p.Type {
@@ -249,7 +237,7 @@ func (m *uiMessage) content(maxFile int64) (*genai.Content, error) {
 			return nil, fmt.Errorf("%w: parts[%d]: an action on a surface is sent in a new message, not an edit", errBadRequest, i)
 		}
 	}
-	if len(c.Parts) == 0 {
+	if len(c.Parts) == 0 && !actions {
 		return nil, fmt.Errorf("%w: the user message has no text or file part", errBadRequest)
 	}
 	return c, nil

@@ -113,7 +113,7 @@ func TestChatBodyExact(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			_, m, err := readPost(t, s, tt.body)
 			if err == nil && m != nil && tt.want != "" {
-				_, err = m.content(s.maxFile())
+				_, err = m.content(s.maxFile(), false)
 			}
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("error = %v, want one saying %q", err, tt.want)
@@ -214,7 +214,7 @@ func FuzzChatBody(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body string) {
 		b, m, err := readPost(t, s, body)
 		if err == nil && b.Messages > 0 && m.Role == "user" {
-			_, err = m.content(s.maxFile())
+			_, err = m.content(s.maxFile(), false)
 		}
 		if err == nil {
 			return

@@ -52,7 +52,7 @@ func (s *Server) chatEdit(w http.ResponseWriter, r *http.Request, log *slog.Logg
 	if m.ID != req.MessageID {
 		return fmt.Errorf("%w: an edit's last message is the edited message, with messageId as its id", errBadRequest)
 	}
-	content, err := s.newContent(m, c.User, req.ID)
+	content, err := s.newContent(m, c.User, req.ID, false)
 	if err != nil {
 		return err
 	}

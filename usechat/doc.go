@@ -26,7 +26,8 @@
 //
 // A2UI surfaces (docs/a2ui.md) go out as data-a2ui parts in the streams
 // and the history, each surface in the history once, as it last was; an
-// action on a card comes in as a user message's data-a2ui-action part.
+// action on a card comes in as a user message's data-a2ui-action part,
+// which Chat decodes and the turn checks (toolcallback.TurnRequest.Actions).
 //
 // A page shows a file with an <img>, which sends no Authorization header,
 // so the history and the streams give each stored file a short-lived URL
