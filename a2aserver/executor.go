@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -119,6 +120,22 @@ func (r *run) follow(ctx context.Context, m message) {
 		r.stream(ctx, inv, nil)
 		return
 	}
+	inv, problems, ok := r.answerCalls(ctx, answers)
+	if !ok {
+		return
+	}
+	if inv == nil {
+		r.settle(ctx, problems)
+		return
+	}
+	r.stream(ctx, inv, problems)
+}
+
+// answerCalls gives the task's calls their answers, through the ledger,
+// and shows each form an answer submitted as it was submitted. It returns
+// the resumed agent (nil: none resumed), why answers were not taken, and
+// false when the caller has left.
+func (r *run) answerCalls(ctx context.Context, answers []answer) (*toolcallback.Invocation, []string, bool) {
 	var inv *toolcallback.Invocation
 	var problems []string
 	for _, a := range answers {
@@ -129,17 +146,22 @@ func (r *run) follow(ctx context.Context, m message) {
 			// A retry: the answer is recorded and nothing runs again.
 		case err != nil:
 			problems = append(problems, fmt.Sprintf("call %s: %s", a.id, problem(err)))
+			continue
 		case res.Invocation != nil:
 			inv = res.Invocation
 		case res.Deferred:
 			problems = append(problems, fmt.Sprintf("call %s: answer recorded; the chat is busy and the agent resumes when it is free", a.id))
 		}
+		if a.form == nil {
+			continue
+		}
+		for _, ev := range submittedEvents(r.ec, a.form, a.action, r.rich) {
+			if !r.yield(ev, nil) {
+				return nil, nil, false
+			}
+		}
 	}
-	if inv == nil {
-		r.settle(ctx, problems)
-		return
-	}
-	r.stream(ctx, inv, problems)
+	return inv, problems, true
 }
 
 // claim moves the task from input-required to working and waits until the
@@ -368,10 +390,13 @@ func callPart(c *toolcallback.Call) (*a2a.Part, error) {
 	return parts[0], nil
 }
 
-// answer is a function response a message carries.
+// answer is a function response a message carries, or an action that
+// answers the form call it waits on (form, action).
 type answer struct {
 	id     string
 	answer toolcallback.Answer
+	form   *toolcallback.Call
+	action a2ui.Action
 }
 
 // message is what a client's message brings: what it says (text, files,
@@ -429,6 +454,46 @@ func splitMessage(msg *a2a.Message) (message, error) {
 	return m, nil
 }
 
+// checkAnswers refuses a message on task whose answers the task's calls
+// cannot take (toolcallback.Call.Check: an action the form did not offer,
+// an answer of the wrong shape). TaskStore asks it before it stores the
+// message in the task (a2a-go adds a message to its task before the
+// execution starts), so a refused message leaves the task as it was and
+// its caller gets a JSON-RPC error, as bad input gets a 4xx and writes
+// nothing on every transport. An answer to a call no longer pending is the
+// execution's to report, in the task's state.
+func (x *executor) checkAnswers(ctx context.Context, user string, task *a2a.Task, msg *a2a.Message) error {
+	m, err := splitMessage(msg)
+	if err != nil || len(m.answers)+len(m.actions) == 0 || task.Status.State != a2a.TaskStateInputRequired {
+		return nil // the interceptor checked the message; only answers are checked here
+	}
+	calls, err := x.pending(ctx, user, task.ContextID, clientOf(task.ID))
+	if err != nil {
+		return err
+	}
+	for _, a := range m.answers {
+		if i := slices.IndexFunc(calls, func(c *toolcallback.Call) bool { return c.ID == a.id }); i >= 0 {
+			if err := calls[i].Check(a.answer); err != nil {
+				return fmt.Errorf("call %s: %w", a.id, err)
+			}
+		}
+	}
+	for _, a := range m.actions {
+		c := waitingOn(calls, a.SurfaceID)
+		if c == nil {
+			continue // on a card: the turn checks it
+		}
+		ans, err := actionAnswer(a)
+		if err == nil {
+			err = c.Check(ans)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // turn is the turn a message starts: what it says, and its actions on
 // cards, which the turn checks against the chat's surfaces.
 func (r *run) turn(m message) toolcallback.TurnRequest {
@@ -459,7 +524,7 @@ func (r *run) takeActions(ctx context.Context, m message) (message, error) {
 		if err != nil {
 			return message{}, fmt.Errorf("%w: %w", toolcallback.ErrInvalidAnswer, err)
 		}
-		m.answers = append(m.answers, answer{id: c.ID, answer: ans})
+		m.answers = append(m.answers, answer{id: c.ID, answer: ans, form: c, action: a})
 	}
 	if len(m.answers) > 0 && (len(cards) > 0 || m.content != nil) {
 		return message{}, fmt.Errorf("%w: a message either answers calls or says something, not both", toolcallback.ErrInvalidAnswer)

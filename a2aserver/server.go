@@ -142,6 +142,7 @@ func New(client *firestore.Client, sessions *sessionstore.Service, team *toolcal
 	events := newEventQueues(store)
 	queue := &localQueue{events: events, timeout: o.ExecutionTimeout}
 	exec := &executor{team: team, store: store, log: o.Logger, stale: stale}
+	store.checkMessage = exec.checkAnswers
 	handlerOpts := []a2asrv.RequestHandlerOption{
 		a2asrv.WithLogger(o.Logger),
 		a2asrv.WithClusterMode(a2asrv.ClusterConfig{TaskStore: store, QueueManager: events, WorkQueue: queue}),
@@ -223,7 +224,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeRPC(w, http.StatusOK, map[string]any{"code": rpcCodes[a2a.ErrParseError], "message": "parse error: malformed JSON"})
 		return
 	}
-	ctx := context.WithValue(r.Context(), userKey{}, c)
+	ctx := context.WithValue(context.WithValue(r.Context(), userKey{}, c), headerKey{}, w.Header())
 	r = r.WithContext(context.WithValue(ctx, requestKey{}, &requestID{}))
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	if strings.Contains(peek.Method, "/") {
@@ -260,6 +261,10 @@ func (s *Server) serveCard(w http.ResponseWriter, r *http.Request) {
 
 type userKey struct{}
 
+// headerKey holds the response's header in a request's context, for the
+// interceptor to name the extensions the request activated.
+type headerKey struct{}
+
 // interceptor puts the verified user into a2a-go's call context, checks
 // that ids can name Firestore documents and that a message is one Baton
 // can run, before anything is stored, and keeps internal error details out
@@ -286,7 +291,7 @@ func (i *interceptor) before(ctx context.Context, cc *a2asrv.CallContext, req *a
 	}
 	cc.User = a2asrv.NewAuthenticatedUser(c.User, map[string]any{limitsAttribute: string(limits)})
 	if p, ok := req.Payload.(*a2a.SendMessageRequest); ok {
-		if err := checkMessage(cc, p.Message); err != nil {
+		if err := checkMessage(ctx, cc, p.Message); err != nil {
 			return ctx, err
 		}
 	}
@@ -302,8 +307,10 @@ func (i *interceptor) before(ctx context.Context, cc *a2asrv.CallContext, req *a
 }
 
 // checkMessage checks that a message is one Baton can run, and activates
-// the A2UI extension when the message asks for it.
-func checkMessage(cc *a2asrv.CallContext, msg *a2a.Message) error {
+// the A2UI extension when the message asks for it: the response names it
+// in its A2A-Extensions header (and 0.3's), as the specification asks of a
+// server (a2a-go v2.4.0's JSON-RPC handler does not).
+func checkMessage(ctx context.Context, cc *a2asrv.CallContext, msg *a2a.Message) error {
 	if msg == nil {
 		return fmt.Errorf("%w: message is required", errclass.ErrBadRequest)
 	}
@@ -313,6 +320,11 @@ func checkMessage(cc *a2asrv.CallContext, msg *a2a.Message) error {
 	}
 	if requestsA2UI(cc.ServiceParams()) || msg.Metadata[capabilitiesKey] != nil {
 		cc.Extensions().Activate(&a2uiExtension)
+		if h, ok := ctx.Value(headerKey{}).(http.Header); ok {
+			for _, key := range extensionHeaders {
+				h.Set(key, A2UIExtensionURI)
+			}
+		}
 	}
 	if len(m.answers) > 0 && msg.TaskID == "" {
 		return fmt.Errorf("%w: function responses answer the calls of an input-required task: send them with its taskId", errclass.ErrBadRequest)

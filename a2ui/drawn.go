@@ -65,7 +65,7 @@ func DrawnIn(events session.Events) []Drawn {
 	}
 	for j, d := range out {
 		if a, ok := answers[d.CallID]; ok && d.CallID != "" && !d.Deleted() {
-			out[j].Messages = submitted(d.Messages, a)
+			out[j].Messages = Submitted(d.Messages, a)
 		}
 	}
 	return out
@@ -86,9 +86,10 @@ func noteAnswers(ev *session.Event, answers map[string]Action) {
 	}
 }
 
-// submitted returns redraw with a's values written where a's event bound
-// them, or redraw itself when they cannot be.
-func submitted(redraw []Message, a Action) []Message {
+// Submitted returns redraw (a surface drawn in full, Surface.Redraw) with
+// a's values written where a's event bound them: the form as the user
+// submitted it; redraw itself when they cannot be.
+func Submitted(redraw []Message, a Action) []Message {
 	s := &Surfaces{}
 	if s.Apply(redraw...) != nil || s.Submit(a) != nil {
 		return redraw

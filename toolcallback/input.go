@@ -15,17 +15,11 @@ func CancelInput(c *Call) Answer { return Answer{Output: userinput.CancelAll(c.I
 
 // checkInputAnswer checks an answer to an input call.
 func checkInputAnswer(doc *callDoc, a Answer) error {
-	if a.Approved != nil || a.Payload != nil || a.Error != "" || a.Output == nil {
-		return fmt.Errorf("%w: an input call takes an output {\"responses\": {...}}", ErrInvalidAnswer)
-	}
 	var req userinput.Request
 	if err := json.Unmarshal(doc.Input, &req); err != nil {
 		return fmt.Errorf("decode input request of %q: %w", doc.ID, err)
 	}
-	if _, err := userinput.Check(&req, a.Output); err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalidAnswer, err)
-	}
-	return nil
+	return checkReply(&req, a)
 }
 
 // confirmationOf reads the tool confirmation among a confirmation call's
