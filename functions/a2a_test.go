@@ -58,12 +58,18 @@ func (f *httpFixture) a2aCall(token, method string, params any) rpc {
 	if err != nil {
 		f.t.Fatal(err)
 	}
+	return f.a2aBody(token, string(body))
+}
+
+// a2aBody posts a JSON-RPC body to the A2A function with a bearer token.
+func (f *httpFixture) a2aBody(token, body string) rpc {
+	f.t.Helper()
 	resp := f.do(http.MethodPost, NameA2A, token, body, nil)
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
 	out := rpc{status: resp.StatusCode}
 	if err := json.Unmarshal(raw, &out); err != nil {
-		f.t.Fatalf("%s: status %d, body %q is not JSON-RPC: %v", method, resp.StatusCode, raw, err)
+		f.t.Fatalf("status %d, body %q is not JSON-RPC: %v", resp.StatusCode, raw, err)
 	}
 	return out
 }
