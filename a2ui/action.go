@@ -1,13 +1,17 @@
 package a2ui
 
 import (
-	"errors"
-	"fmt"
-	"reflect"
-
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"google.golang.org/adk/v2/session"
 )
 
 // ErrNotOffered is returned (wrapped) by [Surfaces.CheckAction] for an
@@ -15,6 +19,11 @@ import (
 // such event, or the context carries a field the event did not declare, or
 // a fixed value the agent did not give.
 var ErrNotOffered = errors.New("action not offered")
+
+// ErrSurfaceWaits is returned (wrapped) by [CheckCardAction] for an action
+// on a surface a call showed to wait for the user (a form): its action is
+// that call's answer, given once, never a new message.
+var ErrSurfaceWaits = errors.New("surface belongs to a call")
 
 // DecodeAction reads a client-to-agent message that holds an action,
 // checked against the schema, and keeps the message as sent (Action.Sent).
@@ -67,7 +76,7 @@ func (s *Surfaces) CheckAction(a Action) error {
 		return fmt.Errorf("%w: %s %q has no event %q", ErrNotOffered, comp.Component, comp.ID, a.Name)
 	}
 	declared, _ := event["context"].(map[string]any)
-	for _, key := range sortedKeys(a.Context) {
+	for _, key := range slices.Sorted(maps.Keys(a.Context)) {
 		want, ok := declared[key]
 		if !ok {
 			return fmt.Errorf("%w: event %q has no context field %q", ErrNotOffered, a.Name, key)
@@ -106,4 +115,62 @@ func sameJSON(a, b any) bool {
 		return out
 	}
 	return reflect.DeepEqual(norm(a), norm(b))
+}
+
+// CheckCardAction checks an action sent as a new message against the
+// surfaces events show, as they last were: the surface is shown
+// ([ErrNoSurface] if not: never drawn, deleted, or taken back with the
+// events that drew it), is a card, not a surface a call waits on
+// ([ErrSurfaceWaits]), and offers the action ([ErrNotOffered]).
+func CheckCardAction(events session.Events, a Action) error {
+	for _, d := range DrawnIn(events) {
+		switch {
+		case d.SurfaceID != a.SurfaceID:
+		case d.Deleted():
+			return fmt.Errorf("%w: %q was deleted", ErrNoSurface, a.SurfaceID)
+		case d.CallID != "":
+			return fmt.Errorf("%w: %q waits for the answer of call %q", ErrSurfaceWaits, a.SurfaceID, d.CallID)
+		default:
+			s := &Surfaces{}
+			if err := s.Apply(d.Messages...); err != nil {
+				return errors.Join(ErrInvalid, err)
+			}
+			return s.CheckAction(a)
+		}
+	}
+	return fmt.Errorf("%w: %q", ErrNoSurface, a.SurfaceID)
+}
+
+// actionTextPrefix begins the text a card's action becomes for the model.
+const actionTextPrefix = "A2UI action from the user: "
+
+// ActionText is the user message text an action sent as a new message
+// becomes, for the model to read: a fixed prefix, then the client message
+// {"version", "action": {name, surfaceId, sourceComponentId, timestamp,
+// context}} as JSON, as the client sent it (Action.Sent), or, for an
+// action built in Go, as this package writes it.
+func ActionText(a Action) (string, error) {
+	raw := []byte(a.Sent)
+	if raw == nil {
+		var err error
+		if raw, err = json.Marshal(ClientMessage{Version: Version, Action: &a}); err != nil {
+			return "", err
+		}
+	}
+	return actionTextPrefix + string(raw), nil
+}
+
+// ActionOfText reads back the action a user message text holds
+// (ActionText), with the client message as it was sent (Action.Sent),
+// reporting false for any other text.
+func ActionOfText(text string) (Action, bool) {
+	rest, ok := strings.CutPrefix(text, actionTextPrefix)
+	if !ok {
+		return Action{}, false
+	}
+	a, err := DecodeAction([]byte(rest))
+	if err != nil {
+		return Action{}, false
+	}
+	return a, true
 }

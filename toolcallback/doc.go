@@ -34,7 +34,7 @@
 // the chat as it now is. Turns, regenerates and edits (Rewind) go through
 // the same planner. Actions on A2UI cards travel in the turn request
 // (TurnRequest.Actions) and the planner checks them against the surfaces
-// of the session it plans on (cardaction.go): the doors (Chat, A2A) only
+// of the session it plans on (cardContent, plan.go): the doors (Chat, A2A) only
 // decode them, and a card's action costs no read of its own.
 //
 // # Ledger

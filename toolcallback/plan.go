@@ -11,6 +11,7 @@ import (
 	"google.golang.org/adk/v2/session"
 	"google.golang.org/genai"
 
+	"github.com/baton-run/baton/a2ui"
 	"github.com/baton-run/baton/limits"
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/transcript"
@@ -252,6 +253,17 @@ func (t *Team) look(ctx context.Context, req turnRequest, useCopy bool) (turnVie
 
 // planTurn decides how req runs, given v. It reads and writes nothing.
 func (t *Team) planTurn(ctx context.Context, req turnRequest, v turnView) turnPlan {
+	// Actions on cards first, as a request's own input: the message runs
+	// with their text, or is refused.
+	sess := v.sess
+	if v.chat == nil {
+		sess = nil // a leftover session of a deleted chat shows nothing
+	}
+	content, err := cardContent(req.Content, req.Actions, sess)
+	if err != nil {
+		return refusal(err)
+	}
+	req.Content = content
 	if p, ok := t.planUnclaimed(ctx, req, v); ok {
 		return p
 	}
@@ -265,13 +277,6 @@ func (t *Team) planTurn(ctx context.Context, req turnRequest, v turnView) turnPl
 		p.rewind, p.content, p.messageID = rp, rp.content, rp.messageID
 	} else if req.MessageID != "" && transcript.TakenMessage(v.sess) == req.MessageID {
 		return refusal(fmt.Errorf("%w: %q", ErrMessageTaken, req.MessageID))
-	}
-	if p.rewind == nil {
-		content, err := cardContent(req.TurnRequest, v.sess)
-		if err != nil {
-			return refusal(err)
-		}
-		p.content = content
 	}
 	// Limits after the message: a message sent again is answered with the
 	// turn it started, and starts nothing.
@@ -310,9 +315,6 @@ func (t *Team) planUnclaimed(ctx context.Context, req turnRequest, v turnView) (
 	case v.chat == nil && req.rewind != nil:
 		return refusal(fmt.Errorf("%w: chat %q", sessionstore.ErrNotFound, req.ChatID)), true
 	case v.chat == nil:
-		if _, err := cardContent(req.TurnRequest, nil); err != nil {
-			return refusal(err), true
-		}
 		if err := v.meter.Check(nil); err != nil {
 			return refusal(err), true
 		}
@@ -324,9 +326,6 @@ func (t *Team) planUnclaimed(ctx context.Context, req turnRequest, v turnView) (
 		if req.rewind == nil && v.sess != nil && req.MessageID != "" && transcript.TakenMessage(v.sess) == req.MessageID {
 			return refusal(fmt.Errorf("%w: %q", ErrMessageTaken, req.MessageID)), true
 		}
-		if _, err := cardContent(req.TurnRequest, v.sess); err != nil {
-			return refusal(err), true
-		}
 		if err := v.meter.Check(v.sess); err != nil {
 			return refusal(err), true
 		}
@@ -334,9 +333,6 @@ func (t *Team) planUnclaimed(ctx context.Context, req turnRequest, v turnView) (
 	case v.sess == nil && req.rewind != nil:
 		return refusal(fmt.Errorf("%w: %q", ErrMessageNotFound, req.rewind.message)), true
 	case v.sess == nil:
-		if _, err := cardContent(req.TurnRequest, nil); err != nil {
-			return refusal(err), true
-		}
 		if err := v.meter.Check(nil); err != nil {
 			return refusal(err), true
 		}
@@ -528,4 +524,47 @@ func (e *engine) leaseWait() time.Duration {
 		return e.opts.MaxWait
 	}
 	return 0
+}
+
+// Actions on cards (docs/a2ui.md): a user message may carry presses on
+// surfaces no call waits on (TurnRequest.Actions). The planner checks each
+// against the surfaces the session it plans on shows, as they last were
+// (a2ui.CheckCardAction), so an action costs no read of its own, and the
+// model reads each as the text a2ui.ActionText writes, after the message's
+// own parts. A refused action refuses the turn before anything is written.
+
+// cardContent is the content a turn runs on sess for a message of content
+// and actions: the message's parts, then the text of each action, checked
+// against the surfaces sess shows (nil: the chat has stored nothing, so it
+// shows no surface).
+func cardContent(content *genai.Content, actions []a2ui.Action, sess *sessionstore.Session) (*genai.Content, error) {
+	if len(actions) == 0 {
+		return content, nil
+	}
+	if sess == nil {
+		return nil, fmt.Errorf("%w: the chat shows no surface", a2ui.ErrNoSurface)
+	}
+	events := sess.Events()
+	c := &genai.Content{Role: genai.RoleUser}
+	if content != nil {
+		c.Parts = slices.Clone(content.Parts)
+	}
+	for _, a := range actions {
+		if err := a2ui.CheckCardAction(events, a); err != nil {
+			return nil, err
+		}
+		text, err := a2ui.ActionText(a)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", a2ui.ErrInvalid, err)
+		}
+		c.Parts = append(c.Parts, genai.NewPartFromText(text))
+	}
+	return c, nil
+}
+
+// refusedAction reports whether err is an action on a card refused by
+// the plan, which writes nothing.
+func refusedAction(err error) bool {
+	return errors.Is(err, a2ui.ErrNoSurface) || errors.Is(err, a2ui.ErrSurfaceWaits) ||
+		errors.Is(err, a2ui.ErrNotOffered) || errors.Is(err, a2ui.ErrInvalid)
 }
