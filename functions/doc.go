@@ -5,8 +5,10 @@
 // from a verified Firebase Auth ID token (never from the body), calls the
 // team (toolcallback) and streams the result as an AI SDK UI message stream
 // (package uistream). Ids in a request are checked once, by the team; this
-// package passes them through. Errors become HTTP statuses in one function, status in
-// errors.go; a 5xx says only "internal error" and the detail goes to the log.
+// package passes them through. What an error means is decided once, by
+// package errclass; errors.go answers the class with its HTTP status and
+// the JSON body, and the live socket with an error frame (livesocket.go); a
+// 5xx says only "internal error" and the detail goes to the log.
 //
 // A handler returns only when the invocation it started has ended, even if
 // the client disconnected: on Cloud Run an instance's CPU is throttled once

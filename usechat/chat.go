@@ -92,7 +92,6 @@ func (s *Server) chatPost(w http.ResponseWriter, r *http.Request, log *slog.Logg
 	if err != nil {
 		return err
 	}
-	user := c.User
 	req, err := s.readChatBody(w, r)
 	if err != nil {
 		return err
@@ -101,10 +100,11 @@ func (s *Server) chatPost(w http.ResponseWriter, r *http.Request, log *slog.Logg
 	if err != nil {
 		return err
 	}
+	x := &exchange{w: w, r: r, log: log, caller: c, device: device}
 	switch req.Trigger {
 	case "submit-message":
 	case "regenerate-message":
-		return s.chatRegenerate(w, r, log, c, device, req)
+		return s.chatRegenerate(x, req)
 	default:
 		return fmt.Errorf("%w: trigger must be submit-message or regenerate-message", errBadRequest)
 	}
@@ -118,11 +118,11 @@ func (s *Server) chatPost(w http.ResponseWriter, r *http.Request, log *slog.Logg
 	switch last.Role {
 	case "user":
 		if req.MessageID != "" {
-			return s.chatEdit(w, r, log, c, device, req, last)
+			return s.chatEdit(x, req, last)
 		}
-		return s.chatMessage(w, r, log, c, device, req.ID, req.Agent, last)
+		return s.chatMessage(x, req.ID, req.Agent, last)
 	case "assistant":
-		return s.chatAnswers(w, r, log, user, device, req.ID, last)
+		return s.chatAnswers(x, req.ID, last)
 	}
 	return fmt.Errorf("%w: the last message must be a user message or the assistant message holding answers", errBadRequest)
 }
@@ -130,27 +130,26 @@ func (s *Server) chatPost(w http.ResponseWriter, r *http.Request, log *slog.Logg
 // chatMessage runs a turn on the user's new message. A message the chat
 // took already (the same message id, sent again) is answered with the
 // stream of the turn it started.
-func (s *Server) chatMessage(w http.ResponseWriter, r *http.Request, log *slog.Logger, c Caller, device, chatID, agentName string, m *uiMessage) error {
-	user := c.User
+func (s *Server) chatMessage(x *exchange, chatID, agentName string, m *uiMessage) error {
 	actions, err := m.cardActions()
 	if err != nil {
 		return err
 	}
-	content, err := s.newContent(m, user, chatID, len(actions) > 0)
+	content, err := s.newContent(m, x.caller.User, chatID, len(actions) > 0)
 	if err != nil {
 		return err
 	}
-	inv, report, err := s.team.Turn(r.Context(), toolcallback.TurnRequest{
-		UserID: user, ChatID: chatID, ClientID: device, Agent: agentName, Content: content, MessageID: m.ID, Limits: c.Limits,
+	inv, report, err := s.team.Turn(x.r.Context(), toolcallback.TurnRequest{
+		UserID: x.caller.User, ChatID: chatID, ClientID: x.device, Agent: agentName, Content: content, MessageID: m.ID, Limits: x.caller.Limits,
 		Actions: actions,
 	})
 	if errors.Is(err, toolcallback.ErrMessageTaken) {
-		return s.chatReplay(w, r, log, user, chatID)
+		return s.chatReplay(x, chatID)
 	}
 	if err != nil {
 		return err
 	}
-	s.respond(w, r, log, inv, reply{data: map[string]any{"agent": report}, page: true, device: device, files: s.fileLinks(r, user)})
+	s.respond(x.w, x.r, x.log, inv, reply{data: map[string]any{"agent": report}, page: true, device: x.device, files: s.fileLinks(x.r, x.caller.User)})
 	return nil
 }
 
@@ -257,11 +256,11 @@ func (m *uiMessage) content(maxFile int64, actions bool) (*genai.Content, error)
 // continues the posted message with nothing: the page keeps what it shows.
 // A POST that brings nothing new while calls are open is 409
 // pending_calls, so a page that sends automatically stops there.
-func (s *Server) chatAnswers(w http.ResponseWriter, r *http.Request, log *slog.Logger, user, device, chatID string, m *uiMessage) error {
+func (s *Server) chatAnswers(x *exchange, chatID string, m *uiMessage) error {
 	var resumed *toolcallback.ResumeOutcome
 	answers, recorded := 0, false
 	for _, p := range m.Parts {
-		res, err := s.chatAnswer(r, user, device, chatID, p)
+		res, err := s.chatAnswer(x, chatID, p)
 		if errors.Is(err, errNoAnswer) {
 			continue
 		}
@@ -272,7 +271,7 @@ func (s *Server) chatAnswers(w http.ResponseWriter, r *http.Request, log *slog.L
 		}
 		if err != nil {
 			if resumed != nil {
-				log.WarnContext(r.Context(), "answer after a resume", "error", err.Error())
+				x.log.WarnContext(x.r.Context(), "answer after a resume", "error", err.Error())
 				continue
 			}
 			return err
@@ -287,20 +286,20 @@ func (s *Server) chatAnswers(w http.ResponseWriter, r *http.Request, log *slog.L
 		return fmt.Errorf("%w: the last message is an assistant message with no tool output or approval response", errBadRequest)
 	}
 	if resumed == nil && recorded {
-		_ = uistream.NewEncoder(uistream.NewSSE(w), m.ID).Finish()
+		_ = uistream.NewEncoder(uistream.NewSSE(x.w), m.ID).Finish()
 		return nil
 	}
 	if resumed == nil {
-		open, err := s.team.Pending(r.Context(), toolcallback.PendingRequest{UserID: user, ChatID: chatID})
+		open, err := s.team.Pending(x.r.Context(), toolcallback.PendingRequest{UserID: x.caller.User, ChatID: chatID})
 		if err != nil {
 			return err
 		}
 		if len(open.Calls) > 0 {
 			return &toolcallback.PendingCallsError{Calls: open.Calls}
 		}
-		return s.chatReplay(w, r, log, user, chatID)
+		return s.chatReplay(x, chatID)
 	}
-	s.respond(w, r, log, resumed.Invocation, reply{turn: resumed.Turn, page: true, device: device, files: s.fileLinks(r, user)})
+	s.respond(x.w, x.r, x.log, resumed.Invocation, reply{turn: resumed.Turn, page: true, device: x.device, files: s.fileLinks(x.r, x.caller.User)})
 	return nil
 }
 
@@ -308,11 +307,11 @@ func (s *Server) chatAnswers(w http.ResponseWriter, r *http.Request, log *slog.L
 var errNoAnswer = errors.New("no answer")
 
 // chatAnswer records the answer one part carries, if any.
-func (s *Server) chatAnswer(r *http.Request, user, device, chatID string, p uiPart) (*toolcallback.ResumeOutcome, error) {
+func (s *Server) chatAnswer(x *exchange, chatID string, p uiPart) (*toolcallback.ResumeOutcome, error) {
 	if !strings.HasPrefix(p.Type, "tool-") && p.Type != "dynamic-tool" {
 		return nil, errNoAnswer
 	}
-	result := toolcallback.ResumeRequest{UserID: user, ChatID: chatID, ClientID: device}
+	result := toolcallback.ResumeRequest{UserID: x.caller.User, ChatID: chatID, ClientID: x.device}
 	switch {
 	case p.State == "approval-responded" && p.Approval != nil && p.Approval.Approved != nil:
 		result.CallID = p.Approval.ID
@@ -346,5 +345,5 @@ func (s *Server) chatAnswer(r *http.Request, user, device, chatID string, p uiPa
 	if result.CallID == "" {
 		return nil, fmt.Errorf("%w: a tool part without its call id", errBadRequest)
 	}
-	return s.team.Resume(r.Context(), result)
+	return s.team.Resume(x.r.Context(), result)
 }

@@ -17,8 +17,6 @@ package usechat
 import (
 	"errors"
 	"fmt"
-	"log/slog"
-	"net/http"
 
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
@@ -28,7 +26,7 @@ import (
 // the one after its last message, a user message; or the chat's last),
 // and streams a new answer to the user message before it. The same
 // request again streams the answer it made.
-func (s *Server) chatRegenerate(w http.ResponseWriter, r *http.Request, log *slog.Logger, c Caller, device string, req *postBody) error {
+func (s *Server) chatRegenerate(x *exchange, req *postBody) error {
 	target := req.MessageID
 	if target == "" && req.Messages > 0 {
 		last, err := s.takeMessage(req)
@@ -42,33 +40,33 @@ func (s *Server) chatRegenerate(w http.ResponseWriter, r *http.Request, log *slo
 			return err
 		}
 	}
-	inv, err := s.team.Rewind(r.Context(), toolcallback.RewindRequest{UserID: c.User, ChatID: req.ID, ClientID: device, Message: target, Limits: c.Limits})
-	return s.chatRewound(w, r, log, c.User, device, req.ID, inv, err)
+	inv, err := s.team.Rewind(x.r.Context(), toolcallback.RewindRequest{UserID: x.caller.User, ChatID: req.ID, ClientID: x.device, Message: target, Limits: x.caller.Limits})
+	return s.chatRewound(x, req.ID, inv, err)
 }
 
 // chatEdit replaces the user message m (named by the body's messageId)
 // and everything after it with m as now sent, and streams the answer.
-func (s *Server) chatEdit(w http.ResponseWriter, r *http.Request, log *slog.Logger, c Caller, device string, req *postBody, m *uiMessage) error {
+func (s *Server) chatEdit(x *exchange, req *postBody, m *uiMessage) error {
 	if m.ID != req.MessageID {
 		return fmt.Errorf("%w: an edit's last message is the edited message, with messageId as its id", errBadRequest)
 	}
-	content, err := s.newContent(m, c.User, req.ID, false)
+	content, err := s.newContent(m, x.caller.User, req.ID, false)
 	if err != nil {
 		return err
 	}
-	inv, err := s.team.Rewind(r.Context(), toolcallback.RewindRequest{UserID: c.User, ChatID: req.ID, ClientID: device, Message: m.ID, Content: content, Limits: c.Limits})
-	return s.chatRewound(w, r, log, c.User, device, req.ID, inv, err)
+	inv, err := s.team.Rewind(x.r.Context(), toolcallback.RewindRequest{UserID: x.caller.User, ChatID: req.ID, ClientID: x.device, Message: m.ID, Content: content, Limits: x.caller.Limits})
+	return s.chatRewound(x, req.ID, inv, err)
 }
 
 // chatRewound answers a rewind: its turn's stream, or the chat's latest
 // turn when the same request was served before.
-func (s *Server) chatRewound(w http.ResponseWriter, r *http.Request, log *slog.Logger, user, device, chatID string, inv *toolcallback.Invocation, err error) error {
+func (s *Server) chatRewound(x *exchange, chatID string, inv *toolcallback.Invocation, err error) error {
 	if errors.Is(err, toolcallback.ErrMessageTaken) {
-		return s.chatReplay(w, r, log, user, chatID)
+		return s.chatReplay(x, chatID)
 	}
 	if err != nil {
 		return err
 	}
-	s.respond(w, r, log, inv, reply{page: true, device: device, files: s.fileLinks(r, user)})
+	s.respond(x.w, x.r, x.log, inv, reply{page: true, device: x.device, files: s.fileLinks(x.r, x.caller.User)})
 	return nil
 }

@@ -34,6 +34,17 @@ type Caller struct {
 // Identity verifies who sent a request.
 type Identity func(r *http.Request) (Caller, error)
 
+// exchange is one request of a page and what answers it: the response,
+// the request, its log, the verified sender, and the device it comes from
+// ("" where the request names none).
+type exchange struct {
+	w      http.ResponseWriter
+	r      *http.Request
+	log    *slog.Logger
+	caller Caller
+	device string
+}
+
 // Config bounds what Chat takes and how long it follows a turn.
 type Config struct {
 	// MaxBodyBytes bounds what is new in a body: a user message without
