@@ -50,6 +50,16 @@ func (e *rpcError) class() string {
 	return ""
 }
 
+// retryAfter is the retry its data says, in seconds.
+func (e *rpcError) retryAfter() int {
+	for _, d := range e.Data {
+		if d.Code != "" {
+			return d.RetryAfterSeconds
+		}
+	}
+	return 0
+}
+
 // a2aCall sends one JSON-RPC request (A2A 0.3 method names) to the A2A
 // function with a bearer token.
 func (f *httpFixture) a2aCall(token, method string, params any) rpc {
