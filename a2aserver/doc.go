@@ -33,7 +33,7 @@
 // (and when to retry), as the HTTP routes' bodies do. Once a task has taken
 // a message, a refusal is the task's state instead (input-required with a
 // validation_error part, or failed). An answer the task's calls cannot
-// take (toolcallback.Call.Check: a press the form did not offer) is
+// take (toolcallback.CheckAnswer: a press the form did not offer) is
 // refused before a2a-go stores the message in its task (TaskStore.Update
 // asks executor.checkAnswers), at the price of a read of the task's
 // pending calls, so that bad input writes nothing here either.

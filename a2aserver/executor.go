@@ -234,6 +234,11 @@ func (r *run) stream(ctx context.Context, inv *toolcallback.Invocation, problems
 				parts = append(parts, a2a.NewTextPart(p.Text))
 			}
 		}
+		if thought := thoughtMessage(r.ec, ev.Content); thought != nil {
+			if !r.yield(a2a.NewStatusUpdateEvent(r.ec, a2a.TaskStateWorking, thought), nil) {
+				return
+			}
+		}
 		for _, out := range surfaceEvents(r.ec, ev, r.rich) {
 			if !r.yield(out, nil) {
 				return
@@ -359,6 +364,25 @@ func problem(err error) string { return errclass.Of(err).Message }
 // agentText is a message of the agent on task: like every message Baton
 // sends, it names the task and its context (A2A asks a server's messages
 // for both).
+// thoughtMessage is the model's thought summary in c as A2A carries it: an
+// agent message of a working status, whose text parts are marked as ADK's
+// A2A conversion marks thoughts (metadata adk_thought: true), so that the
+// task's artifact holds the answer alone; nil when c has none.
+func thoughtMessage(task a2a.TaskInfoProvider, c *genai.Content) *a2a.Message {
+	var parts []*a2a.Part
+	for _, p := range c.Parts {
+		if p.Text != "" && p.Thought {
+			part := a2a.NewTextPart(p.Text)
+			part.SetMeta(adka2a.ToA2AMetaKey("thought"), true)
+			parts = append(parts, part)
+		}
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	return a2a.NewMessageForTask(a2a.MessageRoleAgent, task, parts...)
+}
+
 func agentText(task a2a.TaskInfoProvider, s string) *a2a.Message {
 	return a2a.NewMessageForTask(a2a.MessageRoleAgent, task, a2a.NewTextPart(s))
 }
@@ -455,7 +479,7 @@ func splitMessage(msg *a2a.Message) (message, error) {
 }
 
 // checkAnswers refuses a message on task whose answers the task's calls
-// cannot take (toolcallback.Call.Check: an action the form did not offer,
+// cannot take (toolcallback.CheckAnswer: an action the form did not offer,
 // an answer of the wrong shape). TaskStore asks it before it stores the
 // message in the task (a2a-go adds a message to its task before the
 // execution starts), so a refused message leaves the task as it was and
@@ -473,7 +497,7 @@ func (x *executor) checkAnswers(ctx context.Context, user string, task *a2a.Task
 	}
 	for _, a := range m.answers {
 		if i := slices.IndexFunc(calls, func(c *toolcallback.Call) bool { return c.ID == a.id }); i >= 0 {
-			if err := calls[i].Check(a.answer); err != nil {
+			if err := toolcallback.CheckAnswer(calls[i], a.answer); err != nil {
 				return fmt.Errorf("call %s: %w", a.id, err)
 			}
 		}
@@ -485,7 +509,7 @@ func (x *executor) checkAnswers(ctx context.Context, user string, task *a2a.Task
 		}
 		ans, err := actionAnswer(a)
 		if err == nil {
-			err = c.Check(ans)
+			err = toolcallback.CheckAnswer(c, ans)
 		}
 		if err != nil {
 			return err

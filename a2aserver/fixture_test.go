@@ -78,7 +78,7 @@ func newFixture(t *testing.T, n int, opts *Options, script ...modeltest.Reply) *
 			client, counter = firestoretest.Reopen(t, first)
 		}
 		sessions := sessionstore.New(client, nil)
-		team, err := toolcallback.NewTeam(client, sessions, "app", []toolcallback.Member{{Agent: root}}, &toolcallback.Options{InvocationTimeout: 30 * time.Second})
+		team, err := toolcallback.NewTeam(sessions, "app", []toolcallback.Member{{Agent: root}}, &toolcallback.Options{InvocationTimeout: 30 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}

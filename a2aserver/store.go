@@ -119,7 +119,7 @@ func (s *TaskStore) key(user string, id a2a.TaskID) string {
 }
 
 func (s *TaskStore) taskRef(user, contextID string, id a2a.TaskID) *firestore.DocumentRef {
-	return s.sessions.ChatRef(s.app, user, contextID).Collection(tasksCollection).Doc(string(id))
+	return s.client.Doc(s.sessions.ChatDoc(s.app, user, contextID).Child(tasksCollection, string(id)).Path())
 }
 
 func (s *TaskStore) doc(user string, task *a2a.Task, now time.Time) (map[string]any, error) {
@@ -323,7 +323,7 @@ func (s *TaskStore) List(ctx context.Context, req *a2a.ListTasksRequest) (*a2a.L
 	if limit <= 0 || limit > 100 {
 		limit = 50
 	}
-	snaps, err := s.sessions.ChatRef(s.app, user, req.ContextID).Collection(tasksCollection).
+	snaps, err := s.client.Doc(s.sessions.ChatDoc(s.app, user, req.ContextID).Path()).Collection(tasksCollection).
 		OrderBy("updated", firestore.Desc).Limit(limit).Documents(ctx).GetAll()
 	if err != nil {
 		return nil, fmt.Errorf("list tasks: %w", err)

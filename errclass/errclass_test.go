@@ -32,7 +32,7 @@ func TestOf(t *testing.T) {
 		{name: "an action not A2UI", err: &a2ui.ValidationError{Problems: []string{"action: not JSON"}}, code: InvalidRequest},
 		{name: "a surface gone", err: fmt.Errorf("%w: %w", toolcallback.ErrSurfaceGone, a2ui.ErrNoSurface), code: SurfaceGone},
 		{name: "a form's action as a message", err: a2ui.ErrSurfaceWaits, code: SurfaceWaits},
-		{name: "a chat held by a live segment", err: &sessionstore.BusyError{Holder: toolcallback.LiveHolderPrefix + "tab/x", RetryAfter: 8 * time.Second}, code: Live},
+		{name: "a chat held by a live segment", err: &sessionstore.BusyError{Holder: toolcallback.Holder{Client: "tab", Live: true, ID: "x"}.String(), RetryAfter: 8 * time.Second}, code: Live},
 		{name: "a busy chat", err: fmt.Errorf("turn: %w", &sessionstore.BusyError{RetryAfter: 8 * time.Second}), code: Busy, retry: 3 * time.Second},
 		{name: "a chat busy briefly", err: &sessionstore.BusyError{RetryAfter: 100 * time.Millisecond}, code: Busy, retry: time.Second},
 		{name: "a rate limit", err: &limits.LimitError{Err: limits.ErrRateLimited, Scope: "user", Limit: 10, RetryAfter: 1500 * time.Millisecond},

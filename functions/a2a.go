@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"strings"
 
-	"cloud.google.com/go/firestore"
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/baton-run/baton/a2aserver"
@@ -78,7 +77,7 @@ func unverifiedIssuer(raw string) string {
 
 // newA2A builds the A2A server of the team on the same sessions (chats),
 // its card naming the security scheme a2aIdentity verifies.
-func (s *Server) newA2A(client *firestore.Client, sessions *sessionstore.Service, ident a2aIdentity, opts *ServerOptions) *a2aserver.Server {
+func (s *Server) newA2A(sessions *sessionstore.Service, ident a2aIdentity, opts *ServerOptions) *a2aserver.Server {
 	scheme := a2a.HTTPAuthSecurityScheme{Scheme: "Bearer", BearerFormat: "JWT", Description: fmt.Sprintf(
 		"A Firebase Auth ID token of project %s (the user is its uid), or a Google-signed OIDC token "+
 			"with audience %q of an allowed service account (the user is %s<email>).",
@@ -86,7 +85,7 @@ func (s *Server) newA2A(client *firestore.Client, sessions *sessionstore.Service
 	if s.cfg.DevIdentity {
 		scheme = a2a.HTTPAuthSecurityScheme{Scheme: "Bearer", Description: "Development identity: the X-Baton-User header names the user."}
 	}
-	return a2aserver.New(client, sessions, s.team, func(r *http.Request) (a2aserver.Caller, error) {
+	return a2aserver.New(sessions.Client(), sessions, s.team, func(r *http.Request) (a2aserver.Caller, error) {
 		c, err := ident.caller(r.Context(), r)
 		if errors.Is(err, errForbidden) {
 			// A service account that may not call is told only that its

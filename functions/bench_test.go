@@ -21,6 +21,7 @@ import (
 	"github.com/baton-run/baton/internal/firestoretest"
 	"github.com/baton-run/baton/limits"
 	"github.com/baton-run/baton/modeltest"
+	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
 	"github.com/baton-run/baton/uistream"
 )
@@ -155,7 +156,7 @@ func benchFirestoreTurns(b *testing.B, row benchRow) {
 	if !row.warm {
 		opts.WarmChats = -1
 	}
-	s, err := NewServer(cfg, client, []toolcallback.Member{{Agent: root}}, opts)
+	s, err := NewServer(cfg, sessionstore.New(client, &sessionstore.Options{Root: cfg.Root}), []toolcallback.Member{{Agent: root}}, opts)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/baton-run/baton/internal/firestoretest"
 	"github.com/baton-run/baton/modeltest"
+	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/uistream/uistreamtest"
 	"github.com/baton-run/baton/usechat"
 )
@@ -231,7 +232,7 @@ func (f *httpFixture) secondInstance() *httpFixture {
 	client, _ := firestoretest.Reopen(f.t, f.client)
 	other := &httpFixture{t: f.t, auth: f.auth, authAddr: f.authAddr, model: f.model, client: client, cfg: f.cfg, users: f.users}
 	var err error
-	other.server, err = NewServer(f.cfg, client, f.members, &ServerOptions{Logger: NewLogger(f.logs), Auth: f.auth, SchedulerKeys: f.keys.Client()})
+	other.server, err = NewServer(f.cfg, sessionstore.New(client, &sessionstore.Options{Root: f.cfg.Root}), f.members, &ServerOptions{Logger: NewLogger(f.logs), Auth: f.auth, SchedulerKeys: f.keys.Client()})
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -22,12 +22,12 @@ import (
 )
 
 // liveAsker makes the fixture's only agent one whose tool ask_notes asks
-// its question on the live call (toolcallback.AskLive, as a 2025-11-25 MCP
+// its question on the live call (toolcallback.AskInCall, as a 2025-11-25 MCP
 // server's elicitation does) and returns the answer's action.
 func liveAsker(f *httpFixture, _ *ServerOptions) {
 	ask, err := functiontool.New(functiontool.Config{Name: "ask_notes", Description: "asks before it forgets the notes"},
 		func(ctx agent.Context, _ struct{}) (map[string]any, error) {
-			reply, err := toolcallback.AskLive(ctx, "ask_notes", userinput.Request{
+			reply, err := toolcallback.AskInCall(ctx, "ask_notes", userinput.Request{
 				Server: "notes", Tool: "clear_notes", Message: "Forget the notes?", Round: 1, State: inputState,
 				Requests: map[string]any{"confirm": map[string]any{"method": "elicitation/create", "params": map[string]any{
 					"mode": "form", "message": "Forget the notes?",

@@ -60,12 +60,22 @@ type Config struct {
 	// revoked token is accepted until it expires (at most an hour).
 	CheckRevoked bool // BATON_CHECK_REVOKED
 
+	// IncludeThoughts asks the model for a summary of its thinking on
+	// every request; the streams carry it as reasoning
+	// (toolcallback.Options.IncludeThoughts, docs/http-api.md).
+	IncludeThoughts bool // BATON_INCLUDE_THOUGHTS
+
 	// TurnLimits are the turn rate limits and token budgets of each kind
 	// of caller (see limits.go and docs/limits.md).
 	TurnLimits TurnLimits
 
 	// LiveModel is the Gemini Live model of live mode (docs/live.md).
 	LiveModel string // BATON_LIVE_MODEL
+	// LiveLocation is the Vertex AI location of the live model's client,
+	// when it differs from the agents' (GOOGLE_CLOUD_LOCATION): Gemini 3
+	// text models are served from "global", Live models from regions.
+	// Empty: GOOGLE_CLOUD_LOCATION. Ignored with a Gemini API key.
+	LiveLocation string // BATON_LIVE_LOCATION
 	// LiveTimeout ends a live conversation before the platform's request
 	// timeout cuts its socket; the client reconnects to go on.
 	LiveTimeout time.Duration // BATON_LIVE_TIMEOUT
@@ -84,10 +94,10 @@ type Config struct {
 	AuthEmulator string // FIREBASE_AUTH_EMULATOR_HOST
 }
 
-// DefaultLiveModel is the live model when BATON_LIVE_MODEL is not set: the
-// Gemini API's native-audio Live model (on Vertex AI, set
-// gemini-live-2.5-flash-native-audio; the Terraform does).
-const DefaultLiveModel = "gemini-2.5-flash-native-audio-preview-09-2025"
+// DefaultLiveModel is the live model when BATON_LIVE_MODEL is not set:
+// Gemini 3.8 Live, the stable Live model the Gemini API and Vertex AI both
+// name so (docs/configuration.md says when and where that was checked).
+const DefaultLiveModel = "gemini-3.8-live"
 
 // EnvVar documents one environment variable the functions read.
 type EnvVar struct {
@@ -124,6 +134,7 @@ var EnvVars = []EnvVar{
 	{Name: "BATON_A2A_INVOKERS"},
 	{Name: "BATON_A2A_PUSH_ALLOW"},
 	{Name: "BATON_CHECK_REVOKED", Default: "false"},
+	{Name: "BATON_INCLUDE_THOUGHTS", Default: "false"},
 	{Name: "BATON_USER_TURNS_PER_MINUTE", Default: "30"},
 	{Name: "BATON_CHAT_TURNS_PER_MINUTE", Default: "20"},
 	{Name: "BATON_USER_TOKENS_PER_DAY", Default: "0"},
@@ -133,6 +144,7 @@ var EnvVars = []EnvVar{
 	{Name: "BATON_SERVICE_TOKENS_PER_DAY", Default: "0"},
 	{Name: "BATON_LIVE_SEGMENTS_PER_USER", Default: "2"},
 	{Name: "BATON_LIVE_MODEL", Default: DefaultLiveModel},
+	{Name: "BATON_LIVE_LOCATION"},
 	{Name: "BATON_LIVE_TIMEOUT", Default: "55m"},
 	{Name: "BATON_DEV_IDENTITY", Default: "false"},
 	{Name: "BATON_TRACE_EXPORT", Default: TraceExportNone},
@@ -183,6 +195,7 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 		A2APushAllow:      list(get("BATON_A2A_PUSH_ALLOW")),
 		TraceExport:       get("BATON_TRACE_EXPORT"),
 		LiveModel:         get("BATON_LIVE_MODEL"),
+		LiveLocation:      get("BATON_LIVE_LOCATION"),
 		LiveTimeout:       duration("BATON_LIVE_TIMEOUT"),
 		AuthEmulator:      get("FIREBASE_AUTH_EMULATOR_HOST"),
 	}
@@ -198,6 +211,9 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 	}
 	if c.CheckRevoked, err = strconv.ParseBool(get("BATON_CHECK_REVOKED")); err != nil {
 		errs = append(errs, fmt.Errorf("BATON_CHECK_REVOKED=%q: want true or false", get("BATON_CHECK_REVOKED")))
+	}
+	if c.IncludeThoughts, err = strconv.ParseBool(get("BATON_INCLUDE_THOUGHTS")); err != nil {
+		errs = append(errs, fmt.Errorf("BATON_INCLUDE_THOUGHTS=%q: want true or false", get("BATON_INCLUDE_THOUGHTS")))
 	}
 	errs = append(errs, c.check(get("K_SERVICE") != "")...)
 	return c, errors.Join(errs...)

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/adk/v2/model"
 
 	"github.com/baton-run/baton/functions"
+	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
 )
 
@@ -29,7 +30,7 @@ func ExampleNewServer() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	s, err := functions.NewServer(cfg, client, []toolcallback.Member{{Agent: root}}, nil)
+	s, err := functions.NewServer(cfg, sessionstore.New(client, &sessionstore.Options{Root: cfg.Root}), []toolcallback.Member{{Agent: root}}, nil)
 	if err != nil {
 		log.Fatal(err)
 	}

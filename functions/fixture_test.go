@@ -23,6 +23,7 @@ import (
 	"github.com/baton-run/baton/internal/firestoretest"
 	"github.com/baton-run/baton/internal/localgcs"
 	"github.com/baton-run/baton/modeltest"
+	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
 	"github.com/baton-run/baton/uistream/uistreamtest"
 )
@@ -146,7 +147,7 @@ func newHTTPFixtureWith(t *testing.T, opts func(*httpFixture, *ServerOptions), m
 	if opts != nil {
 		opts(f, so)
 	}
-	f.server, err = NewServer(f.cfg, f.client, f.members, so)
+	f.server, err = NewServer(f.cfg, sessionstore.New(f.client, &sessionstore.Options{Root: f.cfg.Root}), f.members, so)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,6 @@ package functions
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -25,8 +24,6 @@ import (
 
 	"github.com/baton-run/baton/errclass"
 	"github.com/baton-run/baton/live"
-	"github.com/baton-run/baton/sessionstore"
-	"github.com/baton-run/baton/toolcallback"
 )
 
 // errLiveOff: the deployment has no live model.
@@ -145,21 +142,13 @@ func (s *Server) liveRequest(r *http.Request, ws *websocket.Conn, chatID string)
 	return live.Request{UserID: c.user, ChatID: chatID, DeviceID: device, Agent: q.Get("agent"), Limits: s.limitsOf(c)}, nil
 }
 
-// openLive opens the conversation. A chat held by a live segment of the
-// same device (a tab that lost its socket and comes back) is taken over:
-// the older conversation ends (EndReplaced on this instance, EndStopped on
-// another), and the new one opens.
+// openLive opens the conversation. A conversation of the chat that the
+// same device holds on this instance (its tab lost the socket and comes
+// back) ends first, as replaced; one it holds on another instance, or
+// that died with its instance, is taken over by the new segment
+// (toolcallback.Holder.YieldsTo).
 func (s *Server) openLive(ctx context.Context, req live.Request, sock *socket) (*live.Conversation, error) {
-	conv, err := s.live.Open(ctx, req, sock)
-	var busy *sessionstore.BusyError
-	if !toolcallback.IsLive(err) || !errors.As(err, &busy) || !strings.HasPrefix(busy.Holder, toolcallback.LiveHolderPrefix+req.DeviceID+"/") {
-		return conv, err
-	}
-	if !s.conversations.replace(req) {
-		if _, err := s.team.Stop(ctx, req.UserID, req.ChatID, stopWait); err != nil {
-			return nil, err
-		}
-	}
+	s.conversations.replace(req)
 	return s.live.Open(ctx, req, sock)
 }
 
@@ -275,14 +264,12 @@ func (s *Server) CloseLive() {
 }
 
 // replace ends the conversation of req's chat on this instance, when the
-// same device holds it, and reports whether there was one.
-func (c *conversations) replace(req live.Request) bool {
+// same device holds it.
+func (c *conversations) replace(req live.Request) {
 	c.mu.Lock()
 	e, ok := c.m[chatKey(req)]
 	c.mu.Unlock()
-	if !ok || e.device != req.DeviceID {
-		return false
+	if ok && e.device == req.DeviceID {
+		e.conv.Replace()
 	}
-	e.conv.Replace()
-	return true
 }

@@ -14,7 +14,9 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/internal/firestoretest"
+	"github.com/baton-run/baton/internal/polltest"
 	"github.com/baton-run/baton/modeltest"
+	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
 )
 
@@ -54,7 +56,7 @@ func (f *httpFixture) liveInstance(standIn *modeltest.LiveServer) *httpFixture {
 	client, _ := firestoretest.Reopen(f.t, f.client)
 	other := &httpFixture{t: f.t, auth: f.auth, authAddr: f.authAddr, model: f.model, client: client, cfg: f.cfg, users: f.users}
 	var err error
-	other.server, err = NewServer(f.cfg, client, f.members, &ServerOptions{Logger: NewLogger(f.logs), Auth: f.auth,
+	other.server, err = NewServer(f.cfg, sessionstore.New(client, &sessionstore.Options{Root: f.cfg.Root}), f.members, &ServerOptions{Logger: NewLogger(f.logs), Auth: f.auth,
 		SchedulerKeys: f.keys.Client(), Live: liveClient(f.t, standIn), LiveSetup: &genai.LiveConnectConfig{ResponseModalities: []genai.Modality{genai.ModalityText}}})
 	if err != nil {
 		f.t.Fatal(err)
@@ -70,6 +72,7 @@ type wsClient struct {
 	ws     *websocket.Conn
 	frames chan map[string]any
 	seen   []map[string]any
+	ended  error // why the reader stopped; read once frames is closed
 }
 
 // dialLive opens GET /Chat/{chatId}/live?device= and sends first.
@@ -90,6 +93,7 @@ func (f *httpFixture) dialLive(chatID, device string, first map[string]any) *wsC
 		for {
 			kind, data, err := ws.ReadMessage()
 			if err != nil {
+				c.ended = err
 				return
 			}
 			if kind == websocket.TextMessage {
@@ -334,5 +338,35 @@ func TestCloseLive(t *testing.T) {
 		t.Errorf("end = %v, want closed", end)
 	}
 	other := f.liveInstance(standIn).dialLive("chat1", "tab-b", map[string]any{"user": "ada"})
+	other.next("ready")
+}
+
+// TestLiveFrameTooLarge pins what docs/http-api.md says of a frame over
+// BATON_MAX_BODY_BYTES: the socket is closed with 1009, with neither an
+// error nor an end frame, and the conversation ends as when the client
+// leaves: the chat is released, and another device's socket opens.
+func TestLiveFrameTooLarge(t *testing.T) {
+	t.Parallel()
+	f, _ := liveFixture(t, func(c *Config) { c.DevIdentity = true }, &modeltest.LiveOptions{Repeat: modeltest.EchoReply})
+	sock := f.dialLive("chat1", "tab-a", map[string]any{"user": "ada"})
+	sock.next("ready")
+	if err := sock.ws.WriteMessage(websocket.BinaryMessage, make([]byte, f.server.cfg.MaxBodyBytes+1)); err != nil {
+		t.Fatal(err)
+	}
+	sock.next("closed")
+	for _, m := range sock.seen {
+		if m["type"] == "error" || m["type"] == "end" {
+			t.Errorf("frame %v before the close, want none", m)
+		}
+	}
+	if !websocket.IsCloseError(sock.ended, websocket.CloseMessageTooBig) {
+		t.Errorf("the socket ended with %v, want a close with 1009", sock.ended)
+	}
+	polltest.Until(t, "the conversation to end", func() bool {
+		f.server.conversations.mu.Lock()
+		defer f.server.conversations.mu.Unlock()
+		return len(f.server.conversations.m) == 0
+	})
+	other := f.dialLive("chat1", "tab-b", map[string]any{"user": "ada"})
 	other.next("ready")
 }

@@ -10,7 +10,6 @@ import (
 	"sync"
 	"syscall"
 
-	"cloud.google.com/go/firestore"
 	"github.com/GoogleCloudPlatform/functions-framework-go/functions"
 	"google.golang.org/adk/v2/agent"
 
@@ -100,20 +99,20 @@ var instance = sync.OnceValues(func() (*Server, error) {
 	if _, err := InstallTracing(context.Background(), cfg); err != nil {
 		return nil, err
 	}
-	client, err := firestore.NewClientWithDatabase(context.Background(), cfg.Project, cfg.Database)
+	sessions, err := sessionstore.Open(context.Background(), cfg.Project, cfg.Database, &sessionstore.Options{Root: cfg.Root})
 	if err != nil {
-		return nil, fmt.Errorf("firestore: %w", err)
+		return nil, err
 	}
-	s, reg, err := buildServer(context.Background(), cfg, client)
+	s, reg, err := buildServer(context.Background(), cfg, sessions)
 	if err == nil {
 		closeOnTerm(s, reg)
 	}
 	return s, err
 })
 
-// buildServer builds the registered team on client, and the MCP registry
+// buildServer builds the registered team on sessions, and the MCP registry
 // its agents use if they were registered with UseTeamWithMCP.
-func buildServer(ctx context.Context, cfg Config, client *firestore.Client) (*Server, *mcpregistry.Registry, error) {
+func buildServer(ctx context.Context, cfg Config, sessions *sessionstore.Service) (*Server, *mcpregistry.Registry, error) {
 	registered.Lock()
 	newTeam, servers, withMCP := registered.newTeam, registered.mcp, registered.withMCP
 	registered.Unlock()
@@ -125,11 +124,11 @@ func buildServer(ctx context.Context, cfg Config, client *firestore.Client) (*Se
 		if err != nil {
 			return nil, nil, fmt.Errorf("build agents: %w", err)
 		}
-		s, err := NewServer(cfg, client, members, nil)
+		s, err := NewServer(cfg, sessions, members, nil)
 		return s, nil, err
 	}
 	log := NewLogger(nil)
-	reg, err := mcpregistry.New(sessionstore.New(client, &sessionstore.Options{Root: cfg.Root}), servers, &mcpregistry.Options{Logger: log})
+	reg, err := mcpregistry.New(sessions, servers, &mcpregistry.Options{Logger: log})
 	if err != nil {
 		return nil, nil, fmt.Errorf("MCP servers: %w", err)
 	}
@@ -138,7 +137,7 @@ func buildServer(ctx context.Context, cfg Config, client *firestore.Client) (*Se
 		reg.Close()
 		return nil, nil, fmt.Errorf("build agents: %w", err)
 	}
-	s, err := NewServer(cfg, client, members, &ServerOptions{Logger: log, MCP: reg})
+	s, err := NewServer(cfg, sessions, members, &ServerOptions{Logger: log, MCP: reg})
 	if err != nil {
 		reg.Close()
 		return nil, nil, err

@@ -1,13 +1,13 @@
 package functions
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
 
-	"cloud.google.com/go/firestore"
 	"firebase.google.com/go/v4/auth"
 	"google.golang.org/adk/v2/artifact"
 	"google.golang.org/genai"
@@ -83,18 +83,22 @@ type ServerOptions struct {
 	LiveSetup *genai.LiveConnectConfig
 }
 
-// NewServer builds the session store and the team of members on client,
-// and the identity checks; the first member is the agent of new chats.
-func NewServer(cfg Config, client *firestore.Client, members []toolcallback.Member, opts *ServerOptions) (*Server, error) {
+// NewServer builds the team of members on sessions (which must store under
+// cfg.Root: sessionstore.Options.Root), whose database also holds the
+// ledger and the A2A tasks, and the identity checks; the first member is
+// the agent of new chats.
+func NewServer(cfg Config, sessions *sessionstore.Service, members []toolcallback.Member, opts *ServerOptions) (*Server, error) {
 	if opts == nil {
 		opts = &ServerOptions{}
+	}
+	if root := cmp.Or(cfg.Root, sessionstore.DefaultRoot); sessions.Root() != root {
+		return nil, fmt.Errorf("the session store stores under %q, the configuration says %q", sessions.Root(), root)
 	}
 	s := &Server{cfg: cfg, log: opts.Logger}
 	var err error
 	if s.log == nil {
 		s.log = NewLogger(nil)
 	}
-	sessions := sessionstore.New(client, &sessionstore.Options{Root: cfg.Root})
 	topts := &toolcallback.Options{
 		LeasePolicy:       cfg.LeasePolicy,
 		MaxWait:           cfg.LeaseMaxWait,
@@ -107,6 +111,7 @@ func NewServer(cfg Config, client *firestore.Client, members []toolcallback.Memb
 		WarmChats:         opts.WarmChats,
 		WarmBytes:         opts.WarmBytes,
 		CountTokens:       cfg.TurnLimits.countsTokens(),
+		IncludeThoughts:   cfg.IncludeThoughts,
 		Logger:            s.log,
 	}
 	if reg := opts.MCP; reg != nil {
@@ -125,7 +130,7 @@ func NewServer(cfg Config, client *firestore.Client, members []toolcallback.Memb
 	if topts.Files, files, err = newFiles(cfg, opts.Files, s.log); err != nil {
 		return nil, err
 	}
-	team, err := toolcallback.NewTeam(client, sessions, cfg.AppName, members, topts)
+	team, err := toolcallback.NewTeam(sessions, cfg.AppName, members, topts)
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +141,7 @@ func NewServer(cfg Config, client *firestore.Client, members []toolcallback.Memb
 	if cfg.DevIdentity {
 		s.ident = devIdentity{}
 		s.sweepCheck = devSchedulerCheck
-		s.a2a = s.newA2A(client, sessions, a2aIdentity{users: s.ident}, opts)
+		s.a2a = s.newA2A(sessions, a2aIdentity{users: s.ident}, opts)
 		return s, nil
 	}
 	ctx := context.Background() // the clients keep no context; this one only builds them
@@ -152,7 +157,7 @@ func NewServer(cfg Config, client *firestore.Client, members []toolcallback.Memb
 		return nil, err
 	}
 	s.sweepCheck = (&schedulerIdentity{service: service, audience: cfg.SweepAudience, invoker: cfg.SweepInvoker}).check
-	s.a2a = s.newA2A(client, sessions, a2aIdentity{users: s.ident, services: service, audience: cfg.A2AAudience, invokers: cfg.A2AInvokers}, opts)
+	s.a2a = s.newA2A(sessions, a2aIdentity{users: s.ident, services: service, audience: cfg.A2AAudience, invokers: cfg.A2AInvokers}, opts)
 	return s, nil
 }
 
@@ -162,8 +167,9 @@ func (s *Server) newLive(team *toolcallback.Team, opts *ServerOptions) *live.Run
 	client := opts.Live
 	if client == nil {
 		var err error
-		// genai reads its credentials from the environment itself.
-		if client, err = genai.NewClient(context.Background(), &genai.ClientConfig{}); err != nil {
+		// genai reads its credentials and backend from the environment
+		// itself; on Vertex AI the live model may need another location.
+		if client, err = genai.NewClient(context.Background(), &genai.ClientConfig{Location: s.cfg.LiveLocation}); err != nil {
 			s.log.Info("live mode is off: no live model", "reason", err.Error())
 			return nil
 		}

@@ -114,8 +114,8 @@ func newCallView(c *toolcallback.Call, token string) callView {
 		// tool, answered with {"responses": ...} under its own id.
 		v.ToolCallID, v.ToolName = c.ID, userinput.ToolName
 		v.Input = c.Input.Shown()
-		if c.Live {
-			v.Input["live"] = true // asked on the live call: answered with ToolResult
+		if c.InCall {
+			v.Input["live"] = true // an in-call question: answered with ToolResult (the wire name stays "live")
 		}
 	}
 	if c.Answer != nil {

@@ -103,12 +103,17 @@ func (c *calls) issued() {
 }
 
 // resumed marks what a model session resumed from the latest handle lacks
-// (calls made after it) and returns the answers to write again.
-func (c *calls) resumed() []string {
+// (calls made after it) and returns the answers to write again, but for
+// those replayed (their call and response went in since's replay).
+func (c *calls) resumed(replayed []string) []string {
 	var again []string
 	for id, st := range c.byID {
 		if st.at < 0 || st.at > c.handle {
 			st.unknown = true
+		}
+		if slices.Contains(replayed, id) {
+			st.sent = c.tick()
+			continue
 		}
 		if st.response != nil {
 			st.sent = -1

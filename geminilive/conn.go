@@ -131,16 +131,30 @@ func (s *Session) dial(ctx context.Context, handle string) (*genai.Session, erro
 }
 
 // prime brings a new connection up to date: a resumed model session gets
-// the answers it lacks; a new one, the history as context.
+// what it took after the handle (since.replay) and the answers it lacks; a
+// new one, the history as context.
 func (s *Session) prime(ctx context.Context, conn *genai.Session, resumed bool) error {
-	var again []string
+	var replay []*genai.Content
+	var ask bool
+	again := outgoing{}
 	s.mu.Lock()
 	if resumed {
-		again = s.calls.resumed()
+		var replayed []string
+		replay, ask, replayed = s.since.replay()
+		again.answers = s.calls.resumed(replayed)
 	} else {
 		s.calls.seeded()
+		s.since.seeded()
+	}
+	if len(again.answers) > 0 {
+		s.prepare(&again)
 	}
 	s.mu.Unlock()
+	if len(replay) > 0 {
+		if err := conn.SendClientContent(genai.LiveClientContentInput{Turns: replay, TurnComplete: &ask}); err != nil {
+			return writeError{err}
+		}
+	}
 	if !resumed && s.cfg.History != nil {
 		history, err := s.cfg.History(ctx)
 		if err != nil {
@@ -153,21 +167,27 @@ func (s *Session) prime(ctx context.Context, conn *genai.Session, resumed bool) 
 			}
 		}
 	}
-	if len(again) > 0 {
-		return s.write(conn, outgoing{answers: again})
+	if len(again.answers) > 0 {
+		return s.write(conn, again)
 	}
 	return nil
 }
 
+// link is one connection's state shared by its reader and its writer.
+type link struct {
+	goAway bool          // s.mu: the model will close the connection; nothing more is written to it
+	leave  chan struct{} // the reader's word to leave: after goAway, the model is idle
+}
+
 // serve runs one connection: its reader on a goroutine, the writer here.
 func (s *Session) serve(ctx context.Context, conn *genai.Session) error {
-	readDone, goAway := make(chan struct{}), make(chan struct{}, 1)
+	readDone, l := make(chan struct{}), &link{leave: make(chan struct{}, 1)}
 	var readErr error
 	go func() {
 		defer close(readDone)
-		readErr = s.read(ctx, conn, goAway)
+		readErr = s.read(ctx, conn, l)
 	}()
-	err := s.pump(ctx, conn, readDone, goAway)
+	err := s.pump(ctx, conn, readDone, l)
 	_ = conn.Close()
 	<-readDone
 	if errors.Is(err, errReadEnded) {
@@ -177,10 +197,13 @@ func (s *Session) serve(ctx context.Context, conn *genai.Session) error {
 }
 
 // pump is the connection's only writer: it writes the queue in order
-// until the connection ends.
-func (s *Session) pump(ctx context.Context, conn *genai.Session, readDone, goAway <-chan struct{}) error {
+// until the connection ends. After a goAway it writes nothing more and
+// leaves once the model has answered what it was given (the reader says
+// so), or the model closes the connection: leaving at once would drop an
+// answer under way.
+func (s *Session) pump(ctx context.Context, conn *genai.Session, readDone <-chan struct{}, l *link) error {
 	for {
-		for o, ok := s.pop(); ok; o, ok = s.pop() {
+		for o, ok := s.pop(l); ok; o, ok = s.pop(l) {
 			if err := s.write(conn, o); err != nil {
 				s.unpop(o)
 				return err
@@ -191,7 +214,7 @@ func (s *Session) pump(ctx context.Context, conn *genai.Session, readDone, goAwa
 			return ctx.Err()
 		case <-readDone:
 			return errReadEnded
-		case <-goAway:
+		case <-l.leave:
 			return errGoAway
 		case <-s.wake:
 		}
@@ -210,14 +233,11 @@ func (s *Session) write(conn *genai.Session, o outgoing) error {
 	case o.text != nil:
 		err = conn.SendClientContent(genai.LiveClientContentInput{Turns: []*genai.Content{o.text}, TurnComplete: &done})
 	case o.answers != nil:
-		s.mu.Lock()
-		known, pair := s.calls.split(o.answers)
-		s.mu.Unlock()
-		if len(known) > 0 {
-			err = conn.SendToolResponse(genai.LiveToolResponseInput{FunctionResponses: known})
+		if len(o.known) > 0 {
+			err = conn.SendToolResponse(genai.LiveToolResponseInput{FunctionResponses: o.known})
 		}
-		if err == nil && pair != nil {
-			err = conn.SendClientContent(genai.LiveClientContentInput{Turns: pair, TurnComplete: &done})
+		if err == nil && o.pair != nil {
+			err = conn.SendClientContent(genai.LiveClientContentInput{Turns: o.pair, TurnComplete: &done})
 		}
 	}
 	if err != nil {

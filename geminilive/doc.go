@@ -28,9 +28,23 @@
 // calls and cancellations, usage, handles, goAway, turn ends). It
 // reconnects on goAway, on the closes Gemini ends a connection with (1011
 // at its connection limit, 1000, 1001) and on a lost connection: with the
-// latest handle, sending nothing again, or, without a handle or when the
-// model refuses it (1007), with a new model session seeded with History
-// as context (turnComplete false: the model waits for the user).
+// latest handle, or, without a handle or when the model refuses it (1007),
+// with a new model session seeded with History as context (turnComplete
+// false: the model waits for the user).
+//
+// A handle restores the model session as it was when issued, and Gemini
+// issues none while a call is in flight, nor between a turn's end and a
+// close right after it: a connection resumed from it is first sent, as
+// context, what the model session took after the handle (the user's turns,
+// typed or heard, the model's words and answered calls, the responses
+// written; since.go), closed into turns where package live closes the
+// stored messages, so that the resumed model's context is the stored
+// conversation; a last user turn the model had not answered is sent with
+// turnComplete, and answered. After a goAway nothing more is written to
+// the connection, but it is left only once the model is idle (it neither
+// speaks nor owes an answer to a turn written to it) or closes it: a
+// message written just before the goAway is answered where it went,
+// rather than lost with the connection.
 //
 // Tool calls are the caller's to run, off both loops; Deliver answers each
 // call at most once (ErrNotPending for a second answer or a cancelled
@@ -39,10 +53,10 @@
 // latest handle, or an earlier holder's pending call (Config.Pending), is
 // unknown to the resumed model, so its response goes as a
 // call-and-response pair of turns instead of a toolResponse the model
-// would drop (a NON_BLOCKING call does not hold handles back: an earlier
-// holder's call made before its handle is Config.Known, and answered with
-// a toolResponse); a response written after the latest handle is written again
-// after a resume. The ledger (first writer wins) makes the answer unique
+// would drop (an earlier holder's NON_BLOCKING call made before its handle
+// is Config.Known, and answered with a toolResponse); a response written
+// after the latest handle goes in the replay with its call, or, for a call
+// made before the handle, is written again after a resume. The ledger (first writer wins) makes the answer unique
 // across instances; the Session, within one.
 //
 // Capture gives the live setup what ADK itself would send the agent's

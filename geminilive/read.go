@@ -7,20 +7,29 @@ import (
 	"google.golang.org/genai"
 )
 
-// read turns the connection's messages into events until it ends; a
-// goAway also tells the writer, which then reconnects.
-func (s *Session) read(ctx context.Context, conn *genai.Session, goAway chan<- struct{}) error {
+// read turns the connection's messages into events until it ends. From
+// a goAway on, the writer writes nothing more to it, and once the model
+// is idle (since.idle) the reader tells it to leave.
+func (s *Session) read(ctx context.Context, conn *genai.Session, l *link) error {
 	for {
 		msg, err := conn.Receive()
 		if err != nil {
 			return err
 		}
+		if msg.GoAway != nil {
+			s.mu.Lock()
+			l.goAway = true
+			s.mu.Unlock()
+		}
 		if !s.take(ctx, msg) {
 			return ctx.Err()
 		}
-		if msg.GoAway != nil {
+		s.mu.Lock()
+		leave := l.goAway && s.since.idle()
+		s.mu.Unlock()
+		if leave {
 			select {
-			case goAway <- struct{}{}:
+			case l.leave <- struct{}{}:
 			default:
 			}
 		}
@@ -32,13 +41,18 @@ func (s *Session) read(ctx context.Context, conn *genai.Session, goAway chan<- s
 func (s *Session) take(ctx context.Context, msg *genai.LiveServerMessage) bool {
 	var evs []Event
 	s.mu.Lock()
+	if sc := msg.ServerContent; sc != nil {
+		s.heardFrom(sc)
+	}
 	if u := msg.SessionResumptionUpdate; u != nil && u.Resumable && u.NewHandle != "" {
 		s.handle = u.NewHandle
 		s.calls.issued()
+		s.since.handle()
 		evs = append(evs, Event{Kind: Handle, Handle: u.NewHandle})
 	}
 	if tc := msg.ToolCall; tc != nil {
 		s.calls.made(tc.FunctionCalls)
+		s.since.called(tc.FunctionCalls, s.blocks(tc.FunctionCalls))
 		evs = append(evs, Event{Kind: ToolCall, Calls: tc.FunctionCalls})
 	}
 	if c := msg.ToolCallCancellation; c != nil {
@@ -104,6 +118,30 @@ func (s *Session) content(sc *genai.LiveServerContent) []Event {
 		evs = append(evs, Event{Kind: TurnComplete})
 	}
 	return evs
+}
+
+// heardFrom records in since what server content says the model heard
+// and said. s.mu is held.
+func (s *Session) heardFrom(sc *genai.LiveServerContent) {
+	if t := sc.InputTranscription; t != nil && t.Text != "" {
+		s.since.userWords(t.Text)
+	}
+	if sc.ModelTurn != nil {
+		for _, p := range sc.ModelTurn.Parts {
+			switch {
+			case p.Text != "" && !p.Thought:
+				s.since.modelOutput(p.Text)
+			case p.InlineData != nil:
+				s.since.modelOutput("")
+			}
+		}
+	}
+	if t := sc.OutputTranscription; t != nil && t.Text != "" {
+		s.since.modelOutput(t.Text)
+	}
+	if sc.Interrupted || sc.TurnComplete {
+		s.since.turnEnded()
+	}
 }
 
 // emit hands an event to the reader of Events; false once closing.

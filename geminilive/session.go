@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 
@@ -64,6 +65,7 @@ type Session struct {
 	dropped int
 	handle  string
 	calls   *calls
+	since   since // what the model session took after handle
 	err     error
 
 	heard, said strings.Builder // the turn's transcriptions so far: the reader's alone
@@ -75,6 +77,11 @@ type outgoing struct {
 	realtime *genai.LiveRealtimeInput
 	text     *genai.Content
 	answers  []string // call ids
+
+	// The answers as they go out (prepare): responses to calls the model
+	// session holds, and call-and-response pairs for the others.
+	known []*genai.FunctionResponse
+	pair  []*genai.Content
 }
 
 // ErrClosed: the session has ended (Close, or a failure Err reports).
@@ -207,11 +214,27 @@ func (s *Session) push(o outgoing) error {
 	return nil
 }
 
-// pop takes the next write, if any.
-func (s *Session) pop() (outgoing, bool) {
+// blocks reports whether the model waits for the response to one of
+// calls: a function the setup does not declare NON_BLOCKING.
+func (s *Session) blocks(calls []*genai.FunctionCall) bool {
+	nonBlocking := map[string]bool{}
+	if s.cfg.Setup != nil {
+		for _, t := range s.cfg.Setup.Tools {
+			for _, d := range t.FunctionDeclarations {
+				nonBlocking[d.Name] = d.Behavior == genai.BehaviorNonBlocking
+			}
+		}
+	}
+	return slices.ContainsFunc(calls, func(fc *genai.FunctionCall) bool { return !nonBlocking[fc.Name] })
+}
+
+// pop takes the next write, if any, prepared for l's connection; none
+// once the model said it will close it (goAway): the next connection
+// takes them.
+func (s *Session) pop(l *link) (outgoing, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.queue) == 0 {
+	if len(s.queue) == 0 || l.goAway {
 		return outgoing{}, false
 	}
 	o := s.queue[0]
@@ -219,17 +242,52 @@ func (s *Session) pop() (outgoing, bool) {
 	if o.audio != nil {
 		s.audio--
 	}
+	s.prepare(&o)
 	return o, true
 }
 
+// prepare sorts o's answers for the current model session and records
+// what o gives the model (since), as it goes out: under the same lock as
+// the reader's goAway, so a write either precedes the goAway, and the
+// connection is kept for its answer, or waits for the next connection.
+// s.mu is held.
+func (s *Session) prepare(o *outgoing) {
+	switch {
+	case o.text != nil:
+		s.since.wrote(true, o.text)
+	case o.answers != nil:
+		o.known, o.pair = s.calls.split(o.answers)
+		if len(o.known) > 0 {
+			c := &genai.Content{Role: genai.RoleUser}
+			asks := false
+			for _, r := range o.known {
+				c.Parts = append(c.Parts, &genai.Part{FunctionResponse: r})
+				asks = asks || r.Scheduling != genai.FunctionResponseSchedulingSilent
+			}
+			s.since.wrote(asks, c)
+		}
+		if o.pair != nil {
+			s.since.wrote(true, o.pair...)
+		}
+	}
+}
+
 // unpop puts back a write that a dead connection did not take (audio is
-// not worth resending).
+// not worth resending). A text leaves since, where it goes again; answers
+// stay there: the next model session gets them again either way (replay,
+// or calls.resumed).
 func (s *Session) unpop(o outgoing) {
 	if o.audio != nil {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if i := slices.Index(s.since.turns, o.text); o.text != nil && i >= 0 {
+		s.since.turns = slices.Delete(s.since.turns, i, i+1)
+		if i < s.since.covered {
+			s.since.covered--
+		}
+	}
 	s.queue = append([]outgoing{o}, s.queue...)
 }
 

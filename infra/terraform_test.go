@@ -17,9 +17,9 @@ import (
 
 	"github.com/baton-run/baton/a2aserver"
 	"github.com/baton-run/baton/functions"
+	"github.com/baton-run/baton/ledger"
 	"github.com/baton-run/baton/limits"
 	"github.com/baton-run/baton/sessionstore"
-	"github.com/baton-run/baton/toolcallback"
 )
 
 // What the code needs from Firestore, as the packages that query declare it
@@ -31,8 +31,8 @@ type (
 
 var (
 	fieldIndexes  = slices.Concat(sessionstore.FieldIndexes, a2aserver.FieldIndexes)
-	ttlFields     = slices.Concat(toolcallback.TTLs, limits.TTLs, a2aserver.TTLs)
-	queriedFields = mergeFields(sessionstore.QueriedFields, toolcallback.QueriedFields, a2aserver.QueriedFields)
+	ttlFields     = slices.Concat(ledger.TTLs, limits.TTLs, a2aserver.TTLs)
+	queriedFields = mergeFields(sessionstore.QueriedFields, ledger.QueriedFields, a2aserver.QueriedFields)
 )
 
 func mergeFields(lists ...map[string][]string) map[string][]string {
@@ -367,6 +367,11 @@ func TestTerraformEnvironment(t *testing.T) {
 					t.Errorf("%s in Vertex AI mode: GOOGLE_GENAI_USE_VERTEXAI=%q GOOGLE_CLOUD_LOCATION=%q, API key secret %v; want true, a location, no key",
 						f.addr, f.env["GOOGLE_GENAI_USE_VERTEXAI"], f.env["GOOGLE_CLOUD_LOCATION"], secret("GOOGLE_API_KEY"))
 				}
+				// Gemini 3 text models are served from global, Live
+				// models from regions only.
+				if live := f.env["BATON_LIVE_LOCATION"]; live == "" || live == "global" {
+					t.Errorf("%s in Vertex AI mode: BATON_LIVE_LOCATION=%q, want a region", f.addr, live)
+				}
 			} else {
 				if !secret("GOOGLE_API_KEY") || plain("GOOGLE_API_KEY") || plain("GOOGLE_GENAI_USE_VERTEXAI") {
 					t.Errorf("%s in API key mode: want GOOGLE_API_KEY from Secret Manager only and no GOOGLE_GENAI_USE_VERTEXAI", f.addr)
@@ -644,7 +649,7 @@ func TestTerraformCompositeIndexes(t *testing.T) {
 
 // codeIndexes lists the composite indexes every package's queries need.
 func codeIndexes() []sessionstore.Index {
-	return slices.Concat(toolcallback.Indexes, sessionstore.Indexes, a2aserver.Indexes)
+	return slices.Concat(ledger.Indexes, sessionstore.Indexes, a2aserver.Indexes)
 }
 
 // TestTerraformFieldIndexes: every single-field index setting a query needs

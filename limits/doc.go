@@ -3,7 +3,7 @@
 // may use per UTC day, across every instance.
 //
 // It adds no round trip on the way to the model. What a turn's limits
-// count is read in the round trip that reads its chat and session (Refs),
+// count is read in the round trip that reads its chat and session (Docs),
 // or taken from this instance's copy (Counter keeps each user's turns
 // document as last read or written), and the turn is counted in the
 // commit that stores its message: a Meter is what one turn read and what

@@ -21,7 +21,11 @@ func ExampleNewCounter() {
 	counter := limits.NewCounter(sessionstore.New(client, nil), "demo") // one per instance
 	// A turn of ada's: at most 10 a minute, and 100,000 model tokens a day.
 	reading := counter.Begin(ctx, "ada", limits.Limits{UserTurnsPerMinute: 10, UserTokensPerDay: 100_000}, time.Now())
-	snaps, err := client.GetAll(ctx, reading.Refs()) // a turn reads them with its chat
+	var refs []*firestore.DocumentRef
+	for _, d := range reading.Docs() { // a turn reads them with its chat
+		refs = append(refs, client.Doc(d.Path()))
+	}
+	snaps, err := client.GetAll(ctx, refs)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -134,15 +134,15 @@ type turnsDoc struct {
 // userTurns is a user's turns document as read: its times and update
 // time, the condition of the commit that writes it.
 type userTurns struct {
-	ref     *firestore.DocumentRef
+	name    sessionstore.DocName
 	times   []time.Time
 	exists  bool
 	version time.Time
 }
 
 // turnsFrom decodes a user's turns document.
-func turnsFrom(snap *firestore.DocumentSnapshot) (*userTurns, error) {
-	u := &userTurns{ref: snap.Ref, exists: snap.Exists()}
+func turnsFrom(name sessionstore.DocName, snap *firestore.DocumentSnapshot) (*userTurns, error) {
+	u := &userTurns{name: name, exists: snap.Exists()}
 	if !u.exists {
 		return u, nil
 	}

@@ -46,7 +46,11 @@ func (s *store) meter(user string, l limits.Limits, now time.Time) *limits.Meter
 	s.t.Helper()
 	r := s.counter.Begin(s.t.Context(), user, l, now)
 	var snaps []*firestore.DocumentSnapshot
-	if refs := r.Refs(); len(refs) > 0 {
+	if docs := r.Docs(); len(docs) > 0 {
+		var refs []*firestore.DocumentRef
+		for _, d := range docs {
+			refs = append(refs, s.client.Doc(d.Path()))
+		}
 		var err error
 		if snaps, err = s.client.GetAll(s.t.Context(), refs); err != nil {
 			s.t.Fatal(err)
@@ -61,16 +65,8 @@ func (s *store) meter(user string, l limits.Limits, now time.Time) *limits.Meter
 
 // commit makes one commit of writes, as the commit that stores a message
 // does, and returns its time.
-func (s *store) commit(writes []sessionstore.DocWrite) (time.Time, error) {
-	b := s.client.Batch()
-	for _, w := range writes {
-		w(b)
-	}
-	res, err := b.Commit(s.t.Context())
-	if err != nil {
-		return time.Time{}, sessionstore.FirestoreError(err)
-	}
-	return res[0].UpdateTime, nil
+func (s *store) commit(writes []sessionstore.Write) (time.Time, error) {
+	return s.sessions.Commit(s.t.Context(), writes...)
 }
 
 // turns counts turns of user at base plus each of at, one commit each,
@@ -396,8 +392,8 @@ func TestNoLimits(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
 	r := s.counter.Begin(t.Context(), "ada", limits.Limits{}, base)
-	if refs := r.Refs(); len(refs) != 0 {
-		t.Errorf("Refs() = %d documents, want none", len(refs))
+	if docs := r.Docs(); len(docs) != 0 {
+		t.Errorf("Docs() = %d documents, want none", len(docs))
 	}
 	m, err := r.Meter(nil)
 	if m != nil || err != nil {
@@ -424,6 +420,10 @@ func TestTokensUsed(t *testing.T) {
 		{"the total", &genai.GenerateContentResponseUsageMetadata{PromptTokenCount: 3, CandidatesTokenCount: 4, TotalTokenCount: 10}, 10},
 		{"the parts without a total", &genai.GenerateContentResponseUsageMetadata{PromptTokenCount: 3, CandidatesTokenCount: 4,
 			ThoughtsTokenCount: 5, ToolUsePromptTokenCount: 6}, 18},
+		// A thinking model's total counts its thoughts (Gemini's
+		// totalTokenCount does): a budget must too.
+		{"a thinking model's total", &genai.GenerateContentResponseUsageMetadata{PromptTokenCount: 3, CandidatesTokenCount: 4,
+			ThoughtsTokenCount: 5, TotalTokenCount: 12}, 12},
 	} {
 		if got := limits.TokensUsed(tc.usage); got != tc.want {
 			t.Errorf("%s: TokensUsed() = %d, want %d", tc.name, got, tc.want)

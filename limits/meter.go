@@ -46,7 +46,7 @@ func NewCounter(sessions *sessionstore.Service, app string) *Counter {
 }
 
 // Reading is what one turn of a user reads for its limits, begun by Begin:
-// the documents to read beside the chat (Refs) and, with a budget, the sum
+// the documents to read beside the chat (Docs) and, with a budget, the sum
 // of the day's tokens over the user's sessions, already being queried.
 type Reading struct {
 	c      *Counter
@@ -108,21 +108,26 @@ func (r *Reading) CountLive(ctx context.Context) {
 	})
 }
 
-// Refs are the documents the turn reads beside its chat (see Meter): the
+// Docs are the documents the turn reads beside its chat (see Meter): the
 // user's turns document, when the user's rate is limited, and the day
 // document of the user's deleted sessions' tokens, with a budget.
-func (r *Reading) Refs() []*firestore.DocumentRef {
-	var refs []*firestore.DocumentRef
+func (r *Reading) Docs() []sessionstore.DocName {
+	var docs []sessionstore.DocName
 	if r.limits.UserTurnsPerMinute > 0 {
-		refs = append(refs, r.c.sessions.LimitsRef(r.c.app, r.user, "turns"))
+		docs = append(docs, r.c.turnsDoc(r.user))
 	}
 	if r.limits.UserTokensPerDay > 0 {
-		refs = append(refs, r.c.sessions.DayTokensRef(r.c.app, r.user, r.now))
+		docs = append(docs, r.c.sessions.DayTokensDoc(r.c.app, r.user, r.now))
 	}
-	return refs
+	return docs
 }
 
-// Meter pairs what the turn read (snaps, of Refs in that order) into the
+// turnsDoc names user's turns document.
+func (c *Counter) turnsDoc(user string) sessionstore.DocName {
+	return c.sessions.LimitsDoc(c.app, user, "turns")
+}
+
+// Meter pairs what the turn read (snaps, of Docs in that order) into the
 // turn's meter, and keeps the user's turns document as read. It is nil
 // when the limits limit nothing.
 func (r *Reading) Meter(snaps []*firestore.DocumentSnapshot) (*Meter, error) {
@@ -131,7 +136,7 @@ func (r *Reading) Meter(snaps []*firestore.DocumentSnapshot) (*Meter, error) {
 	}
 	m := r.meter()
 	if r.limits.UserTurnsPerMinute > 0 {
-		turns, err := turnsFrom(snaps[0])
+		turns, err := turnsFrom(r.c.turnsDoc(r.user), snaps[0])
 		if err != nil {
 			return nil, err
 		}
@@ -167,7 +172,7 @@ func (r *Reading) Cached(ctx context.Context) (_ *Meter, ok bool) {
 		m.turns, m.remember = &turns, r.c.rememberer(r.user)
 	}
 	m.deleted = readInBackground(r.limits.UserTokensPerDay > 0, func() (int64, error) {
-		snap, err := r.c.sessions.DayTokensRef(r.c.app, r.user, r.now).Get(ctx)
+		snap, err := r.c.sessions.Client().Doc(r.c.sessions.DayTokensDoc(r.c.app, r.user, r.now).Path()).Get(ctx)
 		if err = sessionstore.FirestoreError(err); errors.Is(err, sessionstore.ErrNotFound) {
 			return 0, nil
 		}
@@ -361,33 +366,29 @@ func (m *Meter) ChatLog(sess *sessionstore.Session) []time.Time {
 // stores the message and claims the session's lease: conditional on the
 // document being as read, so that turns racing in other chats cannot both
 // pass (the loser's commit fails, writing nothing).
-func (m *Meter) Writes() []sessionstore.DocWrite {
+func (m *Meter) Writes() []sessionstore.Write {
 	if m == nil || m.turns == nil {
 		return nil
 	}
-	ref := m.turns.ref
+	name := m.turns.name
 	doc := turnsDoc{Times: logged(m.turns.times, m.now, m.limits.UserTurnsPerMinute), Expires: m.now.Add(rateWindow)}
 	if !m.turns.exists {
-		return []sessionstore.DocWrite{func(b *firestore.WriteBatch) { b.Create(ref, doc) }}
+		return []sessionstore.Write{sessionstore.Create(name, doc)}
 	}
-	pre := firestore.LastUpdateTime(m.turns.version)
-	return []sessionstore.DocWrite{func(b *firestore.WriteBatch) {
-		b.Update(ref, []firestore.Update{{Path: "times", Value: doc.Times}, {Path: "gcAt", Value: doc.Expires}}, pre)
-	}}
+	return []sessionstore.Write{sessionstore.Update(name, m.turns.version,
+		firestore.Update{Path: "times", Value: doc.Times}, firestore.Update{Path: "gcAt", Value: doc.Expires})}
 }
 
 // WritesUnderLease are the writes of the user's turns document in the
 // message's commit of a turn that holds its session's lease already, and
 // whose commit must not fail: the turn is added to whatever the document
 // holds by then.
-func (m *Meter) WritesUnderLease() []sessionstore.DocWrite {
+func (m *Meter) WritesUnderLease() []sessionstore.Write {
 	if m == nil || m.turns == nil {
 		return nil
 	}
-	ref, expires := m.turns.ref, m.now.Add(rateWindow)
-	return []sessionstore.DocWrite{func(b *firestore.WriteBatch) {
-		b.Set(ref, map[string]any{"times": firestore.ArrayUnion(m.now), "gcAt": expires}, firestore.MergeAll)
-	}}
+	return []sessionstore.Write{sessionstore.Merge(m.turns.name,
+		map[string]any{"times": firestore.ArrayUnion(m.now), "gcAt": m.now.Add(rateWindow)})}
 }
 
 // Committed tells the meter the commit that stored Writes was made at
@@ -398,5 +399,5 @@ func (m *Meter) Committed(commitTime time.Time) {
 	if m == nil || m.turns == nil || m.remember == nil {
 		return
 	}
-	m.remember(userTurns{ref: m.turns.ref, times: logged(m.turns.times, m.now, m.limits.UserTurnsPerMinute), exists: true, version: commitTime})
+	m.remember(userTurns{name: m.turns.name, times: logged(m.turns.times, m.now, m.limits.UserTurnsPerMinute), exists: true, version: commitTime})
 }

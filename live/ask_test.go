@@ -23,7 +23,7 @@ var titled = map[string]any{"responses": map[string]any{"q": map[string]any{"act
 
 // TestToolsThatAsk: a tool that pauses for a person's input (userinput.Ask,
 // as a stateless MCP server's tool does) is asked as in text mode and runs
-// again with the answer, once; a tool that asks while it runs (AskLive, as
+// again with the answer, once; a tool that asks while it runs (AskInCall, as
 // an MCP server that elicits on the live call) shows its question to the
 // device and gets the answer without pausing anything.
 func TestToolsThatAsk(t *testing.T) {
@@ -49,7 +49,7 @@ func TestToolsThatAsk(t *testing.T) {
 	}
 	retitle, err := functiontool.New(functiontool.Config{Name: "retitle", Description: "retitles"},
 		func(ctx agent.Context, _ struct{}) (map[string]any, error) {
-			reply, err := toolcallback.AskLive(ctx, "retitle", question, 10*time.Second)
+			reply, err := toolcallback.AskInCall(ctx, "retitle", question, 10*time.Second)
 			if err != nil {
 				return nil, err
 			}

@@ -252,7 +252,7 @@ func (c *Conversation) send(m Message) {
 	}
 }
 
-// asked shows a question a tool asks while it runs (toolcallback.AskLive),
+// asked shows a question a tool asks while it runs (toolcallback.AskInCall),
 // and, once it is closed, its outcome.
 func (c *Conversation) asked(ev *session.Event) {
 	for _, p := range ev.Content.Parts {

@@ -54,7 +54,9 @@
 // open calls as call-and-response pairs; otherwise it seeds a new model
 // session with the chat's stored conversation. A holder that dies
 // leaves the ledger and the transcript as any turn leaves them: the next
-// holder (live segment or turn) repairs them (toolcallback).
+// holder (live segment or turn) repairs them (toolcallback). The same
+// device's next segment does not wait for the dead holder's lease: it
+// takes the chat over (toolcallback.Holder.YieldsTo).
 //
 // It is a folder of its own because it joins toolcallback (the chat's
 // lease and ledger) with geminilive (the model's socket), which know

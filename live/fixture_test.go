@@ -115,7 +115,7 @@ func (w *world) instance(client *firestore.Client, opts *toolcallback.Options, s
 		o = *opts
 		o.TokenKey = []byte("test-key-0123456789abcdef0123456789")
 	}
-	team, err := toolcallback.NewTeam(client, sessionstore.New(client, nil), "app", []toolcallback.Member{{Agent: a}}, &o)
+	team, err := toolcallback.NewTeam(sessionstore.New(client, nil), "app", []toolcallback.Member{{Agent: a}}, &o)
 	if err != nil {
 		t.Fatal(err)
 	}

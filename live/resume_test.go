@@ -29,7 +29,10 @@ type mortal struct {
 	dead atomic.Bool
 }
 
-func (w *world) mortal() *mortal {
+func (w *world) mortal() *mortal { return w.mortalWith(resumeLease) }
+
+// mortalWith is a mortal instance whose leases last ttl.
+func (w *world) mortalWith(ttl time.Duration) *mortal {
 	client, counter := firestoretest.Reopen(w.t, w.client)
 	m := &mortal{}
 	counter.SetHook(func(string, any) error {
@@ -38,7 +41,7 @@ func (w *world) mortal() *mortal {
 		}
 		return nil
 	})
-	m.instance = w.instance(client, &toolcallback.Options{LeaseTTL: resumeLease}, nil)
+	m.instance = w.instance(client, &toolcallback.Options{LeaseTTL: ttl}, nil)
 	return m
 }
 

@@ -17,7 +17,7 @@ import (
 // A server that speaks 2025-11-25 asks for input with elicitation/create
 // on the call's live stream and waits for the answer on the same
 // connection. The connection lives on the instance that holds the call, so
-// that instance keeps the turn open: toolcallback.AskLive shows the form to
+// that instance keeps the turn open: toolcallback.AskInCall shows the form to
 // the device that started the turn, records the answer in the ledger
 // whichever instance receives it, and the waiting handler reads it from
 // there. It waits what is left of CallTimeout less a fifth of it (at
@@ -94,7 +94,7 @@ func (r *Registry) elicit(c *conn, req *mcp.ElicitRequest) (*mcp.ElicitResult, e
 	wait := max(left-max(left/5, answerMargin), 0)
 	in := userinput.Request{Server: c.server, Tool: call.tool, Message: p.Message, Round: round,
 		Requests: map[string]any{"elicitation": map[string]any{"method": "elicitation/create", "params": p}}}
-	reply, err := toolcallback.AskLive(call.ctx, call.tool, in, wait)
+	reply, err := toolcallback.AskInCall(call.ctx, call.tool, in, wait)
 	if errors.Is(err, toolcallback.ErrExpired) {
 		call.mu.Lock()
 		call.expired = fmt.Sprintf("the user did not answer %s's question (%q) within %s; Baton declined it", c.server, p.Message, wait.Round(time.Second))

@@ -240,7 +240,7 @@ func newInputInstanceWith(t *testing.T, client *firestore.Client, url string, op
 	if err != nil {
 		t.Fatal(err)
 	}
-	team, err := toolcallback.NewTeam(client, sessions, "app", []toolcallback.Member{{Agent: a}}, opts)
+	team, err := toolcallback.NewTeam(sessions, "app", []toolcallback.Member{{Agent: a}}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

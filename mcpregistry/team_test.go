@@ -86,7 +86,7 @@ func newTeamInstanceWith(t *testing.T, client *firestore.Client, servers []mcpre
 	for _, f := range tune {
 		f(opts)
 	}
-	team, err := toolcallback.NewTeam(client, sessions, "app", members, opts)
+	team, err := toolcallback.NewTeam(sessions, "app", members, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

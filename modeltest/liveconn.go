@@ -232,6 +232,10 @@ func (c *LiveConn) run() {
 		c.CloseWith(CloseInvalidArgument, "the first frame must be setup")
 		return
 	}
+	if reason := refusedSetup(msg.Setup); reason != "" {
+		c.CloseWith(CloseInvalidArgument, reason)
+		return
+	}
 	if !c.begin(msg.Setup) {
 		return
 	}
@@ -241,6 +245,21 @@ func (c *LiveConn) run() {
 			return
 		}
 	}
+}
+
+// refusedSetup is why Gemini 3.8 Live refuses a setup ("" for none): it
+// takes no thinking configuration, proactive audio is always on (false
+// is an error) and affective dialog was removed from the API.
+func refusedSetup(s *genai.LiveClientSetup) string {
+	switch {
+	case s.GenerationConfig != nil && s.GenerationConfig.ThinkingConfig != nil:
+		return "thinking_config is not supported by this model"
+	case s.Proactivity != nil && s.Proactivity.ProactiveAudio != nil && !*s.Proactivity.ProactiveAudio:
+		return "proactive_audio cannot be disabled for this model"
+	case s.GenerationConfig != nil && s.GenerationConfig.EnableAffectiveDialog != nil:
+		return "enable_affective_dialog is not supported"
+	}
+	return ""
 }
 
 func (c *LiveConn) finish() {
@@ -280,12 +299,13 @@ func (c *LiveConn) send(msg *genai.LiveServerMessage) bool {
 		time.Sleep(d)
 	}
 	c.wmu.Lock()
-	defer c.wmu.Unlock()
 	// Recorded first, so that a test that saw the frame arrive finds it.
 	c.mu.Lock()
 	c.frames = append(c.frames, LiveFrame{Server: msg, At: time.Now()})
 	c.mu.Unlock()
-	return c.ws.WriteMessage(websocket.TextMessage, data) == nil
+	err = c.ws.WriteMessage(websocket.TextMessage, data)
+	c.wmu.Unlock()
+	return err == nil && c.afterFrame(msg)
 }
 
 // encode writes a server frame as the Live API does. genai's own encoding
@@ -519,7 +539,7 @@ func (c *LiveConn) completeTurn(prompt, response int32) bool {
 // offerHandle sends a sessionResumptionUpdate with a new handle, when the
 // setup asked for resumption and no blocking call waits.
 func (c *LiveConn) offerHandle() bool {
-	if c.Setup().SessionResumption == nil || c.waiting() {
+	if c.Setup().SessionResumption == nil || c.waiting() || c.holdsHandle() {
 		return true
 	}
 	c.mu.Lock()

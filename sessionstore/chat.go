@@ -65,12 +65,6 @@ func (s *Service) chatRef(app, user, id string) *firestore.DocumentRef {
 	return s.userRef(app, user).Collection("chats").Doc(id)
 }
 
-// ChatRef is the document of a chat, under which other packages keep what
-// belongs to the chat (the A2A task store): DeleteChat deletes it all.
-func (s *Service) ChatRef(app, user, id string) *firestore.DocumentRef {
-	return s.chatRef(app, user, id)
-}
-
 func (c *Chat) doc(scope string) chatDoc {
 	retired := c.Retired
 	if retired == nil {

@@ -27,7 +27,7 @@ func TestDeleteChatDeletesWhatIsUnderIt(t *testing.T) {
 		if err := s.CreateChat(ctx, &sessionstore.Chat{App: "app", UserID: "ada", ID: id, Agent: "dj", SessionID: "s-" + id, Created: now, LastActivity: now}); err != nil {
 			t.Fatal(err)
 		}
-		task := s.ChatRef("app", "ada", id).Collection("a2aTasks").Doc("t1")
+		task := s.Client().Doc(s.ChatDoc("app", "ada", id).Child("a2aTasks", "t1").Path())
 		docs := []*firestore.DocumentRef{task, task.Collection("a2aEvents").Doc("1"), task.Collection("a2aEvents").Doc("2")}
 		for _, d := range docs {
 			if _, err := d.Set(ctx, map[string]any{"x": 1}); err != nil {

@@ -70,9 +70,20 @@
 // counted the same way (AppendOptions.Tokens): the session document counts
 // its tokens of the current UTC day, and a user's day is the sum over the
 // user's sessions (SessionTokens, one aggregation query) plus the day
-// document of the user's deleted sessions (DayTokensRef): a delete moves
+// document of the user's deleted sessions (DayTokensDoc): a delete moves
 // the session's count there in its own commit, so that deleting a chat
 // does not give its tokens back.
+//
+// Other parts keep documents of their own beside the sessions (the
+// ledger's records under a session, the turn limits' counts under a user,
+// the A2A tasks under a chat). The Service names where (DocName: SessionDoc,
+// ChatDoc, UserDoc, then Child), and their owner builds the writes of
+// them (Write: Create, Update with the update time it read, Merge), which
+// the Service places in the commits it assembles (AppendOptions.Create and
+// Writes, ClaimLease) or makes alone (Commit). No document reference or
+// write batch crosses the package's edge: a document's owner decides what
+// is written, the Service decides in which commit. The owners read their
+// own documents on the same database (Client), which Open opens.
 //
 // # Staged appends
 //
@@ -104,6 +115,11 @@
 // their lease the same way.
 //
 // # Stop requests
+//
+// An acquisition may take over a live lease when its holder is one the
+// caller accepts (LeaseRequest.TakeOver: a live segment of the same
+// device, for toolcallback): the fence refuses the former holder's later
+// writes, so sessionstore needs to know nothing of who may replace whom.
 //
 // A stop request (RequestStop) asks whoever holds a session's lease to stop.
 // It is a document of its own, named after the fence of the lease it

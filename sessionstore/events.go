@@ -103,7 +103,7 @@ type AppendOptions struct {
 	// ledger's records of the calls the event pauses): the event and every
 	// document are stored, or none of them. A document that already exists
 	// fails the append with ErrConflict.
-	Create []DocCreate
+	Create []Write
 	// DocsClosed records, when Create is empty, that none of the documents
 	// earlier appends created beside the session is open any more (see
 	// MayHaveOpenDocs). Set it under the session's lease, once that is so.
@@ -123,7 +123,7 @@ type AppendOptions struct {
 	// closes). A precondition of one that fails fails the append, writing
 	// nothing: with a claim, as busy; without, with ErrConflict (the lease,
 	// if any, kept).
-	Writes []DocWrite
+	Writes []Write
 
 	rewind *rewindPlan // set by RewindSession
 	// Committed, when set, is called once the commit is made, with its
@@ -136,17 +136,6 @@ type AppendOptions struct {
 	// release frees the lease the handle holds in the same commit (see
 	// ReleaseSession).
 	release bool
-}
-
-// DocWrite adds a write of a document beside a session to the commit of an
-// append (AppendOptions.Writes).
-type DocWrite func(*firestore.WriteBatch)
-
-// DocCreate is a document an append creates in the commit that stores
-// its event.
-type DocCreate struct {
-	Ref  *firestore.DocumentRef
-	Data any
 }
 
 // AppendEventWith is AppendEvent that does what opts asks in the same
@@ -342,16 +331,16 @@ func (s *Service) planAppend(ctx context.Context, ss *Session, event *session.Ev
 	if err := s.addStateMerges(p.batch, ss.app, ss.user, appDelta, userDelta); err != nil {
 		return nil, err
 	}
-	for _, d := range opts.Create {
-		p.batch.Create(d.Ref, d.Data)
+	for _, w := range opts.Create {
+		s.addTo(p.batch, w)
 	}
 	if c := opts.Claim; c != nil {
-		for _, u := range c.updates {
-			p.batch.Update(u.Ref, u.Updates, u.Pre)
+		for _, w := range c.updates {
+			s.addTo(p.batch, w)
 		}
 	}
 	for _, w := range opts.Writes {
-		w(p.batch)
+		s.addTo(p.batch, w)
 	}
 	return p, nil
 }

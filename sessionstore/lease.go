@@ -90,6 +90,12 @@ type LeaseRequest struct {
 	TTL                  time.Duration
 	// Live: the holder is a live segment (see SessionsLive).
 	Live bool
+	// TakeOver, when set, is asked about the holder of a live lease: true
+	// takes the lease over all the same. The fence makes that holder's
+	// later writes, renewals and reads under the lease fail with
+	// ErrLeaseLost, so it is safe whether the holder is dead or not; who
+	// may take over from whom is the caller's rule.
+	TakeOver func(holder string) bool
 }
 
 // AcquireLease takes the session's lease as req asks. It fails with a
@@ -107,7 +113,7 @@ func (s *Service) AcquireLease(ctx context.Context, req LeaseRequest) (_ *Lease,
 	var lease *Lease
 	err = s.readModifyWrite(ctx, ref, func(doc *sessionDoc, batch *firestore.WriteBatch, pre firestore.Precondition) error {
 		now := platform.Now(ctx)
-		if cur := doc.Lease; cur.Holder != "" && cur.Expires.After(now) {
+		if cur := doc.Lease; cur.Holder != "" && cur.Expires.After(now) && (req.TakeOver == nil || !req.TakeOver(cur.Holder)) {
 			return &BusyError{SessionID: id, RetryAfter: cur.Expires.Sub(now), Holder: cur.Holder}
 		}
 		next := leaseDoc{Holder: holder, Fence: doc.Lease.Fence + 1, Expires: now.Add(ttl)}

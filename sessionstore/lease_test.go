@@ -272,3 +272,40 @@ func TestKeepLeaseStopLetsRenewalFinish(t *testing.T) {
 func readUnder(ctx context.Context, svc *sessionstore.Service, l *sessionstore.Lease) (*sessionstore.Session, error) {
 	return svc.Read(ctx, sessionstore.ReadRequest{App: l.App, User: l.User, SessionID: l.SessionID, Shared: true, Lease: l})
 }
+
+// TestLeaseTakeOver: a request whose TakeOver accepts the holder of a live
+// lease takes it over; the fence then refuses the former holder's renewal.
+// One that does not accept it is refused as busy.
+func TestLeaseTakeOver(t *testing.T) {
+	t.Parallel()
+	svc := newService(t)
+	ctx := t.Context()
+	if _, err := svc.Create(ctx, &session.CreateRequest{AppName: "app", UserID: "u", SessionID: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	req := func(holder string, takeOver func(string) bool) sessionstore.LeaseRequest {
+		return sessionstore.LeaseRequest{App: "app", User: "u", SessionID: "s", Holder: holder, TTL: time.Minute, TakeOver: takeOver}
+	}
+	a, err := svc.AcquireLease(ctx, req("holder-a", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var asked []string
+	refuse := func(h string) bool { asked = append(asked, h); return false }
+	if _, err := svc.AcquireLease(ctx, req("holder-b", refuse)); !errors.Is(err, sessionstore.ErrBusy) {
+		t.Fatalf("AcquireLease refused by TakeOver: error = %v, want ErrBusy", err)
+	}
+	if diff := cmp.Diff([]string{"holder-a"}, asked); diff != "" {
+		t.Errorf("TakeOver asked about (-want +got):\n%s", diff)
+	}
+	b, err := svc.AcquireLease(ctx, req("holder-b", func(h string) bool { return h == "holder-a" }))
+	if err != nil {
+		t.Fatalf("AcquireLease taking over: %v", err)
+	}
+	if b.Fence != a.Fence+1 {
+		t.Errorf("fence after the takeover %d, want %d", b.Fence, a.Fence+1)
+	}
+	if err := svc.RenewLease(ctx, a, time.Minute); !errors.Is(err, sessionstore.ErrLeaseLost) {
+		t.Errorf("RenewLease by the former holder: error = %v, want ErrLeaseLost", err)
+	}
+}

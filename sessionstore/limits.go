@@ -21,12 +21,12 @@ func (ss *Session) TurnLog() []time.Time {
 
 // LimitsCollection is the collection, under each user's state document,
 // of the turn limits' counts: the caller's (toolcallback's turn log) and
-// the day documents of deleted sessions' tokens (DayTokensRef).
+// the day documents of deleted sessions' tokens (DayTokensDoc).
 const LimitsCollection = "limits"
 
-// LimitsRef is the document name of user's LimitsCollection.
-func (s *Service) LimitsRef(app, user, name string) *firestore.DocumentRef {
-	return s.userRef(app, user).Collection(LimitsCollection).Doc(name)
+// LimitsDoc names a document of user's LimitsCollection.
+func (s *Service) LimitsDoc(app, user, name string) DocName {
+	return s.UserDoc(app, user).Child(LimitsCollection, name)
 }
 
 // TokenUse is the model tokens an event's response reported, at the time
@@ -58,14 +58,14 @@ func (c tokenCount) add(u TokenUse) *tokenCount {
 // tokenDay is the UTC day of t, as tokens are counted.
 func tokenDay(t time.Time) string { return t.UTC().Format(time.DateOnly) }
 
-// DayTokensRef is the document that keeps the tokens user's deleted
+// DayTokensDoc names the document that keeps the tokens user's deleted
 // sessions had counted on the UTC day of at ({user}/limits/tokens-{day},
 // with a TTL field gcAt a day after the day's end).
-func (s *Service) DayTokensRef(app, user string, at time.Time) *firestore.DocumentRef {
-	return s.LimitsRef(app, user, "tokens-"+tokenDay(at))
+func (s *Service) DayTokensDoc(app, user string, at time.Time) DocName {
+	return s.LimitsDoc(app, user, "tokens-"+tokenDay(at))
 }
 
-// DayTokens decodes a snapshot of a DayTokensRef document: 0 when it does
+// DayTokens decodes a snapshot of a DayTokensDoc document: 0 when it does
 // not exist.
 func DayTokens(snap *firestore.DocumentSnapshot) (int64, error) {
 	if snap == nil || !snap.Exists() {
@@ -119,5 +119,5 @@ func (s *Service) carryTokens(ctx context.Context, batch *firestore.WriteBatch, 
 		return
 	}
 	expires := now.UTC().Truncate(24 * time.Hour).Add(48 * time.Hour)
-	batch.Set(s.DayTokensRef(app, user, now), map[string]any{"tokens": firestore.Increment(doc.TokensUsed), "gcAt": expires}, firestore.MergeAll)
+	batch.Set(s.client.Doc(s.DayTokensDoc(app, user, now).path), map[string]any{"tokens": firestore.Increment(doc.TokensUsed), "gcAt": expires}, firestore.MergeAll)
 }

@@ -51,7 +51,7 @@ func TestSessionTokens(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		snap, err := svc.DayTokensRef("app", user, at).Get(t.Context())
+		snap, err := svc.Client().Doc(svc.DayTokensDoc("app", user, at).Path()).Get(t.Context())
 		if err != nil && !errors.Is(sessionstore.FirestoreError(err), sessionstore.ErrNotFound) {
 			t.Fatal(err)
 		}

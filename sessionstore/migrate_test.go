@@ -163,7 +163,7 @@ func TestCreateWithEvents(t *testing.T) {
 	if _, err := got.Session.State().Get("temp:t"); err == nil {
 		t.Error("temp: state was stored")
 	}
-	chunks, err := svc.SessionRef("app", "u", "s").Collection("events").Documents(ctx).GetAll()
+	chunks, err := svc.Client().Doc(svc.SessionDoc("app", "u", "s").Path()).Collection("events").Documents(ctx).GetAll()
 	if err != nil || len(chunks) < 2 {
 		t.Errorf("history stored in %d sealed chunks (%v), want several", len(chunks), err)
 	}

@@ -20,29 +20,12 @@ type LeaseClaim struct {
 	// create, for a session not stored yet, is what the commit creates.
 	create *newSessionDoc
 	// updates are made in the same commit.
-	updates []DocUpdate
+	updates []Write
 }
 
 // Lease is the lease the claim takes; it is held once the claiming append
 // succeeded.
 func (c *LeaseClaim) Lease() *Lease { return c.lease }
-
-// DocUpdate is an update of a document beside a session that a claiming
-// append makes in its commit (see ClaimLease).
-type DocUpdate struct {
-	Ref     *firestore.DocumentRef
-	Updates []firestore.Update
-	Pre     firestore.Precondition
-}
-
-// Write is u as a write of an append's commit (AppendOptions.Writes). A
-// nil Pre is none: the update needs the document to exist, as any does.
-func (u DocUpdate) Write() DocWrite {
-	if u.Pre == nil {
-		return func(b *firestore.WriteBatch) { b.Update(u.Ref, u.Updates) }
-	}
-	return func(b *firestore.WriteBatch) { b.Update(u.Ref, u.Updates, u.Pre) }
-}
 
 // newSessionDoc is a session (and its chat) that a claiming append stores.
 type newSessionDoc struct {
@@ -61,8 +44,9 @@ type ChatRead struct {
 	// Shared adds the app: and user: state to the session's (see
 	// ReadRequest).
 	Shared bool
-	// Also are documents read in the same round trip.
-	Also []*firestore.DocumentRef
+	// Also names documents read in the same round trip, whose owners
+	// decode them (ChatState.Also).
+	Also []DocName
 }
 
 // ChatState is what ReadChat found.
@@ -86,7 +70,10 @@ func (s *Service) ReadChat(ctx context.Context, req ChatRead) (_ *ChatState, err
 		refs = append(refs, s.appRef(req.App), s.userRef(req.App, req.User))
 	}
 	n := len(refs)
-	snaps, err := s.client.GetAll(ctx, append(refs, req.Also...))
+	for _, name := range req.Also {
+		refs = append(refs, s.client.Doc(name.path))
+	}
+	snaps, err := s.client.GetAll(ctx, refs)
 	if err != nil {
 		return nil, fmt.Errorf("read chat %q: %w", req.ChatID, FirestoreError(err))
 	}
@@ -119,7 +106,7 @@ func (s *Service) ReadChat(ctx context.Context, req ChatRead) (_ *ChatState, err
 // the session changed since it was read. The append also makes updates, in
 // the same commit; a precondition of one that fails makes it fail the same
 // way.
-func (s *Service) ClaimLease(ctx context.Context, ss *Session, holder string, ttl time.Duration, updates ...DocUpdate) (*LeaseClaim, error) {
+func (s *Service) ClaimLease(ctx context.Context, ss *Session, holder string, ttl time.Duration, updates ...Write) (*LeaseClaim, error) {
 	if !ss.tailKnown || ss.lease != nil {
 		return nil, fmt.Errorf("claim lease on %q: the session must be read with Get and not under a lease", ss.id)
 	}

@@ -172,7 +172,8 @@ func TestRewindUpdateConflict(t *testing.T) {
 	ctx := t.Context()
 	rewindFixture(t, svc)
 	sess, l := leased(t, svc)
-	beside := svc.SessionRef("app", "u", "s").Collection("calls").Doc("c1")
+	besideName := svc.SessionDoc("app", "u", "s").Child("calls", "c1")
+	beside := svc.Client().Doc(besideName.Path())
 	wr, err := beside.Create(ctx, map[string]any{"status": "pending"})
 	if err != nil {
 		t.Fatal(err)
@@ -180,8 +181,10 @@ func TestRewindUpdateConflict(t *testing.T) {
 	if _, err := beside.Update(ctx, []firestore.Update{{Path: "status", Value: "resolved"}}); err != nil {
 		t.Fatal(err)
 	}
-	cancel := sessionstore.DocUpdate{Ref: beside, Updates: []firestore.Update{{Path: "status", Value: "cancelled"}}, Pre: firestore.LastUpdateTime(wr.UpdateTime)}
-	opts := sessionstore.AppendOptions{Writes: []sessionstore.DocWrite{cancel.Write()}}
+	cancel := func(since time.Time) sessionstore.Write {
+		return sessionstore.Update(besideName, since, firestore.Update{Path: "status", Value: "cancelled"})
+	}
+	opts := sessionstore.AppendOptions{Writes: []sessionstore.Write{cancel(wr.UpdateTime)}}
 	if _, err := svc.RewindSession(ctx, sess, "agent", sessionstore.RewindMark{Before: "inv2"}, opts); !errors.Is(err, sessionstore.ErrConflict) || errors.Is(err, sessionstore.ErrLeaseLost) {
 		t.Fatalf("RewindSession(stale beside document) error = %v, want ErrConflict", err)
 	}
@@ -202,8 +205,7 @@ func TestRewindUpdateConflict(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cancel.Pre = firestore.LastUpdateTime(snap.UpdateTime)
-	opts.Writes = []sessionstore.DocWrite{cancel.Write()}
+	opts.Writes = []sessionstore.Write{cancel(snap.UpdateTime)}
 	if _, err := svc.RewindSession(ctx, got, "agent", sessionstore.RewindMark{Before: "inv2"}, opts); err != nil {
 		t.Fatalf("RewindSession() after reading again error = %v", err)
 	}

@@ -86,13 +86,6 @@ func (s *Service) sessionRef(app, user, id string) *firestore.DocumentRef {
 	return s.userRef(app, user).Collection("sessions").Doc(id)
 }
 
-// SessionRef returns the document that stores a session. Packages that keep
-// per-session records (the pending-call ledger) nest them under it so that
-// deleting a session's tree finds them.
-func (s *Service) SessionRef(app, user, id string) *firestore.DocumentRef {
-	return s.sessionRef(app, user, id)
-}
-
 func chunkDocRef(sess *firestore.DocumentRef, n int64) *firestore.DocumentRef {
 	return sess.Collection("events").Doc(fmt.Sprintf("%06d", n))
 }

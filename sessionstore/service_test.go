@@ -538,7 +538,7 @@ func TestDeleteRemovesEveryDocument(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ref := svc.SessionRef("app", "u", "s")
+	ref := svc.Client().Doc(svc.SessionDoc("app", "u", "s").Path())
 	chunks, err := ref.Collection("events").Documents(ctx).GetAll()
 	if err != nil {
 		t.Fatal(err)

@@ -46,6 +46,17 @@ func (ss *Session) LiveLease(ctx context.Context) (fence int64, live bool) {
 	return cur.Fence, cur.Holder != "" && cur.Expires.After(platform.Now(ctx))
 }
 
+// LiveHolder is the holder of the lease on the session as it was read,
+// when that lease was live at the context's time; "" otherwise.
+func (ss *Session) LiveHolder(ctx context.Context) string {
+	ss.mu.RLock()
+	defer ss.mu.RUnlock()
+	if cur := ss.stored; cur.Expires.After(platform.Now(ctx)) {
+		return cur.Holder
+	}
+	return ""
+}
+
 // RequestStop asks the invocation holding the lease fence of session id to
 // stop: one write, which the holder's AwaitStop receives. Asking twice is
 // harmless.

@@ -8,9 +8,9 @@ import (
 	"github.com/baton-run/baton/userinput"
 )
 
-// TestCallCheck: an answer of the wrong shape for its call is
+// TestCheckAnswer: an answer of the wrong shape for its call is
 // toolcallback.ErrInvalidAnswer before anything is read or written.
-func TestCallCheck(t *testing.T) {
+func TestCheckAnswer(t *testing.T) {
 	yes := true
 	question := &userinput.Request{Requests: map[string]any{"q1": map[string]any{"method": "elicitation/create",
 		"params": map[string]any{"mode": "form", "message": "Delete?", "requestedSchema": map[string]any{"type": "object"}}}}, Round: 1}
@@ -31,9 +31,9 @@ func TestCallCheck(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := tt.call.Check(tt.a)
+			err := toolcallback.CheckAnswer(tt.call, tt.a)
 			if tt.ok != (err == nil) || (err != nil && !errors.Is(err, toolcallback.ErrInvalidAnswer)) {
-				t.Errorf("Check(%+v) error = %v, want ok %v or toolcallback.ErrInvalidAnswer", tt.a, err, tt.ok)
+				t.Errorf("CheckAnswer(%+v) error = %v, want ok %v or toolcallback.ErrInvalidAnswer", tt.a, err, tt.ok)
 			}
 		})
 	}

@@ -379,7 +379,7 @@ func (w *crashWorld) team(client *firestore.Client, m *modeltest.Strict) *toolca
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	team, err := toolcallback.NewTeam(client, sessionstore.New(client, nil), "app",
+	team, err := toolcallback.NewTeam(sessionstore.New(client, nil), "app",
 		[]toolcallback.Member{{Agent: assistant}, {Agent: dj}}, &toolcallback.Options{
 			LeaseTTL: crashLeaseTTL, TokenKey: []byte("test-key-0123456789abcdef0123456789"),
 			// The agents keep no app: or user: state: a chat's next turn on
@@ -525,7 +525,7 @@ func callRecord(ctx context.Context, t *testing.T, sessions *sessionstore.Servic
 		return nil
 	}
 	for _, sid := range append([]string{chat.SessionID}, chat.Retired...) {
-		snap, err := sessions.SessionRef("app", "user-1", sid).Collection("calls").Doc(id).Get(ctx)
+		snap, err := sessions.Client().Doc(sessions.SessionDoc("app", "user-1", sid).Child("calls", id).Path()).Get(ctx)
 		if snap != nil && !snap.Exists() {
 			continue
 		}
@@ -590,10 +590,12 @@ func written(w *firestorepb.Write) string {
 	return w.GetUpdate().GetName()
 }
 
-func (w *crashWorld) chatDoc() string { return w.sessions.ChatRef("app", "user-1", crashChat).Path }
+func (w *crashWorld) chatDoc() string {
+	return w.sessions.Client().Doc(w.sessions.ChatDoc("app", "user-1", crashChat).Path()).Path
+}
 
 func (w *crashWorld) sessionDoc(n int) string {
-	return w.sessions.SessionRef("app", "user-1", fmt.Sprintf("%s~%d", crashChat, n)).Path
+	return w.sessions.Client().Doc(w.sessions.SessionDoc("app", "user-1", fmt.Sprintf("%s~%d", crashChat, n)).Path()).Path
 }
 
 // writesDoc reports whether c writes (or deletes) the document doc.

@@ -2,7 +2,6 @@ package toolcallback
 
 import (
 	"context"
-	"encoding/json"
 	"sync"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/a2ui"
+	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/transcript"
 	"github.com/baton-run/baton/userinput"
 )
@@ -24,7 +24,7 @@ import (
 type pausingTools struct {
 	mu    sync.Mutex
 	specs map[string]pauseSpec
-	live  *liveAsker // for tools that ask while they run (AskLive)
+	asker *questionAsker // for tools that ask while they run (AskInCall)
 	// surfaces are what the invocation's calls show (Surface, ShowSurface).
 	surfaces a2ui.Calls
 }
@@ -61,9 +61,9 @@ type pausedCall struct {
 	id, tool, step, originalID, invocation, hint string
 	args                                         map[string]any
 	spec                                         pauseSpec
-	input                                        []byte // KindInput: the userinput.Request shown, as JSON
-	state                                        string // KindInput: the server's request state
-	surface                                      []byte // KindSurface: the surfaces shown, as JSON
+	input                                        *userinput.Request // KindInput: the request shown
+	state                                        string             // KindInput: the server's request state
+	surfaces                                     [][]a2ui.Message   // KindSurface: the surfaces shown
 	created                                      time.Time
 }
 
@@ -100,7 +100,7 @@ func pausedBy(tools *pausingTools, prior session.Events, ev *session.Event) []pa
 			if !pause {
 				continue
 			}
-			d.surface, _ = json.Marshal(shown.Surfaces)
+			d.surfaces = shown.Surfaces
 		}
 		out = append(out, d)
 	}
@@ -134,11 +134,46 @@ func approvalRequest(prior session.Events, ev *session.Event, fc *genai.Function
 		// A tool asking for input: the request state leaves the event here,
 		// before it is stored or streamed, for the ledger record only.
 		shown, state := userinput.TakeState(fc.Args, tc, req)
-		input, err := json.Marshal(shown)
-		if err != nil {
-			return pausedCall{}, false
-		}
-		d.spec.Kind, d.input, d.state = KindInput, input, state
+		d.spec.Kind, d.input, d.state = KindInput, &shown, state
 	}
 	return d, true
+}
+
+// records are the ledger records of the calls ev pauses (pausedBy), as the
+// calls they record and the writes that create them in the commit storing
+// ev; client started the invocation.
+func (e *engine) records(sess *sessionstore.Session, ev *session.Event, tools *pausingTools, client string) ([]sessionstore.Write, []*Call, error) {
+	var writes []sessionstore.Write
+	var calls []*Call
+	for _, d := range pausedBy(tools, sess.Events(), ev) {
+		if err := sessionstore.ValidateID("call id", d.id); err != nil {
+			return nil, nil, err
+		}
+		c := e.newCall(sess.UserID(), sess.ID(), d, client)
+		w, err := e.ledger.Record(c)
+		if err != nil {
+			return nil, nil, err
+		}
+		writes, calls = append(writes, w), append(calls, c)
+	}
+	return writes, calls, nil
+}
+
+// newCall is the pending call d, which the agent's invocation in session
+// sid of user, started by client, paused: its timeout and who may answer
+// it are the tool's, or the team's defaults.
+func (e *engine) newCall(user, sid string, d pausedCall, client string) *Call {
+	timeout := d.spec.Timeout
+	if timeout <= 0 {
+		timeout = e.opts.CallTimeout
+	}
+	c := &Call{
+		ID: d.id, App: e.app, Agent: e.agent, UserID: user, SessionID: sid, Invocation: d.invocation, ClientID: client,
+		Tool: d.tool, Args: d.args, Kind: d.spec.Kind, Step: d.step, OriginalID: d.originalID,
+		AnyDevice: d.spec.AnyDevice || (d.spec.Kind == KindApproval && e.opts.ApprovalsAnyDevice),
+		Hint:      d.hint, Input: d.input, Surfaces: d.surfaces, Status: StatusPending,
+		Created: d.created, Expires: d.created.Add(timeout),
+	}
+	c.SetInputState(d.state)
+	return c
 }

@@ -12,7 +12,7 @@
 // The calls that pause are those of Browser, External and Surface tools
 // (the tool announces itself when the model request is built) and ADK's
 // tool confirmations (an Approval, a question asked with userinput.Ask);
-// AskLive asks a person while its tool runs, and the turn stays open.
+// AskInCall asks a person while its tool runs, and the turn stays open.
 // Each declaration says how it pauses.
 //
 // # Turns
@@ -39,13 +39,9 @@
 //
 // # Ledger
 //
-// Each paused call has a record at
-//
-//	{session document}/calls/{call id}
-//
-// (the session document is sessionstore's, so deleting a session's tree
-// finds its records). The record is written in the same Firestore commit as
-// the event that holds the call: the runner appends through a session
+// Each paused call has a record in package ledger (its layout, states and
+// first-writer-wins updates are described there). The record is written in
+// the same Firestore commit as the event that holds the call: the runner appends through a session
 // service (invocationSessions) that adds the records to the event's batch. A
 // browser or external call is recognised by its tool's name, which the
 // tool announced to the invocation when the model request was built, so
@@ -206,31 +202,20 @@
 // live holder and neither waits nor resumes) reaches it through Answers.
 // A turn meanwhile is refused (IsLive).
 //
-// # Indexes
+// Who holds a lease is a Holder (the client, live or not, an id per
+// acquisition), stored in the lease as a string that only lease.go writes
+// and reads. The planner decides a live takeover: a segment opened by the
+// device whose live segment holds the chat (Holder.YieldsTo: a tab that
+// lost its socket, or whose instance died) asks the older one to stop,
+// waits up to takeoverWait for it to end by itself, and takes the lease
+// over (sessionstore.LeaseRequest.TakeOver). The lease's fence makes that
+// safe when the older holder is alive after all: its next write fails with
+// ErrLeaseLost. Waiting out a dead holder's lease made a reconnect take 11
+// s; the takeover takes about one.
 //
-// Queries within one session's calls (by status, step, resumed; live and
-// status, equalities only, for the questions asked on a live call) use
-// Firestore's automatic single-field indexes. Sweep queries the "calls"
-// collection group with scope == X and sweepAt <= now, ordered by sweepAt:
-// it needs the composite index (scope ASC, sweepAt ASC) at collection-group
-// scope, listed in Indexes. gcAt is the TTL field.
+// # Ledger records
+//
+// The records themselves, their queries, their first-writer-wins updates,
+// their indexes and TTL are package ledger's; toolcallback decides when a
+// record is written, answered, closed or marked resumed.
 package toolcallback
-
-import "github.com/baton-run/baton/sessionstore"
-
-// Indexes lists the composite indexes this package's queries need; the
-// deployment declares each of them.
-var Indexes = []sessionstore.Index{
-	{CollectionGroup: callsCollection, QueryScope: "COLLECTION_GROUP", Fields: []string{"scope", "sweepAt"}},
-}
-
-// TTLs lists the time-to-live fields of this package's documents: the
-// ledger's gcAt.
-var TTLs = []sessionstore.TTL{{CollectionGroup: callsCollection, Field: "gcAt"}}
-
-// QueriedFields are the fields this package's queries filter or order on,
-// by collection group (pending.go, resume.go): their automatic indexes must
-// not be exempted.
-var QueriedFields = map[string][]string{
-	callsCollection: {"scope", "sweepAt", "status", "step", "resumed", "live"},
-}

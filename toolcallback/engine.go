@@ -15,9 +15,11 @@ import (
 	"google.golang.org/adk/v2/session"
 	"google.golang.org/genai"
 
+	"github.com/baton-run/baton/ledger"
 	"github.com/baton-run/baton/limits"
 	"github.com/baton-run/baton/runguard"
 	"github.com/baton-run/baton/sessionstore"
+	"github.com/baton-run/baton/thoughts"
 	"github.com/baton-run/baton/transcript"
 )
 
@@ -29,7 +31,7 @@ type engine struct {
 	root     agent.Agent
 	agent    string // the root agent's name
 	sessions *sessionstore.Service
-	ledger   *ledger
+	ledger   *ledger.Ledger
 	opts     *Options
 }
 
@@ -72,7 +74,7 @@ type invocationRun struct {
 	// message's commit (see package limits), and committed learns its
 	// time.
 	turnLog   []time.Time
-	writes    []sessionstore.DocWrite
+	writes    []sessionstore.Write
 	committed func(time.Time)
 	// resumed are the ledger records whose answers the run delivers (a
 	// resume's): once the runner is done, and before the lease is
@@ -80,7 +82,7 @@ type invocationRun struct {
 	// that lost its race delivered nothing). closesDocs: they are all the
 	// session's open records, so the release may record that none is open
 	// when the run created none (the next turn then takes the short path).
-	resumed    []*callDoc
+	resumed    []*Call
 	closesDocs bool
 	// speculative stages the claiming append, so that the model is asked
 	// beside its commit (see invocationSessions.stageClaim); gate must pass
@@ -105,7 +107,7 @@ type invocationRun struct {
 func (e *engine) start(ctx context.Context, run invocationRun) (*Invocation, error) {
 	svc := e.sessionsFor(run)
 	inv := newInvocation()
-	svc.tools.live = &liveAsker{e: e, client: run.client, push: inv.push}
+	svc.tools.asker = &questionAsker{e: e, client: run.client, push: inv.push}
 	// The run is detached from the request's cancellation, not from its
 	// trace: its span, and ADK's under it, stay in the request's trace.
 	ctx, span := tracer.Start(ctx, "baton.invocation", trace.WithAttributes(attribute.String("baton.session.id", run.session)))
@@ -222,7 +224,7 @@ func (e *engine) afterRun(ctx context.Context, svc *invocationSessions, run invo
 		}
 	}
 	if len(run.resumed) > 0 {
-		err := e.ledger.markResumed(ctx, run.resumed)
+		err := e.ledger.MarkResumed(ctx, run.resumed)
 		if err != nil {
 			e.opts.Logger.Warn("mark resumed", "session", run.session, "error", err) // Sweep looks at them again
 		}
@@ -296,15 +298,28 @@ func (e *engine) logRunError(run invocationRun, claimErr, err error) {
 }
 
 // newRunner builds the runner of one invocation on svc: with runguard's
-// plugin, and with the file store and the plugin that hands the model the
-// files, when there is one.
+// plugin, thoughts's (a call paused under another model, or made
+// without a signature, stays acceptable to the model now asked), and
+// with the file store and the plugin that hands the model the files, when
+// there is one.
 func (e *engine) newRunner(svc session.Service) (*runner.Runner, error) {
 	guard, err := runguard.Plugin()
 	if err != nil {
 		return nil, err
 	}
+	sigs, err := thoughts.Plugin()
+	if err != nil {
+		return nil, err
+	}
 	cfg := runner.Config{AppName: e.app, Agent: e.root, SessionService: svc,
-		PluginConfig: runner.PluginConfig{Plugins: []*plugin.Plugin{guard}}}
+		PluginConfig: runner.PluginConfig{Plugins: []*plugin.Plugin{guard, sigs}}}
+	if e.opts.IncludeThoughts {
+		p, err := thoughts.SummariesPlugin()
+		if err != nil {
+			return nil, err
+		}
+		cfg.PluginConfig.Plugins = append(cfg.PluginConfig.Plugins, p)
+	}
 	if files := e.opts.Files; files != nil {
 		p, err := files.Plugin()
 		if err != nil {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/baton-run/baton/ledger"
 )
 
 // Sentinel errors returned by Team's methods. Callers test for them with
@@ -14,7 +16,7 @@ import (
 var (
 	// ErrCallNotFound: no such call for this user. Another user's call is
 	// not found either.
-	ErrCallNotFound = errors.New("call not found")
+	ErrCallNotFound = ledger.ErrNotFound
 	// ErrWrongClient: the call was started by another of the user's
 	// clients, and its tool does not let any device answer.
 	ErrWrongClient = errors.New("call belongs to another client")

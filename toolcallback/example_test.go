@@ -29,7 +29,7 @@ func ExampleNewTeam() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	team, err := toolcallback.NewTeam(client, sessionstore.New(client, nil), "demo",
+	team, err := toolcallback.NewTeam(sessionstore.New(client, nil), "demo",
 		[]toolcallback.Member{{Agent: concierge}, {Agent: dj, DropState: true}}, nil)
 	if err != nil {
 		log.Fatal(err)

@@ -2,7 +2,6 @@ package toolcallback
 
 import (
 	"context"
-	"fmt"
 	"iter"
 
 	"github.com/baton-run/baton/internal/eventlist"
@@ -52,35 +51,12 @@ func (f *FollowedChat) Watch(ctx context.Context, recent int) iter.Seq2[*session
 	return f.t.sessions.Watch(ctx, f.t.app, f.Chat.UserID, f.Chat.SessionID, recent)
 }
 
-// LiveQuestions follows the questions asked on live calls in the chat's
-// session (AskLive), from any instance, until ctx ends: it yields each
-// question pending when it starts or asked later, and each of those again
-// once closed (answered, expired or cancelled), as recorded; show them
-// with LiveQuestionEvent. It listens to the session's pending live
-// records: a read per question, none while nobody asks.
-func (f *FollowedChat) LiveQuestions(ctx context.Context) iter.Seq2[*Call, error] {
-	return func(yield func(*Call, error) bool) {
-		e := f.t.engine(f.Chat.Agent)
-		it := e.openQuestions(f.Chat.UserID, f.Chat.SessionID).Snapshots(ctx)
-		defer it.Stop()
-		shown := map[string]bool{} // the questions yielded as asked
-		for {
-			snap, err := it.Next()
-			if err != nil {
-				if ctx.Err() == nil {
-					yield(nil, fmt.Errorf("follow live questions: %w", sessionstore.FirestoreError(err)))
-				}
-				return
-			}
-			for _, ch := range snap.Changes {
-				c, err := e.liveChange(ctx, ch, shown)
-				if c == nil && err == nil {
-					continue
-				}
-				if !yield(c, err) || err != nil {
-					return
-				}
-			}
-		}
-	}
+// InCallQuestions follows the in-call questions of the chat's session
+// (AskInCall), from any instance, until ctx ends: it yields each question
+// pending when it starts or asked later, and each of those again once
+// closed (answered, expired or cancelled), as recorded; show them with
+// InCallQuestionEvent. It listens to the session's pending questions
+// (ledger.Ledger.Questions): a read per question, none while nobody asks.
+func (f *FollowedChat) InCallQuestions(ctx context.Context) iter.Seq2[*Call, error] {
+	return f.t.ledger.Questions(ctx, f.Chat.UserID, f.Chat.SessionID)
 }

@@ -219,7 +219,7 @@ func storedEvents(t testing.TB, sessions *sessionstore.Service, sid string) []*s
 // Firestore.
 func (f *fixture) callField(chat, callID, field string) any {
 	f.t.Helper()
-	snap, err := f.sessions.SessionRef("app", "user-1", f.sessionOf(chat)).Collection("calls").Doc(callID).Get(f.t.Context())
+	snap, err := f.sessions.Client().Doc(f.sessions.SessionDoc("app", "user-1", f.sessionOf(chat)).Child("calls", callID).Path()).Get(f.t.Context())
 	if err != nil {
 		f.t.Fatalf("read call %q: %v", callID, err)
 	}

@@ -14,12 +14,17 @@ import (
 func CancelInput(c *Call) Answer { return Answer{Output: userinput.CancelAll(c.Input)} }
 
 // checkInputAnswer checks an answer to an input call.
-func checkInputAnswer(doc *callDoc, a Answer) error {
-	var req userinput.Request
-	if err := json.Unmarshal(doc.Input, &req); err != nil {
-		return fmt.Errorf("decode input request of %q: %w", doc.ID, err)
+func checkInputAnswer(doc *Call, a Answer) error {
+	if a.Approved != nil || a.Payload != nil || a.Error != "" || a.Output == nil {
+		return fmt.Errorf("%w: an input call takes an output {\"responses\": {...}}", ErrInvalidAnswer)
 	}
-	return checkReply(&req, a)
+	if doc.Input == nil {
+		return fmt.Errorf("input call %q has no request", doc.ID)
+	}
+	if _, err := userinput.Check(doc.Input, a.Output); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidAnswer, err)
+	}
+	return nil
 }
 
 // confirmationOf reads the tool confirmation among a confirmation call's
@@ -35,9 +40,11 @@ func confirmationOf(args map[string]any) (toolconfirmation.ToolConfirmation, boo
 
 // inputReplyPayload is the confirmation payload a re-run tool reads with
 // userinput.ReplyOf: the recorded answer and the state kept in the ledger.
-func inputReplyPayload(c *callDoc, a Answer) map[string]any {
+func inputReplyPayload(c *Call, a Answer) map[string]any {
 	responses, _ := userinput.Responses(a.Output["responses"]) // checked when recorded
-	var req userinput.Request
-	_ = json.Unmarshal(c.Input, &req)
-	return map[string]any{userinput.PayloadKey: userinput.Reply{Round: req.Round, Responses: responses, State: c.InputState}}
+	round := 0
+	if c.Input != nil {
+		round = c.Input.Round
+	}
+	return map[string]any{userinput.PayloadKey: userinput.Reply{Round: round, Responses: responses, State: c.InputState()}}
 }

@@ -333,19 +333,9 @@ func (s *invocationSessions) takeFollowUps() []*session.Event {
 
 // ledgerRecords are the records of the calls ev pauses, for the commit
 // that stores it.
-func (s *invocationSessions) ledgerRecords(sess *sessionstore.Session, ev *session.Event) ([]sessionstore.DocCreate, error) {
-	var docs []sessionstore.DocCreate
-	for _, d := range pausedBy(s.tools, sess.Events(), ev) {
-		if err := sessionstore.ValidateID("call id", d.id); err != nil {
-			return nil, err
-		}
-		doc, err := s.e.ledger.newRecord(sess.UserID(), sess.ID(), s.e.agent, d, s.client)
-		if err != nil {
-			return nil, err
-		}
-		docs = append(docs, sessionstore.DocCreate{Ref: s.e.ledger.ref(sess.UserID(), sess.ID(), d.id), Data: doc})
-	}
-	return docs, nil
+func (s *invocationSessions) ledgerRecords(sess *sessionstore.Session, ev *session.Event) ([]sessionstore.Write, error) {
+	writes, _, err := s.e.records(sess, ev, s.tools, s.client)
+	return writes, err
 }
 
 // errNoClaimingAppend is the claim's outcome when the invocation ended

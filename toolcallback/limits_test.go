@@ -380,7 +380,7 @@ func (f *fixture) tokensOf(user string, ctx context.Context) int64 {
 	if err != nil {
 		f.t.Fatalf("sum tokens: %v", err)
 	}
-	snap, err := f.sessions.DayTokensRef("app", user, at).Get(f.t.Context())
+	snap, err := f.sessions.Client().Doc(f.sessions.DayTokensDoc("app", user, at).Path()).Get(f.t.Context())
 	if err != nil && !errors.Is(sessionstore.FirestoreError(err), sessionstore.ErrNotFound) {
 		f.t.Fatalf("read token count: %v", err)
 	}

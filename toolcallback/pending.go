@@ -7,11 +7,11 @@ import (
 	"slices"
 	"time"
 
-	"cloud.google.com/go/firestore"
 	"google.golang.org/adk/v2/platform"
 	"google.golang.org/adk/v2/session"
 	"google.golang.org/genai"
 
+	"github.com/baton-run/baton/ledger"
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/transcript"
 )
@@ -24,7 +24,7 @@ import (
 // invocation left the session needing repair and nobody holds its lease,
 // it repairs it first, so the reloaded tab shows the repaired
 // conversation. While a turn runs, its open questions asked on a live call
-// (AskLive) are among the calls.
+// (AskInCall) are among the calls.
 func (e *engine) pending(ctx context.Context, user, sid, client string, all bool) ([]*Call, []*session.Event, bool, error) {
 	recent := recentWindow
 	if all {
@@ -40,17 +40,7 @@ func (e *engine) pending(ctx context.Context, user, sid, client string, all bool
 	// turn. Its questions asked on a live call are written resumed: the
 	// same query finds them, open only while it runs.
 	_, running := sess.LiveLease(ctx)
-	q := e.ledger.calls(user, sid).Where("resumed", "==", false)
-	if running {
-		q = e.ledger.calls(user, sid).WhereEntity(firestore.OrFilter{Filters: []firestore.EntityFilter{
-			firestore.PropertyFilter{Path: "resumed", Operator: "==", Value: false},
-			firestore.AndFilter{Filters: []firestore.EntityFilter{
-				firestore.PropertyFilter{Path: "live", Operator: "==", Value: true},
-				firestore.PropertyFilter{Path: "status", Operator: "==", Value: string(StatusPending)},
-			}},
-		}})
-	}
-	docs, _, err := queryCalls(ctx, q)
+	docs, err := e.ledger.Open(ctx, user, sid, running)
 	if err != nil {
 		return nil, nil, false, err
 	}
@@ -63,14 +53,10 @@ func (e *engine) pending(ctx context.Context, user, sid, client string, all bool
 	now := platform.Now(ctx)
 	var out []*Call
 	for _, d := range docs {
-		if Status(d.Status) != StatusPending || !now.Before(d.Expires) || (client != "" && !d.AnyDevice && d.Client != client) {
+		if d.Status != StatusPending || !now.Before(d.Expires) || (client != "" && !d.AnyDevice && d.ClientID != client) {
 			continue
 		}
-		c, err := d.call()
-		if err != nil {
-			return nil, nil, false, err
-		}
-		out = append(out, c)
+		out = append(out, d)
 	}
 	// A window is cut only when it holds as many events, rewound ones
 	// included, as it was read with (a repair reads the window again).
@@ -111,7 +97,7 @@ func (e *engine) settleOpenCalls(ctx context.Context, lease *sessionstore.Lease,
 	if err := e.repairTail(ctx, sess, lead, knownCalls(docs)); err != nil {
 		return nil, err
 	}
-	if err := e.ledger.markResumed(ctx, docs); err != nil {
+	if err := e.ledger.MarkResumed(ctx, docs); err != nil {
 		return nil, err
 	}
 	return sess, nil
@@ -121,38 +107,26 @@ func (e *engine) settleOpenCalls(ctx context.Context, lease *sessionstore.Lease,
 // marked expired) and returns every call whose answer the agent does not
 // have yet, as now recorded. An answer that lands first wins and is
 // returned instead.
-func (e *engine) closeOpenCalls(ctx context.Context, sess *sessionstore.Session) ([]*callDoc, error) {
+func (e *engine) closeOpenCalls(ctx context.Context, sess *sessionstore.Session) ([]*Call, error) {
 	user, sid := sess.UserID(), sess.ID()
-	docs, snaps, err := e.ledger.unresumed(ctx, user, sid)
+	docs, err := e.ledger.Unresumed(ctx, user, sid)
 	if err != nil || len(docs) == 0 {
 		return nil, err
 	}
 	now := platform.Now(ctx)
 	for i, d := range docs {
-		if Status(d.Status) != StatusPending {
+		if d.Status != StatusPending {
 			continue
 		}
-		next := StatusCancelled
-		if !now.Before(d.Expires) {
-			next = StatusExpired
-		}
-		_, err := snaps[i].Ref.Update(ctx, []firestore.Update{
-			{Path: "status", Value: string(next)},
-			{Path: "resolved", Value: now},
-		}, firestore.LastUpdateTime(snaps[i].UpdateTime))
-		err = sessionstore.FirestoreError(err)
-		if errors.Is(err, sessionstore.ErrConflict) {
-			fresh, _, rerr := e.ledger.read(ctx, snaps[i].Ref)
-			if rerr != nil {
-				return nil, rerr
-			}
-			docs[i] = fresh
-			continue
+		closed, err := e.ledger.Cancel(ctx, d, now)
+		if errors.Is(err, ledger.ErrChanged) {
+			// An answer (or another closer) got there first.
+			closed, err = e.ledger.Get(ctx, user, sid, d.ID)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("cancel call %q: %w", d.ID, err)
+			return nil, err
 		}
-		d.Status = string(next)
+		docs[i] = closed
 	}
 	return docs, nil
 }
@@ -160,24 +134,20 @@ func (e *engine) closeOpenCalls(ctx context.Context, sess *sessionstore.Session)
 // rejectIfPending fails with a *PendingCallsError when the session has
 // calls still waiting for an answer.
 func (e *engine) rejectIfPending(ctx context.Context, user, sid string) error {
-	docs, _, err := queryCalls(ctx, e.ledger.calls(user, sid).Where("status", "==", string(StatusPending)))
+	docs, err := e.ledger.Pending(ctx, user, sid)
 	if err != nil {
 		return err
 	}
 	return pendingError(docs, platform.Now(ctx))
 }
 
-func pendingError(docs []*callDoc, now time.Time) error {
+func pendingError(docs []*Call, now time.Time) error {
 	var pending []*Call
 	for _, d := range docs {
-		if Status(d.Status) != StatusPending || !now.Before(d.Expires) {
+		if d.Status != StatusPending || !now.Before(d.Expires) {
 			continue
 		}
-		c, err := d.call()
-		if err != nil {
-			return err
-		}
-		pending = append(pending, c)
+		pending = append(pending, d)
 	}
 	if len(pending) > 0 {
 		return &PendingCallsError{Calls: pending}

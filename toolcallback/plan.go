@@ -103,6 +103,10 @@ type turnPlan struct {
 	// replan: a lost race (the commit found the session written, gone or
 	// the message taken) plans the turn again rather than failing.
 	replan bool
+	// takeOver: a live segment of the same device holds the chat (it lost
+	// its socket, or its instance died); the new one asks it to stop and
+	// takes the lease over (waySettle, settledLive).
+	takeOver bool
 }
 
 // maxPlans bounds how often one turn is planned: a plan that loses its race
@@ -231,7 +235,7 @@ func (t *Team) look(ctx context.Context, req turnRequest, useCopy bool) (turnVie
 		}
 	}
 	st, err := t.sessions.ReadChat(ctx, sessionstore.ChatRead{App: t.app, User: req.UserID, ChatID: req.ChatID,
-		SessionID: guess, Shared: !t.opts.SessionStateOnly, Also: reading.Refs()})
+		SessionID: guess, Shared: !t.opts.SessionStateOnly, Also: reading.Docs()})
 	if err != nil {
 		return turnView{}, err
 	}
@@ -290,7 +294,8 @@ func (t *Team) planTurn(ctx context.Context, req turnRequest, v turnView) turnPl
 		// A live segment adopts what is open: its open path repairs and
 		// reads the ledger under the lease, and cancels nothing.
 		p.replan = enqueue
-		if settle || held && enqueue {
+		p.takeOver = parseHolder(v.sess.LiveHolder(ctx)).YieldsTo(Holder{Client: req.ClientID, Live: true})
+		if settle || held && enqueue || p.takeOver {
 			p.way, p.current = waySettle, false
 		}
 		return p

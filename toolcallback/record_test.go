@@ -55,7 +55,7 @@ func TestSwitchRecordsWhatRan(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			f.team, err = toolcallback.NewTeam(f.client, f.sessions, "app", []toolcallback.Member{{Agent: concierge}, {Agent: dj}}, nil)
+			f.team, err = toolcallback.NewTeam(f.sessions, "app", []toolcallback.Member{{Agent: concierge}, {Agent: dj}}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -75,7 +75,7 @@ func (e *engine) repairTail(ctx context.Context, sess *sessionstore.Session, lea
 
 // knownCalls are the call ids (model and confirmation ids) of ledger
 // records.
-func knownCalls(docs []*callDoc) map[string]bool {
+func knownCalls(docs []*Call) map[string]bool {
 	known := map[string]bool{}
 	for _, d := range docs {
 		known[d.ID], known[d.OriginalID] = true, true
@@ -87,7 +87,7 @@ func knownCalls(docs []*callDoc) map[string]bool {
 // records docs) if its lease is free, and returns the session as it now
 // is; a live holder (or a dead one whose lease has not lapsed yet) leaves
 // it to a later access.
-func (e *engine) repairIfIdle(ctx context.Context, sess *sessionstore.Session, docs []*callDoc) (*sessionstore.Session, error) {
+func (e *engine) repairIfIdle(ctx context.Context, sess *sessionstore.Session, docs []*Call) (*sessionstore.Session, error) {
 	user, sid := sess.UserID(), sess.ID()
 	h, err := e.acquire(ctx, user, sid, "repair", 0)
 	if errors.Is(err, sessionstore.ErrBusy) {
@@ -101,7 +101,7 @@ func (e *engine) repairIfIdle(ctx context.Context, sess *sessionstore.Session, d
 	if sess, err = e.loadRecent(ctx, h.lease, user, sid); err != nil {
 		return nil, err
 	}
-	if docs, _, err = e.ledger.unresumed(ctx, user, sid); err != nil {
+	if docs, err = e.ledger.Unresumed(ctx, user, sid); err != nil {
 		return nil, err
 	}
 	return sess, e.repairTail(ctx, sess, nil, knownCalls(docs))

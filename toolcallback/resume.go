@@ -1,7 +1,6 @@
 package toolcallback
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,7 +8,6 @@ import (
 	"slices"
 	"time"
 
-	"cloud.google.com/go/firestore"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/adk/v2/platform"
@@ -17,6 +15,7 @@ import (
 	"google.golang.org/adk/v2/tool/toolconfirmation"
 	"google.golang.org/genai"
 
+	"github.com/baton-run/baton/ledger"
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/transcript"
 )
@@ -58,11 +57,12 @@ func (t *Team) Resume(ctx context.Context, r ResumeRequest) (*ResumeOutcome, err
 	if r.Token != "" {
 		// The token is verified here, once, and the record it names read
 		// once.
-		doc, snap, err := t.ledger.tokenCall(ctx, &r)
+		c, err := t.ledger.ByToken(ctx, r.Token)
 		if err != nil {
 			return nil, err
 		}
-		return t.engine(doc.Agent).resume(ctx, r, doc, snap)
+		r.UserID, r.CallID = c.UserID, c.ID
+		return t.engine(c.Agent).resume(ctx, r, c)
 	}
 	if err := validIDs("user id", r.UserID, "chat id", r.ChatID, "client id", r.ClientID, "call id", r.CallID); err != nil {
 		return nil, err
@@ -72,7 +72,7 @@ func (t *Team) Resume(ctx context.Context, r ResumeRequest) (*ResumeOutcome, err
 	// at (see activeSessions) and the call in that session.
 	guess := t.memory.guess(r.UserID, r.ChatID)
 	st, err := t.sessions.ReadChat(ctx, sessionstore.ChatRead{App: t.app, User: r.UserID, ChatID: r.ChatID, SessionID: guess,
-		Shared: !t.opts.SessionStateOnly, Also: []*firestore.DocumentRef{t.ledger.ref(r.UserID, guess, r.CallID)}})
+		Shared: !t.opts.SessionStateOnly, Also: []sessionstore.DocName{t.ledger.Doc(r.UserID, guess, r.CallID)}})
 	if err != nil {
 		return nil, err
 	}
@@ -81,14 +81,14 @@ func (t *Team) Resume(ctx context.Context, r ResumeRequest) (*ResumeOutcome, err
 	}
 	t.memory.points(r.UserID, r.ChatID, st.Chat.SessionID)
 	if st.Session != nil && st.Also[0].Exists() {
-		doc, snap, err := decodeCall(st.Also[0])
+		c, err := ledger.Found(st.Also[0])
 		if err != nil {
 			return nil, err
 		}
-		if res, err := t.engine(doc.Agent).fastResume(ctx, r, found{doc, snap, st.Session, t.memory.keeper(st.Chat)}); res != nil || err != nil {
+		if res, err := t.engine(c.Agent).fastResume(ctx, r, found{c, st.Session, t.memory.keeper(st.Chat)}); res != nil || err != nil {
 			return res, err
 		}
-		return t.engine(doc.Agent).resume(ctx, r, doc, snap)
+		return t.engine(c.Agent).resume(ctx, r, c)
 	}
 	return t.resumeFound(ctx, r, st.Chat)
 }
@@ -102,122 +102,85 @@ func (t *Team) resumeFound(ctx context.Context, r ResumeRequest, chat *sessionst
 		sids = append(sids, sid)
 	}
 	for _, sid := range sids {
-		doc, snap, err := t.ledger.read(ctx, t.ledger.ref(r.UserID, sid, r.CallID))
+		c, err := t.ledger.Get(ctx, r.UserID, sid, r.CallID)
 		if errors.Is(err, ErrCallNotFound) {
 			continue
 		}
 		if err != nil {
 			return nil, err
 		}
-		return t.engine(doc.Agent).resume(ctx, r, doc, snap)
+		return t.engine(c.Agent).resume(ctx, r, c)
 	}
 	return nil, fmt.Errorf("%w: %q", ErrCallNotFound, r.CallID)
 }
 
-// resume records an answer to the call doc (read as snap) and, when it
+// resume records an answer to the call c, as read, and, when it
 // completes its model step, resumes the agent once with the answers of every
 // call of that step. The caller has checked r's ids or its token.
 //
 // The answer is accepted once: the first writer wins, and a later answer
 // gets an *AlreadyResolvedError carrying the recorded outcome, without
 // running anything again.
-func (e *engine) resume(ctx context.Context, r ResumeRequest, doc *callDoc, snap *firestore.DocumentSnapshot) (*ResumeOutcome, error) {
-	answer, err := e.acceptable(ctx, r, doc)
-	if err != nil {
+func (e *engine) resume(ctx context.Context, r ResumeRequest, c *Call) (*ResumeOutcome, error) {
+	by := r.ClientID
+	if err := e.acceptable(ctx, c, r.Answer, by, r.Token != ""); err != nil {
 		return nil, err
 	}
-	ref := snap.Ref
-	now := platform.Now(ctx)
-	sweepAt := now.Add(e.opts.AnswerGrace)
-	actx, span := tracer.Start(ctx, "baton.ledger.answer", trace.WithAttributes(attribute.String("baton.call.id", r.CallID)))
-	_, err = ref.Update(actx, answerUpdates(r, answer, now, sweepAt), firestore.LastUpdateTime(snap.UpdateTime))
-	endSpan(span, err)
-	err = sessionstore.FirestoreError(err)
-	if errors.Is(err, sessionstore.ErrConflict) {
+	answered, err := e.ledger.Answer(ctx, c, r.Answer, by, platform.Now(ctx))
+	if errors.Is(err, ledger.ErrChanged) {
 		// Another answer (or the sweeper) got there first.
-		doc, _, rerr := e.ledger.read(ctx, ref)
+		now, rerr := e.ledger.Get(ctx, c.UserID, c.SessionID, c.ID)
 		if rerr != nil {
 			return nil, rerr
 		}
-		if serr := e.settledError(doc, answer); serr != nil {
+		if serr := settledError(now, r.Answer); serr != nil {
 			return nil, serr
 		}
-		return nil, fmt.Errorf("record answer to %q: %w", r.CallID, err)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("record answer to %q: %w", r.CallID, err)
-	}
-	doc.Status, doc.Answer, doc.ResolvedBy, doc.Resolved, doc.SweepAt = string(StatusResolved), answer, r.ClientID, now, &sweepAt
-
-	client := r.ClientID
-	if client == "" {
-		client = doc.Client
-	}
-	return e.resumeStep(ctx, doc, client, e.opts.ResumeWait)
-}
-
-// acceptable checks an answer r to the call doc, as read, and returns it
-// as the JSON to record.
-func (e *engine) acceptable(ctx context.Context, r ResumeRequest, doc *callDoc) ([]byte, error) {
-	answer, err := json.Marshal(r.Answer)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidAnswer, err)
-	}
-	if len(answer) > e.opts.MaxAnswerBytes {
-		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrAnswerTooLarge, len(answer), e.opts.MaxAnswerBytes)
-	}
-	check := checkAnswer(Kind(doc.Kind), r.Answer)
-	switch Kind(doc.Kind) {
-	case KindInput:
-		check = checkInputAnswer(doc, r.Answer)
-	case KindSurface:
-		if c, err := doc.call(); err != nil {
-			check = err
-		} else {
-			check = checkSurfaceAnswer(c, r.Answer)
-		}
-	}
-	if check != nil {
-		return nil, check
-	}
-	if r.Token == "" && !doc.AnyDevice && r.ClientID != doc.Client {
-		return nil, fmt.Errorf("%w: call %q", ErrWrongClient, r.CallID)
-	}
-	if err := e.settledError(doc, answer); err != nil {
 		return nil, err
 	}
-	if now := platform.Now(ctx); !now.Before(doc.Expires) {
-		return nil, fmt.Errorf("%w: call %q expired at %s", ErrExpired, doc.ID, doc.Expires.Format(time.RFC3339))
+	if by == "" {
+		by = c.ClientID
 	}
-	return answer, nil
+	return e.resumeStep(ctx, answered, by, e.opts.ResumeWait)
 }
 
-// answerUpdates records answer, given at now, in a ledger record; Sweep
-// resumes its step after sweepAt unless the agent has it by then.
-func answerUpdates(r ResumeRequest, answer []byte, now, sweepAt time.Time) []firestore.Update {
-	return []firestore.Update{
-		{Path: "status", Value: string(StatusResolved)},
-		{Path: "answer", Value: answer},
-		{Path: "resolvedBy", Value: r.ClientID},
-		{Path: "resolved", Value: now},
-		{Path: "sweepAt", Value: sweepAt},
+// acceptable checks answer a, from client by (or a token's holder), to
+// the call c, as read.
+func (e *engine) acceptable(ctx context.Context, c *Call, a Answer, by string, token bool) error {
+	answer, err := json.Marshal(a)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidAnswer, err)
 	}
+	if len(answer) > e.opts.MaxAnswerBytes {
+		return fmt.Errorf("%w: %d bytes, limit %d", ErrAnswerTooLarge, len(answer), e.opts.MaxAnswerBytes)
+	}
+	if err := CheckAnswer(c, a); err != nil {
+		return err
+	}
+	if !token && !c.AnyDevice && by != c.ClientID {
+		return fmt.Errorf("%w: call %q", ErrWrongClient, c.ID)
+	}
+	if err := settledError(c, a); err != nil {
+		return err
+	}
+	if now := platform.Now(ctx); !now.Before(c.Expires) {
+		return fmt.Errorf("%w: call %q expired at %s", ErrExpired, c.ID, c.Expires.Format(time.RFC3339))
+	}
+	return nil
 }
 
-// settledError is the error for an answer to a call that is no longer
+// settledError is the error for answer a to a call that is no longer
 // pending, or nil if it is.
-func (e *engine) settledError(doc *callDoc, answer []byte) error {
-	switch Status(doc.Status) {
+func settledError(c *Call, a Answer) error {
+	switch c.Status {
 	case StatusPending:
 		return nil
 	case StatusResolved:
-		c, err := doc.call()
-		if err != nil {
-			return err
-		}
-		return &AlreadyResolvedError{Call: c, Same: bytes.Equal(doc.Answer, answer)}
+		return &AlreadyResolvedError{Call: c, Same: c.SameAnswer(a)}
 	default:
-		return fmt.Errorf("%w: call %q is %s", ErrExpired, doc.ID, doc.Status)
+		return fmt.Errorf("%w: call %q is %s", ErrExpired, c.ID, c.Status)
 	}
 }
 
@@ -239,24 +202,20 @@ func checkAnswer(kind Kind, a Answer) error {
 
 // resumeStep resumes the agent with the answers of doc's model step when
 // every call of the step has one and the agent does not have them yet.
-func (e *engine) resumeStep(ctx context.Context, doc *callDoc, client string, wait time.Duration) (_ *ResumeOutcome, err error) {
+func (e *engine) resumeStep(ctx context.Context, doc *Call, client string, wait time.Duration) (_ *ResumeOutcome, err error) {
 	ctx, span := tracer.Start(ctx, "baton.resume", trace.WithAttributes(
-		attribute.String("baton.session.id", doc.Session), attribute.String("baton.step", doc.Step)))
+		attribute.String("baton.session.id", doc.SessionID), attribute.String("baton.step", doc.Step)))
 	defer func() { endSpan(span, err) }()
-	c, err := doc.call()
+	res := &ResumeOutcome{Call: doc}
+	unresumed, err := e.ledger.Unresumed(ctx, doc.UserID, doc.SessionID)
 	if err != nil {
 		return nil, err
 	}
-	res := &ResumeOutcome{Call: c}
-	unresumed, _, err := e.ledger.unresumed(ctx, doc.User, doc.Session)
-	if err != nil {
-		return nil, err
-	}
-	var open []*callDoc
+	var open []*Call
 	for _, d := range unresumed {
 		switch {
 		case d.Step != doc.Step:
-		case Status(d.Status) == StatusPending:
+		case d.Status == StatusPending:
 			res.Waiting = append(res.Waiting, d.ID)
 		default:
 			open = append(open, d)
@@ -265,19 +224,19 @@ func (e *engine) resumeStep(ctx context.Context, doc *callDoc, client string, wa
 	if len(res.Waiting) > 0 || len(open) == 0 {
 		return res, nil
 	}
-	h, err := e.acquire(ctx, doc.User, doc.Session, client, wait)
+	h, err := e.acquire(ctx, doc.UserID, doc.SessionID, client, wait)
 	if errors.Is(err, sessionstore.ErrBusy) {
 		res.Deferred = true
 		return res, nil
 	}
 	if errors.Is(err, sessionstore.ErrNotFound) {
 		// The session is gone; nothing will ever take these answers.
-		return res, e.ledger.markResumed(ctx, open)
+		return res, e.ledger.MarkResumed(ctx, open)
 	}
 	if err != nil {
 		return nil, err
 	}
-	sess, err := e.loadRecent(ctx, h.lease, doc.User, doc.Session)
+	sess, err := e.loadRecent(ctx, h.lease, doc.UserID, doc.SessionID)
 	if err == nil {
 		err = e.repairTail(ctx, sess, nil, knownCalls(unresumed))
 	}
@@ -291,7 +250,7 @@ func (e *engine) resumeStep(ctx context.Context, doc *callDoc, client string, wa
 	todo := undelivered(sess, open)
 	if len(todo) == 0 {
 		e.release(ctx, h)
-		return res, e.ledger.markResumed(ctx, open)
+		return res, e.ledger.MarkResumed(ctx, open)
 	}
 	answers, approvals := splitConfirmations(todo)
 	if len(answers) > 0 && len(approvals) > 0 {
@@ -310,13 +269,13 @@ func (e *engine) resumeStep(ctx context.Context, doc *callDoc, client string, wa
 	}
 	msg := &genai.Content{Role: genai.RoleUser, Parts: responseParts(todo, true)}
 	res.Turn = transcript.TurnOf(sess.Events(), doc.Step, doc.Invocation)
-	res.Invocation, err = e.start(ctx, invocationRun{user: doc.User, session: doc.Session, client: client, msg: msg, held: h,
+	res.Invocation, err = e.start(ctx, invocationRun{user: doc.UserID, session: doc.SessionID, client: client, msg: msg, held: h,
 		resumed: open, closesDocs: len(unresumed) == len(open)})
 	return res, err
 }
 
 // undelivered returns the calls that no user event of sess answers yet.
-func undelivered(sess *sessionstore.Session, calls []*callDoc) []*callDoc {
+func undelivered(sess *sessionstore.Session, calls []*Call) []*Call {
 	answered := map[string]bool{}
 	for ev := range sess.Events().All() {
 		if ev.Author != "user" || ev.Content == nil {
@@ -328,7 +287,7 @@ func undelivered(sess *sessionstore.Session, calls []*callDoc) []*callDoc {
 			}
 		}
 	}
-	var out []*callDoc
+	var out []*Call
 	for _, c := range calls {
 		if !answered[c.ID] && !answered[c.OriginalID] {
 			out = append(out, c)
@@ -339,12 +298,12 @@ func undelivered(sess *sessionstore.Session, calls []*callDoc) []*callDoc {
 
 // confirms reports whether c is answered by a tool confirmation: ADK runs
 // its tool again from the latest user event.
-func confirms(c *callDoc) bool {
-	return Kind(c.Kind) == KindApproval || Kind(c.Kind) == KindInput
+func confirms(c *Call) bool {
+	return c.Kind == KindApproval || c.Kind == KindInput
 }
 
-func answerNoun(c *callDoc) string {
-	if Kind(c.Kind) == KindInput {
+func answerNoun(c *Call) string {
+	if c.Kind == KindInput {
 		return "answer"
 	}
 	return "approval"
@@ -352,7 +311,7 @@ func answerNoun(c *callDoc) string {
 
 // splitConfirmations separates the approvals of calls from the other
 // answers.
-func splitConfirmations(calls []*callDoc) (answers, approvals []*callDoc) {
+func splitConfirmations(calls []*Call) (answers, approvals []*Call) {
 	for _, c := range calls {
 		if confirms(c) {
 			approvals = append(approvals, c)
@@ -367,27 +326,27 @@ func splitConfirmations(calls []*callDoc) (answers, approvals []*callDoc) {
 // receives. resuming is false when the user moved on: an approval that was
 // granted but never delivered is then reported as not run, since ADK only
 // runs confirmed tools from the latest user event.
-func responseParts(calls []*callDoc, resuming bool) []*genai.Part {
+func responseParts(calls []*Call, resuming bool) []*genai.Part {
 	parts := make([]*genai.Part, 0, len(calls))
 	for _, c := range calls {
 		var a Answer
-		if len(c.Answer) > 0 {
-			_ = json.Unmarshal(c.Answer, &a) // written by Resume from a valid Answer
+		if c.Answer != nil {
+			a = *c.Answer
 		}
 		fr := &genai.FunctionResponse{ID: c.ID, Name: c.Tool}
 		switch {
-		case Status(c.Status) == StatusResolved && Kind(c.Kind) == KindInput && resuming:
+		case c.Status == StatusResolved && c.Kind == KindInput && resuming:
 			fr.Name = toolconfirmation.FunctionCallName
 			fr.Response = map[string]any{"confirmed": true, "payload": inputReplyPayload(c, a)}
-		case Status(c.Status) == StatusResolved && Kind(c.Kind) == KindApproval && resuming:
+		case c.Status == StatusResolved && c.Kind == KindApproval && resuming:
 			fr.Name = toolconfirmation.FunctionCallName
 			fr.Response = map[string]any{"confirmed": *a.Approved, "payload": a.Payload}
-		case Status(c.Status) == StatusResolved && confirms(c):
+		case c.Status == StatusResolved && confirms(c):
 			fr.ID = c.OriginalID
 			fr.Response = map[string]any{"error": "not run: the user sent a new message before the " + answerNoun(c) + " was processed"}
-		case Status(c.Status) == StatusResolved && a.Error != "":
+		case c.Status == StatusResolved && a.Error != "":
 			fr.Response = map[string]any{"error": a.Error}
-		case Status(c.Status) == StatusResolved:
+		case c.Status == StatusResolved:
 			fr.Response = a.Output
 		default:
 			fr.ID = c.OriginalID
@@ -398,8 +357,8 @@ func responseParts(calls []*callDoc, resuming bool) []*genai.Part {
 	return parts
 }
 
-func settledReason(c *callDoc) string {
-	if Status(c.Status) == StatusExpired {
+func settledReason(c *Call) string {
+	if c.Status == StatusExpired {
 		return fmt.Sprintf("no result within %s", durationText(c.Expires.Sub(c.Created)))
 	}
 	return "cancelled: the user sent a new message before this call was answered"

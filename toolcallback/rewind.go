@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"cloud.google.com/go/firestore"
 	"google.golang.org/adk/v2/platform"
 	"google.golang.org/genai"
 
@@ -142,26 +141,16 @@ func (e *engine) rewindHeld(ctx context.Context, h *heldLease, run invocationRun
 // back (a turn settles the calls before it), and none will be delivered.
 // With claim, the commit takes the session's lease.
 func (e *engine) commitRewind(ctx context.Context, sess *sessionstore.Session, plan *rewindPlan, claim *sessionstore.LeaseClaim, counts sessionstore.AppendOptions) error {
-	docs, snaps, err := e.ledger.unresumed(ctx, sess.UserID(), sess.ID())
+	docs, err := e.ledger.Unresumed(ctx, sess.UserID(), sess.ID())
 	if err != nil {
 		return err
 	}
-	now := platform.Now(ctx)
-	writes := counts.Writes
-	for i, d := range docs {
+	for _, d := range docs {
 		if !plan.calls[d.ID] && !plan.calls[d.OriginalID] {
 			return fmt.Errorf("rewind session %q: call %q is open outside the part taken back", sess.ID(), d.ID)
 		}
-		ups := []firestore.Update{{Path: "resumed", Value: true}, {Path: "sweepAt", Value: firestore.Delete}}
-		if Status(d.Status) == StatusPending {
-			next := StatusCancelled
-			if !now.Before(d.Expires) {
-				next = StatusExpired
-			}
-			ups = append(ups, firestore.Update{Path: "status", Value: string(next)}, firestore.Update{Path: "resolved", Value: now})
-		}
-		writes = append(writes, sessionstore.DocUpdate{Ref: snaps[i].Ref, Updates: ups, Pre: firestore.LastUpdateTime(snaps[i].UpdateTime)}.Write())
 	}
+	writes := append(counts.Writes, e.ledger.Closed(docs, platform.Now(ctx))...)
 	_, err = e.sessions.RewindSession(ctx, sess, e.agent, sessionstore.RewindMark{Before: plan.before, Request: plan.key},
 		sessionstore.AppendOptions{Writes: writes, DocsClosed: true, Claim: claim, TurnLog: counts.TurnLog})
 	return err

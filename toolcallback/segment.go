@@ -5,10 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"strings"
 	"sync"
+	"time"
 
-	"cloud.google.com/go/firestore"
 	"google.golang.org/adk/v2/agent"
 	"google.golang.org/adk/v2/platform"
 	"google.golang.org/adk/v2/plugin"
@@ -49,12 +48,8 @@ type LiveSegment struct {
 	meter  *limits.Meter
 
 	mu   sync.Mutex
-	docs map[string]*callDoc // the records handed out (Open, Answers), by id
+	docs map[string]*Call // the records handed out (Open, Answers), by id
 }
-
-// LiveHolderPrefix starts the lease holder of a live segment, so that a
-// turn refused while one runs can say so (IsLive).
-const LiveHolderPrefix = "live:"
 
 // liveKey marks, in an event's CustomMetadata, the event that opens a live
 // segment: no content, so neither a model nor a page shows it.
@@ -64,7 +59,7 @@ const liveKey = "baton_live"
 // the chat.
 func IsLive(err error) bool {
 	var busy *sessionstore.BusyError
-	return errors.As(err, &busy) && strings.HasPrefix(busy.Holder, LiveHolderPrefix)
+	return errors.As(err, &busy) && parseHolder(busy.Holder).Live
 }
 
 // OpenLive opens a live segment of req's chat, planned as a turn (planTurn:
@@ -101,7 +96,7 @@ func (e *engine) openLive(ctx context.Context, req turnRequest, p turnPlan) (*Li
 	if p.way == waySettle {
 		return e.settledLive(ctx, req, p, marker(ctx, e.agent))
 	}
-	holder := holderID(ctx, LiveHolderPrefix+req.ClientID)
+	holder := newHolder(ctx, req.ClientID, true).String()
 	opts := sessionstore.AppendOptions{TurnLog: p.meter.ChatLog(p.sess), Writes: p.meter.Writes(), Committed: p.meter.Committed}
 	var sess *sessionstore.Session
 	var err error
@@ -134,20 +129,35 @@ func marker(ctx context.Context, agent string) *session.Event {
 	return ev
 }
 
-// settledLive takes the lease first (waiting under LeaseEnqueue), repairs
-// what a dead holder left, adopts the open records and stores the marker.
+// takeoverWait bounds how long a live segment taking the chat over from
+// the same device's (turnPlan.takeOver) waits for it to end by itself,
+// storing what it has, before taking the lease over: a holder alive on
+// any instance hears the stop within milliseconds; a dead one never does,
+// and its lease (LeaseTTL) is not waited for.
+const takeoverWait = time.Second
+
+// settledLive takes the lease first (waiting under LeaseEnqueue, taking
+// it over from the same device's segment), repairs what a dead holder
+// left, adopts the open records and stores the marker.
 func (e *engine) settledLive(ctx context.Context, req turnRequest, p turnPlan, marker *session.Event) (*LiveSegment, error) {
 	if err := p.meter.CheckLive(p.sess); err != nil {
 		return nil, err
 	}
-	h, err := e.acquire(ctx, req.UserID, p.chat.SessionID, LiveHolderPrefix+req.ClientID, e.leaseWait())
+	if p.takeOver {
+		fence, _ := p.sess.LiveLease(ctx)
+		if err := e.sessions.RequestStop(ctx, e.app, req.UserID, p.sess.ID(), fence); err != nil {
+			return nil, err
+		}
+		awaitIdle(ctx, e.sessions, e.app, req.UserID, p.sess.ID(), takeoverWait)
+	}
+	h, err := e.acquireAs(ctx, req.UserID, p.chat.SessionID, newHolder(ctx, req.ClientID, true), e.leaseWait())
 	if err != nil {
 		return nil, err
 	}
 	sess, err := e.readWhole(ctx, h.lease, req.UserID, p.chat.SessionID)
-	var docs []*callDoc
+	var docs []*Call
 	if err == nil {
-		docs, _, err = e.ledger.unresumed(ctx, req.UserID, p.chat.SessionID)
+		docs, err = e.ledger.Unresumed(ctx, req.UserID, p.chat.SessionID)
 	}
 	if err == nil {
 		err = e.repairTail(ctx, sess, nil, knownCalls(docs))
@@ -164,15 +174,13 @@ func (e *engine) settledLive(ctx context.Context, req turnRequest, p turnPlan, m
 
 // newLive is the segment p opened, holding h on sess, with the records it
 // adopted.
-func (e *engine) newLive(ctx context.Context, p turnPlan, sess *sessionstore.Session, client string, h *heldLease, docs []*callDoc) *LiveSegment {
+func (e *engine) newLive(ctx context.Context, p turnPlan, sess *sessionstore.Session, client string, h *heldLease, docs []*Call) *LiveSegment {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s := &LiveSegment{Chat: p.chat, Session: sess, Agent: e.root, e: e, client: client, held: h, tools: &pausingTools{}, cancel: cancel,
-		meter: p.meter, docs: map[string]*callDoc{}}
+		meter: p.meter, docs: map[string]*Call{}}
 	for _, d := range docs {
-		if c, err := d.call(); err == nil {
-			s.Open = append(s.Open, c)
-			s.docs[d.ID] = d
-		}
+		s.Open = append(s.Open, d)
+		s.docs[d.ID] = d
 	}
 	s.stop = e.watchStop(ctx, h)
 	go cancelOnLostLease(ctx, h, s.stop.cancel, e.opts.Logger)
@@ -229,22 +237,11 @@ func (l *liveSessions) AppendEvent(context.Context, session.Session, *session.Ev
 // requests for approvals, as in a turn) in one commit; it returns those
 // calls, which the caller shows to the client and does not run.
 func (s *LiveSegment) Append(ctx context.Context, ev *session.Event, opts sessionstore.AppendOptions) ([]*Call, error) {
-	var calls []*Call
-	for _, d := range pausedBy(s.tools, s.Session.Events(), ev) {
-		if err := sessionstore.ValidateID("call id", d.id); err != nil {
-			return nil, err
-		}
-		doc, err := s.e.ledger.newRecord(s.Session.UserID(), s.Session.ID(), s.e.agent, d, s.client)
-		if err != nil {
-			return nil, err
-		}
-		opts.Create = append(opts.Create, sessionstore.DocCreate{Ref: s.e.ledger.ref(doc.User, doc.Session, doc.ID), Data: doc})
-		c, err := doc.call()
-		if err != nil {
-			return nil, err
-		}
-		calls = append(calls, c)
+	writes, calls, err := s.e.records(s.Session, ev, s.tools, s.client)
+	if err != nil {
+		return nil, err
 	}
+	opts.Create = append(opts.Create, writes...)
 	if err := s.e.opts.Files.SaveEventFiles(ctx, s.Session.UserID(), s.Session.ID(), ev); err != nil {
 		return nil, err
 	}
@@ -255,14 +252,8 @@ func (s *LiveSegment) Append(ctx context.Context, ev *session.Event, opts sessio
 // commit that stores the responses that deliver them (Append's
 // opts.Writes): the answer reaches the transcript and the record closes at
 // once.
-func (s *LiveSegment) Delivered(calls []*Call) []sessionstore.DocWrite {
-	var out []sessionstore.DocWrite
-	for _, c := range calls {
-		out = append(out, sessionstore.DocUpdate{Ref: s.e.ledger.ref(c.UserID, c.SessionID, c.ID), Updates: []firestore.Update{
-			{Path: "resumed", Value: true}, {Path: "sweepAt", Value: firestore.Delete},
-		}}.Write())
-	}
-	return out
+func (s *LiveSegment) Delivered(calls []*Call) []sessionstore.Write {
+	return s.e.ledger.Delivered(calls)
 }
 
 // Answers yields each call of the segment's session that has an answer its
@@ -271,50 +262,17 @@ func (s *LiveSegment) Delivered(calls []*Call) []sessionstore.DocWrite {
 // session's ledger.
 func (s *LiveSegment) Answers(ctx context.Context) iter.Seq2[*Call, error] {
 	return func(yield func(*Call, error) bool) {
-		q := s.e.ledger.calls(s.Session.UserID(), s.Session.ID()).Where("status", "==", string(StatusResolved)).Where("resumed", "==", false)
-		it := q.Snapshots(ctx)
-		defer it.Stop()
-		seen := map[string]bool{}
-		for {
-			snap, err := it.Next()
-			if err != nil {
-				if ctx.Err() == nil {
-					yield(nil, sessionstore.FirestoreError(err))
-				}
-				return
+		for c, err := range s.e.ledger.Answers(ctx, s.Session.UserID(), s.Session.ID()) {
+			if err == nil {
+				s.mu.Lock()
+				s.docs[c.ID] = c
+				s.mu.Unlock()
 			}
-			docs, err := snap.Documents.GetAll()
-			if err != nil {
-				yield(nil, sessionstore.FirestoreError(err))
+			if !yield(c, err) {
 				return
-			}
-			for _, doc := range docs {
-				if !s.yieldNew(doc, seen, yield) {
-					return
-				}
 			}
 		}
 	}
-}
-
-// yieldNew yields the call of snap unless seen; false when the reader
-// stopped.
-func (s *LiveSegment) yieldNew(snap *firestore.DocumentSnapshot, seen map[string]bool, yield func(*Call, error) bool) bool {
-	if seen[snap.Ref.ID] {
-		return true
-	}
-	seen[snap.Ref.ID] = true
-	doc, _, err := decodeCall(snap)
-	var c *Call
-	if err == nil {
-		c, err = doc.call()
-	}
-	if err == nil {
-		s.mu.Lock()
-		s.docs[doc.ID] = doc
-		s.mu.Unlock()
-	}
-	return yield(c, err)
 }
 
 // Response is the function response that gives the agent the answer to c,
@@ -328,7 +286,7 @@ func (s *LiveSegment) Response(c *Call) (*genai.FunctionResponse, error) {
 	if doc == nil {
 		return nil, fmt.Errorf("%w: %q is not a call of the segment", ErrCallNotFound, c.ID)
 	}
-	return responseParts([]*callDoc{doc}, true)[0].FunctionResponse, nil
+	return responseParts([]*Call{doc}, true)[0].FunctionResponse, nil
 }
 
 // TokensLeft is what the user's token budget had left when the segment
@@ -336,11 +294,11 @@ func (s *LiveSegment) Response(c *Call) (*genai.FunctionResponse, error) {
 // it as they come (package limits).
 func (s *LiveSegment) TokensLeft() (int64, bool) { return s.meter.TokensLeft() }
 
-// OnAsk sets where a question a tool asks while it runs (AskLive) is shown:
+// OnAsk sets where a question a tool asks while it runs (AskInCall) is shown:
 // f receives the event of the question, a call of userinput.ToolName. Set
 // it before the agent's tools run.
 func (s *LiveSegment) OnAsk(f func(*session.Event)) {
-	s.tools.live = &liveAsker{e: s.e, client: s.client, push: f}
+	s.tools.asker = &questionAsker{e: s.e, client: s.client, push: f}
 }
 
 // Close ends the segment's hold on the chat: the lease is released (any

@@ -72,7 +72,7 @@ func (t *Team) Stop(ctx context.Context, user, chatID string, wait time.Duration
 		if err := t.sessions.RequestStop(ctx, t.app, user, sess.ID(), fence); err != nil {
 			return nil, err
 		}
-		return &StopReport{Running: true, Ended: t.awaitIdle(ctx, user, sess.ID(), wait)}, nil
+		return &StopReport{Running: true, Ended: awaitIdle(ctx, t.sessions, t.app, user, sess.ID(), wait)}, nil
 	}
 	if !sess.MayHaveOpenDocs() {
 		return &StopReport{}, nil
@@ -82,13 +82,13 @@ func (t *Team) Stop(ctx context.Context, user, chatID string, wait time.Duration
 
 // awaitIdle waits up to wait for the session's lease to be free, and
 // reports whether it was.
-func (t *Team) awaitIdle(ctx context.Context, user, sid string, wait time.Duration) bool {
+func awaitIdle(ctx context.Context, sessions *sessionstore.Service, app, user, sid string, wait time.Duration) bool {
 	if wait <= 0 {
 		return false
 	}
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	for c, err := range t.sessions.Watch(ctx, t.app, user, sid, 1) {
+	for c, err := range sessions.Watch(ctx, app, user, sid, 1) {
 		if err != nil {
 			return errors.Is(err, sessionstore.ErrNotFound)
 		}
@@ -103,7 +103,7 @@ func (t *Team) awaitIdle(ctx context.Context, user, sid string, wait time.Durati
 // pending calls are cancelled and closed in the transcript. A session
 // with no pending call is left as it is.
 func (e *engine) stopPaused(ctx context.Context, user, sid string) (*StopReport, error) {
-	pending, _, err := queryCalls(ctx, e.ledger.calls(user, sid).Where("status", "==", string(StatusPending)))
+	pending, err := e.ledger.Pending(ctx, user, sid)
 	if err != nil || len(pending) == 0 {
 		return &StopReport{}, err
 	}
@@ -125,7 +125,7 @@ func (e *engine) stopPaused(ctx context.Context, user, sid string) (*StopReport,
 	}
 	report := &StopReport{}
 	for _, d := range docs {
-		if Status(d.Status) == StatusCancelled {
+		if d.Status == StatusCancelled {
 			report.Cancelled = append(report.Cancelled, d.ID)
 		}
 	}
@@ -159,7 +159,7 @@ func (e *engine) stopNote(ctx context.Context, invocation string, like *session.
 // Crash at any write: records cancelled but not delivered are delivered
 // by the next turn (settleOpenCalls); responses stored without the note
 // are answered by repairTail's note.
-func (e *engine) closeStopped(ctx context.Context, sess *sessionstore.Session, docs []*callDoc, note *session.Event, push func(*session.Event)) error {
+func (e *engine) closeStopped(ctx context.Context, sess *sessionstore.Session, docs []*Call, note *session.Event, push func(*session.Event)) error {
 	if parts := stopResponses(sess, docs); len(parts) > 0 {
 		ev := session.NewEvent(ctx, note.InvocationID)
 		ev.Author = "user"
@@ -169,7 +169,7 @@ func (e *engine) closeStopped(ctx context.Context, sess *sessionstore.Session, d
 		}
 		push(ev)
 	}
-	if err := e.ledger.markResumed(ctx, docs); err != nil {
+	if err := e.ledger.MarkResumed(ctx, docs); err != nil {
 		return err
 	}
 	if err := e.sessions.AppendEventWith(ctx, sess, note, sessionstore.AppendOptions{DocsClosed: true}); err != nil {
@@ -182,11 +182,11 @@ func (e *engine) closeStopped(ctx context.Context, sess *sessionstore.Session, d
 // stopResponses are the responses a stop gives: recorded answers the
 // agent does not have, and an error saying the turn was stopped for every
 // call cancelled or never finished.
-func stopResponses(sess *sessionstore.Session, docs []*callDoc) []*genai.Part {
+func stopResponses(sess *sessionstore.Session, docs []*Call) []*genai.Part {
 	todo := undelivered(sess, docs)
 	parts := responseParts(todo, false)
 	for i, d := range todo {
-		if Status(d.Status) == StatusCancelled {
+		if d.Status == StatusCancelled {
 			parts[i].FunctionResponse.Response = map[string]any{"error": stoppedCallError}
 		}
 	}
@@ -297,7 +297,7 @@ func (e *engine) endStopped(ctx context.Context, h *heldLease, run invocationRun
 	if err != nil {
 		return err
 	}
-	cancelled := slices.ContainsFunc(docs, func(d *callDoc) bool { return Status(d.Status) == StatusCancelled })
+	cancelled := slices.ContainsFunc(docs, func(d *Call) bool { return d.Status == StatusCancelled })
 	if !cut && !cancelled && !transcript.NeedsRepair(sess.Events(), knownCalls(docs)) {
 		return nil
 	}

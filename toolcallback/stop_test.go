@@ -72,7 +72,7 @@ func (f *fixture) instanceWith(client *firestore.Client, m model.LLM) *toolcallb
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	team, err := toolcallback.NewTeam(client, sessionstore.New(client, nil), "app", []toolcallback.Member{{Agent: a}}, f.opts)
+	team, err := toolcallback.NewTeam(sessionstore.New(client, nil), "app", []toolcallback.Member{{Agent: a}}, f.opts)
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -10,11 +10,12 @@ import (
 	"google.golang.org/adk/v2/tool/functiontool"
 
 	"github.com/baton-run/baton/a2ui"
+	"github.com/baton-run/baton/ledger"
 )
 
 // KindSurface calls show an A2UI surface and wait for the user's action
 // on it (a form, a choice): the action is the call's answer.
-const KindSurface Kind = "surface"
+const KindSurface = ledger.KindSurface
 
 // ErrSurfaceGone: an action names a surface its call does not show.
 var ErrSurfaceGone = errors.New("no such surface")

@@ -3,12 +3,9 @@ package toolcallback
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
-	"cloud.google.com/go/firestore"
-
-	"github.com/baton-run/baton/sessionstore"
+	"github.com/baton-run/baton/ledger"
 )
 
 // SweepReport says what one Sweep did.
@@ -31,38 +28,29 @@ const sweepBatch = 100
 // under the session lease after checking the session does not have it.
 func (e *engine) sweep(ctx context.Context, now time.Time) (SweepReport, error) {
 	var report SweepReport
-	q := e.ledger.client.CollectionGroup(callsCollection).
-		Where("scope", "==", e.ledger.scope(e.agent)).
-		Where("sweepAt", "<=", now).
-		OrderBy("sweepAt", firestore.Asc).
-		Limit(sweepBatch)
-	docs, snaps, err := queryCalls(ctx, q)
+	docs, err := e.ledger.Due(ctx, e.agent, now, sweepBatch)
 	if err != nil {
 		return report, err
 	}
 	type stepKey struct{ user, session, step string }
 	seen := map[stepKey]bool{}
-	for i, d := range docs {
+	for _, d := range docs {
 		if ctx.Err() != nil {
 			break
 		}
-		if Status(d.Status) == StatusPending && !now.Before(d.Expires) {
-			_, err := snaps[i].Ref.Update(ctx, []firestore.Update{
-				{Path: "status", Value: string(StatusExpired)},
-				{Path: "resolved", Value: now},
-			}, firestore.LastUpdateTime(snaps[i].UpdateTime))
-			err = sessionstore.FirestoreError(err)
-			if errors.Is(err, sessionstore.ErrConflict) {
+		if d.Status == StatusPending && !now.Before(d.Expires) {
+			expired, err := e.ledger.Expire(ctx, d, now)
+			if errors.Is(err, ledger.ErrChanged) {
 				continue // answered or expired by someone else meanwhile; next sweep
 			}
 			if err != nil {
-				return report, fmt.Errorf("expire call %q: %w", d.ID, err)
+				return report, err
 			}
-			d.Status = string(StatusExpired)
+			d = expired
 			report.Expired++
 		}
-		k := stepKey{d.User, d.Session, d.Step}
-		if seen[k] || Status(d.Status) == StatusPending {
+		k := stepKey{d.UserID, d.SessionID, d.Step}
+		if seen[k] || d.Status == StatusPending {
 			continue
 		}
 		seen[k] = true
@@ -71,7 +59,7 @@ func (e *engine) sweep(ctx context.Context, now time.Time) (SweepReport, error) 
 			report.Skipped++
 			continue
 		}
-		res, err := e.resumeStep(ctx, d, d.Client, 0)
+		res, err := e.resumeStep(ctx, d, d.ClientID, 0)
 		if err != nil {
 			return report, err
 		}
@@ -82,7 +70,7 @@ func (e *engine) sweep(ctx context.Context, now time.Time) (SweepReport, error) 
 			continue
 		}
 		if err := res.Invocation.Wait(); err != nil {
-			e.opts.Logger.Error("sweep resume", "session", d.Session, "error", err)
+			e.opts.Logger.Error("sweep resume", "session", d.SessionID, "error", err)
 		}
 		report.Resumed++
 	}

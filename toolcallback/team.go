@@ -7,11 +7,11 @@ import (
 	"slices"
 	"time"
 
-	"cloud.google.com/go/firestore"
 	"google.golang.org/adk/v2/agent"
 	"google.golang.org/adk/v2/platform"
 	"google.golang.org/adk/v2/session"
 
+	"github.com/baton-run/baton/ledger"
 	"github.com/baton-run/baton/limits"
 	"github.com/baton-run/baton/sessionstore"
 )
@@ -35,7 +35,7 @@ type Member struct {
 type Team struct {
 	app      string
 	sessions *sessionstore.Service
-	ledger   *ledger
+	ledger   *ledger.Ledger
 	engines  map[string]*engine
 	members  map[string]Member
 	names    []string // in order; the first is the default agent
@@ -46,13 +46,14 @@ type Team struct {
 
 // NewTeam returns a Team of members for app; the first member is the agent
 // of new chats.
-func NewTeam(client *firestore.Client, sessions *sessionstore.Service, app string, members []Member, opts *Options) (*Team, error) {
+func NewTeam(sessions *sessionstore.Service, app string, members []Member, opts *Options) (*Team, error) {
 	if len(members) == 0 {
 		return nil, errors.New("a team needs at least one agent")
 	}
 	o := opts.withDefaults()
 	t := &Team{app: app, sessions: sessions, engines: map[string]*engine{}, members: map[string]Member{}, opts: &o,
-		ledger: &ledger{sessions: sessions, client: client, app: app, opts: &o}, limits: limits.NewCounter(sessions, app)}
+		limits: limits.NewCounter(sessions, app),
+		ledger: ledger.New(sessions, app, &ledger.Options{Retention: o.Retention, AnswerGrace: o.AnswerGrace, TokenKey: o.TokenKey})}
 	if o.WarmChats > 0 {
 		t.memory.warm = newWarmChats(o.WarmChats, o.WarmBytes)
 	}
@@ -160,7 +161,7 @@ func (t *Team) Pending(ctx context.Context, req PendingRequest) (*PendingState, 
 // external system or an approval link. It expires with the call. The same
 // exactly-once rules apply to answers carrying it. It needs
 // Options.TokenKey.
-func (t *Team) Token(c *Call) (string, error) { return t.ledger.token(c) }
+func (t *Team) Token(c *Call) (string, error) { return t.ledger.Token(c) }
 
 // validIDs checks ids given as kind, value pairs: Team's methods check the
 // ids they are given, once, before any becomes a document path; the engines

@@ -61,7 +61,7 @@ func newTeamFixture(t *testing.T, options ...func(*toolcallback.Options)) *teamF
 	for _, o := range options {
 		o(opts)
 	}
-	f.team, err = toolcallback.NewTeam(f.client, f.sessions, "app", []toolcallback.Member{{Agent: concierge}, {Agent: dj}}, opts)
+	f.team, err = toolcallback.NewTeam(f.sessions, "app", []toolcallback.Member{{Agent: concierge}, {Agent: dj}}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -399,7 +399,7 @@ func TestIdleCleanup(t *testing.T) {
 	if _, _, err := f.turn("old", "concierge", "never mind"); err != nil { // retires a session with a ledger record
 		t.Fatal(err)
 	}
-	user := f.sessions.SessionRef("app", "user-1", "x").Parent.Parent
+	user := f.sessions.Client().Doc(f.sessions.UserDoc("app", "user-1").Path())
 	before := countDocs(t, t.Context(), user)
 	if before < 3 {
 		t.Fatalf("only %d documents before cleanup; the fixture should have made more", before)
@@ -454,7 +454,7 @@ func TestSwitchCarriesState(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				f.team, err = toolcallback.NewTeam(f.client, f.sessions, "app",
+				f.team, err = toolcallback.NewTeam(f.sessions, "app",
 					[]toolcallback.Member{{Agent: concierge}, {Agent: dj, DropState: true}}, nil)
 				if err != nil {
 					t.Fatal(err)

@@ -12,21 +12,22 @@ import (
 
 	"github.com/baton-run/baton/a2ui"
 	"github.com/baton-run/baton/approval"
+	"github.com/baton-run/baton/ledger"
 )
 
-// Kind says who answers a paused call.
-type Kind string
+// Kind says who answers a paused call (see package ledger).
+type Kind = ledger.Kind
 
 const (
 	// KindBrowser calls are run by the user's browser.
-	KindBrowser Kind = "browser"
+	KindBrowser = ledger.KindBrowser
 	// KindApproval calls are ADK tool confirmations a person answers.
-	KindApproval Kind = "approval"
+	KindApproval = ledger.KindApproval
 	// KindExternal calls are answered by another system holding a call token.
-	KindExternal Kind = "external"
+	KindExternal = ledger.KindExternal
 	// KindInput calls are a tool's questions to a person (userinput.Ask), a
 	// form the device that started the turn fills in.
-	KindInput Kind = "input"
+	KindInput = ledger.KindInput
 )
 
 // pauseSpec is what the ledger needs to know of a pausing tool before it

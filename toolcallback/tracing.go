@@ -7,9 +7,9 @@ import (
 )
 
 // tracer names the engine's spans: baton.invocation (one agent run, the
-// parent of ADK's invoke_agent), baton.resume, and the ledger's
+// parent of ADK's invoke_agent) and baton.resume. Package ledger adds
 // baton.ledger.read, baton.ledger.query, baton.ledger.answer and
-// baton.ledger.mark_resumed. The session store adds the lease, read and
+// baton.ledger.mark_resumed, the session store the lease, read and
 // append spans (a paused call's ledger record is written by the append,
 // counted in its baton.ledger.records attribute). It comes from the global
 // provider; without one the spans cost nothing.

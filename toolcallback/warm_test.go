@@ -247,7 +247,7 @@ func newSharedStateWorld(t *testing.T, opts *toolcallback.Options) *sharedStateW
 	}
 	sessions := sessionstore.New(client, nil)
 	opts.TokenKey = []byte("test-key-0123456789abcdef0123456789")
-	team, err := toolcallback.NewTeam(client, sessions, "app", []toolcallback.Member{{Agent: a}}, opts)
+	team, err := toolcallback.NewTeam(sessions, "app", []toolcallback.Member{{Agent: a}}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,9 +27,9 @@ import (
 // (action "decline" or "cancel" without content). The original call stays
 // open until the tool, run again with the answer, responds.
 //
-// A question asked on the live call (toolcallback.AskLive: the tool waits
-// for the answer while the turn runs) is a long-running call of
-// userinput.ToolName with "live": true in its input, answered outside the
+// An in-call question (toolcallback.AskInCall: the tool waits for the
+// answer while the turn runs) is a long-running call of userinput.ToolName
+// with "live": true in its input (the wire name earlier versions gave it), answered outside the
 // stream (ToolResult); its outcome follows in the stream as a response
 // named userinput.ToolName (the answer's output, or an error once it
 // expired), sent as the call's output, provider-executed for a page.

@@ -40,7 +40,8 @@ type uiMessageView struct {
 // toolPart or an agentPart. Type is the part's type in the AI SDK.
 type uiPartView interface{ partType() string }
 
-// textPart is a text part; an assistant's is in state "done".
+// textPart is a text part, or (Type "reasoning") an assistant's thought
+// summary; an assistant's is in state "done".
 type textPart struct {
 	Type  string `json:"type"` // "text"
 	Text  string `json:"text"`
@@ -201,6 +202,9 @@ func uiMessages(events session.Events, shown int, open []*toolcallback.Call) []u
 		if item.Role == "switch" {
 			m.Parts = append(m.Parts, newAgentPart(item))
 		}
+		if item.Reasoning != "" {
+			m.Parts = append(m.Parts, textPart{Type: "reasoning", Text: item.Reasoning, State: "done"})
+		}
 		if item.Text != "" {
 			m.Parts = append(m.Parts, textPart{Type: "text", Text: item.Text, State: "done"})
 		}
@@ -271,8 +275,8 @@ func newInputPart(open *toolcallback.Call) toolPart {
 		CallProviderMetadata: deviceOf(open)}
 	if open.Input != nil {
 		p.Type, p.ToolCallID, p.Input = "tool-"+userinput.ToolName, open.ID, open.Input.Shown()
-		if open.Live {
-			p.Input["live"] = true // asked on the live call: answered with ToolResult
+		if open.InCall {
+			p.Input["live"] = true // an in-call question: answered with ToolResult (the wire name stays "live")
 		}
 	}
 	if p.Input == nil {

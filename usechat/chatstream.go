@@ -149,7 +149,7 @@ type chatWatch struct {
 	busy         bool      // a turn is running
 	leaseExpires time.Time // the running turn's lease, as last seen
 	// chat is the chat as read when the watch began: its questions the
-	// running turn asks on live calls (LiveQuestions), which the session
+	// running turn asks while its tools run (InCallQuestions), which the session
 	// does not hold, and its open calls.
 	chat *toolcallback.FollowedChat
 }
@@ -243,7 +243,7 @@ func (s *Server) streamTurn(ctx context.Context, w http.ResponseWriter, log *slo
 	defer stopQuestions()
 	questions := cw.followQuestions(qctx, log, func(c *toolcallback.Call) {
 		enc.SetDevice(c.ClientID) // the device that may answer it
-		rp.write(enc, log, toolcallback.LiveQuestionEvent(ctx, c))
+		rp.write(enc, log, toolcallback.InCallQuestionEvent(ctx, c))
 		enc.SetDevice(rp.device)
 	})
 	if !cw.followTurn(ctx, sse, func(ev *session.Event) { rp.write(enc, log, ev) }, questions) {
@@ -259,7 +259,7 @@ func (s *Server) streamTurn(ctx context.Context, w http.ResponseWriter, log *slo
 // invocation lets the session go. It reports false when the client has
 // left. The lease is the one that made the turn busy: a live tab's wait
 // saw it taken after its first change.
-func (cw *chatWatch) followTurn(ctx context.Context, sse *uistream.SSE, write func(*session.Event), questions *liveQuestions) bool {
+func (cw *chatWatch) followTurn(ctx context.Context, sse *uistream.SSE, write func(*session.Event), questions *inCallQuestions) bool {
 	expires := time.After(time.Until(cw.leaseExpires) + time.Second)
 	for cw.busy {
 		select {

@@ -33,6 +33,9 @@ type HistoryItem struct {
 	// whose stream reported the switch.
 	MessageID string `json:"messageId,omitempty"`
 	Text      string `json:"text,omitempty"`
+	// Reasoning, on an assistant item, is the model's thought summary
+	// (a deployment with BATON_INCLUDE_THOUGHTS).
+	Reasoning string `json:"reasoning,omitempty"`
 	// A tool call: the arguments it ran with (an approver's edit
 	// included), then its output or error once it has one, and a person's
 	// decision ("approved" or "rejected") on a call that needed approval.
@@ -169,6 +172,8 @@ func eventItems(ev *session.Event, turn string, records []sessionstore.MovedCall
 			if r.Approved != nil {
 				item.Approval = decisionText(*r.Approved)
 			}
+		case p.Text != "" && p.Thought && role == "assistant":
+			item.Reasoning = p.Text
 		case p.Text != "" && !p.Thought:
 			item.Text = p.Text
 			if action, ok := a2ui.ActionOfText(p.Text); ok && role == "user" {

@@ -1,8 +1,9 @@
 package usechat
 
-// Questions asked on a live call (toolcallback.AskLive) while a turn runs
-// are not in the session: a stream that follows the turn follows them in
-// the ledger too (toolcallback.Team.LiveQuestions), and shows each to the
+// In-call questions (toolcallback.AskInCall), asked while a turn's tool
+// runs, are not in the session: a stream that follows the turn follows them
+// in the ledger too (toolcallback.FollowedChat.InCallQuestions), and shows
+// each to the
 // device that started the turn, then its outcome once it is closed, so that
 // a reloaded page, or another tab, sees it and may answer it
 // (docs/mcp-input.md).
@@ -15,34 +16,34 @@ import (
 	"github.com/baton-run/baton/toolcallback"
 )
 
-// liveQuestion is what LiveQuestions yielded.
-type liveQuestion struct {
+// inCallQuestion is what InCallQuestions yielded.
+type inCallQuestion struct {
 	call *toolcallback.Call
 	err  error
 }
 
-// liveQuestions are a stream's questions asked on live calls: those to
-// come, and those shown but not yet shown closed.
-type liveQuestions struct {
-	in   <-chan liveQuestion // nil once nothing more comes
+// inCallQuestions are a stream's in-call questions: those to come, and
+// those shown but not yet shown closed.
+type inCallQuestions struct {
+	in   <-chan inCallQuestion // nil once nothing more comes
 	open map[string]*toolcallback.Call
 	show func(*toolcallback.Call)
 	log  *slog.Logger
 }
 
-// followQuestions follows the running turn's live questions until ctx
+// followQuestions follows the running turn's in-call questions until ctx
 // ends, showing each with show; none when no turn is running.
-func (cw *chatWatch) followQuestions(ctx context.Context, log *slog.Logger, show func(*toolcallback.Call)) *liveQuestions {
-	lq := &liveQuestions{open: map[string]*toolcallback.Call{}, show: show, log: log}
+func (cw *chatWatch) followQuestions(ctx context.Context, log *slog.Logger, show func(*toolcallback.Call)) *inCallQuestions {
+	lq := &inCallQuestions{open: map[string]*toolcallback.Call{}, show: show, log: log}
 	if !cw.busy || cw.chat == nil {
 		return lq
 	}
-	in := make(chan liveQuestion)
+	in := make(chan inCallQuestion)
 	go func() {
 		defer close(in)
-		for c, err := range cw.chat.LiveQuestions(ctx) {
+		for c, err := range cw.chat.InCallQuestions(ctx) {
 			select {
-			case in <- liveQuestion{c, err}:
+			case in <- inCallQuestion{c, err}:
 			case <-ctx.Done():
 				return
 			}
@@ -52,13 +53,13 @@ func (cw *chatWatch) followQuestions(ctx context.Context, log *slog.Logger, show
 	return lq
 }
 
-// take shows what LiveQuestions yielded (ok false: it ended).
-func (lq *liveQuestions) take(q liveQuestion, ok bool) {
+// take shows what InCallQuestions yielded (ok false: it ended).
+func (lq *inCallQuestions) take(q inCallQuestion, ok bool) {
 	switch {
 	case !ok:
 		lq.in, lq.open = nil, nil // nothing more comes: no outcome to wait for
 	case q.err != nil:
-		lq.log.Warn("follow live questions", "error", q.err.Error())
+		lq.log.Warn("follow in-call questions", "error", q.err.Error())
 	default:
 		if q.call.Status == toolcallback.StatusPending {
 			lq.open[q.call.ID] = q.call
@@ -73,7 +74,7 @@ func (lq *liveQuestions) take(q liveQuestion, ok bool) {
 // still open: each was closed before the turn ended (its listener may tell
 // it later than the session's), unless the instance asking it died, and
 // then it expires unanswered.
-func (lq *liveQuestions) settle(ctx context.Context) {
+func (lq *inCallQuestions) settle(ctx context.Context) {
 	for len(lq.open) > 0 && lq.in != nil {
 		first := time.Time{}
 		for _, c := range lq.open {
@@ -90,7 +91,7 @@ func (lq *liveQuestions) settle(ctx context.Context) {
 				if !now.Before(c.Expires) {
 					expired := *c
 					expired.Status = toolcallback.StatusExpired
-					lq.take(liveQuestion{call: &expired}, true)
+					lq.take(inCallQuestion{call: &expired}, true)
 				}
 			}
 		case <-ctx.Done():

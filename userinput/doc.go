@@ -6,7 +6,7 @@
 // state kept out of stored events), the answer's shape, and its check
 // against the request. It knows neither the ledger nor the stream:
 // toolcallback records and resumes the tool that asks (or waits inside
-// it, AskLive), uistream and a2aserver show the request, and mcpregistry
+// it, AskInCall), uistream and a2aserver show the request, and mcpregistry
 // asks on a server's behalf.
 //
 // It is a folder of its own because those four parts share it and none of

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/mod/sumdb/note"
 
 	"github.com/baton-run/baton/internal/firestoretest"
 )
@@ -365,6 +367,20 @@ func chunk(t *testing.T, chunks []map[string]any, typ, tool string) map[string]a
 	return nil
 }
 
+// unreachableSumDB is a GOSUMDB value naming a checksum database of a key
+// made for this run, at an address that refuses connections. The module
+// cache keeps what sum.golang.org answered earlier, so naming that one
+// here would let a used cache verify offline; nothing is ever cached for
+// this one.
+func unreachableSumDB(t *testing.T) string {
+	t.Helper()
+	_, verifier, err := note.GenerateKey(rand.Reader, "sumdb.baton-test.invalid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return verifier + " http://127.0.0.1:9"
+}
+
 // TestUserModuleRefuses: run from a user's module, the packager exits
 // non-zero with a message that says what is wrong, and writes no archive,
 // for an agent that does not exist, one with neither New nor Team, a tree
@@ -397,7 +413,7 @@ func TestUserModuleRefuses(t *testing.T) {
 	}, {
 		name: "sums not to be had",
 		args: []string{"-agent", "example.com/myagent/agent"},
-		env:  []string{"GOSUMDB=sum.golang.org http://127.0.0.1:9"},
+		env:  []string{"GOSUMDB=" + unreachableSumDB(t)},
 		want: "package again with network access",
 	}} {
 		t.Run(tc.name, func(t *testing.T) {

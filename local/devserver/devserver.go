@@ -231,7 +231,7 @@ func newServer(ctx context.Context, cfg functions.Config, client *firestore.Clie
 		closeMCP()
 		return nil, nil, fmt.Errorf("build agents: %w", err)
 	}
-	server, err := functions.NewServer(cfg, client, members, sopts)
+	server, err := functions.NewServer(cfg, sessionstore.New(client, &sessionstore.Options{Root: cfg.Root}), members, sopts)
 	if err != nil {
 		closeMCP()
 		return nil, nil, err

@@ -1,0 +1,74 @@
+// Package ledger keeps the records of paused calls: one per call an agent
+// paused on (a browser's tool, an approval, a question to a person, an
+// external system's call, a surface waiting for an action), and one per
+// question asked while a tool still runs (an in-call question). It owns
+// the record, its stored form and field names, every query on the
+// records, every conditional update, and the writes a record adds to a
+// session's commit; toolcallback decides when each happens.
+//
+// # Where
+//
+// Each record is a document
+//
+//	{session document}/calls/{call id}
+//
+// under sessionstore's session document (sessionstore.Service.SessionDoc),
+// so that deleting a session's tree deletes its records.
+//
+// # States
+//
+// A record is created pending, in the same Firestore commit as the event
+// that holds its call (Record, a write for sessionstore.AppendOptions):
+// no call is ever stored without its record, nor a record without its call.
+// From pending it moves once, first writer wins, to
+//
+//   - resolved: an answer was recorded (Answer, or AnswerWrite in a commit
+//     that also takes the session's lease);
+//   - expired: its time ran out (Expire: the sweeper, an in-call question's
+//     asker; Cancel past the expiry);
+//   - cancelled: nobody will answer it any more (Cancel: a new message, a
+//     stop, an agent switch; Closed: a rewind that takes it back).
+//
+// Independently, resumed says the agent has the call's outcome (an answer,
+// or an error response for an expired or cancelled call): MarkResumed, or
+// Delivered in the commit that stores the responses. A record not resumed
+// is open: Unresumed finds it, and the sweeper looks at it from sweepAt on
+// (its expiry while pending, AnswerGrace after an answer), until it is
+// resumed and sweepAt removed. An in-call question is written resumed,
+// with no sweepAt: its asking tool takes the answer itself (Await), and
+// Open and Questions find it while it is pending.
+//
+// # First writer wins
+//
+// Every update of a record's status is conditional on the record's update
+// time as read (the Call carries it), a precondition rather than a
+// transaction: the emulator locks transactions pessimistically, and a
+// precondition costs nothing more than the write. The loser gets
+// ErrChanged and writes nothing; it reads the record again to learn the
+// winner's outcome. Two answers, an answer and the sweeper, a stop and an
+// answer: exactly one of each pair changes the record.
+//
+// # New kinds
+//
+// A new kind of paused call is a Kind, a tool declaration in toolcallback,
+// and, when its calls carry state of their own (a queue's attempt, a
+// remote task's id, a progress report), a typed field of Call and of the
+// stored record converted in recordOf and record.call, with the writes
+// that change it here, conditional on the version read as Answer's are,
+// so that deliveries that come at least once and out of order change a
+// record once.
+//
+// # Indexes and TTL
+//
+// Queries within one session's records (by status, resumed, and the
+// in-call mark with status, equalities only) use Firestore's automatic
+// single-field indexes. The sweeper's query (Due) is on the "calls"
+// collection group with scope == X and sweepAt <= now, ordered by sweepAt:
+// the composite index (scope ASC, sweepAt ASC) at collection-group scope,
+// listed in Indexes. gcAt, Retention after the call's expiry, is the TTL
+// field (TTLs); TTL only collects garbage, expiry is decided in code.
+// QueriedFields lists the fields whose automatic indexes must stay.
+//
+// The in-call mark is stored as "live", the name earlier versions gave
+// it, so that records in flight during a deployment are found by both.
+package ledger

@@ -1,0 +1,92 @@
+package live_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/genai"
+
+	"github.com/baton-run/baton/internal/polltest"
+	"github.com/baton-run/baton/live"
+	"github.com/baton-run/baton/modeltest"
+)
+
+// TestResumedModelKnowsTheChat: issue 47 item 9, through a conversation.
+// "hi" is answered and a handle issued; "play track 3" is answered with a
+// browser call, and Gemini issues no handle while it is in flight; then
+// the model's connection ends (a goAway, a 1011, a drop). The connection
+// resumed from the handle must hold what the chat stored: once the call
+// is answered, the model's context is the stored conversation, line for
+// line.
+func TestResumedModelKnowsTheChat(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		end  func(*modeltest.LiveConn)
+	}{
+		{"goAway", func(c *modeltest.LiveConn) { c.GoAway(time.Minute) }},
+		{"1011", func(c *modeltest.LiveConn) { c.CloseWith(1011, "Deadline expired before operation could complete.") }},
+		{"dropped", (*modeltest.LiveConn).Drop},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t, &modeltest.LiveOptions{HoldHandles: true, Script: []modeltest.Reply{
+				modeltest.EchoReply, modeltest.CallReply(modeltest.Call("", "change_bgm", map[string]any{"track": 3})), modeltest.EchoReply,
+			}, AfterFrame: func(c *modeltest.LiveConn, m *genai.LiveServerMessage) {
+				if c.Index() == 0 && m.ServerContent != nil && m.ServerContent.TurnComplete && c.Count("toolCall") == 1 {
+					tc.end(c)
+				}
+			}})
+			in := w.instance(nil, nil, nil)
+			conv, cl := in.open(t, chat, device)
+			if err := conv.Text("hi"); err != nil {
+				t.Fatal(err)
+			}
+			cl.turnsComplete(1)
+			if err := conv.Text("play track 3"); err != nil {
+				t.Fatal(err)
+			}
+			call := cl.toolCall(1)
+			polltest.Until(t, "the model's connection to be replaced", func() bool { return len(w.model.Conns()) == 2 })
+			if err := conv.Answer(t.Context(), live.Answer{ToolCallID: call.ToolCallID, Output: map[string]any{"playing": 3}}); err != nil {
+				t.Fatal(err)
+			}
+			if said := cl.said(2); said.Text != `saw change_bgm={"playing":3}` {
+				t.Fatalf("the model said %q after the answer", said.Text)
+			}
+			conv.Close()
+			resumed := w.model.Conn(1)
+			if resumed.Resumed() == "" {
+				t.Fatal("the second connection did not resume from the handle")
+			}
+			if diff := cmp.Diff(storedLines(w.events(chat)), seenLines(resumed.Seen())); diff != "" {
+				t.Errorf("the resumed model's context against the stored conversation (-stored +model):\n%s", diff)
+			}
+		})
+	}
+}
+
+// seenLines is what a model saw in storedLines' form.
+func seenLines(contents []*genai.Content) string {
+	var b strings.Builder
+	for _, c := range contents {
+		who := "user"
+		if c.Role == genai.RoleModel {
+			who = "assistant"
+		}
+		for _, p := range c.Parts {
+			switch {
+			case p.Text != "":
+				fmt.Fprintf(&b, "%s: %s\n", who, p.Text)
+			case p.FunctionCall != nil:
+				fmt.Fprintf(&b, "%s: call %s\n", who, p.FunctionCall.Name)
+			case p.FunctionResponse != nil:
+				r, _ := json.Marshal(p.FunctionResponse.Response)
+				fmt.Fprintf(&b, "%s: response %s %s\n", who, p.FunctionResponse.Name, r)
+			}
+		}
+	}
+	return b.String()
+}
