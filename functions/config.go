@@ -282,7 +282,7 @@ func checkPushPrefix(p string) error {
 	return nil
 }
 
-// ChatLimits are what Chat reads beyond MaxBodyBytes (see chatbody.go and
+// ChatLimits are what Chat reads beyond MaxBodyBytes (see usechat/chatbody.go and
 // docs/files-and-long-chats.md): the whole body, which repeats the
 // history, is bound by MaxChatBodyBytes; each file of the new message by
 // MaxFileBytes; the rest of what is new by MaxBodyBytes.
@@ -290,7 +290,7 @@ type ChatLimits struct {
 	MaxChatBodyBytes int64 // BATON_MAX_CHAT_BODY_BYTES
 	MaxFileBytes     int64 // BATON_MAX_FILE_BYTES
 	// FilesBucket is the Cloud Storage bucket of the chats' files (see
-	// files.go). Empty: files are refused, unless ServerOptions.Files
+	// usechat/files.go). Empty: files are refused, unless ServerOptions.Files
 	// gives a store.
 	FilesBucket string // BATON_FILES_BUCKET
 }

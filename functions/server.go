@@ -17,6 +17,7 @@ import (
 	"github.com/baton-run/baton/mcpregistry"
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
+	"github.com/baton-run/baton/usechat"
 )
 
 // Server holds what the functions share on one instance: configuration,
@@ -29,8 +30,8 @@ type Server struct {
 	sweepCheck func(ctx context.Context, r *http.Request) error
 	a2a        *a2aserver.Server
 	log        *slog.Logger
-	files      *fileURLs    // nil when files are off
-	live       *live.Runner // nil when live mode is off
+	usechat    *usechat.Server // Chat's routes for the AI SDK's useChat
+	live       *live.Runner    // nil when live mode is off
 	// conversations are the live conversations this instance holds.
 	conversations conversations
 }
@@ -125,7 +126,8 @@ func NewServer(cfg Config, sessions *sessionstore.Service, members []toolcallbac
 			}
 		}
 	}
-	if topts.Files, s.files, err = newFiles(cfg, opts.Files, s.log); err != nil {
+	var files *usechat.FileURLs
+	if topts.Files, files, err = newFiles(cfg, opts.Files, s.log); err != nil {
 		return nil, err
 	}
 	team, err := toolcallback.NewTeam(sessions, cfg.AppName, members, topts)
@@ -133,6 +135,8 @@ func NewServer(cfg Config, sessions *sessionstore.Service, members []toolcallbac
 		return nil, err
 	}
 	s.team = team
+	s.usechat = usechat.New(team, usechat.Config{MaxBodyBytes: cfg.MaxBodyBytes, MaxChatBodyBytes: cfg.MaxChatBodyBytes,
+		MaxFileBytes: cfg.MaxFileBytes, InvocationTimeout: cfg.InvocationTimeout, KeepAlive: cfg.KeepAlive}, s.chatCaller, files)
 	s.live = s.newLive(team, opts)
 	if cfg.DevIdentity {
 		s.ident = devIdentity{}

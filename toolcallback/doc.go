@@ -32,7 +32,10 @@
 // finds the session written, gone, or the message taken) is planned again
 // on a fresh read; a switch is carried out and the turn planned again on
 // the chat as it now is. Turns, regenerates and edits (Rewind) go through
-// the same planner.
+// the same planner. Actions on A2UI cards travel in the turn request
+// (TurnRequest.Actions) and the planner checks them against the surfaces
+// of the session it plans on (cardContent, plan.go): the doors (Chat, A2A) only
+// decode them, and a card's action costs no read of its own.
 //
 // # Resumes
 //

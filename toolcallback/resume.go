@@ -249,15 +249,8 @@ func (e *engine) acceptable(ctx context.Context, c *Call, a Answer, by string, t
 	if len(answer) > e.opts.MaxAnswerBytes {
 		return fmt.Errorf("%w: %d bytes, limit %d", ErrAnswerTooLarge, len(answer), e.opts.MaxAnswerBytes)
 	}
-	check := checkAnswer(c.Kind, a)
-	switch c.Kind {
-	case KindInput:
-		check = checkInputAnswer(c, a)
-	case KindSurface:
-		check = checkSurfaceAnswer(c, a)
-	}
-	if check != nil {
-		return check
+	if err := CheckAnswer(c, a); err != nil {
+		return err
 	}
 	if !token && !c.AnyDevice && by != c.ClientID {
 		return fmt.Errorf("%w: call %q", ErrWrongClient, c.ID)

@@ -1,4 +1,4 @@
-package functions
+package usechat
 
 import (
 	"encoding/json"

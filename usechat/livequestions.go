@@ -1,4 +1,4 @@
-package functions
+package usechat
 
 // In-call questions (toolcallback.AskInCall), asked while a turn's tool
 // runs, are not in the session: a stream that follows the turn follows them
