@@ -20,6 +20,7 @@ import (
 	"google.golang.org/adk/v2/session"
 
 	"github.com/baton-run/baton/a2ui"
+	"github.com/baton-run/baton/errclass"
 	"github.com/baton-run/baton/toolcallback"
 )
 
@@ -88,13 +89,35 @@ func surfaceEvents(task a2a.TaskInfoProvider, ev *session.Event, rich bool) []*a
 			if len(redraw) == 0 {
 				continue
 			}
-			parts := surfaceParts(redraw, rich)
-			info := task.TaskInfo()
-			artifact := &a2a.Artifact{ID: surfaceArtifact(redraw[0].SurfaceID()), Name: "surface " + redraw[0].SurfaceID(), Parts: parts}
+			callID := ""
 			if shown.Wait {
-				artifact.Metadata = map[string]any{"callId": shown.CallID}
+				callID = shown.CallID
 			}
-			out = append(out, &a2a.TaskArtifactUpdateEvent{TaskID: info.TaskID, ContextID: info.ContextID, Artifact: artifact})
+			out = append(out, surfaceEvent(task, redraw, callID, rich))
+		}
+	}
+	return out
+}
+
+// surfaceEvent is the artifact event that shows a surface drawn in full
+// (redraw), waited on by callID ("" for a card).
+func surfaceEvent(task a2a.TaskInfoProvider, redraw []a2ui.Message, callID string, rich bool) *a2a.TaskArtifactUpdateEvent {
+	info := task.TaskInfo()
+	artifact := &a2a.Artifact{ID: surfaceArtifact(redraw[0].SurfaceID()), Name: "surface " + redraw[0].SurfaceID(), Parts: surfaceParts(redraw, rich)}
+	if callID != "" {
+		artifact.Metadata = map[string]any{"callId": callID}
+	}
+	return &a2a.TaskArtifactUpdateEvent{TaskID: info.TaskID, ContextID: info.ContextID, Artifact: artifact}
+}
+
+// submittedEvents are the artifact events that show the form the action a
+// answered, on call c, as the user submitted it: a's values where its
+// event bound them, as GET /Chat shows the form once answered.
+func submittedEvents(task a2a.TaskInfoProvider, c *toolcallback.Call, a a2ui.Action, rich bool) []*a2a.TaskArtifactUpdateEvent {
+	var out []*a2a.TaskArtifactUpdateEvent
+	for _, redraw := range c.Surfaces {
+		if len(redraw) > 0 && redraw[0].SurfaceID() == a.SurfaceID {
+			out = append(out, surfaceEvent(task, a2ui.Submitted(redraw, a), c.OriginalID, rich))
 		}
 	}
 	return out
@@ -144,11 +167,11 @@ func isA2UIPart(p *a2a.Part) bool {
 func actionOf(p *a2a.Part) (a2ui.Action, error) {
 	raw, err := json.Marshal(p.Data())
 	if err != nil {
-		return a2ui.Action{}, fmt.Errorf("%w: an A2UI part: %v", a2a.ErrInvalidParams, err)
+		return a2ui.Action{}, fmt.Errorf("%w: an A2UI part: %v", errclass.ErrBadRequest, err)
 	}
 	a, err := a2ui.DecodeAction(raw)
 	if err != nil {
-		return a2ui.Action{}, fmt.Errorf("%w: an A2UI part must hold an action: %v", a2a.ErrInvalidParams, err)
+		return a2ui.Action{}, fmt.Errorf("%w: an A2UI part must hold an action: %w", errclass.ErrBadRequest, err)
 	}
 	return a, nil
 }

@@ -3,6 +3,7 @@ package a2aserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -129,7 +130,9 @@ func TestA2UIOverA2A(t *testing.T) {
 			action := a2a.NewDataPart(map[string]any{"version": "v0.9", "action": map[string]any{"name": "book", "surfaceId": "booking",
 				"sourceComponentId": "book", "timestamp": "2026-12-01T10:11:12Z", "context": map[string]any{"name": "Ada"}}})
 			action.SetMeta("mimeType", A2UIMediaType)
-			done := send(t.Context(), t, c, &a2a.SendMessageRequest{Message: a2a.NewMessageForTask(a2a.MessageRoleUser, task, action)})
+			answer := a2a.NewMessageForTask(a2a.MessageRoleUser, task, action)
+			answer.Metadata = req.Message.Metadata // a client says what it renders on each message
+			done := send(t.Context(), t, c, &a2a.SendMessageRequest{Message: answer})
 			if done.Status.State != a2a.TaskStateCompleted || !strings.Contains(artifactText(done), "booked") {
 				t.Errorf("after the action: state %s, text %q; want completed with the agent's answer", done.Status.State, artifactText(done))
 			}
@@ -138,6 +141,18 @@ func TestA2UIOverA2A(t *testing.T) {
 			}
 			if n := f.model.Calls(); n != 2 {
 				t.Errorf("model called %d times, want 2", n)
+			}
+			// The form as submitted, as GET /Chat shows it (issue 47, item 16).
+			after, err := c.GetTask(t.Context(), &a2a.GetTaskRequest{ID: task.ID})
+			if err != nil {
+				t.Fatal(err)
+			}
+			msgs, text := surfaceOf(t, after)
+			if tt.rich && !strings.Contains(mustJSON(t, msgs), `"value":{"name":"Ada"}`) {
+				t.Errorf("tasks/get after the action shows the form as %s, want its name Ada as submitted", mustJSON(t, msgs))
+			}
+			if !tt.rich && !strings.Contains(text, "Name: Ada") {
+				t.Errorf("tasks/get after the action shows the form as %q, want its name Ada as submitted", text)
 			}
 		})
 	}
@@ -182,5 +197,88 @@ func TestAgentCardA2UIExtension(t *testing.T) {
 	}
 	if len(card.Capabilities.Extensions) != 1 || card.Capabilities.Extensions[0].URI != A2UIExtensionURI {
 		t.Errorf("card extensions = %+v, want %s", card.Capabilities.Extensions, A2UIExtensionURI)
+	}
+}
+
+// bookAction is the DataPart of a press on the form's Book button with
+// context (JSON).
+func bookAction(context string) *a2a.Part {
+	var ctx map[string]any
+	_ = json.Unmarshal([]byte(context), &ctx)
+	p := a2a.NewDataPart(map[string]any{"version": "v0.9", "action": map[string]any{"name": "book", "surfaceId": "booking",
+		"sourceComponentId": "book", "timestamp": "2026-12-01T10:11:12Z", "context": ctx}})
+	p.SetMeta("mimeType", A2UIMediaType)
+	return p
+}
+
+// TestA2UIRefusedAnswer: a press the form did not offer is refused as
+// POST /Chat refuses it, before a2a-go adds the message to the task: a
+// JSON-RPC invalid params error whose data names Baton's code
+// (action_not_offered), the task as it was (input-required, its history
+// without the refused message), and the form still answerable (issue 47,
+// item 16).
+func TestA2UIRefusedAnswer(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 1, nil,
+		modeltest.CallReply(modeltest.Call("f1", "show_surface", map[string]any{"messages": decode(t, formMessages), "wait": true})),
+		modeltest.TextReply("booked"))
+	c := f.clientWith(extensionTransport{authTransport{user: "ada"}})
+	task := send(t.Context(), t, c, textMessage("a form"))
+	before, err := c.GetTask(t.Context(), &a2a.GetTaskRequest{ID: task.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.SendMessage(t.Context(), &a2a.SendMessageRequest{Message: a2a.NewMessageForTask(a2a.MessageRoleUser, task, bookAction(`{"name":"Ada","price":1}`))})
+	var rpcErr *a2a.Error
+	if !errors.Is(err, a2a.ErrInvalidParams) || !errors.As(err, &rpcErr) || rpcErr.Details["code"] != "action_not_offered" {
+		t.Fatalf("an action not offered: error %v (%+v), want invalid params with code action_not_offered", err, rpcErr)
+	}
+	after, err := c.GetTask(t.Context(), &a2a.GetTaskRequest{ID: task.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Status.State != a2a.TaskStateInputRequired || len(after.History) != len(before.History) {
+		t.Errorf("after the refused press: state %s, %d messages in history; want input-required and %d", after.Status.State, len(after.History), len(before.History))
+	}
+	done := send(t.Context(), t, c, &a2a.SendMessageRequest{Message: a2a.NewMessageForTask(a2a.MessageRoleUser, task, bookAction(`{"name":"Ada"}`))})
+	if done.Status.State != a2a.TaskStateCompleted {
+		t.Errorf("the press offered: state %s, want completed", done.Status.State)
+	}
+}
+
+// TestA2UIExtensionEchoed: a response names the A2UI extension in its
+// A2A-Extensions header (0.3: X-A2A-Extensions) when the request activated
+// it, as the A2A specification asks; not otherwise (issue 47, item 16).
+func TestA2UIExtensionEchoed(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 1, nil, modeltest.TextReply("one"), modeltest.TextReply("two"), modeltest.TextReply("three"))
+	body := func(id string, metadata string) string {
+		return `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message","messageId":"` + id +
+			`","role":"user","parts":[{"kind":"text","text":"hi"}]` + metadata + `}}}`
+	}
+	tests := []struct {
+		name, header, body string
+		want               bool
+	}{
+		{"header", A2UIExtensionURI, body("m1", ""), true},
+		{"capabilities", "", body("m2", `,"metadata":{"a2uiClientCapabilities":{}}`), true},
+		{"neither", "", body("m3", ""), false},
+	}
+	for _, tt := range tests {
+		req, _ := http.NewRequest(http.MethodPost, f.instances[0].srv.URL, strings.NewReader(tt.body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer ada")
+		if tt.header != "" {
+			req.Header.Set("X-A2A-Extensions", tt.header)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		got := resp.Header.Get("X-A2A-Extensions") == A2UIExtensionURI && resp.Header.Get("A2A-Extensions") == A2UIExtensionURI
+		if got != tt.want || resp.StatusCode != http.StatusOK {
+			t.Errorf("%s: status %d, headers %v; want the extension echoed: %v", tt.name, resp.StatusCode, resp.Header, tt.want)
+		}
 	}
 }

@@ -26,6 +26,18 @@
 // answers the task's call waiting on its surface through Team.Resume, or,
 // on a card, becomes the text of a user message.
 //
+// # Errors
+//
+// What an error means is errclass's; errors.go is A2A's table of what each
+// class is answered with: a JSON-RPC error whose data carries Baton's code
+// (and when to retry), as the HTTP routes' bodies do. Once a task has taken
+// a message, a refusal is the task's state instead (input-required with a
+// validation_error part, or failed). An answer the task's calls cannot
+// take (toolcallback.CheckAnswer: a press the form did not offer) is
+// refused before a2a-go stores the message in its task (TaskStore.Update
+// asks executor.checkAnswers), at the price of a read of the task's
+// pending calls, so that bad input writes nothing here either.
+//
 // # Why cluster mode
 //
 // a2a-go keeps tasks and event fan-out in memory unless given a task store,

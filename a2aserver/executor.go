@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,8 +17,8 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/a2ui"
+	"github.com/baton-run/baton/errclass"
 	"github.com/baton-run/baton/limits"
-	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
 	"github.com/baton-run/baton/userinput"
 )
@@ -66,7 +67,7 @@ func (x *executor) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter
 		r := &run{x: x, ec: ec, user: ec.User.Name, limits: callerLimits(ec.User), yield: yield, rich: wantsA2UI(ec)}
 		m, err := splitMessage(ec.Message)
 		if err != nil {
-			yield(nil, err) // checked by the request interceptor already
+			yield(nil, rpcError(err)) // checked by the request interceptor already
 			return
 		}
 		if ec.StoredTask == nil {
@@ -81,14 +82,9 @@ func (x *executor) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter
 // chat, pending calls under the reject policy) come back to the caller
 // before the task exists, so nothing about it is stored.
 func (r *run) start(ctx context.Context, m message) {
-	content, err := r.cardContent(ctx, m.content, m.actions)
+	inv, _, err := r.x.team.Turn(ctx, r.turn(m))
 	if err != nil {
-		r.yield(nil, err)
-		return
-	}
-	inv, _, err := r.x.team.Turn(ctx, toolcallback.TurnRequest{UserID: r.user, ChatID: r.ec.ContextID, ClientID: r.client(), Content: content, Limits: r.limits})
-	if err != nil {
-		r.yield(nil, r.x.turnError(ctx, err))
+		r.yield(nil, r.x.refused(ctx, err))
 		return
 	}
 	if !r.yield(a2a.NewSubmittedTask(r.ec, r.ec.Message), nil) {
@@ -109,13 +105,14 @@ func (r *run) follow(ctx context.Context, m message) {
 	if !r.claim(ctx) {
 		return
 	}
-	content, answers, err := r.takeActions(ctx, m)
+	m, err := r.takeActions(ctx, m)
 	if err != nil {
 		r.settle(ctx, []string{problem(err)})
 		return
 	}
+	answers := m.answers
 	if len(answers) == 0 {
-		inv, _, err := r.x.team.Turn(ctx, toolcallback.TurnRequest{UserID: r.user, ChatID: r.ec.ContextID, ClientID: r.client(), Content: content, Limits: r.limits})
+		inv, _, err := r.x.team.Turn(ctx, r.turn(m))
 		if err != nil {
 			r.settle(ctx, []string{problem(err)})
 			return
@@ -123,6 +120,22 @@ func (r *run) follow(ctx context.Context, m message) {
 		r.stream(ctx, inv, nil)
 		return
 	}
+	inv, problems, ok := r.answerCalls(ctx, answers)
+	if !ok {
+		return
+	}
+	if inv == nil {
+		r.settle(ctx, problems)
+		return
+	}
+	r.stream(ctx, inv, problems)
+}
+
+// answerCalls gives the task's calls their answers, through the ledger,
+// and shows each form an answer submitted as it was submitted. It returns
+// the resumed agent (nil: none resumed), why answers were not taken, and
+// false when the caller has left.
+func (r *run) answerCalls(ctx context.Context, answers []answer) (*toolcallback.Invocation, []string, bool) {
 	var inv *toolcallback.Invocation
 	var problems []string
 	for _, a := range answers {
@@ -133,17 +146,22 @@ func (r *run) follow(ctx context.Context, m message) {
 			// A retry: the answer is recorded and nothing runs again.
 		case err != nil:
 			problems = append(problems, fmt.Sprintf("call %s: %s", a.id, problem(err)))
+			continue
 		case res.Invocation != nil:
 			inv = res.Invocation
 		case res.Deferred:
 			problems = append(problems, fmt.Sprintf("call %s: answer recorded; the chat is busy and the agent resumes when it is free", a.id))
 		}
+		if a.form == nil {
+			continue
+		}
+		for _, ev := range submittedEvents(r.ec, a.form, a.action, r.rich) {
+			if !r.yield(ev, nil) {
+				return nil, nil, false
+			}
+		}
 	}
-	if inv == nil {
-		r.settle(ctx, problems)
-		return
-	}
-	r.stream(ctx, inv, problems)
+	return inv, problems, true
 }
 
 // claim moves the task from input-required to working and waits until the
@@ -214,6 +232,11 @@ func (r *run) stream(ctx context.Context, inv *toolcallback.Invocation, problems
 		for _, p := range ev.Content.Parts {
 			if p.Text != "" && !p.Thought {
 				parts = append(parts, a2a.NewTextPart(p.Text))
+			}
+		}
+		if thought := thoughtMessage(r.ec, ev.Content); thought != nil {
+			if !r.yield(a2a.NewStatusUpdateEvent(r.ec, a2a.TaskStateWorking, thought), nil) {
+				return
 			}
 		}
 		for _, out := range surfaceEvents(r.ec, ev, r.rich) {
@@ -325,39 +348,41 @@ func (x *executor) pending(ctx context.Context, user, chat, client string) ([]*t
 	return own, nil
 }
 
-// turnError maps an error of Team.Turn to what the caller sees.
-func (x *executor) turnError(ctx context.Context, err error) error {
-	var unknown *toolcallback.UnknownAgentError
-	switch {
-	case errors.Is(err, sessionstore.ErrBusy):
-		return fmt.Errorf("%w: the chat is busy with another turn; retry shortly", a2a.ErrServerError)
-	case errors.Is(err, limits.ErrRateLimited), errors.Is(err, limits.ErrBudgetExhausted):
-		return fmt.Errorf("%w: %s", a2a.ErrServerError, err.Error())
-	case errors.Is(err, toolcallback.ErrPendingCalls), errors.As(err, &unknown),
-		errors.Is(err, sessionstore.ErrInvalidID), errors.Is(err, toolcallback.ErrInvalidAnswer):
-		return fmt.Errorf("%w: %s", a2a.ErrInvalidParams, err.Error())
+// refused is a turn's refusal as the caller reads it (rpcError); a
+// server's fault is logged.
+func (x *executor) refused(ctx context.Context, err error) error {
+	if errclass.Of(err).Fault() {
+		x.log.ErrorContext(ctx, "a2a turn", "error", err)
 	}
-	x.log.ErrorContext(ctx, "a2a turn", "error", err)
-	return a2a.ErrInternalError
+	return rpcError(err)
 }
 
 // problem says why an answer or message was not taken, in words for the
-// caller; errors that are the server's are only "internal error".
-func problem(err error) string {
-	for _, known := range []error{toolcallback.ErrCallNotFound, toolcallback.ErrAlreadyResolved, toolcallback.ErrExpired,
-		toolcallback.ErrWrongClient, toolcallback.ErrInvalidAnswer, toolcallback.ErrAnswerTooLarge, toolcallback.ErrPendingCalls,
-		sessionstore.ErrBusy, sessionstore.ErrInvalidID, limits.ErrRateLimited, limits.ErrBudgetExhausted,
-		toolcallback.ErrSurfaceGone, a2ui.ErrNoSurface, a2ui.ErrNotOffered, a2ui.ErrSurfaceWaits, a2ui.ErrInvalid} {
-		if errors.Is(err, known) {
-			return err.Error()
-		}
-	}
-	return "internal error"
-}
+// caller: its class's message (errclass).
+func problem(err error) string { return errclass.Of(err).Message }
 
 // agentText is a message of the agent on task: like every message Baton
 // sends, it names the task and its context (A2A asks a server's messages
 // for both).
+// thoughtMessage is the model's thought summary in c as A2A carries it: an
+// agent message of a working status, whose text parts are marked as ADK's
+// A2A conversion marks thoughts (metadata adk_thought: true), so that the
+// task's artifact holds the answer alone; nil when c has none.
+func thoughtMessage(task a2a.TaskInfoProvider, c *genai.Content) *a2a.Message {
+	var parts []*a2a.Part
+	for _, p := range c.Parts {
+		if p.Text != "" && p.Thought {
+			part := a2a.NewTextPart(p.Text)
+			part.SetMeta(adka2a.ToA2AMetaKey("thought"), true)
+			parts = append(parts, part)
+		}
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	return a2a.NewMessageForTask(a2a.MessageRoleAgent, task, parts...)
+}
+
 func agentText(task a2a.TaskInfoProvider, s string) *a2a.Message {
 	return a2a.NewMessageForTask(a2a.MessageRoleAgent, task, a2a.NewTextPart(s))
 }
@@ -389,10 +414,13 @@ func callPart(c *toolcallback.Call) (*a2a.Part, error) {
 	return parts[0], nil
 }
 
-// answer is a function response a message carries.
+// answer is a function response a message carries, or an action that
+// answers the form call it waits on (form, action).
 type answer struct {
 	id     string
 	answer toolcallback.Answer
+	form   *toolcallback.Call
+	action a2ui.Action
 }
 
 // message is what a client's message brings: what it says (text, files,
@@ -424,7 +452,7 @@ func splitMessage(msg *a2a.Message) (message, error) {
 	}
 	parts, err := adka2a.ToGenAIParts(rest)
 	if err != nil {
-		return message{}, fmt.Errorf("%w: %w", a2a.ErrInvalidParams, err)
+		return message{}, fmt.Errorf("%w: %w", errclass.ErrBadRequest, err)
 	}
 	var content []*genai.Part
 	for _, p := range parts {
@@ -434,15 +462,15 @@ func splitMessage(msg *a2a.Message) (message, error) {
 			continue
 		}
 		if fr.ID == "" {
-			return message{}, fmt.Errorf("%w: a function response needs the id of the call it answers", a2a.ErrInvalidParams)
+			return message{}, fmt.Errorf("%w: a function response needs the id of the call it answers", errclass.ErrBadRequest)
 		}
 		m.answers = append(m.answers, answer{id: fr.ID, answer: answerOf(fr)})
 	}
 	if len(m.answers) > 0 && (len(content) > 0 || len(m.actions) > 0) {
-		return message{}, fmt.Errorf("%w: a message either answers calls or says something, not both", a2a.ErrInvalidParams)
+		return message{}, fmt.Errorf("%w: a message either answers calls or says something, not both", errclass.ErrBadRequest)
 	}
 	if len(content) == 0 && len(m.answers) == 0 && len(m.actions) == 0 {
-		return message{}, fmt.Errorf("%w: the message has no parts the agent can read", a2a.ErrInvalidParams)
+		return message{}, fmt.Errorf("%w: the message has no parts the agent can read", errclass.ErrBadRequest)
 	}
 	if len(content) > 0 {
 		m.content = &genai.Content{Role: genai.RoleUser, Parts: content}
@@ -450,18 +478,65 @@ func splitMessage(msg *a2a.Message) (message, error) {
 	return m, nil
 }
 
+// checkAnswers refuses a message on task whose answers the task's calls
+// cannot take (toolcallback.CheckAnswer: an action the form did not offer,
+// an answer of the wrong shape). TaskStore asks it before it stores the
+// message in the task (a2a-go adds a message to its task before the
+// execution starts), so a refused message leaves the task as it was and
+// its caller gets a JSON-RPC error, as bad input gets a 4xx and writes
+// nothing on every transport. An answer to a call no longer pending is the
+// execution's to report, in the task's state.
+func (x *executor) checkAnswers(ctx context.Context, user string, task *a2a.Task, msg *a2a.Message) error {
+	m, err := splitMessage(msg)
+	if err != nil || len(m.answers)+len(m.actions) == 0 || task.Status.State != a2a.TaskStateInputRequired {
+		return nil // the interceptor checked the message; only answers are checked here
+	}
+	calls, err := x.pending(ctx, user, task.ContextID, clientOf(task.ID))
+	if err != nil {
+		return err
+	}
+	for _, a := range m.answers {
+		if i := slices.IndexFunc(calls, func(c *toolcallback.Call) bool { return c.ID == a.id }); i >= 0 {
+			if err := toolcallback.CheckAnswer(calls[i], a.answer); err != nil {
+				return fmt.Errorf("call %s: %w", a.id, err)
+			}
+		}
+	}
+	for _, a := range m.actions {
+		c := waitingOn(calls, a.SurfaceID)
+		if c == nil {
+			continue // on a card: the turn checks it
+		}
+		ans, err := actionAnswer(a)
+		if err == nil {
+			err = toolcallback.CheckAnswer(c, ans)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// turn is the turn a message starts: what it says, and its actions on
+// cards, which the turn checks against the chat's surfaces.
+func (r *run) turn(m message) toolcallback.TurnRequest {
+	return toolcallback.TurnRequest{UserID: r.user, ChatID: r.ec.ContextID, ClientID: r.client(), Content: m.content,
+		Actions: m.actions, Limits: r.limits}
+}
+
 // takeActions sorts a message's A2UI actions on an input-required task:
 // an action on a surface one of the task's calls waits on answers that
-// call; any other is said, as an action on a card.
-func (r *run) takeActions(ctx context.Context, m message) (*genai.Content, []answer, error) {
+// call; any other is said, as an action on a card (the message's actions,
+// as it returns it).
+func (r *run) takeActions(ctx context.Context, m message) (message, error) {
 	if len(m.actions) == 0 {
-		return m.content, m.answers, nil
+		return m, nil
 	}
 	calls, err := r.x.pending(ctx, r.user, r.ec.ContextID, r.client())
 	if err != nil {
-		return nil, nil, err
+		return message{}, err
 	}
-	answers := m.answers
 	var cards []a2ui.Action
 	for _, a := range m.actions {
 		c := waitingOn(calls, a.SurfaceID)
@@ -471,44 +546,15 @@ func (r *run) takeActions(ctx context.Context, m message) (*genai.Content, []ans
 		}
 		ans, err := actionAnswer(a)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%w: %w", toolcallback.ErrInvalidAnswer, err)
+			return message{}, fmt.Errorf("%w: %w", toolcallback.ErrInvalidAnswer, err)
 		}
-		answers = append(answers, answer{id: c.ID, answer: ans})
+		m.answers = append(m.answers, answer{id: c.ID, answer: ans, form: c, action: a})
 	}
-	if len(answers) > 0 && (len(cards) > 0 || m.content != nil) {
-		return nil, nil, fmt.Errorf("%w: a message either answers calls or says something, not both", toolcallback.ErrInvalidAnswer)
+	if len(m.answers) > 0 && (len(cards) > 0 || m.content != nil) {
+		return message{}, fmt.Errorf("%w: a message either answers calls or says something, not both", toolcallback.ErrInvalidAnswer)
 	}
-	content, err := r.cardContent(ctx, m.content, cards)
-	return content, answers, err
-}
-
-// cardContent adds to content the text of actions on cards (a2ui.ActionText),
-// each checked first against the chat's surfaces as they last were.
-func (r *run) cardContent(ctx context.Context, content *genai.Content, actions []a2ui.Action) (*genai.Content, error) {
-	if len(actions) == 0 {
-		return content, nil
-	}
-	state, err := r.x.team.Pending(ctx, toolcallback.PendingRequest{UserID: r.user, ChatID: r.ec.ContextID, History: -1})
-	if errors.Is(err, sessionstore.ErrNotFound) {
-		return nil, fmt.Errorf("%w: %w: the chat shows no surface", a2a.ErrInvalidParams, a2ui.ErrNoSurface)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if content == nil {
-		content = &genai.Content{Role: genai.RoleUser}
-	}
-	for _, a := range actions {
-		if err := a2ui.CheckCardAction(state.History, a); err != nil {
-			return nil, fmt.Errorf("%w: %w", a2a.ErrInvalidParams, err)
-		}
-		text, err := a2ui.ActionText(a)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", a2a.ErrInvalidParams, err)
-		}
-		content.Parts = append(content.Parts, genai.NewPartFromText(text))
-	}
-	return content, nil
+	m.actions = cards
+	return m, nil
 }
 
 // answerOf reads a function response as a ledger answer: a confirmation's

@@ -67,7 +67,7 @@ func (s *pushStore) Save(ctx context.Context, id a2a.TaskID, config *a2a.PushCon
 	if saved.ID == "" {
 		saved.ID = platform.NewUUID(ctx)
 	}
-	if err := validateID("push config id", saved.ID); err != nil {
+	if err := sessionstore.ValidateID("push config id", saved.ID); err != nil {
 		return nil, err
 	}
 	doc, err := s.tasks.pushDoc(ctx, &saved)
@@ -103,7 +103,7 @@ func (s *TaskStore) pushDoc(ctx context.Context, c *a2a.PushConfig) (pushDoc, er
 
 // Get reads one config.
 func (s *pushStore) Get(ctx context.Context, id a2a.TaskID, configID string) (*a2a.PushConfig, error) {
-	if err := validateID("push config id", configID); err != nil {
+	if err := sessionstore.ValidateID("push config id", configID); err != nil {
 		return nil, err
 	}
 	col, err := s.collection(ctx, id)
@@ -145,7 +145,7 @@ func (s *pushStore) List(ctx context.Context, id a2a.TaskID) ([]*a2a.PushConfig,
 
 // Delete removes one config.
 func (s *pushStore) Delete(ctx context.Context, id a2a.TaskID, configID string) error {
-	if err := validateID("push config id", configID); err != nil {
+	if err := sessionstore.ValidateID("push config id", configID); err != nil {
 		return err
 	}
 	col, err := s.collection(ctx, id)

@@ -20,13 +20,15 @@ import (
 	"google.golang.org/adk/v2/agent"
 	"google.golang.org/adk/v2/server/adka2a/v2"
 
+	"github.com/baton-run/baton/errclass"
 	"github.com/baton-run/baton/limits"
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
 )
 
-// Authenticator returns the verified caller of a request, or an error
-// wrapping ErrUnauthenticated (401) or any other error (503: whatever
+// Authenticator returns the verified caller of a request, or an error,
+// answered as errclass classifies it: one wrapping ErrUnauthenticated is
+// 401, errclass.ErrForbidden 403, errclass.ErrUnavailable 503 (whatever
 // vouches for tokens could not be reached).
 type Authenticator func(r *http.Request) (Caller, error)
 
@@ -51,8 +53,8 @@ func callerLimits(u *a2asrv.User) limits.Limits {
 }
 
 // ErrUnauthenticated is what an Authenticator wraps when a request carries
-// no acceptable credentials.
-var ErrUnauthenticated = errors.New("unauthenticated")
+// no acceptable credentials: errclass's.
+var ErrUnauthenticated = errclass.ErrUnauthenticated
 
 // Options tunes a Server. Nil or zero fields take the defaults.
 type Options struct {
@@ -140,6 +142,7 @@ func New(client *firestore.Client, sessions *sessionstore.Service, team *toolcal
 	events := newEventQueues(store)
 	queue := &localQueue{events: events, timeout: o.ExecutionTimeout}
 	exec := &executor{team: team, store: store, log: o.Logger, stale: stale}
+	store.checkMessage = exec.checkAnswers
 	handlerOpts := []a2asrv.RequestHandlerOption{
 		a2asrv.WithLogger(o.Logger),
 		a2asrv.WithClusterMode(a2asrv.ClusterConfig{TaskStore: store, QueueManager: events, WorkQueue: queue}),
@@ -194,38 +197,34 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		rpcError(w, http.StatusMethodNotAllowed, a2a.ErrInvalidRequest, "use POST")
+		writeRPCError(w, fmt.Errorf("%w: use POST", errclass.ErrMethod))
 		return
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, s.maxBody+1))
 	if err != nil {
-		rpcError(w, http.StatusBadRequest, a2a.ErrParseError, "unreadable body")
+		writeRPC(w, http.StatusBadRequest, map[string]any{"code": rpcCodes[a2a.ErrParseError], "message": "parse error: unreadable body"})
 		return
 	}
 	if int64(len(body)) > s.maxBody {
-		rpcError(w, http.StatusRequestEntityTooLarge, a2a.ErrInvalidRequest, fmt.Sprintf("body over %d bytes", s.maxBody))
+		writeRPCError(w, &errclass.LimitError{What: "the request body", Limit: s.maxBody, Env: "BATON_MAX_BODY_BYTES"})
 		return
 	}
 	c, err := s.auth(r)
-	if errors.Is(err, ErrUnauthenticated) {
-		w.Header().Set("WWW-Authenticate", "Bearer")
-		rpcError(w, http.StatusUnauthorized, a2a.ErrUnauthenticated, "a verified bearer token is required")
-		return
-	}
 	if err != nil {
-		s.opts.Logger.WarnContext(r.Context(), "a2a authentication unavailable", "error", err)
-		w.Header().Set("Retry-After", "5")
-		rpcError(w, http.StatusServiceUnavailable, a2a.ErrServerError, "token verification unavailable; retry")
+		if errclass.Of(err).Fault() {
+			s.opts.Logger.WarnContext(r.Context(), "a2a authentication unavailable", "error", err)
+		}
+		writeRPCError(w, err)
 		return
 	}
 	var peek struct {
 		Method string `json:"method"`
 	}
 	if err := json.Unmarshal(body, &peek); err != nil {
-		rpcError(w, http.StatusOK, a2a.ErrParseError, "malformed JSON")
+		writeRPC(w, http.StatusOK, map[string]any{"code": rpcCodes[a2a.ErrParseError], "message": "parse error: malformed JSON"})
 		return
 	}
-	ctx := context.WithValue(r.Context(), userKey{}, c)
+	ctx := context.WithValue(context.WithValue(r.Context(), userKey{}, c), headerKey{}, w.Header())
 	r = r.WithContext(context.WithValue(ctx, requestKey{}, &requestID{}))
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	if strings.Contains(peek.Method, "/") {
@@ -262,6 +261,10 @@ func (s *Server) serveCard(w http.ResponseWriter, r *http.Request) {
 
 type userKey struct{}
 
+// headerKey holds the response's header in a request's context, for the
+// interceptor to name the extensions the request activated.
+type headerKey struct{}
+
 // interceptor puts the verified user into a2a-go's call context, checks
 // that ids can name Firestore documents and that a message is one Baton
 // can run, before anything is stored, and keeps internal error details out
@@ -269,59 +272,91 @@ type userKey struct{}
 type interceptor struct{ log *slog.Logger }
 
 func (i *interceptor) Before(ctx context.Context, cc *a2asrv.CallContext, req *a2asrv.Request) (context.Context, any, error) {
-	c, _ := ctx.Value(userKey{}).(Caller)
-	if c.User == "" {
-		return ctx, nil, a2a.ErrUnauthenticated
-	}
-	limits, err := json.Marshal(c.Limits)
+	ctx, err := i.before(ctx, cc, req)
 	if err != nil {
-		return ctx, nil, err
-	}
-	cc.User = a2asrv.NewAuthenticatedUser(c.User, map[string]any{limitsAttribute: string(limits)})
-	var ids []string
-	switch p := req.Payload.(type) {
-	case *a2a.SendMessageRequest:
-		if p.Message == nil {
-			return ctx, nil, fmt.Errorf("%w: message is required", a2a.ErrInvalidParams)
-		}
-		ids = append(ids, string(p.Message.TaskID), p.Message.ContextID)
-		m, err := splitMessage(p.Message)
-		if err != nil {
-			return ctx, nil, err
-		}
-		if requestsA2UI(cc.ServiceParams()) || p.Message.Metadata[capabilitiesKey] != nil {
-			cc.Extensions().Activate(&a2uiExtension)
-		}
-		if len(m.answers) > 0 && p.Message.TaskID == "" {
-			return ctx, nil, fmt.Errorf("%w: function responses answer the calls of an input-required task: send them with its taskId", a2a.ErrInvalidParams)
-		}
-	case *a2a.GetTaskRequest:
-		ids = append(ids, string(p.ID))
-	case *a2a.CancelTaskRequest:
-		ids = append(ids, string(p.ID))
-	case *a2a.SubscribeToTaskRequest:
-		ids = append(ids, string(p.ID))
-	case *a2a.GetTaskPushConfigRequest:
-		ids = append(ids, string(p.TaskID), p.ID)
-	case *a2a.ListTaskPushConfigRequest:
-		ids = append(ids, string(p.TaskID))
-	case *a2a.DeleteTaskPushConfigRequest:
-		ids = append(ids, string(p.TaskID), p.ID)
-	case *a2a.PushConfig:
-		ids = append(ids, string(p.TaskID), p.ID)
-	}
-	for _, id := range ids {
-		if id == "" {
-			continue
-		}
-		if err := validateID("id", id); err != nil {
-			return ctx, nil, err
-		}
+		return ctx, nil, rpcError(err)
 	}
 	return ctx, nil, nil
 }
 
-// publicErrors are the errors whose text a caller may read.
+// before is Before's checks; its errors are classified (errclass).
+func (i *interceptor) before(ctx context.Context, cc *a2asrv.CallContext, req *a2asrv.Request) (context.Context, error) {
+	c, _ := ctx.Value(userKey{}).(Caller)
+	if c.User == "" {
+		return ctx, ErrUnauthenticated
+	}
+	limits, err := json.Marshal(c.Limits)
+	if err != nil {
+		return ctx, err
+	}
+	cc.User = a2asrv.NewAuthenticatedUser(c.User, map[string]any{limitsAttribute: string(limits)})
+	if p, ok := req.Payload.(*a2a.SendMessageRequest); ok {
+		if err := checkMessage(ctx, cc, p.Message); err != nil {
+			return ctx, err
+		}
+	}
+	for _, id := range payloadIDs(req.Payload) {
+		if id == "" {
+			continue
+		}
+		if err := sessionstore.ValidateID("id", id); err != nil {
+			return ctx, err
+		}
+	}
+	return ctx, nil
+}
+
+// checkMessage checks that a message is one Baton can run, and activates
+// the A2UI extension when the message asks for it: the response names it
+// in its A2A-Extensions header (and 0.3's), as the specification asks of a
+// server (a2a-go v2.4.0's JSON-RPC handler does not).
+func checkMessage(ctx context.Context, cc *a2asrv.CallContext, msg *a2a.Message) error {
+	if msg == nil {
+		return fmt.Errorf("%w: message is required", errclass.ErrBadRequest)
+	}
+	m, err := splitMessage(msg)
+	if err != nil {
+		return err
+	}
+	if requestsA2UI(cc.ServiceParams()) || msg.Metadata[capabilitiesKey] != nil {
+		cc.Extensions().Activate(&a2uiExtension)
+		if h, ok := ctx.Value(headerKey{}).(http.Header); ok {
+			for _, key := range extensionHeaders {
+				h.Set(key, A2UIExtensionURI)
+			}
+		}
+	}
+	if len(m.answers) > 0 && msg.TaskID == "" {
+		return fmt.Errorf("%w: function responses answer the calls of an input-required task: send them with its taskId", errclass.ErrBadRequest)
+	}
+	return nil
+}
+
+// payloadIDs are the ids a request names, which become Firestore paths.
+func payloadIDs(payload any) []string {
+	switch p := payload.(type) {
+	case *a2a.SendMessageRequest:
+		return []string{string(p.Message.TaskID), p.Message.ContextID}
+	case *a2a.GetTaskRequest:
+		return []string{string(p.ID)}
+	case *a2a.CancelTaskRequest:
+		return []string{string(p.ID)}
+	case *a2a.SubscribeToTaskRequest:
+		return []string{string(p.ID)}
+	case *a2a.GetTaskPushConfigRequest:
+		return []string{string(p.TaskID), p.ID}
+	case *a2a.ListTaskPushConfigRequest:
+		return []string{string(p.TaskID)}
+	case *a2a.DeleteTaskPushConfigRequest:
+		return []string{string(p.TaskID), p.ID}
+	case *a2a.PushConfig:
+		return []string{string(p.TaskID), p.ID}
+	}
+	return nil
+}
+
+// publicErrors are the errors whose text a caller may read: a2a-go's,
+// and Baton's once rpcError has made them A2A's.
 var publicErrors = []error{
 	a2a.ErrParseError, a2a.ErrInvalidRequest, a2a.ErrMethodNotFound, a2a.ErrInvalidParams, a2a.ErrTaskNotFound,
 	a2a.ErrTaskNotCancelable, a2a.ErrPushNotificationNotSupported, a2a.ErrUnsupportedOperation,
@@ -343,25 +378,9 @@ func (i *interceptor) After(ctx context.Context, cc *a2asrv.CallContext, resp *a
 			return nil
 		}
 	}
-	i.log.ErrorContext(ctx, "a2a", "method", cc.Method(), "error", resp.Err)
-	resp.Err = a2a.ErrInternalError
-	return nil
-}
-
-func validateID(kind, id string) error {
-	if err := sessionstore.ValidateID(kind, id); err != nil {
-		return fmt.Errorf("%w: %w", a2a.ErrInvalidParams, err)
+	if errclass.Of(resp.Err).Fault() {
+		i.log.ErrorContext(ctx, "a2a", "method", cc.Method(), "error", resp.Err)
 	}
+	resp.Err = rpcError(resp.Err)
 	return nil
-}
-
-// rpcError answers a JSON-RPC error before a2a-go has read the request.
-func rpcError(w http.ResponseWriter, code int, kind error, message string) {
-	codes := map[error]int{a2a.ErrParseError: -32700, a2a.ErrInvalidRequest: -32600, a2a.ErrUnauthenticated: -31401, a2a.ErrServerError: -32000}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(map[string]any{
-		"jsonrpc": "2.0", "id": nil,
-		"error": map[string]any{"code": codes[kind], "message": kind.Error() + ": " + message},
-	})
 }

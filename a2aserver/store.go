@@ -35,6 +35,9 @@ type TaskStore struct {
 	retention time.Duration
 	// stale: a task left working for longer has lost its execution.
 	stale time.Duration
+	// checkMessage refuses a message on a task before it is stored
+	// (executor.checkAnswers); nil checks nothing.
+	checkMessage func(ctx context.Context, user string, task *a2a.Task, msg *a2a.Message) error
 
 	// paths remembers where a task lives (a task never moves between
 	// chats), so that the writes of an execution, which know only the task
@@ -183,8 +186,13 @@ func (s *TaskStore) Update(ctx context.Context, req *taskstore.UpdateRequest) (_
 	if err != nil {
 		return 0, err
 	}
-	if _, ok := req.Event.(*a2a.Message); ok && s.busy(req.Task) {
-		return 0, ErrTaskBusy
+	if msg, ok := req.Event.(*a2a.Message); ok {
+		if s.busy(req.Task) {
+			return 0, ErrTaskBusy
+		}
+		if err := s.checkNew(ctx, user, req.Task, msg); err != nil {
+			return 0, rpcError(err)
+		}
 	}
 	data, err := s.doc(user, req.Task, platform.Now(ctx))
 	if err != nil {
@@ -211,6 +219,14 @@ func (s *TaskStore) Update(ctx context.Context, req *taskstore.UpdateRequest) (_
 		return 0, a2a.ErrTaskNotFound
 	}
 	return 0, fmt.Errorf("update task %s: %w", req.Task.ID, err)
+}
+
+// checkNew is checkMessage, when there is one.
+func (s *TaskStore) checkNew(ctx context.Context, user string, task *a2a.Task, msg *a2a.Message) error {
+	if s.checkMessage == nil {
+		return nil
+	}
+	return s.checkMessage(ctx, user, task, msg)
 }
 
 // ErrTaskBusy is the answer to a message on a task that is working on an

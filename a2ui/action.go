@@ -1,13 +1,17 @@
 package a2ui
 
 import (
-	"errors"
-	"fmt"
-	"reflect"
-
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"google.golang.org/adk/v2/session"
 )
 
 // ErrNotOffered is returned (wrapped) by [Surfaces.CheckAction] for an
@@ -16,8 +20,15 @@ import (
 // a fixed value the agent did not give.
 var ErrNotOffered = errors.New("action not offered")
 
+// ErrSurfaceWaits is returned (wrapped) by [CheckCardAction] for an action
+// on a surface a call showed to wait for the user (a form): its action is
+// that call's answer, given once, never a new message.
+var ErrSurfaceWaits = errors.New("surface belongs to a call")
+
 // DecodeAction reads a client-to-agent message that holds an action,
-// checked against the schema. Its error wraps [ErrInvalid].
+// checked against the schema, and keeps the message as sent (Action.Sent).
+// Its error wraps [ErrInvalid]: whatever the client sent, it is never a
+// server's error.
 func DecodeAction(data []byte) (Action, error) {
 	s, err := compiled()
 	if err != nil {
@@ -34,9 +45,15 @@ func DecodeAction(data []byte) (Action, error) {
 	}
 	var msg ClientMessage
 	if err := decodeJSON(data, &msg); err != nil {
-		return Action{}, fmt.Errorf("decode checked action: %w", err)
+		return Action{}, fmt.Errorf("%w: decode checked action: %w", ErrInvalid, err)
 	}
-	return *msg.Action, nil
+	var sent bytes.Buffer
+	if err := json.Compact(&sent, data); err != nil {
+		return Action{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	a := *msg.Action
+	a.Sent = sent.Bytes()
+	return a, nil
 }
 
 // CheckAction checks an action against the surface it names, as folded:
@@ -59,7 +76,7 @@ func (s *Surfaces) CheckAction(a Action) error {
 		return fmt.Errorf("%w: %s %q has no event %q", ErrNotOffered, comp.Component, comp.ID, a.Name)
 	}
 	declared, _ := event["context"].(map[string]any)
-	for _, key := range sortedKeys(a.Context) {
+	for _, key := range slices.Sorted(maps.Keys(a.Context)) {
 		want, ok := declared[key]
 		if !ok {
 			return fmt.Errorf("%w: event %q has no context field %q", ErrNotOffered, a.Name, key)
@@ -98,4 +115,62 @@ func sameJSON(a, b any) bool {
 		return out
 	}
 	return reflect.DeepEqual(norm(a), norm(b))
+}
+
+// CheckCardAction checks an action sent as a new message against the
+// surfaces events show, as they last were: the surface is shown
+// ([ErrNoSurface] if not: never drawn, deleted, or taken back with the
+// events that drew it), is a card, not a surface a call waits on
+// ([ErrSurfaceWaits]), and offers the action ([ErrNotOffered]).
+func CheckCardAction(events session.Events, a Action) error {
+	for _, d := range DrawnIn(events) {
+		switch {
+		case d.SurfaceID != a.SurfaceID:
+		case d.Deleted():
+			return fmt.Errorf("%w: %q was deleted", ErrNoSurface, a.SurfaceID)
+		case d.CallID != "":
+			return fmt.Errorf("%w: %q waits for the answer of call %q", ErrSurfaceWaits, a.SurfaceID, d.CallID)
+		default:
+			s := &Surfaces{}
+			if err := s.Apply(d.Messages...); err != nil {
+				return errors.Join(ErrInvalid, err)
+			}
+			return s.CheckAction(a)
+		}
+	}
+	return fmt.Errorf("%w: %q", ErrNoSurface, a.SurfaceID)
+}
+
+// actionTextPrefix begins the text a card's action becomes for the model.
+const actionTextPrefix = "A2UI action from the user: "
+
+// ActionText is the user message text an action sent as a new message
+// becomes, for the model to read: a fixed prefix, then the client message
+// {"version", "action": {name, surfaceId, sourceComponentId, timestamp,
+// context}} as JSON, as the client sent it (Action.Sent), or, for an
+// action built in Go, as this package writes it.
+func ActionText(a Action) (string, error) {
+	raw := []byte(a.Sent)
+	if raw == nil {
+		var err error
+		if raw, err = json.Marshal(ClientMessage{Version: Version, Action: &a}); err != nil {
+			return "", err
+		}
+	}
+	return actionTextPrefix + string(raw), nil
+}
+
+// ActionOfText reads back the action a user message text holds
+// (ActionText), with the client message as it was sent (Action.Sent),
+// reporting false for any other text.
+func ActionOfText(text string) (Action, bool) {
+	rest, ok := strings.CutPrefix(text, actionTextPrefix)
+	if !ok {
+		return Action{}, false
+	}
+	a, err := DecodeAction([]byte(rest))
+	if err != nil {
+		return Action{}, false
+	}
+	return a, true
 }

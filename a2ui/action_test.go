@@ -1,12 +1,13 @@
 package a2ui
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // bookingForm is a surface "booking" with a form: a date, a party size, a
@@ -39,7 +40,7 @@ func bookingSurfaces(t *testing.T) *Surfaces {
 
 func TestCheckAction(t *testing.T) {
 	book := func(context map[string]any) Action {
-		return Action{Name: "book", SurfaceID: "booking", SourceComponentID: "book", Timestamp: time.Now(), Context: context}
+		return Action{Name: "book", SurfaceID: "booking", SourceComponentID: "book", Timestamp: "2026-12-01T10:11:12Z", Context: context}
 	}
 	filled := map[string]any{"date": "2026-12-24", "size": "4", "terrace": true, "restaurant": "r-17", "seats": "4"}
 	deleted := bookingSurfaces(t)
@@ -82,8 +83,8 @@ func TestDecodeAction(t *testing.T) {
 		t.Fatalf("DecodeAction() error = %v", err)
 	}
 	want := Action{Name: "book", SurfaceID: "booking", SourceComponentID: "book",
-		Timestamp: time.Date(2026, 12, 1, 10, 11, 12, 345e6, time.UTC), Context: map[string]any{"size": json.Number("4")}}
-	if diff := cmp.Diff(want, got); diff != "" {
+		Timestamp: "2026-12-01T10:11:12.345Z", Context: map[string]any{"size": json.Number("4")}}
+	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(Action{}, "Sent")); diff != "" {
 		t.Errorf("DecodeAction() mismatch (-want +got):\n%s", diff)
 	}
 
@@ -106,5 +107,53 @@ func TestDecodeAction(t *testing.T) {
 				t.Errorf("DecodeAction() problems mismatch (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestActionTimestamps: every timestamp RFC 3339 allows, as the schema
+// checks it, is taken (T and Z in either case, a leap second); what it
+// does not allow is ErrInvalid, never an error of the server.
+func TestActionTimestamps(t *testing.T) {
+	action := func(ts string) []byte {
+		return []byte(`{"version":"v0.9","action":{"name":"book","surfaceId":"s","sourceComponentId":"b","timestamp":"` + ts + `","context":{}}}`)
+	}
+	for _, ts := range []string{"2026-12-01T10:11:12Z", "2026-12-01t10:11:12Z", "2026-12-01T10:11:12z", "2026-12-31T23:59:60Z",
+		"2026-12-01T10:11:12.340+01:00", "2026-12-01T10:11:12.000Z"} {
+		if _, err := DecodeAction(action(ts)); err != nil {
+			t.Errorf("DecodeAction(timestamp %s) error = %v, want none", ts, err)
+		}
+	}
+	for _, ts := range []string{"yesterday", "2026-12-01 10:11:12Z", "2026-13-01T10:11:12Z", "2026-12-01T25:11:12Z"} {
+		if _, err := DecodeAction(action(ts)); !errors.Is(err, ErrInvalid) {
+			t.Errorf("DecodeAction(timestamp %s) error = %v, want ErrInvalid", ts, err)
+		}
+	}
+}
+
+// TestActionVerbatim: the text a card's action becomes holds the client
+// message as the client sent it, whitespace aside: the timestamp's digits,
+// the version, the context's order and numbers.
+func TestActionVerbatim(t *testing.T) {
+	for _, sent := range []string{
+		`{"version":"v0.9.1","action":{"name":"book","surfaceId":"s","sourceComponentId":"b","timestamp":"2026-12-01T10:11:12.340Z","context":{}}}`,
+		`{"version":"v0.9","action":{"name":"book","surfaceId":"s","sourceComponentId":"b","timestamp":"2026-12-01T10:11:12.000Z","context":{"z":1.50,"a":"x"}}}`,
+		`{"action":{"context":{"size":4e0},"timestamp":"2026-12-01t10:11:12z","sourceComponentId":"b","surfaceId":"s","name":"book"},
+		  "version":"v0.9"}`,
+	} {
+		a, err := DecodeAction([]byte(sent))
+		if err != nil {
+			t.Fatalf("DecodeAction(%s) error = %v", sent, err)
+		}
+		text, err := ActionText(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want bytes.Buffer
+		if err := json.Compact(&want, []byte(sent)); err != nil {
+			t.Fatal(err)
+		}
+		if text != actionTextPrefix+want.String() {
+			t.Errorf("ActionText(%s) = %q, want the message as sent", sent, text)
+		}
 	}
 }

@@ -2,17 +2,13 @@ package a2ui
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"google.golang.org/adk/v2/session"
 )
-
-// ErrSurfaceWaits is returned (wrapped) by [CheckCardAction] for an action
-// on a surface a call showed to wait for the user (a form): its action is
-// that call's answer, given once, never a new message.
-var ErrSurfaceWaits = errors.New("surface belongs to a call")
 
 // Drawn is one surface as a conversation's events last showed it.
 type Drawn struct {
@@ -65,7 +61,7 @@ func DrawnIn(events session.Events) []Drawn {
 	}
 	for j, d := range out {
 		if a, ok := answers[d.CallID]; ok && d.CallID != "" && !d.Deleted() {
-			out[j].Messages = submitted(d.Messages, a)
+			out[j].Messages = Submitted(d.Messages, a)
 		}
 	}
 	return out
@@ -86,9 +82,10 @@ func noteAnswers(ev *session.Event, answers map[string]Action) {
 	}
 }
 
-// submitted returns redraw with a's values written where a's event bound
-// them, or redraw itself when they cannot be.
-func submitted(redraw []Message, a Action) []Message {
+// Submitted returns redraw (a surface drawn in full, Surface.Redraw) with
+// a's values written where a's event bound them: the form as the user
+// submitted it; redraw itself when they cannot be.
+func Submitted(redraw []Message, a Action) []Message {
 	s := &Surfaces{}
 	if s.Apply(redraw...) != nil || s.Submit(a) != nil {
 		return redraw
@@ -111,7 +108,7 @@ func (s *Surfaces) Submit(a Action) error {
 	sf, _ := s.Surface(a.SurfaceID)
 	comp, _ := sf.Component(a.SourceComponentID)
 	declared, _ := lookup(comp.Properties, "action", "event", "context").(map[string]any)
-	for _, key := range sortedKeys(a.Context) {
+	for _, key := range slices.Sorted(maps.Keys(a.Context)) {
 		binding, _ := declared[key].(map[string]any)
 		path, _ := binding["path"].(string)
 		if !strings.HasPrefix(path, "/") {
@@ -126,57 +123,4 @@ func (s *Surfaces) Submit(a Action) error {
 		}
 	}
 	return nil
-}
-
-// CheckCardAction checks an action sent as a new message against the
-// surfaces events show, as they last were: the surface is shown
-// ([ErrNoSurface] if not: never drawn, deleted, or taken back with the
-// events that drew it), is a card, not a surface a call waits on
-// ([ErrSurfaceWaits]), and offers the action ([ErrNotOffered]).
-func CheckCardAction(events session.Events, a Action) error {
-	for _, d := range DrawnIn(events) {
-		switch {
-		case d.SurfaceID != a.SurfaceID:
-		case d.Deleted():
-			return fmt.Errorf("%w: %q was deleted", ErrNoSurface, a.SurfaceID)
-		case d.CallID != "":
-			return fmt.Errorf("%w: %q waits for the answer of call %q", ErrSurfaceWaits, a.SurfaceID, d.CallID)
-		default:
-			s := &Surfaces{}
-			if err := s.Apply(d.Messages...); err != nil {
-				return errors.Join(ErrInvalid, err)
-			}
-			return s.CheckAction(a)
-		}
-	}
-	return fmt.Errorf("%w: %q", ErrNoSurface, a.SurfaceID)
-}
-
-// actionTextPrefix begins the text a card's action becomes for the model.
-const actionTextPrefix = "A2UI action from the user: "
-
-// ActionText is the user message text an action sent as a new message
-// becomes, for the model to read: a fixed prefix, then the client message
-// {"version", "action": {name, surfaceId, sourceComponentId, timestamp,
-// context}} as JSON.
-func ActionText(a Action) (string, error) {
-	raw, err := json.Marshal(ClientMessage{Version: Version, Action: &a})
-	if err != nil {
-		return "", err
-	}
-	return actionTextPrefix + string(raw), nil
-}
-
-// ActionOfText reads back the action a user message text holds
-// (ActionText), reporting false for any other text.
-func ActionOfText(text string) (ClientMessage, bool) {
-	rest, ok := strings.CutPrefix(text, actionTextPrefix)
-	if !ok {
-		return ClientMessage{}, false
-	}
-	a, err := DecodeAction([]byte(rest))
-	if err != nil {
-		return ClientMessage{}, false
-	}
-	return ClientMessage{Version: Version, Action: &a}, true
 }

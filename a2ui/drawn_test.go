@@ -239,7 +239,7 @@ func TestActionText(t *testing.T) {
 	if !ok {
 		t.Fatalf("ActionOfText(%q) = false", text)
 	}
-	if diff := cmp.Diff(jsonOf(t, ClientMessage{Version: Version, Action: &a}), jsonOf(t, got)); diff != "" {
+	if diff := cmp.Diff(jsonOf(t, ClientMessage{Version: Version, Action: &a}), jsonOf(t, ClientMessage{Version: Version, Action: &got})); diff != "" {
 		t.Errorf("ActionOfText(ActionText()) mismatch (-want +got):\n%s", diff)
 	}
 	if _, ok := ActionOfText("book a table"); ok {

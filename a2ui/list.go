@@ -3,7 +3,8 @@ package a2ui
 import (
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -102,7 +103,7 @@ func (c *Catalog) checkProperties(p *problems, at string, comp Component) {
 		switch v := v.(type) {
 		case map[string]any:
 			c.checkObject(p, at, v, loc)
-			for _, k := range sortedKeys(v) {
+			for _, k := range slices.Sorted(maps.Keys(v)) {
 				walk(v[k], append(loc, k))
 			}
 		case []any:
@@ -214,7 +215,7 @@ func checkTree(p *problems, sf *Surface, defined map[string]string) {
 	if _, ok := sf.Component("root"); !ok {
 		p.add(fmt.Sprintf("surface %q", sf.ID()), "no component has id \"root\" (the top of the tree)")
 	}
-	for _, id := range sortedKeys(defined) {
+	for _, id := range slices.Sorted(maps.Keys(defined)) {
 		comp, _ := sf.Component(id)
 		for _, r := range refs(comp) {
 			if _, ok := sf.Component(r.id); !ok {
@@ -260,13 +261,4 @@ func lookup(v any, keys ...string) any {
 		v = obj[k]
 	}
 	return v
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

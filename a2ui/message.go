@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 )
 
 // Version is the protocol version Baton writes in the messages it builds.
@@ -171,11 +170,19 @@ type ClientMessage struct {
 // event's Name, the surface and component it came from, when, and the
 // event's declared context with its bindings resolved by the client.
 type Action struct {
-	Name              string         `json:"name"`
-	SurfaceID         string         `json:"surfaceId"`
-	SourceComponentID string         `json:"sourceComponentId"`
-	Timestamp         time.Time      `json:"timestamp"`
-	Context           map[string]any `json:"context"`
+	Name              string `json:"name"`
+	SurfaceID         string `json:"surfaceId"`
+	SourceComponentID string `json:"sourceComponentId"`
+	// Timestamp is the press's time as the client wrote it, an RFC 3339
+	// date-time (the schema checks it); nothing here reads its value, so
+	// none of the forms RFC 3339 allows and Go's time.Parse does not (a
+	// lower-case t or z, a leap second) is refused or rewritten.
+	Timestamp string         `json:"timestamp"`
+	Context   map[string]any `json:"context"`
+	// Sent is the client message that carried the action, as its client
+	// sent it, without the whitespace between its tokens (DecodeAction); nil
+	// for an action built in Go. ActionText gives the model these bytes.
+	Sent json.RawMessage `json:"-"`
 }
 
 // MarshalJSON writes the action; a nil Context is written as {}.

@@ -4,6 +4,7 @@
 package docs
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,6 +12,10 @@ import (
 	"testing"
 	"unicode"
 
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/baton-run/baton/a2aserver"
+	"github.com/baton-run/baton/errclass"
 	"github.com/baton-run/baton/functions"
 )
 
@@ -119,5 +124,26 @@ func TestReadmeFitsOnAScreen(t *testing.T) {
 	const most = 300
 	if n := strings.Count(read(t, "README.md"), "\n"); n > most {
 		t.Errorf("README.md has %d lines, want at most %d: move detail to docs/", n, most)
+	}
+}
+
+// TestErrorTable holds docs/http-api.md's table of errors to the code:
+// every code errclass classifies, in errclass.Codes' order, with its HTTP
+// status and the JSON-RPC error A2A answers it with (a2aserver.RPCCode).
+func TestErrorTable(t *testing.T) {
+	text := read(t, "docs/http-api.md")
+	_, section, _ := strings.Cut(text, "\n## Errors\n")
+	section, _, _ = strings.Cut(section, "\n## ")
+	row := regexp.MustCompile("(?m)^\\| (\\d{3}) \\| `([a-z_]+)` \\| (-?\\d+) \\|")
+	var got []string
+	for _, m := range row.FindAllStringSubmatch(section, -1) {
+		got = append(got, m[1]+" "+m[2]+" "+m[3])
+	}
+	var want []string
+	for _, c := range errclass.Codes {
+		want = append(want, fmt.Sprintf("%d %s %d", c.Status, c.Code, a2aserver.RPCCode(c.Code)))
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("docs/http-api.md's table of errors (status, code, JSON-RPC code) differs from errclass.Codes and a2aserver (-want +got):\n%s", diff)
 	}
 }

@@ -87,13 +87,13 @@ func (s *Server) newA2A(sessions *sessionstore.Service, ident a2aIdentity, opts 
 	}
 	return a2aserver.New(sessions.Client(), sessions, s.team, func(r *http.Request) (a2aserver.Caller, error) {
 		c, err := ident.caller(r.Context(), r)
-		switch {
-		case err == nil:
-			return a2aserver.Caller{User: c.user, Limits: s.limitsOf(c)}, nil
-		case errors.Is(err, errUnauthenticated), errors.Is(err, errInvalidIDToken), errors.Is(err, errForbidden):
-			return a2aserver.Caller{}, fmt.Errorf("%w: %w", a2aserver.ErrUnauthenticated, err)
+		if errors.Is(err, errForbidden) {
+			// A service account that may not call is told only that its
+			// credentials are not accepted, as A2A's card names one bearer
+			// scheme for every caller.
+			err = fmt.Errorf("%w: %w", a2aserver.ErrUnauthenticated, err)
 		}
-		return a2aserver.Caller{}, err
+		return a2aserver.Caller{User: c.user, Limits: s.limitsOf(c)}, err
 	}, &a2aserver.Options{
 		Name:             s.cfg.AppName,
 		MaxBodyBytes:     s.cfg.MaxBodyBytes,

@@ -26,10 +26,38 @@ type rpc struct {
 			State string `json:"state"`
 		} `json:"status"`
 	} `json:"result"`
-	Error *struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-	} `json:"error"`
+	Error *rpcError `json:"error"`
+}
+
+// rpcError is a JSON-RPC error: its data holds Baton's code of the error's
+// class (errclass), as the HTTP routes' bodies do.
+type rpcError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+	Data    []struct {
+		Code              string `json:"code"`
+		RetryAfterSeconds int    `json:"retryAfterSeconds"`
+	} `json:"data"`
+}
+
+// class is Baton's code of the error, "" when its data has none.
+func (e *rpcError) class() string {
+	for _, d := range e.Data {
+		if d.Code != "" {
+			return d.Code
+		}
+	}
+	return ""
+}
+
+// retryAfter is the retry its data says, in seconds.
+func (e *rpcError) retryAfter() int {
+	for _, d := range e.Data {
+		if d.Code != "" {
+			return d.RetryAfterSeconds
+		}
+	}
+	return 0
 }
 
 // a2aCall sends one JSON-RPC request (A2A 0.3 method names) to the A2A
@@ -40,12 +68,18 @@ func (f *httpFixture) a2aCall(token, method string, params any) rpc {
 	if err != nil {
 		f.t.Fatal(err)
 	}
+	return f.a2aBody(token, string(body))
+}
+
+// a2aBody posts a JSON-RPC body to the A2A function with a bearer token.
+func (f *httpFixture) a2aBody(token, body string) rpc {
+	f.t.Helper()
 	resp := f.do(http.MethodPost, NameA2A, token, body, nil)
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
 	out := rpc{status: resp.StatusCode}
 	if err := json.Unmarshal(raw, &out); err != nil {
-		f.t.Fatalf("%s: status %d, body %q is not JSON-RPC: %v", method, resp.StatusCode, raw, err)
+		f.t.Fatalf("status %d, body %q is not JSON-RPC: %v", resp.StatusCode, raw, err)
 	}
 	return out
 }

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/api/idtoken"
 	"google.golang.org/api/option"
 
+	"github.com/baton-run/baton/errclass"
 	"github.com/baton-run/baton/sessionstore"
 )
 
@@ -22,19 +23,20 @@ import (
 // Admin SDK, and the scheduler with a Google-signed OIDC token, checked by
 // google.golang.org/api/idtoken. Neither library's errors say by type whether
 // the token or the key server is at fault; this file sorts them into the two
-// sentinels below, which errors.go maps to 401 and 503.
+// sentinels below, which wrap errclass.ErrUnauthenticated (401) and
+// errclass.ErrUnavailable (503).
 
 // errInvalidIDToken wraps every rejection of an ID token or of the scheduler's
 // OIDC token: missing, malformed, badly signed, expired, for another audience
 // or issuer, revoked, or of a disabled or deleted user. The HTTP layer
 // answers 401.
-var errInvalidIDToken = errors.New("invalid id token")
+var errInvalidIDToken = fmt.Errorf("%w: invalid id token", errclass.ErrUnauthenticated)
 
 // errAuthUnavailable wraps failures to reach what vouches for a token: the
 // server of Google's signing keys, or the Firebase Auth API that a revocation
 // check (and the Auth emulator) asks. It says nothing about the token. The
 // HTTP layer answers 503 with Retry-After.
-var errAuthUnavailable = errors.New("token verification unavailable")
+var errAuthUnavailable = fmt.Errorf("%w: token verification", errclass.ErrUnavailable)
 
 // keyFetchTimeout bounds one fetch of the scheduler's signing keys.
 const keyFetchTimeout = 10 * time.Second

@@ -16,6 +16,7 @@ import (
 	"github.com/baton-run/baton/modeltest"
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/uistream/uistreamtest"
+	"github.com/baton-run/baton/usechat"
 )
 
 // chatBody is what DefaultChatTransport POSTs, with the device in body.
@@ -295,7 +296,7 @@ func TestChatLiveWait(t *testing.T) {
 	f := newHTTPFixture(t, nil, modeltest.TextReply("hello"))
 	turn := chunksOfType(f.stream(f.chat("ada", chatBody("chat1", "tab-a", userMessage("u1", "hi")))), "start")[0]["messageId"].(string)
 	wait := func(seen string) *http.Response {
-		return f.do(http.MethodGet, NameChat+"/chat1/stream", f.token("ada"), nil, map[string]string{waitHeader: "1", seenHeader: seen})
+		return f.do(http.MethodGet, NameChat+"/chat1/stream", f.token("ada"), nil, map[string]string{usechat.WaitHeader: "1", usechat.SeenHeader: seen})
 	}
 	missed := f.stream(wait("none"))
 	if id := chunksOfType(missed, "start")[0]["messageId"]; id != turn || text(missed) != "hello" {

@@ -2,6 +2,7 @@ package functions
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"net/http"
 	"strings"
@@ -25,7 +26,14 @@ import (
 // surfaceFixture is an httpFixture whose agent draws with show_surface.
 func surfaceFixture(t *testing.T, script ...modeltest.Reply) *httpFixture {
 	t.Helper()
-	return newHTTPFixtureWith(t, func(f *httpFixture, _ *ServerOptions) {
+	return newHTTPFixtureWith(t, func(f *httpFixture, _ *ServerOptions) { surfaceMembers(t, f) }, nil, script...)
+}
+
+// surfaceMembers makes f's agents draw: "assistant" with show_surface and
+// menu (a card drawn from Go), "other" with show_surface.
+func surfaceMembers(t *testing.T, f *httpFixture) {
+	t.Helper()
+	{
 		surface, err := toolcallback.Surface(toolcallback.SurfaceConfig{})
 		if err != nil {
 			t.Fatal(err)
@@ -55,7 +63,7 @@ func surfaceFixture(t *testing.T, script ...modeltest.Reply) *httpFixture {
 			t.Fatal(err)
 		}
 		f.members = []toolcallback.Member{{Agent: root}, {Agent: other}}
-	}, nil, script...)
+	}
 }
 
 const catalogID = `"catalogId":"https://a2ui.org/specification/v0_9/catalogs/basic/catalog.json"`
@@ -540,4 +548,67 @@ func TestChatSurfaceAfterSwitch(t *testing.T) {
 	if view.Agent != "other" || !cmp.Equal(got, map[string]any{"card": surfaceData(t, "card", cardAs("Specials of the day"), "")}) {
 		t.Errorf("history after the switch (agent %q): surfaces %v, want the card as updated", view.Agent, got)
 	}
+}
+
+// TestChatCardActionAsSent: an action on a card is kept as the client sent
+// it (issue 47, items 13 and 14): a timestamp RFC 3339 allows and Go's
+// time parser does not (a lower-case t or z, a leap second) starts the
+// turn, and the model reads, and GET /Chat gives back, the client message
+// with its version, the digits of its timestamp and the order of its
+// context as sent.
+func TestChatCardActionAsSent(t *testing.T) {
+	t.Parallel()
+	sent := []string{
+		`{"version":"v0.9.1","action":{"name":"more","surfaceId":"card","sourceComponentId":"more","timestamp":"2026-12-01t10:11:12.340z","context":{"topic":"menu","note":"vegan"}}}`,
+		`{"version":"v0.9","action":{"name":"more","surfaceId":"card","sourceComponentId":"more","timestamp":"2026-12-31T23:59:60.000Z","context":{"note":"x","topic":"menu"}}}`,
+	}
+	var read []string
+	reply := func(req *model.LLMRequest) *genai.Content {
+		read = append(read, req.Contents[len(req.Contents)-1].Parts[0].Text)
+		return genai.NewContentFromText("noted", genai.RoleModel)
+	}
+	f := surfaceFixture(t, showReply(t, "s1", cardJSON, false), modeltest.TextReply("here"), reply, reply)
+	f.stream(f.chat("ada", chatBody("chat1", "tab-a", userMessage("u1", "show the card"))))
+	for i, raw := range sent {
+		id := fmt.Sprintf("a%d", i)
+		msg := map[string]any{"id": id, "role": "user", "parts": []any{map[string]any{"type": "data-a2ui-action", "data": json.RawMessage(raw)}}}
+		if got := text(f.stream(f.chat("ada", chatBody("chat1", "tab-a", msg)))); got != "noted" {
+			t.Fatalf("action %d: the turn answered %q", i, got)
+		}
+		if want := "A2UI action from the user: " + raw; read[i] != want {
+			t.Errorf("action %d: the model read %q, want %q", i, read[i], want)
+		}
+		if got := sentAction(t, f, "chat1", id); got != raw {
+			t.Errorf("action %d: GET /Chat gives back %s, want %s", i, got, raw)
+		}
+	}
+}
+
+// sentAction is the data of the data-a2ui-action part of message id, as
+// GET /Chat/{chatId} writes it.
+func sentAction(t *testing.T, f *httpFixture, chatID, id string) string {
+	t.Helper()
+	resp := f.do(http.MethodGet, NameChat+"/"+chatID, f.token("ada"), nil, nil)
+	defer resp.Body.Close()
+	var page struct {
+		Messages []struct {
+			ID    string `json:"id"`
+			Parts []struct {
+				Type string          `json:"type"`
+				Data json.RawMessage `json:"data"`
+			} `json:"parts"`
+		} `json:"messages"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&page); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range page.Messages {
+		for _, p := range m.Parts {
+			if m.ID == id && p.Type == "data-a2ui-action" {
+				return string(p.Data)
+			}
+		}
+	}
+	t.Fatalf("GET /Chat/%s has no action part in message %s", chatID, id)
+	return ""
 }

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/modeltest"
+	"github.com/baton-run/baton/usechat"
 )
 
 // TestChatLiveWaitFollowsTurn: a live tab's wait, opened while the chat is
@@ -30,7 +31,7 @@ func TestChatLiveWaitFollowsTurn(t *testing.T) {
 
 	waiting := make(chan *http.Response)
 	go func() {
-		waiting <- f.do(http.MethodGet, NameChat+"/chat1/stream", f.token("ada"), nil, map[string]string{waitHeader: "20", seenHeader: turn})
+		waiting <- f.do(http.MethodGet, NameChat+"/chat1/stream", f.token("ada"), nil, map[string]string{usechat.WaitHeader: "20", usechat.SeenHeader: turn})
 	}()
 	time.Sleep(500 * time.Millisecond) // the wait sees the chat idle first
 	done := make(chan struct{})

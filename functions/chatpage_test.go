@@ -63,6 +63,9 @@ func longChat(t *testing.T, f *httpFixture, chatID string, turns int) []string {
 // message: every message once, in order, under the id every other page and
 // read gives it, each page at most limit messages, and the first page of
 // the latest ones says there are earlier ones.
+// defaultPage is how many messages a page holds when limit is not set.
+const defaultPage = 50
+
 func TestChatPagesToFirstMessage(t *testing.T) {
 	t.Parallel()
 	f := newHTTPFixture(t, nil)

@@ -61,6 +61,11 @@ type Config struct {
 	// revoked token is accepted until it expires (at most an hour).
 	CheckRevoked bool // BATON_CHECK_REVOKED
 
+	// IncludeThoughts asks the model for a summary of its thinking on
+	// every request; the streams carry it as reasoning
+	// (toolcallback.Options.IncludeThoughts, docs/http-api.md).
+	IncludeThoughts bool // BATON_INCLUDE_THOUGHTS
+
 	// TurnLimits are the turn rate limits and token budgets of each kind
 	// of caller (see limits.go and docs/limits.md).
 	TurnLimits TurnLimits
@@ -82,6 +87,11 @@ type Config struct {
 
 	// LiveModel is the Gemini Live model of live mode (docs/live.md).
 	LiveModel string // BATON_LIVE_MODEL
+	// LiveLocation is the Vertex AI location of the live model's client,
+	// when it differs from the agents' (GOOGLE_CLOUD_LOCATION): Gemini 3
+	// text models are served from "global", Live models from regions.
+	// Empty: GOOGLE_CLOUD_LOCATION. Ignored with a Gemini API key.
+	LiveLocation string // BATON_LIVE_LOCATION
 	// LiveTimeout ends a live conversation before the platform's request
 	// timeout cuts its socket; the client reconnects to go on.
 	LiveTimeout time.Duration // BATON_LIVE_TIMEOUT
@@ -100,10 +110,10 @@ type Config struct {
 	AuthEmulator string // FIREBASE_AUTH_EMULATOR_HOST
 }
 
-// DefaultLiveModel is the live model when BATON_LIVE_MODEL is not set: the
-// Gemini API's native-audio Live model (on Vertex AI, set
-// gemini-live-2.5-flash-native-audio; the Terraform does).
-const DefaultLiveModel = "gemini-2.5-flash-native-audio-preview-09-2025"
+// DefaultLiveModel is the live model when BATON_LIVE_MODEL is not set:
+// Gemini 3.8 Live, the stable Live model the Gemini API and Vertex AI both
+// name so (docs/configuration.md says when and where that was checked).
+const DefaultLiveModel = "gemini-3.8-live"
 
 // EnvVar documents one environment variable the functions read.
 type EnvVar struct {
@@ -140,6 +150,7 @@ var EnvVars = []EnvVar{
 	{Name: "BATON_A2A_INVOKERS"},
 	{Name: "BATON_A2A_PUSH_ALLOW"},
 	{Name: "BATON_CHECK_REVOKED", Default: "false"},
+	{Name: "BATON_INCLUDE_THOUGHTS", Default: "false"},
 	{Name: "BATON_USER_TURNS_PER_MINUTE", Default: "30"},
 	{Name: "BATON_CHAT_TURNS_PER_MINUTE", Default: "20"},
 	{Name: "BATON_USER_TOKENS_PER_DAY", Default: "0"},
@@ -155,6 +166,7 @@ var EnvVars = []EnvVar{
 	{Name: "BATON_WORK_DEADLINE", Default: "30m"},
 	{Name: "BATON_BACKGROUND_PER_USER", Default: "5"},
 	{Name: "BATON_LIVE_MODEL", Default: DefaultLiveModel},
+	{Name: "BATON_LIVE_LOCATION"},
 	{Name: "BATON_LIVE_TIMEOUT", Default: "55m"},
 	{Name: "BATON_DEV_IDENTITY", Default: "false"},
 	{Name: "BATON_TRACE_EXPORT", Default: TraceExportNone},
@@ -205,6 +217,7 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 		A2APushAllow:      list(get("BATON_A2A_PUSH_ALLOW")),
 		TraceExport:       get("BATON_TRACE_EXPORT"),
 		LiveModel:         get("BATON_LIVE_MODEL"),
+		LiveLocation:      get("BATON_LIVE_LOCATION"),
 		LiveTimeout:       duration("BATON_LIVE_TIMEOUT"),
 		WorkQueue:         get("BATON_WORK_QUEUE"),
 		WorkURL:           get("BATON_WORK_URL"),
@@ -228,6 +241,9 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 	}
 	if c.CheckRevoked, err = strconv.ParseBool(get("BATON_CHECK_REVOKED")); err != nil {
 		errs = append(errs, fmt.Errorf("BATON_CHECK_REVOKED=%q: want true or false", get("BATON_CHECK_REVOKED")))
+	}
+	if c.IncludeThoughts, err = strconv.ParseBool(get("BATON_INCLUDE_THOUGHTS")); err != nil {
+		errs = append(errs, fmt.Errorf("BATON_INCLUDE_THOUGHTS=%q: want true or false", get("BATON_INCLUDE_THOUGHTS")))
 	}
 	errs = append(errs, c.check(get("K_SERVICE") != "")...)
 	return c, errors.Join(errs...)
@@ -317,7 +333,7 @@ func checkPushPrefix(p string) error {
 	return nil
 }
 
-// ChatLimits are what Chat reads beyond MaxBodyBytes (see chatbody.go and
+// ChatLimits are what Chat reads beyond MaxBodyBytes (see usechat/chatbody.go and
 // docs/files-and-long-chats.md): the whole body, which repeats the
 // history, is bound by MaxChatBodyBytes; each file of the new message by
 // MaxFileBytes; the rest of what is new by MaxBodyBytes.
@@ -325,7 +341,7 @@ type ChatLimits struct {
 	MaxChatBodyBytes int64 // BATON_MAX_CHAT_BODY_BYTES
 	MaxFileBytes     int64 // BATON_MAX_FILE_BYTES
 	// FilesBucket is the Cloud Storage bucket of the chats' files (see
-	// files.go). Empty: files are refused, unless ServerOptions.Files
+	// usechat/files.go). Empty: files are refused, unless ServerOptions.Files
 	// gives a store.
 	FilesBucket string // BATON_FILES_BUCKET
 }

@@ -63,11 +63,13 @@ func TestTurnCost(t *testing.T) {
 		// waited for one before asking counts it as a round trip before
 		// the model.
 		beside bool
-		config func(*Config)
-		script []modeltest.Reply
-		setup  func(f *httpFixture) // runs before counting starts
-		run    func(f *httpFixture)
-		bound  costBound
+		// surfaces: the agent draws with show_surface (surfaceMembers).
+		surfaces bool
+		config   func(*Config)
+		script   []modeltest.Reply
+		setup    func(f *httpFixture) // runs before counting starts
+		run      func(f *httpFixture)
+		bound    costBound
 	}{{
 		// The instance that served the chat's last turn kept its session:
 		// nothing is read, the message's commit (with the lease and the
@@ -164,6 +166,21 @@ func TestTurnCost(t *testing.T) {
 		run:    func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "again")) },
 		bound:  costBound{beforeModel: 1, roundTrips: 3, lookups: 5, writes: 3},
 	}, {
+		// An action on a card is checked by the turn's planner against the
+		// session the turn reads anyway: it costs what a plain turn costs.
+		name:      "card action, existing chat",
+		stateOnly: true,
+		beside:    true,
+		surfaces:  true,
+		script:    []modeltest.Reply{showReply(t, "s1", cardJSON, false), modeltest.TextReply("here"), modeltest.TextReply("more")},
+		setup: func(f *httpFixture) {
+			f.stream(f.chat("ada", chatBody("c1", "tab-a", userMessage("u1", "show the card"))))
+		},
+		run: func(f *httpFixture) {
+			f.stream(f.chat("ada", chatBody("c1", "tab-a", actionMessage("a1", moreAction))))
+		},
+		bound: costBound{beforeModel: 1, roundTrips: 3, lookups: 3, writes: 3},
+	}, {
 		name:      "first turn of a new chat",
 		stateOnly: true,
 		beside:    true,
@@ -242,7 +259,10 @@ func TestTurnCost(t *testing.T) {
 					return r(req)
 				}
 			}
-			f = newHTTPFixtureWith(t, func(_ *httpFixture, o *ServerOptions) {
+			f = newHTTPFixtureWith(t, func(f *httpFixture, o *ServerOptions) {
+				if tt.surfaces {
+					surfaceMembers(t, f)
+				}
 				o.SessionStateOnly = tt.stateOnly
 				if !tt.warm {
 					o.WarmChats = -1

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/baton-run/baton/modeltest"
+	"github.com/baton-run/baton/usechat"
 )
 
 func TestCheckExactJSON(t *testing.T) {
@@ -40,12 +41,12 @@ func TestCheckExactJSON(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			err := checkExactJSON([]byte(tc.body), tc.into)
+			err := usechat.CheckExactJSON([]byte(tc.body), tc.into)
 			switch {
 			case tc.wantErr == "" && err != nil:
-				t.Errorf("checkExactJSON(%s) error = %v, want nil", tc.body, err)
+				t.Errorf("usechat.CheckExactJSON(%s) error = %v, want nil", tc.body, err)
 			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
-				t.Errorf("checkExactJSON(%s) error = %v, want one containing %q", tc.body, err, tc.wantErr)
+				t.Errorf("usechat.CheckExactJSON(%s) error = %v, want one containing %q", tc.body, err, tc.wantErr)
 			}
 		})
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/baton-run/baton/chatfiles"
 	"github.com/baton-run/baton/modeltest"
+	"github.com/baton-run/baton/usechat"
 )
 
 // slowRequests is the request timeout of the tests that send files of
@@ -207,7 +208,7 @@ func TestChatFileLinkIsShortLived(t *testing.T) {
 	past := time.Now().Add(-time.Second).Unix()
 	expired := u.Query()
 	expired.Set("exp", strconv.FormatInt(past, 10))
-	expired.Set("sig", f.server.files.sign(expired.Get("owner"), fileRefOf(t, link), past))
+	expired.Set("sig", usechat.NewFileURLs(nil, f.cfg.TokenKey).Sign(expired.Get("owner"), fileRefOf(t, link), past))
 	expiredLink := u.Scheme + "://" + u.Host + u.Path + "?" + expired.Encode()
 	for _, tc := range []struct {
 		name, link, token string
@@ -230,12 +231,16 @@ func TestChatFileLinkIsShortLived(t *testing.T) {
 // fileRefOf is the file a file URL names.
 func fileRefOf(t *testing.T, link string) chatfiles.Ref {
 	t.Helper()
-	chatID, name, q, ok := parseFileURL(link)
-	version, err := strconv.ParseInt(q.Get("v"), 10, 64)
-	if !ok || err != nil {
+	u, err := url.Parse(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	segs := strings.Split(u.Path, "/")
+	version, err := strconv.ParseInt(u.Query().Get("v"), 10, 64)
+	if len(segs) < 3 || segs[len(segs)-2] != "files" || err != nil {
 		t.Fatalf("%s is not a file URL", link)
 	}
-	return chatfiles.Ref{ChatID: chatID, Name: name, Version: version}
+	return chatfiles.Ref{ChatID: segs[len(segs)-3], Name: segs[len(segs)-1], Version: version}
 }
 
 // fetchAs GETs a URL with the Authorization a page would send for token
@@ -277,7 +282,7 @@ func forgedFileURLs(t *testing.T, f *httpFixture, link string) map[string]string
 	version, _ := strconv.ParseInt(q.Get("v"), 10, 64)
 	name := u.Path[strings.LastIndex(u.Path, "/")+1:]
 	past := time.Now().Add(-time.Minute).Unix()
-	expired := f.server.files.sign(owner, chatfiles.Ref{ChatID: "c1", Name: name, Version: version}, past)
+	expired := usechat.NewFileURLs(nil, f.cfg.TokenKey).Sign(owner, chatfiles.Ref{ChatID: "c1", Name: name, Version: version}, past)
 	return map[string]string{
 		"no token":           with(func(q url.Values) { q.Del("sig") }),
 		"no query":           u.Scheme + "://" + u.Host + u.Path,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/baton-run/baton/chatfiles"
 	"github.com/baton-run/baton/modeltest"
+	"github.com/baton-run/baton/usechat"
 )
 
 // TestChatEditFile: editing a user message that holds a file sends the
@@ -90,7 +91,7 @@ func expiredFileURL(t *testing.T, f *httpFixture, link string) string {
 	past := time.Now().Add(-24 * time.Hour).Unix()
 	name := u.Path[strings.LastIndex(u.Path, "/")+1:]
 	q.Set("exp", strconv.FormatInt(past, 10))
-	q.Set("sig", f.server.files.sign(q.Get("owner"), chatfiles.Ref{ChatID: "c1", Name: name, Version: version}, past))
+	q.Set("sig", usechat.NewFileURLs(nil, f.cfg.TokenKey).Sign(q.Get("owner"), chatfiles.Ref{ChatID: "c1", Name: name, Version: version}, past))
 	u.RawQuery = q.Encode()
 	if status, _, _ := fetch(t, u.String()); status != http.StatusNotFound {
 		t.Fatalf("the expired URL fetches with status %d, want 404", status)

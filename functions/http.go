@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/baton-run/baton/sessionstore"
+	"github.com/baton-run/baton/usechat"
 )
 
 // NewLogger returns the JSON logger the functions use, writing to w
@@ -211,7 +212,7 @@ func (s *Server) cors(w http.ResponseWriter, r *http.Request, methods []string) 
 
 // decodeJSON reads a JSON request body into v: JSON content type, size
 // limit, no unknown fields, nothing after the value, and nothing the
-// decoder would not keep as written (see checkExactJSON). Every function
+// decoder would not keep as written (see usechat.CheckExactJSON). Every function
 // decodes its body here.
 func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
@@ -234,7 +235,7 @@ func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) error
 	if dec.More() {
 		return fmt.Errorf("%w: data after the JSON value", errBadRequest)
 	}
-	if err := checkExactJSON(body, v); err != nil {
+	if err := usechat.CheckExactJSON(body, v); err != nil {
 		return fmt.Errorf("%w: %v", errBadRequest, err)
 	}
 	return nil

@@ -2,9 +2,7 @@ package functions
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"math"
 	"net/http"
 	"strconv"
 
@@ -93,19 +91,3 @@ func (d devIdentity) caller(ctx context.Context, r *http.Request) (caller, error
 
 // limitsOf are the turn limits of c.
 func (s *Server) limitsOf(c caller) limits.Limits { return s.cfg.TurnLimits.of(c.kind) }
-
-// limitedStatus is the answer to a turn refused for a limit: 429 with the
-// wait in whole seconds.
-func limitedStatus(e *limits.LimitError) (int, apiErrorBody) {
-	secs := max(int(math.Ceil(e.RetryAfter.Seconds())), 1)
-	if errors.Is(e, limits.ErrLiveSegments) {
-		return http.StatusTooManyRequests, apiErrorBody{Code: "live_limit", RetryAfterSeconds: secs,
-			Message: fmt.Sprintf("at most %d live conversations at once: end one first", e.Limit)}
-	}
-	if errors.Is(e, limits.ErrBudgetExhausted) {
-		return http.StatusTooManyRequests, apiErrorBody{Code: "budget_exhausted", RetryAfterSeconds: secs,
-			Message: fmt.Sprintf("today's model token budget (%d) is used up; it renews at midnight UTC", e.Limit)}
-	}
-	return http.StatusTooManyRequests, apiErrorBody{Code: "rate_limited", RetryAfterSeconds: secs,
-		Message: fmt.Sprintf("too many turns: at most %d a minute per %s", e.Limit, e.Scope)}
-}

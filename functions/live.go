@@ -11,7 +11,6 @@ package functions
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -23,11 +22,12 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/baton-run/baton/errclass"
 	"github.com/baton-run/baton/live"
 )
 
 // errLiveOff: the deployment has no live model.
-var errLiveOff = errors.New("live mode is not configured")
+var errLiveOff = errclass.ErrLiveOff
 
 // Bounds of a live socket: the wait for the first frame, for one write,
 // and between pings (which keep proxies from closing a quiet socket, and

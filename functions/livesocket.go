@@ -9,6 +9,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/baton-run/baton/errclass"
 	"github.com/baton-run/baton/live"
 )
 
@@ -61,15 +62,15 @@ func (s *socket) write(kind int, data []byte) error {
 	return s.ws.WriteMessage(kind, data)
 }
 
-// sendError sends err as an error frame, with the code and message the
-// HTTP routes would answer it with (status); a 5xx's detail goes to the
-// log only.
+// sendError sends err as an error frame: its class (errclass.Of), whose
+// code and message are those the HTTP routes answer it with; a server's
+// fault's detail goes to the log only.
 func (s *socket) sendError(err error) {
-	code, body := status(err)
-	if code >= 500 {
+	c := errclass.Of(err)
+	if c.Fault() {
 		s.log.Error("live conversation failed", "error", err.Error())
 	}
-	_ = s.send(live.Error{Type: "error", Code: body.Code, Message: body.Message})
+	_ = s.send(live.Error{Type: "error", Code: string(c.Code), Message: c.Message})
 }
 
 // fail ends the socket's conversation: an error frame when err is set,

@@ -16,6 +16,7 @@ import (
 	"github.com/baton-run/baton/modeltest"
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/uistream/uistreamtest"
+	"github.com/baton-run/baton/usechat"
 )
 
 // TestResumeContinuesTurnMessage: a turn pauses on a browser tool, its
@@ -79,7 +80,7 @@ func TestResumeContinuesTurnMessage(t *testing.T) {
 	if err := json.NewDecoder(list.Body).Decode(&p); err != nil {
 		t.Fatal(err)
 	}
-	want := []historyItem{
+	want := []usechat.HistoryItem{
 		{Role: "user", Text: "music, then a table"},
 		{Role: "assistant", MessageID: turn, ToolCallID: "c1", ToolName: "change_bgm", Input: map[string]any{"track": float64(2)}, Output: map[string]any{"playing": float64(2)}},
 		{Role: "assistant", MessageID: turn, ToolCallID: "b1", ApprovalID: approvals[0]["approvalId"].(string), ToolName: "book_table", Input: map[string]any{"people": float64(6)},
@@ -88,7 +89,7 @@ func TestResumeContinuesTurnMessage(t *testing.T) {
 		{Role: "user", Text: "hi"},
 		{Role: "assistant", MessageID: next, Text: "Hello again."},
 	}
-	if diff := cmp.Diff(want, p.History, cmpopts.IgnoreFields(historyItem{}, "Time")); diff != "" {
+	if diff := cmp.Diff(want, p.History, cmpopts.IgnoreFields(usechat.HistoryItem{}, "Time")); diff != "" {
 		t.Errorf("Pending history (-want +got):\n%s", diff)
 	}
 }
@@ -125,7 +126,7 @@ func TestHistoryAcrossSwitches(t *testing.T) {
 		ev("7", "inv-4", "user", 9, text("user", "thanks")),
 		ev("8", "inv-4", "dj", 10, text("model", "You're welcome.")))
 
-	want := []historyItem{
+	want := []usechat.HistoryItem{
 		{Role: "user", Text: "play track 2"},
 		{Role: "assistant", MessageID: "inv-1", ToolCallID: "c1", ToolName: "change_bgm", Input: map[string]any{"track": float64(2)}, Output: map[string]any{"playing": float64(2)}},
 		{Role: "assistant", MessageID: "inv-1", Text: "Track 2 is on."},
@@ -139,13 +140,13 @@ func TestHistoryAcrossSwitches(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		events eventlist.List
-		want   []historyItem
+		want   []usechat.HistoryItem
 	}{
 		{"before any switch", dj, want[:3]},
 		{"after one switch", concierge, want[:6]},
 		{"after two switches", back, want},
 	} {
-		if diff := cmp.Diff(tc.want, history(tc.events, len(tc.events)), cmpopts.IgnoreFields(historyItem{}, "Time")); diff != "" {
+		if diff := cmp.Diff(tc.want, usechat.History(tc.events, len(tc.events)), cmpopts.IgnoreFields(usechat.HistoryItem{}, "Time")); diff != "" {
 			t.Errorf("%s: history (-want +got):\n%s", tc.name, diff)
 		}
 	}

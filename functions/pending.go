@@ -1,24 +1,26 @@
 package functions
 
 // Pending: GET /Pending, what a reloaded tab needs to continue: the calls
-// it may answer and the recent conversation (history.go).
+// it may answer and the recent conversation (usechat.History).
 
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"strconv"
 
 	"github.com/baton-run/baton/toolcallback"
+	"github.com/baton-run/baton/usechat"
 )
 
 // pendingResponse lets a reloaded tab continue: the calls it may answer
 // and the recent conversation.
 type pendingResponse struct {
-	Agent   string        `json:"agent"`  // the chat's active agent
-	Agents  []string      `json:"agents"` // the agents it may switch to
-	Calls   []callView    `json:"calls"`
-	History []historyItem `json:"history"`
+	Agent   string                `json:"agent"`  // the chat's active agent
+	Agents  []string              `json:"agents"` // the agents it may switch to
+	Calls   []callView            `json:"calls"`
+	History []usechat.HistoryItem `json:"history"`
 }
 
 // maxHistory bounds the history a request may ask for, in events.
@@ -39,11 +41,11 @@ func (s *Server) pending(w http.ResponseWriter, r *http.Request, _ *slog.Logger)
 		}
 		limit = n
 	}
-	state, err := s.team.Pending(r.Context(), toolcallback.PendingRequest{UserID: user, ChatID: sid, ClientID: client, History: historyContext})
+	state, err := s.team.Pending(r.Context(), toolcallback.PendingRequest{UserID: user, ChatID: sid, ClientID: client, History: math.MaxInt})
 	if err != nil {
 		return err
 	}
-	resp := pendingResponse{Agent: state.Agent, Agents: s.team.Agents(), Calls: []callView{}, History: history(state.History, limit)}
+	resp := pendingResponse{Agent: state.Agent, Agents: s.team.Agents(), Calls: []callView{}, History: usechat.History(state.History, limit)}
 	for _, c := range state.Calls {
 		token := ""
 		if c.Kind == toolcallback.KindExternal && len(s.cfg.TokenKey) > 0 {

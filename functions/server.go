@@ -18,6 +18,7 @@ import (
 	"github.com/baton-run/baton/mcpregistry"
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
+	"github.com/baton-run/baton/usechat"
 )
 
 // Server holds what the functions share on one instance: configuration,
@@ -31,8 +32,8 @@ type Server struct {
 	workCheck  *workIdentity // nil: Work refuses everyone
 	a2a        *a2aserver.Server
 	log        *slog.Logger
-	files      *fileURLs    // nil when files are off
-	live       *live.Runner // nil when live mode is off
+	usechat    *usechat.Server // Chat's routes for the AI SDK's useChat
+	live       *live.Runner    // nil when live mode is off
 	// conversations are the live conversations this instance holds.
 	conversations conversations
 }
@@ -123,6 +124,7 @@ func NewServer(cfg Config, sessions *sessionstore.Service, members []toolcallbac
 		CountTokens:       cfg.TurnLimits.countsTokens(),
 		BackgroundPerUser: cfg.BackgroundPerUser,
 		ProgressInterval:  opts.ProgressInterval,
+		IncludeThoughts:   cfg.IncludeThoughts,
 		Logger:            s.log,
 	}
 	if topts.Queue, err = newQueue(context.Background(), cfg, opts.Tasks); err != nil {
@@ -140,7 +142,8 @@ func NewServer(cfg Config, sessions *sessionstore.Service, members []toolcallbac
 			}
 		}
 	}
-	if topts.Files, s.files, err = newFiles(cfg, opts.Files, s.log); err != nil {
+	var files *usechat.FileURLs
+	if topts.Files, files, err = newFiles(cfg, opts.Files, s.log); err != nil {
 		return nil, err
 	}
 	team, err := toolcallback.NewTeam(sessions, cfg.AppName, members, topts)
@@ -148,6 +151,8 @@ func NewServer(cfg Config, sessions *sessionstore.Service, members []toolcallbac
 		return nil, err
 	}
 	s.team = team
+	s.usechat = usechat.New(team, usechat.Config{MaxBodyBytes: cfg.MaxBodyBytes, MaxChatBodyBytes: cfg.MaxChatBodyBytes,
+		MaxFileBytes: cfg.MaxFileBytes, InvocationTimeout: cfg.InvocationTimeout, KeepAlive: cfg.KeepAlive}, s.chatCaller, files)
 	s.live = s.newLive(team, opts)
 	ctx := context.Background() // the clients keep no context; this one only builds them
 	if s.workCheck, err = newWorkIdentity(ctx, cfg, opts.SchedulerKeys); err != nil {
@@ -181,8 +186,9 @@ func (s *Server) newLive(team *toolcallback.Team, opts *ServerOptions) *live.Run
 	client := opts.Live
 	if client == nil {
 		var err error
-		// genai reads its credentials from the environment itself.
-		if client, err = genai.NewClient(context.Background(), &genai.ClientConfig{}); err != nil {
+		// genai reads its credentials and backend from the environment
+		// itself; on Vertex AI the live model may need another location.
+		if client, err = genai.NewClient(context.Background(), &genai.ClientConfig{Location: s.cfg.LiveLocation}); err != nil {
 			s.log.Info("live mode is off: no live model", "reason", err.Error())
 			return nil
 		}

@@ -23,10 +23,6 @@ import (
 // leaves).
 const stopWait = 5 * time.Second
 
-// stoppedMetadata is the metadata of the assistant message of a stopped
-// turn, in its streams and in GET /Chat/{chatId}.
-var stoppedMetadata = map[string]any{"stopped": true}
-
 // stopReply is what a stop found.
 type stopReply struct {
 	// Running: a turn was running and was asked to stop; Ended: it has

@@ -2,7 +2,7 @@ package functions
 
 // ToolResult: POST /ToolResult, the answer to a paused call, by its ids
 // or its call token; the answer that completes its model step streams
-// the resumed agent (respond.go).
+// the resumed agent (usechat.Server.Respond).
 
 import (
 	"errors"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/baton-run/baton/toolcallback"
+	"github.com/baton-run/baton/usechat"
 	"github.com/baton-run/baton/userinput"
 )
 
@@ -66,7 +67,7 @@ func (s *Server) toolResult(w http.ResponseWriter, r *http.Request, log *slog.Lo
 		})
 		return nil
 	}
-	s.respond(w, r, log, res.Invocation, reply{turn: res.Turn})
+	s.usechat.Respond(w, r, log, res.Invocation, usechat.Reply{Turn: res.Turn})
 	return nil
 }
 
@@ -112,8 +113,7 @@ func newCallView(c *toolcallback.Call, token string) callView {
 		// A question is shown as the stream shows it: a call of the input
 		// tool, answered with {"responses": ...} under its own id.
 		v.ToolCallID, v.ToolName = c.ID, userinput.ToolName
-		v.Input = map[string]any{"server": c.Input.Server, "tool": c.Input.Tool, "message": c.Input.Message,
-			"round": c.Input.Round, "requests": c.Input.Requests}
+		v.Input = c.Input.Shown()
 		if c.InCall {
 			v.Input["live"] = true // an in-call question: answered with ToolResult (the wire name stays "live")
 		}

@@ -1,7 +1,7 @@
 package functions
 
 // Turn: POST /Turn, one user message of a chat in Baton's own JSON; the
-// response streams the turn (respond.go).
+// response streams the turn (usechat.Server.Respond).
 
 import (
 	"encoding/base64"
@@ -11,7 +11,9 @@ import (
 
 	"google.golang.org/genai"
 
+	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
+	"github.com/baton-run/baton/usechat"
 )
 
 // turnRequest is the body of a Turn.
@@ -26,7 +28,7 @@ type turnRequest struct {
 	// Replace names a turn to take back, with everything after it: the
 	// messageId a Turn response reported. With text or parts, they
 	// replace its user message (an edit); without, its user message runs
-	// again (a regenerate). See chatrewind.go.
+	// again (a regenerate). See turnReplace.
 	Replace string `json:"replace,omitempty"`
 }
 
@@ -85,7 +87,7 @@ func (s *Server) turn(w http.ResponseWriter, r *http.Request, log *slog.Logger) 
 	if err != nil {
 		return err
 	}
-	if err := s.checkFiles(msg); err != nil {
+	if err := s.usechat.CheckFiles(msg); err != nil {
 		return err
 	}
 	inv, report, err := s.team.Turn(r.Context(), toolcallback.TurnRequest{
@@ -94,6 +96,35 @@ func (s *Server) turn(w http.ResponseWriter, r *http.Request, log *slog.Logger) 
 	if err != nil {
 		return err
 	}
-	s.respond(w, r, log, inv, reply{data: map[string]any{"agent": report}})
+	s.usechat.Respond(w, r, log, inv, usechat.Reply{Data: map[string]any{"agent": report}})
+	return nil
+}
+
+// turnReplace is Turn's regenerate and edit: {sessionId, clientId,
+// replace, text?|parts?}. A request served before is 409 already_taken
+// (Turn has no stream to replay; the chat's history has the answer).
+func (s *Server) turnReplace(w http.ResponseWriter, r *http.Request, log *slog.Logger, c caller, req *turnRequest) error {
+	if req.Agent != "" {
+		return fmt.Errorf("%w: replace keeps the chat's agent; send agent with a new message", errBadRequest)
+	}
+	if err := sessionstore.ValidateID("message id", req.Replace); err != nil {
+		return err
+	}
+	rw := toolcallback.RewindRequest{UserID: c.user, ChatID: req.SessionID, ClientID: req.ClientID, Message: req.Replace, Limits: s.limitsOf(c)}
+	if req.Text != "" || len(req.Parts) > 0 {
+		content, err := req.content()
+		if err != nil {
+			return err
+		}
+		if err := s.usechat.CheckFiles(content); err != nil {
+			return err
+		}
+		rw.Content = content
+	}
+	inv, err := s.team.Rewind(r.Context(), rw)
+	if err != nil {
+		return err
+	}
+	s.usechat.Respond(w, r, log, inv, usechat.Reply{})
 	return nil
 }

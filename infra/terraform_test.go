@@ -370,6 +370,11 @@ func TestTerraformEnvironment(t *testing.T) {
 					t.Errorf("%s in Vertex AI mode: GOOGLE_GENAI_USE_VERTEXAI=%q GOOGLE_CLOUD_LOCATION=%q, API key secret %v; want true, a location, no key",
 						f.addr, f.env["GOOGLE_GENAI_USE_VERTEXAI"], f.env["GOOGLE_CLOUD_LOCATION"], secret("GOOGLE_API_KEY"))
 				}
+				// Gemini 3 text models are served from global, Live
+				// models from regions only.
+				if live := f.env["BATON_LIVE_LOCATION"]; live == "" || live == "global" {
+					t.Errorf("%s in Vertex AI mode: BATON_LIVE_LOCATION=%q, want a region", f.addr, live)
+				}
 			} else {
 				if !secret("GOOGLE_API_KEY") || plain("GOOGLE_API_KEY") || plain("GOOGLE_GENAI_USE_VERTEXAI") {
 					t.Errorf("%s in API key mode: want GOOGLE_API_KEY from Secret Manager only and no GOOGLE_GENAI_USE_VERTEXAI", f.addr)

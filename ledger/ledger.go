@@ -98,9 +98,14 @@ func (l *Ledger) calls(user, sid string) *firestore.CollectionRef {
 // and agent, so that each agent resumes only its own calls.
 func (l *Ledger) scope(agent string) string { return l.sessions.Root() + "/" + l.app + "/" + agent }
 
-// Found decodes a record read beside a session (Doc): ErrNotFound when it
-// does not exist.
-func Found(snap *firestore.DocumentSnapshot) (*Call, error) { return decode(snap) }
+// Found decodes a record read beside a session (a StoredDoc of
+// sessionstore.ChatRead.Also): ErrNotFound when it does not exist.
+func Found(d sessionstore.StoredDoc) (*Call, error) {
+	if !d.Exists() {
+		return nil, fmt.Errorf("%w: %q", ErrNotFound, d.Name().ID())
+	}
+	return decodeData(d.Name().ID(), d.UpdateTime(), d.DataTo)
+}
 
 // Get reads the record of call id in session sid of user.
 func (l *Ledger) Get(ctx context.Context, user, sid, id string) (_ *Call, err error) {

@@ -261,11 +261,17 @@ func decode(snap *firestore.DocumentSnapshot) (*Call, error) {
 		}
 		return nil, fmt.Errorf("%w: %q", ErrNotFound, id)
 	}
+	return decodeData(snap.Ref.ID, snap.UpdateTime, snap.DataTo)
+}
+
+// decodeData is the call of record id, last written at version, whose
+// fields dataTo decodes.
+func decodeData(id string, version time.Time, dataTo func(any) error) (*Call, error) {
 	var r record
-	if err := snap.DataTo(&r); err != nil {
-		return nil, fmt.Errorf("decode call %q: %w", snap.Ref.ID, err)
+	if err := dataTo(&r); err != nil {
+		return nil, fmt.Errorf("decode call %q: %w", id, err)
 	}
-	return r.call(snap.UpdateTime)
+	return r.call(version)
 }
 
 // SetInputState sets the server's request state of a KindInput call about

@@ -18,18 +18,15 @@ func ExampleNewCounter() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	counter := limits.NewCounter(sessionstore.New(client, nil), "demo") // one per instance
+	sessions := sessionstore.New(client, nil)
+	counter := limits.NewCounter(sessions, "demo") // one per instance
 	// A turn of ada's: at most 10 a minute, and 100,000 model tokens a day.
 	reading := counter.Begin(ctx, "ada", limits.Limits{UserTurnsPerMinute: 10, UserTokensPerDay: 100_000}, time.Now())
-	var refs []*firestore.DocumentRef
-	for _, d := range reading.Docs() { // a turn reads them with its chat
-		refs = append(refs, client.Doc(d.Path()))
-	}
-	snaps, err := client.GetAll(ctx, refs)
+	docs, err := sessions.ReadDocs(ctx, reading.Docs()...) // a turn reads them with its chat
 	if err != nil {
 		log.Fatal(err)
 	}
-	meter, err := reading.Meter(snaps)
+	meter, err := reading.Meter(docs)
 	if err != nil {
 		log.Fatal(err)
 	}

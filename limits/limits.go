@@ -6,7 +6,6 @@ import (
 	"slices"
 	"time"
 
-	"cloud.google.com/go/firestore"
 	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/sessionstore"
@@ -141,14 +140,14 @@ type userTurns struct {
 }
 
 // turnsFrom decodes a user's turns document.
-func turnsFrom(name sessionstore.DocName, snap *firestore.DocumentSnapshot) (*userTurns, error) {
-	u := &userTurns{name: name, exists: snap.Exists()}
+func turnsFrom(name sessionstore.DocName, doc sessionstore.StoredDoc) (*userTurns, error) {
+	u := &userTurns{name: name, exists: doc.Exists()}
 	if !u.exists {
 		return u, nil
 	}
-	u.version = snap.UpdateTime
+	u.version = doc.UpdateTime()
 	var d turnsDoc
-	if err := snap.DataTo(&d); err != nil {
+	if err := doc.DataTo(&d); err != nil {
 		return nil, fmt.Errorf("decode turn times: %w", err)
 	}
 	u.times = d.Times

@@ -45,18 +45,14 @@ func newStore(t *testing.T) *store {
 func (s *store) meter(user string, l limits.Limits, now time.Time) *limits.Meter {
 	s.t.Helper()
 	r := s.counter.Begin(s.t.Context(), user, l, now)
-	var snaps []*firestore.DocumentSnapshot
-	if docs := r.Docs(); len(docs) > 0 {
-		var refs []*firestore.DocumentRef
-		for _, d := range docs {
-			refs = append(refs, s.client.Doc(d.Path()))
-		}
+	var docs []sessionstore.StoredDoc
+	if names := r.Docs(); len(names) > 0 {
 		var err error
-		if snaps, err = s.client.GetAll(s.t.Context(), refs); err != nil {
+		if docs, err = s.sessions.ReadDocs(s.t.Context(), names...); err != nil {
 			s.t.Fatal(err)
 		}
 	}
-	m, err := r.Meter(snaps)
+	m, err := r.Meter(docs)
 	if err != nil {
 		s.t.Fatalf("Meter() error = %v", err)
 	}
@@ -420,6 +416,10 @@ func TestTokensUsed(t *testing.T) {
 		{"the total", &genai.GenerateContentResponseUsageMetadata{PromptTokenCount: 3, CandidatesTokenCount: 4, TotalTokenCount: 10}, 10},
 		{"the parts without a total", &genai.GenerateContentResponseUsageMetadata{PromptTokenCount: 3, CandidatesTokenCount: 4,
 			ThoughtsTokenCount: 5, ToolUsePromptTokenCount: 6}, 18},
+		// A thinking model's total counts its thoughts (Gemini's
+		// totalTokenCount does): a budget must too.
+		{"a thinking model's total", &genai.GenerateContentResponseUsageMetadata{PromptTokenCount: 3, CandidatesTokenCount: 4,
+			ThoughtsTokenCount: 5, TotalTokenCount: 12}, 12},
 	} {
 		if got := limits.TokensUsed(tc.usage); got != tc.want {
 			t.Errorf("%s: TokensUsed() = %d, want %d", tc.name, got, tc.want)

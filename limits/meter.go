@@ -130,22 +130,22 @@ func (c *Counter) turnsDoc(user string) sessionstore.DocName {
 // Meter pairs what the turn read (snaps, of Docs in that order) into the
 // turn's meter, and keeps the user's turns document as read. It is nil
 // when the limits limit nothing.
-func (r *Reading) Meter(snaps []*firestore.DocumentSnapshot) (*Meter, error) {
+func (r *Reading) Meter(docs []sessionstore.StoredDoc) (*Meter, error) {
 	if r.limits.Zero() {
 		return nil, nil
 	}
 	m := r.meter()
 	if r.limits.UserTurnsPerMinute > 0 {
-		turns, err := turnsFrom(r.c.turnsDoc(r.user), snaps[0])
+		turns, err := turnsFrom(r.c.turnsDoc(r.user), docs[0])
 		if err != nil {
 			return nil, err
 		}
-		snaps = snaps[1:]
+		docs = docs[1:]
 		r.c.put(r.user, *turns, false)
 		m.turns, m.remember = turns, r.c.rememberer(r.user)
 	}
 	if r.limits.UserTokensPerDay > 0 {
-		deleted, err := sessionstore.DayTokens(snaps[0])
+		deleted, err := sessionstore.DayTokens(docs[0])
 		if err != nil {
 			return nil, err
 		}
@@ -172,14 +172,11 @@ func (r *Reading) Cached(ctx context.Context) (_ *Meter, ok bool) {
 		m.turns, m.remember = &turns, r.c.rememberer(r.user)
 	}
 	m.deleted = readInBackground(r.limits.UserTokensPerDay > 0, func() (int64, error) {
-		snap, err := r.c.sessions.Client().Doc(r.c.sessions.DayTokensDoc(r.c.app, r.user, r.now).Path()).Get(ctx)
-		if err = sessionstore.FirestoreError(err); errors.Is(err, sessionstore.ErrNotFound) {
-			return 0, nil
-		}
+		docs, err := r.c.sessions.ReadDocs(ctx, r.c.sessions.DayTokensDoc(r.c.app, r.user, r.now))
 		if err != nil {
 			return 0, err
 		}
-		return sessionstore.DayTokens(snap)
+		return sessionstore.DayTokens(docs[0])
 	})
 	return m, true
 }

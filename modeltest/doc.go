@@ -2,7 +2,12 @@
 // on Baton: no network, no randomness, and a check that every request pairs
 // function calls with responses the way Gemini insists on, so that a test
 // fails where Gemini would refuse the transcript Baton built (after a
-// pause, a resume, an expiry or a repair).
+// pause, a resume, an expiry or a repair). It also signs its calls and
+// checks their thought signatures as Gemini 3 does (CheckSignatures: the
+// current turn's calls must come back with the signature the model gave,
+// or Gemini's skip value for a call another model made), and refuses its
+// own summaries handed back as text, so that a path that drops or swaps a
+// signature, or leaks a thought, fails a test rather than a deployment.
 //
 // Baton's own tests use it, and so can a user's tests of their own agent:
 // give Strict to llmagent.Config.Model in place of Gemini.

@@ -22,7 +22,11 @@ import (
 // transcription and an answer; each model turn ends with turnComplete and
 // usageMetadata. Function calls go out as toolCall frames and wait for the
 // client's toolResponse (a NON_BLOCKING declaration does not make the
-// model wait). When the setup asks for session resumption, each finished
+// model wait; unlike Gemini 3.8 Live, which makes an undeclared behavior
+// NON_BLOCKING, the stand-in waits on it, as ADK's live flow and the tests
+// pinning it expect; Baton declares every tool's behavior). A setup
+// Gemini 3.8 Live refuses (a thinking configuration, proactive audio
+// off, affective dialog) is closed with 1007. When the setup asks for session resumption, each finished
 // turn (and nothing before the first) brings a sessionResumptionUpdate
 // with a new handle, and a toolCall of a blocking function one with
 // resumable false; a later connection presenting a handle resumes what the

@@ -358,3 +358,42 @@ func TestLiveServerCancellation(t *testing.T) {
 		t.Fatal("want one toolCallCancellation frame")
 	}
 }
+
+// TestLiveServerRefusesSetup: what Gemini 3.8 Live refuses in a setup (a
+// thinking configuration, proactive audio off, affective dialog) is
+// closed with 1007; the same setup without it connects.
+func TestLiveServerRefusesSetup(t *testing.T) {
+	s := modeltest.NewLiveServer(&modeltest.LiveOptions{T: t, Repeat: modeltest.EchoReply})
+	defer s.Close()
+	client, err := genai.NewClient(context.Background(), s.ClientConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	off, on := false, true
+	for _, tc := range []struct {
+		name   string
+		cfg    genai.LiveConnectConfig
+		refuse bool
+	}{
+		{"thinking configuration", genai.LiveConnectConfig{ThinkingConfig: &genai.ThinkingConfig{ThinkingLevel: genai.ThinkingLevelLow}}, true},
+		{"proactive audio off", genai.LiveConnectConfig{Proactivity: &genai.ProactivityConfig{ProactiveAudio: &off}}, true},
+		{"affective dialog", genai.LiveConnectConfig{EnableAffectiveDialog: &on}, true},
+		{"audio with transcription", genai.LiveConnectConfig{ResponseModalities: []genai.Modality{genai.ModalityAudio},
+			OutputAudioTranscription: &genai.AudioTranscriptionConfig{}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := tc.cfg
+			cfg.ResponseModalities = append(cfg.ResponseModalities, textOut...)
+			sess, err := client.Live.Connect(context.Background(), "gemini-3.8-live", &cfg)
+			if err == nil {
+				defer sess.Close()
+				_, err = sess.Receive()
+			}
+			ce := (*websocket.CloseError)(nil)
+			refused := errors.As(err, &ce) && ce.Code == modeltest.CloseInvalidArgument
+			if refused != tc.refuse {
+				t.Errorf("connect = %v, want refused %v", err, tc.refuse)
+			}
+		})
+	}
+}

@@ -232,6 +232,10 @@ func (c *LiveConn) run() {
 		c.CloseWith(CloseInvalidArgument, "the first frame must be setup")
 		return
 	}
+	if reason := refusedSetup(msg.Setup); reason != "" {
+		c.CloseWith(CloseInvalidArgument, reason)
+		return
+	}
 	if !c.begin(msg.Setup) {
 		return
 	}
@@ -241,6 +245,21 @@ func (c *LiveConn) run() {
 			return
 		}
 	}
+}
+
+// refusedSetup is why Gemini 3.8 Live refuses a setup ("" for none): it
+// takes no thinking configuration, proactive audio is always on (false
+// is an error) and affective dialog was removed from the API.
+func refusedSetup(s *genai.LiveClientSetup) string {
+	switch {
+	case s.GenerationConfig != nil && s.GenerationConfig.ThinkingConfig != nil:
+		return "thinking_config is not supported by this model"
+	case s.Proactivity != nil && s.Proactivity.ProactiveAudio != nil && !*s.Proactivity.ProactiveAudio:
+		return "proactive_audio cannot be disabled for this model"
+	case s.GenerationConfig != nil && s.GenerationConfig.EnableAffectiveDialog != nil:
+		return "enable_affective_dialog is not supported"
+	}
+	return ""
 }
 
 func (c *LiveConn) finish() {

@@ -1,12 +1,14 @@
 package modeltest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -18,8 +20,12 @@ import (
 // Strict is a scripted model.LLM that checks every request the way Gemini
 // does: each function call must be answered by exactly one response, in the
 // content right after it, and every response must answer a call of the
-// content right before it. A violation fails the test (when T is set) and
-// the request.
+// content right before it; and, as Gemini 3 and later, the calls of the
+// current turn must carry the thought signatures the model gave them
+// (CheckSignatures). It signs the calls it makes as they do (Sign), so a
+// path that drops a signature, or replays another model's, fails. A
+// violation fails the test (when T is set) and the request, with the
+// API's 400 (a genai.APIError).
 //
 // Each request takes the next step of Script; once the script is
 // exhausted, Repeat answers every request (a Repeat that chooses its
@@ -28,7 +34,10 @@ import (
 type Strict struct {
 	// T, when set, is failed by a request that breaks the pairing or
 	// exceeds the script.
-	T      testing.TB
+	T testing.TB
+	// Model is the model's name (Name), which its signatures are tied
+	// to; "" is "strict-scripted".
+	Model  string
 	Script []Reply
 	// Repeat, when set, answers once the script is exhausted.
 	Repeat Reply
@@ -41,6 +50,8 @@ type Strict struct {
 
 	mu       sync.Mutex
 	requests []*model.LLMRequest
+	thoughts []string        // the thought summaries it gave
+	signed   map[string]bool // the calls it signed, by callKey
 }
 
 var _ model.LLM = (*Strict)(nil)
@@ -48,8 +59,14 @@ var _ model.LLM = (*Strict)(nil)
 // Reply produces the model's answer to a request.
 type Reply func(req *model.LLMRequest) *genai.Content
 
-// Name is the model's name, as ADK reports it.
-func (m *Strict) Name() string { return "strict-scripted" }
+// Name is the model's name, as ADK reports it: Model, or
+// "strict-scripted".
+func (m *Strict) Name() string {
+	if m.Model == "" {
+		return "strict-scripted"
+	}
+	return m.Model
+}
 
 // errorf fails the test with where the request came from: the request's
 // goroutine runs inside ADK's runner, whose caller names the path (a turn,
@@ -70,6 +87,21 @@ func (m *Strict) GenerateContent(ctx context.Context, req *model.LLMRequest, _ b
 		}
 		if err := CheckFiles(req.Contents); err != nil {
 			m.errorf("model request holds a file the model cannot read: %v\n%s", err, DumpContents(req.Contents))
+			yield(nil, err)
+			return
+		}
+		if err := CheckSignatures(m.Name(), req.Contents); err != nil {
+			m.errorf("model request refused for its thought signatures: %v\n%s", err, DumpContents(req.Contents))
+			yield(nil, err)
+			return
+		}
+		if err := m.checkDropped(req.Contents); err != nil {
+			m.errorf("%v\n%s", err, DumpContents(req.Contents))
+			yield(nil, err)
+			return
+		}
+		if err := m.checkThoughts(req.Contents); err != nil {
+			m.errorf("%v\n%s", err, DumpContents(req.Contents))
 			yield(nil, err)
 			return
 		}
@@ -101,8 +133,106 @@ func (m *Strict) GenerateContent(ctx context.Context, req *model.LLMRequest, _ b
 			yield(nil, ErrScripted)
 			return
 		}
-		yield(&model.LLMResponse{Content: content, TurnComplete: true, UsageMetadata: m.Usage}, nil)
+		if wantsThoughts(req) {
+			content = m.withThought(content)
+		}
+		content = Sign(m.Name(), content)
+		m.noteSigned(content)
+		yield(&model.LLMResponse{Content: content, TurnComplete: true, UsageMetadata: m.Usage, ModelVersion: m.Name()}, nil)
 	}
+}
+
+// callKey names a call across requests: its id, or, for an id ADK made
+// (which it leaves out of requests), its name and arguments.
+func callKey(fc *genai.FunctionCall) string {
+	if fc.ID != "" && !strings.HasPrefix(fc.ID, "adk-") {
+		return "id:" + fc.ID
+	}
+	args, _ := json.Marshal(fc.Args)
+	return "call:" + fc.Name + string(args)
+}
+
+// noteSigned records the call content's signature is on.
+func (m *Strict) noteSigned(content *genai.Content) {
+	if content == nil {
+		return
+	}
+	for _, p := range content.Parts {
+		if p.FunctionCall != nil && len(p.ThoughtSignature) > 0 {
+			m.mu.Lock()
+			if m.signed == nil {
+				m.signed = map[string]bool{}
+			}
+			m.signed[callKey(p.FunctionCall)] = true
+			m.mu.Unlock()
+			return
+		}
+	}
+}
+
+// checkDropped refuses a request that replays a call this model signed
+// with the skip value instead of its signature: Gemini would take it, but
+// a path lost the signature on the way (the skip value is for calls made
+// by another model, or by none).
+func (m *Strict) checkDropped(contents []*genai.Content) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i, c := range contents {
+		for _, p := range c.Parts {
+			if p.FunctionCall != nil && bytes.Equal(p.ThoughtSignature, skipValidator) && m.signed[callKey(p.FunctionCall)] {
+				return fmt.Errorf("content %d: call %s %s carries the skip value, but this model signed it: a path dropped its signature", i, p.FunctionCall.ID, p.FunctionCall.Name)
+			}
+		}
+	}
+	return nil
+}
+
+// wantsThoughts reports whether req asks for thought summaries.
+func wantsThoughts(req *model.LLMRequest) bool {
+	return req.Config != nil && req.Config.ThinkingConfig != nil && req.Config.ThinkingConfig.IncludeThoughts
+}
+
+// withThought is content after a thought summary part, as a thinking
+// model answers a request that asks for summaries.
+func (m *Strict) withThought(content *genai.Content) *genai.Content {
+	m.mu.Lock()
+	summary := fmt.Sprintf("%s thinks before answer %d", m.Name(), len(m.requests))
+	m.thoughts = append(m.thoughts, summary)
+	m.mu.Unlock()
+	out := &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{{Text: summary, Thought: true}}}
+	if content != nil {
+		out.Parts = append(out.Parts, content.Parts...)
+	}
+	return out
+}
+
+// checkThoughts refuses a request that hands one of the model's thought
+// summaries back as ordinary text (a thought part is fine).
+func (m *Strict) checkThoughts(contents []*genai.Content) error {
+	m.mu.Lock()
+	thoughts := slices.Clone(m.thoughts)
+	m.mu.Unlock()
+	for i, c := range contents {
+		for _, p := range c.Parts {
+			if p.Thought || p.Text == "" {
+				continue
+			}
+			for _, t := range thoughts {
+				if strings.Contains(p.Text, t) {
+					return fmt.Errorf("content %d: the thought summary %q came back as ordinary text", i, t)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// Thoughts are the thought summaries the model gave, in order: one per
+// request that asked for them (genai's ThinkingConfig.IncludeThoughts).
+func (m *Strict) Thoughts() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.thoughts)
 }
 
 // Calls is how many requests, well paired, the model has been given.
@@ -207,10 +337,12 @@ func DumpContents(contents []*genai.Content) string {
 		fmt.Fprintf(&b, "  [%d] %s:", i, c.Role)
 		for _, p := range c.Parts {
 			switch {
+			case p.Text != "" && p.Thought:
+				fmt.Fprintf(&b, " thought(%q)", p.Text)
 			case p.Text != "":
 				fmt.Fprintf(&b, " text(%q)", p.Text)
 			case p.FunctionCall != nil:
-				fmt.Fprintf(&b, " call(%s %s %v)", p.FunctionCall.ID, p.FunctionCall.Name, p.FunctionCall.Args)
+				fmt.Fprintf(&b, " call(%s %s %v%s)", p.FunctionCall.ID, p.FunctionCall.Name, p.FunctionCall.Args, signedMark(p))
 			case p.FunctionResponse != nil:
 				fmt.Fprintf(&b, " response(%s %s %v)", p.FunctionResponse.ID, p.FunctionResponse.Name, p.FunctionResponse.Response)
 			case p.InlineData != nil:
@@ -222,6 +354,14 @@ func DumpContents(contents []*genai.Content) string {
 		b.WriteString("\n")
 	}
 	return b.String()
+}
+
+// signedMark says, in DumpContents, whether a call carries a signature.
+func signedMark(p *genai.Part) string {
+	if len(p.ThoughtSignature) == 0 {
+		return " unsigned"
+	}
+	return " signed"
 }
 
 // CallReply makes the model call tools, all in one step.
@@ -258,6 +398,26 @@ func EchoReply(req *model.LLMRequest) *genai.Content {
 	return genai.NewContentFromText("saw "+strings.Join(parts, "; "), genai.RoleModel)
 }
 
+// unchecked is req with the skip value on every function call (a copy:
+// req is not changed).
+func unchecked(req *model.LLMRequest) *model.LLMRequest {
+	out := *req
+	out.Contents = make([]*genai.Content, len(req.Contents))
+	for i, c := range req.Contents {
+		cc := &genai.Content{Role: c.Role, Parts: make([]*genai.Part, len(c.Parts))}
+		for j, p := range c.Parts {
+			if p.FunctionCall != nil {
+				q := *p
+				q.ThoughtSignature = skipValidator
+				p = &q
+			}
+			cc.Parts[j] = p
+		}
+		out.Contents[i] = cc
+	}
+	return &out
+}
+
 // ErrScripted is the error a FailReply step answers with.
 var ErrScripted = errors.New("scripted model failure")
 
@@ -276,10 +436,14 @@ func TextReply(s string) Reply {
 // LLMReply answers with m's final content for the request: a model's rules
 // (an offline model's regular expressions, say) behind a scripted step or
 // a LiveServer. An error or no content fails the step, as FailReply.
+//
+// The signatures of the request are the caller's to check (Strict's, or
+// none over a live socket): m is given the request with every call marked
+// with the skip value, so that its own check passes.
 func LLMReply(m model.LLM) Reply {
 	return func(req *model.LLMRequest) *genai.Content {
 		content := failure
-		for resp, err := range m.GenerateContent(context.Background(), req, false) {
+		for resp, err := range m.GenerateContent(context.Background(), unchecked(req), false) {
 			if err != nil {
 				return failure
 			}

@@ -105,8 +105,10 @@ func (s *Service) GetChat(ctx context.Context, app, user, id string) (*Chat, err
 	return chatFrom(snap)
 }
 
-// CreateChat stores a new chat. It fails with ErrAlreadyExists when the
-// user has a chat with that id.
+// CreateChat stores a new chat on its own, pointing at a session built
+// otherwise (CreateWithEvents), as tests and imports do; a chat's first
+// turn stores it with its session instead (ClaimNewSession). It fails with
+// ErrAlreadyExists when the user has a chat with that id.
 func (s *Service) CreateChat(ctx context.Context, c *Chat) error {
 	if err := validateKey(c.App, c.UserID, c.ID); err != nil {
 		return err

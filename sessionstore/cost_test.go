@@ -73,10 +73,10 @@ func TestCostBounds(t *testing.T) {
 	}
 }
 
-// TestGetSessionScopedCost: GetSessionScoped looks up the session document
+// TestReadScopedCost: Read without Shared looks up the session document
 // alone, where Get also looks up the app and user state documents, missing
 // or not; an append through its handle still stores app: and user: state.
-func TestGetSessionScopedCost(t *testing.T) {
+func TestReadScopedCost(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	client, counter := firestoretest.NewCountingClient(t)
@@ -86,6 +86,7 @@ func TestGetSessionScopedCost(t *testing.T) {
 		t.Fatal(err)
 	}
 	req := &session.GetRequest{AppName: "app", UserID: "u", SessionID: "s"}
+	scopedReq := sessionstore.ReadRequest{App: "app", User: "u", SessionID: "s"}
 	before := counter.Snapshot()
 	if _, err := svc.Get(ctx, req); err != nil {
 		t.Fatal(err)
@@ -95,17 +96,17 @@ func TestGetSessionScopedCost(t *testing.T) {
 	}
 
 	before = counter.Snapshot()
-	scoped, err := svc.GetSessionScoped(ctx, req)
+	scoped, err := svc.Read(ctx, scopedReq)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got, want := counter.Snapshot().Sub(before), (firestoretest.Ops{RoundTrips: 1, Reads: 1}); got != want {
-		t.Errorf("GetSessionScoped() ops = %+v, want %+v", got, want)
+		t.Errorf("Read() without Shared: ops = %+v, want %+v", got, want)
 	}
-	if v, _ := scoped.Session.State().Get("topic"); v != "music" {
-		t.Errorf("GetSessionScoped() state topic = %v, want music", v)
+	if v, _ := scoped.State().Get("topic"); v != "music" {
+		t.Errorf("Read() without Shared: state topic = %v, want music", v)
 	}
-	if err := svc.AppendEvent(ctx, scoped.Session, &session.Event{ID: "e1", Author: "user",
+	if err := svc.AppendEvent(ctx, scoped, &session.Event{ID: "e1", Author: "user",
 		Actions: session.EventActions{StateDelta: map[string]any{"user:name": "Ada", "app:theme": "dark", "topic": "food"}}}); err != nil {
 		t.Fatalf("AppendEvent(scoped handle) error = %v", err)
 	}
@@ -118,11 +119,11 @@ func TestGetSessionScopedCost(t *testing.T) {
 			t.Errorf("Get() after append through a scoped handle: state %s = %v, want %v", k, v, want)
 		}
 	}
-	again, err := svc.GetSessionScoped(ctx, req)
+	again, err := svc.Read(ctx, scopedReq)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := again.Session.State().Get("user:name"); !errors.Is(err, session.ErrStateKeyNotExist) {
-		t.Errorf("GetSessionScoped() state user:name error = %v, want ErrStateKeyNotExist", err)
+	if _, err := again.State().Get("user:name"); !errors.Is(err, session.ErrStateKeyNotExist) {
+		t.Errorf("Read() without Shared: state user:name error = %v, want ErrStateKeyNotExist", err)
 	}
 }

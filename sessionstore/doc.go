@@ -25,9 +25,9 @@
 // event would make every turn read the whole history one document at a
 // time. Packed, a Get reads the session, app and user documents in one round
 // trip and the sealed chunks it needs (about one per MB of history) in a
-// second, whatever the event count (GetSessionScoped, for callers that run
-// no agent, skips the app and user documents: Firestore bills a lookup as a
-// read even when the document does not exist); an append writes the session document
+// second, whatever the event count (Read without Shared, for callers that
+// run no agent, skips the app and user documents: Firestore bills a lookup
+// as a read even when the document does not exist); an append writes the session document
 // alone, plus a chunk when it seals one and the app or user state document
 // when the event changes them. NumRecentEvents and After use the chunk index
 // to skip chunks they cannot need.
@@ -80,10 +80,30 @@
 // ChatDoc, UserDoc, then Child), and their owner builds the writes of
 // them (Write: Create, Update with the update time it read, Merge), which
 // the Service places in the commits it assembles (AppendOptions.Create and
-// Writes, ClaimLease) or makes alone (Commit). No document reference or
+// Writes, ClaimLease) or makes alone (Commit). A read made on an owner's
+// behalf (ChatRead.Also, read with the chat; ReadDocs) hands back
+// StoredDoc values, which the owner decodes. No document reference, snapshot or
 // write batch crosses the package's edge: a document's owner decides what
-// is written, the Service decides in which commit. The owners read their
+// is written, the Service decides in which commit. The owners query their
 // own documents on the same database (Client), which Open opens.
+//
+// # What is exported
+//
+// What a user of ADK's session.Service needs (the Service, Session and
+// their methods), and the operations on the documents this package owns
+// (sessions, their events and lease, stop requests, chats) that another
+// part of Baton needs. Each is a session or chat operation, named for what
+// it does to those documents, whichever part calls it: most are called by
+// toolcallback alone (the lease, staged and claiming appends, rewind marks,
+// stop requests, a switch's chat updates and migrated history, the
+// sweeper's chat queries), because toolcallback runs the invocations, and
+// that does not make them its concern. What another part owns is not kept
+// here: the ledger's records, the limits' counts and the A2A tasks reach a
+// commit only as Writes on a DocName. Nothing is exported for this
+// package's tests alone: they reach a lease's single renewal and its
+// expiry through export_test.go. CreateChat stores a chat on its own, for
+// tests and imports that build its session otherwise (CreateWithEvents),
+// where a chat's first turn stores it with its session (ClaimNewSession).
 //
 // # Staged appends
 //
@@ -111,7 +131,7 @@
 // a made commit (mayHaveLanded) costs one read of the session document: if
 // it holds the plan's revision with the plan's event last, and the lease
 // as the commit left it (a takeover since fences the handle out, as ever),
-// the append was made (storedAnyway). RenewLease and AcquireLease check
+// the append was made (storedAnyway). A lease's renewal and AcquireLease check
 // their lease the same way.
 //
 // # Stop requests

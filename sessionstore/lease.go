@@ -15,7 +15,7 @@ import (
 // session is live. errors.As with *BusyError gives how long to wait.
 var ErrBusy = errors.New("session busy")
 
-// ErrLeaseLost is returned by RenewLease, and by Get and AppendEvent under a
+// ErrLeaseLost is returned by a lease's renewal (KeepLease), and by Get and AppendEvent under a
 // lease (ReadRequest.Lease), once another holder has taken the session over.
 // It wraps ErrConflict: nothing was written.
 var ErrLeaseLost = fmt.Errorf("%w: lease lost", ErrConflict)
@@ -63,8 +63,8 @@ type Lease struct {
 	lost     chan struct{}
 }
 
-// Expires is when the lease runs out unless renewed.
-func (l *Lease) Expires() time.Time {
+// expiry is when the lease runs out unless renewed.
+func (l *Lease) expiry() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.expires
@@ -145,9 +145,10 @@ func (s *Service) AcquireLease(ctx context.Context, req LeaseRequest) (_ *Lease,
 	return lease, nil
 }
 
-// RenewLease extends l to now+ttl. It fails with ErrLeaseLost when another
-// holder took the session over or the session is gone.
-func (s *Service) RenewLease(ctx context.Context, l *Lease, ttl time.Duration) (err error) {
+// renewLease extends l to now+ttl (KeepLease's renewals). It fails with
+// ErrLeaseLost when another holder took the session over or the session
+// is gone.
+func (s *Service) renewLease(ctx context.Context, l *Lease, ttl time.Duration) (err error) {
 	ctx, span := startSpan(ctx, "baton.lease.renew", l.SessionID)
 	defer func() { endSpan(span, err) }()
 	l.mu.Lock()
@@ -234,12 +235,12 @@ func (s *Service) KeepLease(ctx context.Context, l *Lease, ttl time.Duration) (s
 			case <-tick.C:
 			}
 			rctx, cancel := context.WithTimeout(ctx, ttl) // past the term, a renewal is moot
-			err := s.RenewLease(rctx, l, ttl)
+			err := s.renewLease(rctx, l, ttl)
 			cancel()
 			if errors.Is(err, ErrLeaseLost) {
 				return
 			}
-			if err != nil && !platform.Now(ctx).Before(l.Expires()) {
+			if err != nil && !platform.Now(ctx).Before(l.expiry()) {
 				l.markLost()
 				return
 			}

@@ -67,12 +67,12 @@ func (s *Service) DayTokensDoc(app, user string, at time.Time) DocName {
 
 // DayTokens decodes a snapshot of a DayTokensDoc document: 0 when it does
 // not exist.
-func DayTokens(snap *firestore.DocumentSnapshot) (int64, error) {
-	if snap == nil || !snap.Exists() {
+func DayTokens(doc StoredDoc) (int64, error) {
+	if !doc.Exists() {
 		return 0, nil
 	}
 	var d dayTokensDoc
-	if err := snap.DataTo(&d); err != nil {
+	if err := doc.DataTo(&d); err != nil {
 		return 0, fmt.Errorf("decode token count: %w", err)
 	}
 	return d.Tokens, nil

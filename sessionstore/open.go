@@ -55,7 +55,59 @@ type ChatState struct {
 	// Session is the chat's active session; nil when it does not exist or
 	// is not the one the read guessed.
 	Session *Session
-	Also    []*firestore.DocumentSnapshot // ChatRead.Also's, in order
+	Also    []StoredDoc // ChatRead.Also's, in order
+}
+
+// StoredDoc is a document of another owner as a read made on its behalf
+// found it (ChatRead.Also, ReadDocs): whether it exists, when it was last
+// written (the version an Update of it is conditioned on) and its fields,
+// which the owner decodes.
+type StoredDoc struct {
+	name DocName
+	snap *firestore.DocumentSnapshot
+}
+
+// Name is the document read.
+func (d StoredDoc) Name() DocName { return d.name }
+
+// Exists reports whether the document existed when it was read.
+func (d StoredDoc) Exists() bool { return d.snap != nil && d.snap.Exists() }
+
+// UpdateTime is when the document was last written; zero when it did not
+// exist.
+func (d StoredDoc) UpdateTime() time.Time {
+	if !d.Exists() {
+		return time.Time{}
+	}
+	return d.snap.UpdateTime
+}
+
+// DataTo decodes the document's fields into v, as the Firestore client's
+// DataTo does (firestore struct tags).
+func (d StoredDoc) DataTo(v any) error {
+	if !d.Exists() {
+		return fmt.Errorf("%w: %q", ErrNotFound, d.name.path)
+	}
+	return d.snap.DataTo(v)
+}
+
+// ReadDocs reads documents of other owners (DocName) in one round trip,
+// in the order named; a document that does not exist is no error (see
+// StoredDoc.Exists).
+func (s *Service) ReadDocs(ctx context.Context, names ...DocName) ([]StoredDoc, error) {
+	refs := make([]*firestore.DocumentRef, len(names))
+	for i, n := range names {
+		refs[i] = s.client.Doc(n.path)
+	}
+	snaps, err := s.client.GetAll(ctx, refs)
+	if err != nil {
+		return nil, fmt.Errorf("read %d documents: %w", len(names), FirestoreError(err))
+	}
+	docs := make([]StoredDoc, len(names))
+	for i, n := range names {
+		docs[i] = StoredDoc{name: n, snap: snaps[i]}
+	}
+	return docs, nil
 }
 
 // ReadChat reads a chat and the session req guesses in one round trip,
@@ -77,7 +129,10 @@ func (s *Service) ReadChat(ctx context.Context, req ChatRead) (_ *ChatState, err
 	if err != nil {
 		return nil, fmt.Errorf("read chat %q: %w", req.ChatID, FirestoreError(err))
 	}
-	out := &ChatState{Also: snaps[n:]}
+	out := &ChatState{Also: make([]StoredDoc, len(req.Also))}
+	for i, name := range req.Also {
+		out.Also[i] = StoredDoc{name: name, snap: snaps[n+i]}
+	}
 	if !snaps[0].Exists() {
 		return out, nil
 	}

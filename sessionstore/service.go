@@ -288,8 +288,13 @@ type ReadRequest struct {
 	Recent int
 	After  time.Time
 	// Shared adds the app: and user: state to the handle's (as Get);
-	// without it the handle holds the session's own keys only (as
-	// GetSessionScoped).
+	// without it the handle holds the session's own keys only, and the app
+	// and user state documents are not looked up (two lookups fewer, which
+	// Firestore bills as reads even when the documents do not exist): for
+	// callers that read a session's events or its own state, or append to
+	// it, without running an agent on it. An append through such a handle
+	// stores app: and user: changes as usual, since those are merged key
+	// by key without reading.
 	Shared bool
 	// Lease, when set, is a lease on the session the caller holds: the read
 	// fails once it is lost, and the handle's appends are fenced by it.
@@ -338,22 +343,6 @@ func sessionDocOf(snap *firestore.DocumentSnapshot, id string) (*sessionDoc, err
 		return nil, fmt.Errorf("decode session %q: %w", id, err)
 	}
 	return &doc, nil
-}
-
-// GetSessionScoped is Get without app: and user: state: the handle's state
-// holds the session's own keys, and the app and user state documents are
-// not looked up (two lookups fewer, which Firestore bills as reads even
-// when the documents do not exist). It serves callers that read a
-// session's events or its own state, or append to it, without running an
-// agent on it: an append through the handle stores app: and user: changes
-// as usual, since those are merged key by key without reading.
-func (s *Service) GetSessionScoped(ctx context.Context, req *session.GetRequest) (*session.GetResponse, error) {
-	sess, err := s.Read(ctx, ReadRequest{App: req.AppName, User: req.UserID, SessionID: req.SessionID,
-		Recent: req.NumRecentEvents, After: req.After})
-	if err != nil {
-		return nil, err
-	}
-	return &session.GetResponse{Session: sess}, nil
 }
 
 // sessionFrom builds a handle from the session document (doc, decoded

@@ -119,9 +119,6 @@ func Merge(doc DocName, fields map[string]any) Write {
 	return Write{doc: doc, op: opMerge, data: fields}
 }
 
-// Doc is the document w writes.
-func (w Write) Doc() DocName { return w.doc }
-
 // addTo adds w to batch.
 func (s *Service) addTo(batch *firestore.WriteBatch, w Write) {
 	ref := s.client.Doc(w.doc.path)

@@ -32,7 +32,29 @@
 // finds the session written, gone, or the message taken) is planned again
 // on a fresh read; a switch is carried out and the turn planned again on
 // the chat as it now is. Turns, regenerates and edits (Rewind) go through
-// the same planner.
+// the same planner. Actions on A2UI cards travel in the turn request
+// (TurnRequest.Actions) and the planner checks them against the surfaces
+// of the session it plans on (cardContent, plan.go): the doors (Chat, A2A) only
+// decode them, and a card's action costs no read of its own.
+//
+// # Resumes
+//
+// How an answer is taken is decided once too, in the same three steps.
+// Team.Resume looks (findCall reads the chat, its session and the call in
+// one round trip, or the call a token names; lookStep the records of the
+// call's model step, when the answer may be taken at once); planResume
+// decides from that alone, into a resumePlan: refuse with which error,
+// take the answer at once (resumeAtOnce: one commit records it, takes the
+// session's lease and delivers the step's answers, when the answer
+// completes the step and the session is free and needs no repair), or
+// record it first writer wins and deliver the step under the lease
+// (resumeRecord, the long way); carryOutResume does what the plan says.
+// The request stops at the planner: what carries the answer on is the
+// plan, and then the invocation's own value (invocationRun). A commit of
+// the short way that finds the record or the session changed wrote
+// nothing, and the answer is taken the long way, which finds them as they
+// are. Sweep delivers a step whose answers are all recorded the same long
+// way (resumeStep).
 //
 // # Ledger
 //

@@ -19,6 +19,7 @@ import (
 	"github.com/baton-run/baton/limits"
 	"github.com/baton-run/baton/runguard"
 	"github.com/baton-run/baton/sessionstore"
+	"github.com/baton-run/baton/thoughts"
 	"github.com/baton-run/baton/transcript"
 )
 
@@ -308,15 +309,28 @@ func (e *engine) logRunError(run invocationRun, claimErr, err error) {
 }
 
 // newRunner builds the runner of one invocation on svc: with runguard's
-// plugin, and with the file store and the plugin that hands the model the
-// files, when there is one.
+// plugin, thoughts's (a call paused under another model, or made
+// without a signature, stays acceptable to the model now asked), and
+// with the file store and the plugin that hands the model the files, when
+// there is one.
 func (e *engine) newRunner(svc session.Service) (*runner.Runner, error) {
 	guard, err := runguard.Plugin()
 	if err != nil {
 		return nil, err
 	}
+	sigs, err := thoughts.Plugin()
+	if err != nil {
+		return nil, err
+	}
 	cfg := runner.Config{AppName: e.app, Agent: e.root, SessionService: svc,
-		PluginConfig: runner.PluginConfig{Plugins: []*plugin.Plugin{guard}}}
+		PluginConfig: runner.PluginConfig{Plugins: []*plugin.Plugin{guard, sigs}}}
+	if e.opts.IncludeThoughts {
+		p, err := thoughts.SummariesPlugin()
+		if err != nil {
+			return nil, err
+		}
+		cfg.PluginConfig.Plugins = append(cfg.PluginConfig.Plugins, p)
+	}
 	if files := e.opts.Files; files != nil {
 		p, err := files.Plugin()
 		if err != nil {

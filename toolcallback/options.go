@@ -94,6 +94,12 @@ type Options struct {
 	// own; see package limits). A TurnRequest's Limits.UserTokensPerDay
 	// needs it.
 	CountTokens bool
+	// IncludeThoughts asks the model, on every request of a turn or a
+	// resume, for a summary of its thinking (genai's
+	// ThinkingConfig.IncludeThoughts): thought parts stored with the
+	// model's events, streamed as reasoning. The model's own thinking
+	// settings stay as the agent set them.
+	IncludeThoughts bool
 	// Files stores the files of chats (package chatfiles): a user
 	// message's inline files are saved there and the session keeps
 	// references; the runner's tools save their artifacts there too. Nil:

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/adk/v2/session"
 	"google.golang.org/genai"
 
+	"github.com/baton-run/baton/a2ui"
 	"github.com/baton-run/baton/limits"
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/transcript"
@@ -256,49 +257,35 @@ func (t *Team) look(ctx context.Context, req turnRequest, useCopy bool) (turnVie
 
 // planTurn decides how req runs, given v. It reads and writes nothing.
 func (t *Team) planTurn(ctx context.Context, req turnRequest, v turnView) turnPlan {
-	refuse := func(err error) turnPlan { return turnPlan{way: wayRefuse, err: err} }
-	switch {
-	case v.chat == nil && req.rewind != nil:
-		return refuse(fmt.Errorf("%w: chat %q", sessionstore.ErrNotFound, req.ChatID))
-	case v.chat == nil:
-		if err := v.meter.Check(nil); err != nil {
-			return refuse(err)
-		}
-		chat := t.newChat(ctx, req.TurnRequest, v.first)
-		return turnPlan{way: wayFirst, chat: chat, createChat: true, current: true, meter: v.meter,
-			content: req.Content, messageID: req.MessageID, replan: true}
-	case req.Agent != "" && req.Agent != v.chat.Agent:
-		// Refused before anything is written, the switch included.
-		if req.rewind == nil && v.sess != nil && req.MessageID != "" && transcript.TakenMessage(v.sess) == req.MessageID {
-			return refuse(fmt.Errorf("%w: %q", ErrMessageTaken, req.MessageID))
-		}
-		if err := v.meter.Check(v.sess); err != nil {
-			return refuse(err)
-		}
-		return turnPlan{way: waySwitch, chat: v.chat}
-	case v.sess == nil && req.rewind != nil:
-		return refuse(fmt.Errorf("%w: %q", ErrMessageNotFound, req.rewind.message))
-	case v.sess == nil:
-		if err := v.meter.Check(nil); err != nil {
-			return refuse(err)
-		}
-		return turnPlan{way: wayFirst, chat: v.chat, current: true, meter: v.meter, content: req.Content, messageID: req.MessageID, replan: true}
+	// Actions on cards first, as a request's own input: the message runs
+	// with their text, or is refused.
+	sess := v.sess
+	if v.chat == nil {
+		sess = nil // a leftover session of a deleted chat shows nothing
+	}
+	content, err := cardContent(req.Content, req.Actions, sess)
+	if err != nil {
+		return refusal(err)
+	}
+	req.Content = content
+	if p, ok := t.planUnclaimed(ctx, req, v); ok {
+		return p
 	}
 	p := turnPlan{way: wayClaim, chat: v.chat, sess: v.sess, fromCopy: v.copy, shared: v.shared, current: !v.copy, meter: v.meter,
 		content: req.Content, messageID: req.MessageID}
 	if req.rewind != nil {
 		rp, err := planRewind(v.sess, *req.rewind)
 		if err != nil {
-			return refuse(err)
+			return refusal(err)
 		}
 		p.rewind, p.content, p.messageID = rp, rp.content, rp.messageID
 	} else if req.MessageID != "" && transcript.TakenMessage(v.sess) == req.MessageID {
-		return refuse(fmt.Errorf("%w: %q", ErrMessageTaken, req.MessageID))
+		return refusal(fmt.Errorf("%w: %q", ErrMessageTaken, req.MessageID))
 	}
 	// Limits after the message: a message sent again is answered with the
 	// turn it started, and starts nothing.
 	if err := v.meter.Check(v.sess); err != nil {
-		return refuse(err)
+		return refusal(err)
 	}
 	_, held := v.sess.LiveLease(ctx)
 	enqueue := t.opts.LeasePolicy == LeaseEnqueue
@@ -320,6 +307,43 @@ func (t *Team) planTurn(ctx context.Context, req turnRequest, v turnView) turnPl
 	}
 	p.replan = v.copy || enqueue
 	return p
+}
+
+// refusal is a plan that refuses its turn with err.
+func refusal(err error) turnPlan { return turnPlan{way: wayRefuse, err: err} }
+
+// planUnclaimed plans the turns that claim no stored session: refused, the
+// first turn of a chat or of its session, or an agent switch first. It
+// reports false for a turn on a stored session of the chat's agent.
+func (t *Team) planUnclaimed(ctx context.Context, req turnRequest, v turnView) (turnPlan, bool) {
+	switch {
+	case v.chat == nil && req.rewind != nil:
+		return refusal(fmt.Errorf("%w: chat %q", sessionstore.ErrNotFound, req.ChatID)), true
+	case v.chat == nil:
+		if err := v.meter.Check(nil); err != nil {
+			return refusal(err), true
+		}
+		chat := t.newChat(ctx, req.TurnRequest, v.first)
+		return turnPlan{way: wayFirst, chat: chat, createChat: true, current: true, meter: v.meter,
+			content: req.Content, messageID: req.MessageID, replan: true}, true
+	case req.Agent != "" && req.Agent != v.chat.Agent:
+		// Refused before anything is written, the switch included.
+		if req.rewind == nil && v.sess != nil && req.MessageID != "" && transcript.TakenMessage(v.sess) == req.MessageID {
+			return refusal(fmt.Errorf("%w: %q", ErrMessageTaken, req.MessageID)), true
+		}
+		if err := v.meter.Check(v.sess); err != nil {
+			return refusal(err), true
+		}
+		return turnPlan{way: waySwitch, chat: v.chat}, true
+	case v.sess == nil && req.rewind != nil:
+		return refusal(fmt.Errorf("%w: %q", ErrMessageNotFound, req.rewind.message)), true
+	case v.sess == nil:
+		if err := v.meter.Check(nil); err != nil {
+			return refusal(err), true
+		}
+		return turnPlan{way: wayFirst, chat: v.chat, current: true, meter: v.meter, content: req.Content, messageID: req.MessageID, replan: true}, true
+	}
+	return turnPlan{}, false
 }
 
 // rewindPlan is a rewind found in a session.
@@ -505,4 +529,47 @@ func (e *engine) leaseWait() time.Duration {
 		return e.opts.MaxWait
 	}
 	return 0
+}
+
+// Actions on cards (docs/a2ui.md): a user message may carry presses on
+// surfaces no call waits on (TurnRequest.Actions). The planner checks each
+// against the surfaces the session it plans on shows, as they last were
+// (a2ui.CheckCardAction), so an action costs no read of its own, and the
+// model reads each as the text a2ui.ActionText writes, after the message's
+// own parts. A refused action refuses the turn before anything is written.
+
+// cardContent is the content a turn runs on sess for a message of content
+// and actions: the message's parts, then the text of each action, checked
+// against the surfaces sess shows (nil: the chat has stored nothing, so it
+// shows no surface).
+func cardContent(content *genai.Content, actions []a2ui.Action, sess *sessionstore.Session) (*genai.Content, error) {
+	if len(actions) == 0 {
+		return content, nil
+	}
+	if sess == nil {
+		return nil, fmt.Errorf("%w: the chat shows no surface", a2ui.ErrNoSurface)
+	}
+	events := sess.Events()
+	c := &genai.Content{Role: genai.RoleUser}
+	if content != nil {
+		c.Parts = slices.Clone(content.Parts)
+	}
+	for _, a := range actions {
+		if err := a2ui.CheckCardAction(events, a); err != nil {
+			return nil, err
+		}
+		text, err := a2ui.ActionText(a)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", a2ui.ErrInvalid, err)
+		}
+		c.Parts = append(c.Parts, genai.NewPartFromText(text))
+	}
+	return c, nil
+}
+
+// refusedAction reports whether err is an action on a card refused by
+// the plan, which writes nothing.
+func refusedAction(err error) bool {
+	return errors.Is(err, a2ui.ErrNoSurface) || errors.Is(err, a2ui.ErrSurfaceWaits) ||
+		errors.Is(err, a2ui.ErrNotOffered) || errors.Is(err, a2ui.ErrInvalid)
 }

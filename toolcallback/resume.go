@@ -11,9 +11,6 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/adk/v2/platform"
-	"google.golang.org/adk/v2/session"
-	"google.golang.org/adk/v2/tool/toolconfirmation"
-	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/ledger"
 	"github.com/baton-run/baton/sessionstore"
@@ -53,97 +50,193 @@ type ResumeOutcome struct {
 // Resume answers a call of a chat, r.ChatID; with a token, the token
 // names the call's session instead. An answer to a call of an agent the
 // chat has left finds the call cancelled.
-func (t *Team) Resume(ctx context.Context, r ResumeRequest) (*ResumeOutcome, error) {
+//
+// How an answer is taken is decided once: Resume finds the call (findCall)
+// and, when the read found it with its session, the records of its model
+// step (lookStep); planResume decides from that alone (refuse with which
+// error, take it in one commit, or record it and resume under the lease);
+// carryOutResume does what the plan says.
+func (t *Team) Resume(ctx context.Context, r ResumeRequest) (_ *ResumeOutcome, err error) {
+	v, err := t.findCall(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	ctx, span := startResume(ctx, v.call)
+	defer func() { endSpan(span, err) }()
+	e := t.engine(v.call.Agent)
+	if v.step, err = e.lookStep(ctx, v); err != nil {
+		return nil, err
+	}
+	p := e.planResume(ctx, r, v)
+	return e.carryOutResume(ctx, p)
+}
+
+// startResume starts the span of resuming c's model step.
+func startResume(ctx context.Context, c *Call) (context.Context, trace.Span) {
+	return tracer.Start(ctx, "baton.resume", trace.WithAttributes(
+		attribute.String("baton.session.id", c.SessionID), attribute.String("baton.step", c.Step)))
+}
+
+// resumeView is what a resume knows of its call before it decides.
+type resumeView struct {
+	call  *Call // as read
+	token bool  // the call was named by a token
+	// sess is the chat's active session, read with the call in one round
+	// trip; nil when the call was found otherwise. keep keeps the session
+	// an invocation leaves as the chat's warm copy.
+	sess *sessionstore.Session
+	keep func(*sessionstore.Session)
+	// step is the session's records not yet resumed (the call's model
+	// step among them), read when the answer may be taken in one commit.
+	step []*Call
+}
+
+// findCall reads the call r answers: by its token; else with the chat,
+// the session it is believed to point at (see activeSessions) and the
+// call in that session, in one round trip, and, when the call is not
+// there, in the chat's sessions one by one (resumeFound).
+func (t *Team) findCall(ctx context.Context, r ResumeRequest) (resumeView, error) {
 	if r.Token != "" {
 		// The token is verified here, once, and the record it names read
 		// once.
 		c, err := t.ledger.ByToken(ctx, r.Token)
-		if err != nil {
-			return nil, err
-		}
-		r.UserID, r.CallID = c.UserID, c.ID
-		return t.engine(c.Agent).resume(ctx, r, c)
+		return resumeView{call: c, token: true}, err
 	}
 	if err := validIDs("user id", r.UserID, "chat id", r.ChatID, "client id", r.ClientID, "call id", r.CallID); err != nil {
-		return nil, err
+		return resumeView{}, err
 	}
 	t.memory.forget(r.UserID, r.ChatID) // the resume writes the session
-	// One round trip reads the chat, the session it is believed to point
-	// at (see activeSessions) and the call in that session.
 	guess := t.memory.guess(r.UserID, r.ChatID)
 	st, err := t.sessions.ReadChat(ctx, sessionstore.ChatRead{App: t.app, User: r.UserID, ChatID: r.ChatID, SessionID: guess,
 		Shared: !t.opts.SessionStateOnly, Also: []sessionstore.DocName{t.ledger.Doc(r.UserID, guess, r.CallID)}})
 	if err != nil {
-		return nil, err
+		return resumeView{}, err
 	}
 	if st.Chat == nil {
-		return nil, fmt.Errorf("%w: chat %q", sessionstore.ErrNotFound, r.ChatID)
+		return resumeView{}, fmt.Errorf("%w: chat %q", sessionstore.ErrNotFound, r.ChatID)
 	}
 	t.memory.points(r.UserID, r.ChatID, st.Chat.SessionID)
-	if st.Session != nil && st.Also[0].Exists() {
-		c, err := ledger.Found(st.Also[0])
-		if err != nil {
-			return nil, err
-		}
-		if res, err := t.engine(c.Agent).fastResume(ctx, r, found{c, st.Session, t.memory.keeper(st.Chat)}); res != nil || err != nil {
-			return res, err
-		}
-		return t.engine(c.Agent).resume(ctx, r, c)
+	if st.Session == nil || !st.Also[0].Exists() {
+		c, err := t.resumeFound(ctx, r.UserID, r.CallID, st.Chat)
+		return resumeView{call: c}, err
 	}
-	return t.resumeFound(ctx, r, st.Chat)
+	c, err := ledger.Found(st.Also[0])
+	return resumeView{call: c, sess: st.Session, keep: t.memory.keeper(st.Chat)}, err
 }
 
-// resumeFound answers a call the read did not find with the chat: one of
+// resumeFound finds a call the read did not find with the chat: one of
 // its active session's, or, answered late, one of a session the chat
 // retired (where it was cancelled).
-func (t *Team) resumeFound(ctx context.Context, r ResumeRequest, chat *sessionstore.Chat) (*ResumeOutcome, error) {
+func (t *Team) resumeFound(ctx context.Context, user, id string, chat *sessionstore.Chat) (*Call, error) {
 	sids := []string{chat.SessionID}
 	for _, sid := range slices.Backward(chat.Retired) {
 		sids = append(sids, sid)
 	}
 	for _, sid := range sids {
-		c, err := t.ledger.Get(ctx, r.UserID, sid, r.CallID)
+		c, err := t.ledger.Get(ctx, user, sid, id)
 		if errors.Is(err, ErrCallNotFound) {
 			continue
 		}
-		if err != nil {
-			return nil, err
-		}
-		return t.engine(c.Agent).resume(ctx, r, c)
+		return c, err
 	}
-	return nil, fmt.Errorf("%w: %q", ErrCallNotFound, r.CallID)
+	return nil, fmt.Errorf("%w: %q", ErrCallNotFound, id)
 }
 
-// resume records an answer to the call c, as read, and, when it
-// completes its model step, resumes the agent once with the answers of every
-// call of that step. The caller has checked r's ids or its token.
-//
-// The answer is accepted once: the first writer wins, and a later answer
-// gets an *AlreadyResolvedError carrying the recorded outcome, without
-// running anything again.
-func (e *engine) resume(ctx context.Context, r ResumeRequest, c *Call) (*ResumeOutcome, error) {
-	by := r.ClientID
-	if err := e.acceptable(ctx, c, r.Answer, by, r.Token != ""); err != nil {
-		return nil, err
+// lookStep reads the records of v's session not yet resumed, when the
+// answer may be taken in one commit: the call is pending and was read
+// with its session. Nil otherwise: the long way reads them after
+// recording the answer.
+func (e *engine) lookStep(ctx context.Context, v resumeView) ([]*Call, error) {
+	if v.sess == nil || v.call.Status != StatusPending {
+		return nil, nil
 	}
-	answered, err := e.ledger.Answer(ctx, c, r.Answer, by, platform.Now(ctx))
-	if errors.Is(err, ledger.ErrChanged) {
-		// Another answer (or the sweeper) got there first.
-		now, rerr := e.ledger.Get(ctx, c.UserID, c.SessionID, c.ID)
-		if rerr != nil {
-			return nil, rerr
-		}
-		if serr := settledError(now, r.Answer); serr != nil {
-			return nil, serr
-		}
+	return e.ledger.Unresumed(ctx, v.call.UserID, v.call.SessionID)
+}
+
+// resumeWay is how an answer is taken.
+type resumeWay int
+
+const (
+	// resumeRefuse writes nothing: err says why.
+	resumeRefuse resumeWay = iota
+	// resumeAtOnce records the answer, takes the session's lease and
+	// delivers the step's answers in one commit, conditional on the record
+	// and the session being as read (resumeAtOnce).
+	resumeAtOnce
+	// resumeRecord records the answer first (the first writer wins) and,
+	// when it completes its model step, delivers the step's answers under
+	// the session's lease (recordAnswer).
+	resumeRecord
+)
+
+// resumePlan is how one answer is taken, as planResume decided it.
+type resumePlan struct {
+	way resumeWay
+	err error // resumeRefuse
+	// call is the call answered, as read; answer the answer, by the
+	// answering client ("" for a token's holder).
+	call   *Call
+	answer Answer
+	by     string
+	// client is the client the resumed invocation serves: the answering
+	// one, else the one that started the turn.
+	client string
+	// For resumeAtOnce: the session as read (with keep, as in
+	// resumeView); the write that records the answer and the call as it
+	// records it (answered); the step's calls whose answers the run
+	// delivers (resumed, answered first) and, of those, the ones the
+	// session does not have yet (todo); closesDocs: resumed are all the
+	// session's open records; turn is the turn the step belongs to.
+	sess       *sessionstore.Session
+	keep       func(*sessionstore.Session)
+	write      sessionstore.Write
+	answered   *Call
+	resumed    []*Call
+	todo       []*Call
+	closesDocs bool
+	turn       string
+}
+
+// planResume decides how r's answer to the call v found is taken. It
+// reads and writes nothing.
+func (e *engine) planResume(ctx context.Context, r ResumeRequest, v resumeView) resumePlan {
+	if err := e.acceptable(ctx, v.call, r.Answer, r.ClientID, v.token); err != nil {
+		return resumePlan{way: resumeRefuse, err: err}
 	}
+	p := resumePlan{way: resumeRecord, call: v.call, answer: r.Answer, by: r.ClientID, client: r.ClientID}
+	if p.client == "" {
+		p.client = v.call.ClientID
+	}
+	if v.step == nil {
+		return p // not read with its session (a token's, a late answer's), or settled
+	}
+	write, answered, err := e.ledger.AnswerWrite(v.call, r.Answer, r.ClientID, platform.Now(ctx))
 	if err != nil {
-		return nil, err
+		return resumePlan{way: resumeRefuse, err: err}
 	}
-	if by == "" {
-		by = c.ClientID
+	resumed := []*Call{answered}
+	for _, d := range v.step {
+		switch {
+		case d.Step != v.call.Step || d.ID == v.call.ID:
+		case d.Status == StatusPending:
+			// The answer that completes the step resumes it; which one
+			// that is, only the long way's record-then-look order tells.
+			return p
+		default:
+			resumed = append(resumed, d)
+		}
 	}
-	return e.resumeStep(ctx, answered, by, e.opts.ResumeWait)
+	if _, busy := v.sess.LiveLease(ctx); busy || transcript.NeedsRepair(v.sess.Events(), knownCalls(v.step)) {
+		return p // the long way waits for the lease, and repairs under it
+	}
+	todo := undelivered(v.sess, resumed)
+	if answers, approvals := splitConfirmations(todo); len(todo) == 0 || len(answers) > 0 && len(approvals) > 0 {
+		return p
+	}
+	p.way, p.sess, p.keep, p.write, p.answered = resumeAtOnce, v.sess, v.keep, write, answered
+	p.resumed, p.todo, p.closesDocs = resumed, todo, len(v.step) == len(resumed)
+	p.turn = transcript.TurnOf(v.sess.Events(), v.call.Step, v.call.Invocation)
+	return p
 }
 
 // acceptable checks answer a, from client by (or a token's holder), to
@@ -156,15 +249,8 @@ func (e *engine) acceptable(ctx context.Context, c *Call, a Answer, by string, t
 	if len(answer) > e.opts.MaxAnswerBytes {
 		return fmt.Errorf("%w: %d bytes, limit %d", ErrAnswerTooLarge, len(answer), e.opts.MaxAnswerBytes)
 	}
-	check := checkAnswer(c.Kind, a)
-	switch c.Kind {
-	case KindInput:
-		check = checkInputAnswer(c, a)
-	case KindSurface:
-		check = checkSurfaceAnswer(c, a)
-	}
-	if check != nil {
-		return check
+	if err := CheckAnswer(c, a); err != nil {
+		return err
 	}
 	if !token && !c.AnyDevice && by != c.ClientID {
 		return fmt.Errorf("%w: call %q", ErrWrongClient, c.ID)
@@ -210,80 +296,6 @@ func checkAnswer(kind Kind, a Answer) error {
 	return nil
 }
 
-// resumeStep resumes the agent with the answers of doc's model step when
-// every call of the step has one and the agent does not have them yet.
-func (e *engine) resumeStep(ctx context.Context, doc *Call, client string, wait time.Duration) (_ *ResumeOutcome, err error) {
-	ctx, span := tracer.Start(ctx, "baton.resume", trace.WithAttributes(
-		attribute.String("baton.session.id", doc.SessionID), attribute.String("baton.step", doc.Step)))
-	defer func() { endSpan(span, err) }()
-	res := &ResumeOutcome{Call: doc}
-	unresumed, err := e.ledger.Unresumed(ctx, doc.UserID, doc.SessionID)
-	if err != nil {
-		return nil, err
-	}
-	var open []*Call
-	for _, d := range unresumed {
-		switch {
-		case d.Step != doc.Step:
-		case d.Status == StatusPending:
-			res.Waiting = append(res.Waiting, d.ID)
-		default:
-			open = append(open, d)
-		}
-	}
-	if len(res.Waiting) > 0 || len(open) == 0 {
-		return res, nil
-	}
-	h, err := e.acquire(ctx, doc.UserID, doc.SessionID, client, wait)
-	if errors.Is(err, sessionstore.ErrBusy) {
-		res.Deferred = true
-		return res, nil
-	}
-	if errors.Is(err, sessionstore.ErrNotFound) {
-		// The session is gone; nothing will ever take these answers.
-		return res, e.ledger.MarkResumed(ctx, open)
-	}
-	if err != nil {
-		return nil, err
-	}
-	sess, err := e.loadRecent(ctx, h.lease, doc.UserID, doc.SessionID)
-	if err == nil {
-		err = e.repairTail(ctx, sess, nil, knownCalls(unresumed))
-	}
-	if err != nil {
-		e.release(ctx, h)
-		return nil, err
-	}
-	// Replaying answers would re-run the model, and replaying an approval
-	// would re-run the tool: the session, read under the lease, says
-	// which answers an earlier resume already delivered.
-	todo := undelivered(sess, open)
-	if len(todo) == 0 {
-		e.release(ctx, h)
-		return res, e.ledger.MarkResumed(ctx, open)
-	}
-	answers, approvals := splitConfirmations(todo)
-	if len(answers) > 0 && len(approvals) > 0 {
-		// ADK runs approved tools from the latest user event only, and
-		// leaves that whole event out of what the model reads: other
-		// answers of the step sent along would be lost (the model would
-		// see their placeholders). They go first, in an event of their own.
-		ev := session.NewEvent(ctx, "baton-answers-"+platform.NewUUID(ctx))
-		ev.Author = "user"
-		ev.Content = &genai.Content{Role: genai.RoleUser, Parts: responseParts(answers, true)}
-		if err := e.sessions.AppendEvent(ctx, sess, ev); err != nil {
-			e.release(ctx, h)
-			return nil, fmt.Errorf("deliver answers of step %q: %w", doc.Step, err)
-		}
-		todo = approvals
-	}
-	msg := &genai.Content{Role: genai.RoleUser, Parts: responseParts(todo, true)}
-	res.Turn = transcript.TurnOf(sess.Events(), doc.Step, doc.Invocation)
-	res.Invocation, err = e.start(ctx, invocationRun{user: doc.UserID, session: doc.SessionID, client: client, msg: msg, held: h,
-		resumed: open, closesDocs: len(unresumed) == len(open)})
-	return res, err
-}
-
 // undelivered returns the calls that no user event of sess answers yet.
 func undelivered(sess *sessionstore.Session, calls []*Call) []*Call {
 	answered := map[string]bool{}
@@ -306,19 +318,6 @@ func undelivered(sess *sessionstore.Session, calls []*Call) []*Call {
 	return out
 }
 
-// confirms reports whether c is answered by a tool confirmation: ADK runs
-// its tool again from the latest user event.
-func confirms(c *Call) bool {
-	return c.Kind == KindApproval || c.Kind == KindInput
-}
-
-func answerNoun(c *Call) string {
-	if c.Kind == KindInput {
-		return "answer"
-	}
-	return "approval"
-}
-
 // splitConfirmations separates the approvals of calls from the other
 // answers.
 func splitConfirmations(calls []*Call) (answers, approvals []*Call) {
@@ -330,58 +329,4 @@ func splitConfirmations(calls []*Call) (answers, approvals []*Call) {
 		}
 	}
 	return answers, approvals
-}
-
-// responseParts turns settled calls into the function responses the agent
-// receives. resuming is false when the user moved on: an approval that was
-// granted but never delivered is then reported as not run, since ADK only
-// runs confirmed tools from the latest user event.
-func responseParts(calls []*Call, resuming bool) []*genai.Part {
-	parts := make([]*genai.Part, 0, len(calls))
-	for _, c := range calls {
-		var a Answer
-		if c.Answer != nil {
-			a = *c.Answer
-		}
-		fr := &genai.FunctionResponse{ID: c.ID, Name: c.Tool}
-		switch {
-		case c.Status == StatusResolved && c.Kind == KindInput && resuming:
-			fr.Name = toolconfirmation.FunctionCallName
-			fr.Response = map[string]any{"confirmed": true, "payload": inputReplyPayload(c, a)}
-		case c.Status == StatusResolved && c.Kind == KindApproval && resuming:
-			fr.Name = toolconfirmation.FunctionCallName
-			fr.Response = map[string]any{"confirmed": *a.Approved, "payload": a.Payload}
-		case c.Status == StatusResolved && confirms(c):
-			fr.ID = c.OriginalID
-			fr.Response = map[string]any{"error": "not run: the user sent a new message before the " + answerNoun(c) + " was processed"}
-		case c.Status == StatusResolved && a.Error != "":
-			fr.Response = map[string]any{"error": a.Error}
-		case c.Status == StatusResolved:
-			fr.Response = a.Output
-		default:
-			fr.ID = c.OriginalID
-			fr.Response = map[string]any{"error": settledReason(c)}
-		}
-		parts = append(parts, &genai.Part{FunctionResponse: fr})
-	}
-	return parts
-}
-
-func settledReason(c *Call) string {
-	if c.Status == StatusExpired {
-		return fmt.Sprintf("no result within %s", durationText(c.Expires.Sub(c.Created)))
-	}
-	return "cancelled: the user sent a new message before this call was answered"
-}
-
-// durationText writes a duration the way a person would: "10m", "1h30m".
-func durationText(d time.Duration) string {
-	d = d.Round(time.Second)
-	s := d.String()
-	for _, suffix := range []string{"m0s", "h0m"} {
-		if len(s) > len(suffix) && s[len(s)-len(suffix):] == suffix {
-			s = s[:len(s)-len(suffix)+1]
-		}
-	}
-	return s
 }

@@ -72,7 +72,9 @@ func (e *engine) sweep(ctx context.Context, now time.Time) (SweepReport, error) 
 			report.Skipped++
 			continue
 		}
-		res, err := e.resumeStep(ctx, d, d.ClientID, 0)
+		sctx, span := startResume(ctx, d)
+		res, err := e.resumeStep(sctx, d, d.ClientID, 0)
+		endSpan(span, err)
 		if err != nil {
 			return report, err
 		}

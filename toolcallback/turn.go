@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/genai"
 
+	"github.com/baton-run/baton/a2ui"
 	"github.com/baton-run/baton/limits"
 	"github.com/baton-run/baton/sessionstore"
 )
@@ -25,6 +26,12 @@ type TurnRequest struct {
 	// Limits are the caller's turn limits (zero: none); a turn over one
 	// fails with a *limits.LimitError and writes nothing.
 	Limits limits.Limits
+	// Actions are presses on cards the message sends (cardaction.go): the
+	// turn checks each against the surfaces the chat shows, as they last
+	// were, and the model reads each after Content. A surface not shown
+	// fails with a2ui.ErrNoSurface, a form's with a2ui.ErrSurfaceWaits, an
+	// action not offered with a2ui.ErrNotOffered; nothing is written.
+	Actions []a2ui.Action
 }
 
 // SwitchReport says whether a turn moved the chat to another agent.
@@ -39,7 +46,10 @@ func (t *Team) Turn(ctx context.Context, req TurnRequest) (*Invocation, *SwitchR
 	if err := validIDs("user id", req.UserID, "chat id", req.ChatID, "client id", req.ClientID); err != nil {
 		return nil, nil, err
 	}
-	if req.Content == nil || len(req.Content.Parts) == 0 {
+	if req.Content == nil {
+		req.Content = &genai.Content{Role: genai.RoleUser}
+	}
+	if len(req.Content.Parts) == 0 && len(req.Actions) == 0 {
 		return nil, nil, fmt.Errorf("%w: empty message", ErrInvalidAnswer)
 	}
 	if req.Agent != "" && t.engines[req.Agent] == nil {
@@ -79,5 +89,5 @@ func (t *Team) withFiles(ctx context.Context, user, chat string, sent *genai.Con
 func wroteNothing(err error) bool {
 	return errors.Is(err, sessionstore.ErrBusy) || errors.Is(err, ErrMessageTaken) ||
 		errors.Is(err, limits.ErrRateLimited) || errors.Is(err, limits.ErrBudgetExhausted) ||
-		errors.Is(err, ErrMessageNotFound) || errors.Is(err, ErrRewound)
+		errors.Is(err, ErrMessageNotFound) || errors.Is(err, ErrRewound) || refusedAction(err)
 }

@@ -34,6 +34,20 @@ type (
 	TextEnd struct {
 		ID string `json:"id"`
 	}
+	// ReasoningStart opens reasoning part ID: the model's thought summary,
+	// which useChat keeps as a part of type "reasoning".
+	ReasoningStart struct {
+		ID string `json:"id"`
+	}
+	// ReasoningDelta appends to the open reasoning part ID.
+	ReasoningDelta struct {
+		ID    string `json:"id"`
+		Delta string `json:"delta"`
+	}
+	// ReasoningEnd closes reasoning part ID.
+	ReasoningEnd struct {
+		ID string `json:"id"`
+	}
 	// ToolInputAvailable announces a tool call with its arguments.
 	ToolInputAvailable struct {
 		ToolCallID string          `json:"toolCallId"`
@@ -99,6 +113,9 @@ func (FinishStep) Type() string          { return "finish-step" }
 func (TextStart) Type() string           { return "text-start" }
 func (TextDelta) Type() string           { return "text-delta" }
 func (TextEnd) Type() string             { return "text-end" }
+func (ReasoningStart) Type() string      { return "reasoning-start" }
+func (ReasoningDelta) Type() string      { return "reasoning-delta" }
+func (ReasoningEnd) Type() string        { return "reasoning-end" }
 func (ToolInputAvailable) Type() string  { return "tool-input-available" }
 func (ToolApprovalRequest) Type() string { return "tool-approval-request" }
 func (ToolOutputAvailable) Type() string { return "tool-output-available" }
@@ -124,6 +141,18 @@ func (c FinishStep) MarshalJSON() ([]byte, error) {
 func (c TextStart) MarshalJSON() ([]byte, error) { type plain TextStart; return typed(c, plain(c)) }
 func (c TextDelta) MarshalJSON() ([]byte, error) { type plain TextDelta; return typed(c, plain(c)) }
 func (c TextEnd) MarshalJSON() ([]byte, error)   { type plain TextEnd; return typed(c, plain(c)) }
+func (c ReasoningStart) MarshalJSON() ([]byte, error) {
+	type plain ReasoningStart
+	return typed(c, plain(c))
+}
+func (c ReasoningDelta) MarshalJSON() ([]byte, error) {
+	type plain ReasoningDelta
+	return typed(c, plain(c))
+}
+func (c ReasoningEnd) MarshalJSON() ([]byte, error) {
+	type plain ReasoningEnd
+	return typed(c, plain(c))
+}
 func (c ToolInputAvailable) MarshalJSON() ([]byte, error) {
 	type plain ToolInputAvailable
 	return typed(c, plain(c))

@@ -7,6 +7,10 @@
 // the turn as one JSON document. The producer is the same for both, so the
 // JSON form never re-reads its own stream. The package stores nothing.
 //
+// A model's thought summary (parts marked Thought) travels as a reasoning
+// part, reasoning-start, reasoning-delta, reasoning-end, before the text
+// of the same response; useChat keeps it as a part of type "reasoning".
+//
 // An A2UI surface travels as a data part, data-a2ui (Encoder.Surface):
 //
 //	{"type": "data-a2ui", "id": "<surfaceId>",

@@ -58,9 +58,13 @@ const uiUserAuthor = "user"
 // uiText is the text streamed so far for one model response, keyed by
 // author, branch and invocation.
 type uiText struct {
-	id   string          // id of the open text part; "" when none is open
-	sent strings.Builder // all text sent as deltas for this response
+	id        string          // id of the open part; "" when none is open
+	reasoning bool            // a reasoning part (the thought summary), not text
+	sent      strings.Builder // all text sent as deltas for this response
 }
+
+// uiReasoningKey follows a uiTextKey to name the response's reasoning.
+const uiReasoningKey = "\x00reasoning"
 
 // Encoder turns one turn's ADK events into UI message stream chunks and
 // hands them to a Sink. Each method sends its chunks before it returns.
@@ -171,7 +175,9 @@ func (s *Encoder) Start() error {
 //
 // Partial events stream their text (text-start, text-delta); the final event
 // of the same model response closes the part (text-end) and sends only text
-// that was not streamed. Thought parts are skipped. Function calls and
+// that was not streamed. Thought parts (a thought summary) go the same way
+// as a reasoning part (reasoning-start, reasoning-delta, reasoning-end),
+// before the response's text. Function calls and
 // responses are read from final events only. Function responses are not sent
 // for calls answered outside this stream (browser, external, approval), for
 // calls paused for confirmation, or for adk_request_confirmation.
@@ -337,7 +343,7 @@ func (s *Encoder) step() {
 // and the current step.
 func (s *Encoder) endStep() {
 	for _, t := range s.openTexts {
-		s.chunk(TextEnd{ID: t.id})
+		s.chunk(endChunk(t))
 		t.id = ""
 	}
 	s.openTexts = nil
@@ -351,23 +357,33 @@ func (s *Encoder) partial(ev *session.Event) {
 	if ev.Author == uiUserAuthor {
 		return
 	}
-	text := uiEventText(ev.Content)
-	if text == "" {
+	thought, text := uiEventThought(ev.Content), uiEventText(ev.Content)
+	if thought == "" && text == "" {
 		return
 	}
 	s.eventModel = true
 	s.step()
-	key := uiTextKey(ev)
+	if thought != "" {
+		s.delta(uiTextKey(ev)+uiReasoningKey, true, thought)
+	}
+	if text != "" {
+		s.delta(uiTextKey(ev), false, text)
+	}
+}
+
+// delta streams a piece of a response's text (or reasoning), opening its
+// part first if none is open.
+func (s *Encoder) delta(key string, reasoning bool, text string) {
 	t := s.texts[key]
 	if t == nil {
-		t = &uiText{}
+		t = &uiText{reasoning: reasoning}
 		s.texts[key] = t
 	}
 	if t.id == "" {
-		t.id = s.openText()
+		t.id = s.openText(reasoning)
 		s.openTexts = append(s.openTexts, t)
 	}
-	s.chunk(TextDelta{ID: t.id, Delta: text})
+	s.chunk(deltaChunk(t, text))
 	t.sent.WriteString(text)
 }
 
@@ -383,9 +399,10 @@ func (s *Encoder) final(ev *session.Event, kind func(*genai.FunctionCall) CallKi
 	if ev.Author != uiUserAuthor {
 		text := uiEventText(ev.Content)
 		if modelResponse {
-			s.finalText(uiTextKey(ev), text)
+			s.finalText(uiTextKey(ev)+uiReasoningKey, true, uiEventThought(ev.Content))
+			s.finalText(uiTextKey(ev), false, text)
 		} else if text != "" {
-			s.wholeText(text)
+			s.wholeText(false, text)
 		}
 	}
 
@@ -428,13 +445,13 @@ func (s *Encoder) files(c *genai.Content) {
 	}
 }
 
-// finalText ends the streamed text of a model response, sending only the
-// text its partial events did not carry.
-func (s *Encoder) finalText(key, text string) {
+// finalText ends the streamed text (or reasoning) of a model response,
+// sending only the text its partial events did not carry.
+func (s *Encoder) finalText(key string, reasoning bool, text string) {
 	t := s.texts[key]
 	delete(s.texts, key)
 	if t == nil {
-		s.wholeText(text)
+		s.wholeText(reasoning, text)
 		return
 	}
 	if t.id != "" {
@@ -447,43 +464,65 @@ func (s *Encoder) finalText(key, text string) {
 	switch {
 	case isPrefix && t.id != "":
 		if rest != "" {
-			s.chunk(TextDelta{ID: t.id, Delta: rest})
+			s.chunk(deltaChunk(t, rest))
 		}
 		s.closeText(t)
 	case isPrefix:
 		// The part was closed at a step boundary; send the rest on its own.
-		s.wholeText(rest)
+		s.wholeText(reasoning, rest)
 	default:
 		// A callback rewrote the response: what was streamed stays, and the
 		// final text follows as its own part, as the transcript has it.
 		if t.id != "" {
 			s.closeText(t)
 		}
-		s.wholeText(text)
+		s.wholeText(reasoning, text)
 	}
 }
 
-// wholeText sends text as a complete part.
-func (s *Encoder) wholeText(text string) {
+// wholeText sends text (or reasoning) as a complete part.
+func (s *Encoder) wholeText(reasoning bool, text string) {
 	if text == "" {
 		return
 	}
 	s.step()
-	id := s.openText()
-	s.chunk(TextDelta{ID: id, Delta: text})
-	s.chunk(TextEnd{ID: id})
+	t := &uiText{id: s.openText(reasoning), reasoning: reasoning}
+	s.chunk(deltaChunk(t, text))
+	s.chunk(endChunk(t))
 }
 
-// openText writes a text-start chunk with a new part id and returns the id.
-func (s *Encoder) openText() string {
+// openText writes a text-start (or reasoning-start) chunk with a new part
+// id and returns the id.
+func (s *Encoder) openText(reasoning bool) string {
 	s.textCount++
+	if reasoning {
+		id := fmt.Sprintf("reasoning-%d", s.textCount)
+		s.chunk(ReasoningStart{ID: id})
+		return id
+	}
 	id := fmt.Sprintf("text-%d", s.textCount)
 	s.chunk(TextStart{ID: id})
 	return id
 }
 
+// deltaChunk appends text to t's open part.
+func deltaChunk(t *uiText, text string) Chunk {
+	if t.reasoning {
+		return ReasoningDelta{ID: t.id, Delta: text}
+	}
+	return TextDelta{ID: t.id, Delta: text}
+}
+
+// endChunk closes t's open part.
+func endChunk(t *uiText) Chunk {
+	if t.reasoning {
+		return ReasoningEnd{ID: t.id}
+	}
+	return TextEnd{ID: t.id}
+}
+
 func (s *Encoder) closeText(t *uiText) {
-	s.chunk(TextEnd{ID: t.id})
+	s.chunk(endChunk(t))
 	for i, o := range s.openTexts {
 		if o == t {
 			s.openTexts = append(s.openTexts[:i], s.openTexts[i+1:]...)
@@ -653,6 +692,18 @@ func uiEventText(c *genai.Content) string {
 	var b strings.Builder
 	for _, p := range c.Parts {
 		if p != nil && !p.Thought {
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String()
+}
+
+// uiEventThought joins the thought parts of c: the model's thought
+// summary.
+func uiEventThought(c *genai.Content) string {
+	var b strings.Builder
+	for _, p := range c.Parts {
+		if p != nil && p.Thought {
 			b.WriteString(p.Text)
 		}
 	}

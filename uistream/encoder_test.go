@@ -87,6 +87,8 @@ func TestEncoderText(t *testing.T) {
 		events    []*session.Event
 		wantTypes []string
 		wantText  string
+		// wantReasoning is the thought summary the stream carries.
+		wantReasoning string
 	}{
 		{
 			name: "streamed then final",
@@ -97,8 +99,10 @@ func TestEncoderText(t *testing.T) {
 				streamTextEvent("world", true),
 				streamTextEvent("Hello world", false),
 			},
-			wantTypes: []string{"start", "start-step", "text-start", "text-delta", "text-delta", "text-delta", "text-end", "finish-step", "finish", "[DONE]"},
-			wantText:  "Hello world",
+			wantTypes: []string{"start", "start-step", "text-start", "text-delta", "reasoning-start", "reasoning-delta",
+				"text-delta", "text-delta", "reasoning-end", "text-end", "finish-step", "finish", "[DONE]"},
+			wantText:      "Hello world",
+			wantReasoning: "thinking about it",
 		},
 		{
 			name:      "final only",
@@ -139,9 +143,18 @@ func TestEncoderText(t *testing.T) {
 			wantText: "OneTwo",
 		},
 		{
-			name:      "thought only",
-			events:    []*session.Event{thought},
-			wantTypes: []string{"start", "finish", "[DONE]"},
+			name:          "thought only",
+			events:        []*session.Event{thought},
+			wantTypes:     []string{"start", "start-step", "reasoning-start", "reasoning-delta", "reasoning-end", "finish-step", "finish", "[DONE]"},
+			wantReasoning: "thinking about it",
+		},
+		{
+			name: "final thought and text, not streamed",
+			events: []*session.Event{{Author: "assistant", LLMResponse: model.LLMResponse{Content: &genai.Content{Role: genai.RoleModel,
+				Parts: []*genai.Part{{Text: "weighing it", Thought: true}, {Text: "Done."}}}}}},
+			wantTypes:     []string{"start", "start-step", "reasoning-start", "reasoning-delta", "reasoning-end", "text-start", "text-delta", "text-end", "finish-step", "finish", "[DONE]"},
+			wantText:      "Done.",
+			wantReasoning: "weighing it",
 		},
 		{
 			name:      "event without parts",
@@ -155,6 +168,9 @@ func TestEncoderText(t *testing.T) {
 			uistreamtest.Check(t, chunks)
 			if diff := cmp.Diff(tt.wantTypes, uistreamtest.Types(chunks)); diff != "" {
 				t.Errorf("chunk types mismatch (-want +got):\n%s", diff)
+			}
+			if got := uistreamtest.Reasoning(chunks); got != tt.wantReasoning {
+				t.Errorf("streamed reasoning = %q, want %q", got, tt.wantReasoning)
 			}
 			if got := uistreamtest.Text(chunks); got != tt.wantText {
 				t.Errorf("streamed text = %q, want %q", got, tt.wantText)

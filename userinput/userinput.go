@@ -44,6 +44,12 @@ type Request struct {
 	State string `json:"state,omitempty"`
 }
 
+// Shown is the request as whoever answers it sees it, the arguments of
+// the call of ToolName that asks it: everything but State.
+func (r *Request) Shown() map[string]any {
+	return map[string]any{"server": r.Server, "tool": r.Tool, "message": r.Message, "round": r.Round, "requests": r.Requests}
+}
+
 // Response is a person's answer to one input request.
 type Response struct {
 	Action  string         `json:"action"`            // Accept, Decline or Cancel

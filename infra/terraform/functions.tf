@@ -93,6 +93,7 @@ locals {
     BATON_WORK_INVOKER        = google_service_account.tasks.email
     BATON_WORK_DEADLINE       = "${var.work_deadline_seconds}s"
     BATON_BACKGROUND_PER_USER = format("%d", var.background_per_user)
+    BATON_INCLUDE_THOUGHTS    = tostring(var.include_thoughts)
 
     BATON_USER_TURNS_PER_MINUTE      = tostring(var.user_turns_per_minute)
     BATON_CHAT_TURNS_PER_MINUTE      = tostring(var.chat_turns_per_minute)
@@ -103,7 +104,9 @@ locals {
     BATON_SERVICE_TOKENS_PER_DAY     = format("%d", var.service_tokens_per_day)
 
     BATON_LIVE_SEGMENTS_PER_USER = format("%d", var.live_segments_per_user)
-    BATON_LIVE_MODEL             = coalesce(var.live_model, var.use_vertex_ai ? "gemini-live-2.5-flash-native-audio" : "gemini-2.5-flash-native-audio-preview-09-2025")
+    BATON_LIVE_MODEL             = coalesce(var.live_model, "gemini-3.8-live")
+    # On Vertex AI, Live models are served from regions, not from global.
+    BATON_LIVE_LOCATION = var.use_vertex_ai ? coalesce(var.vertex_live_location, var.region) : ""
     # A conversation ends before Cloud Run cuts its socket.
     BATON_LIVE_TIMEOUT = "${var.live_timeout_seconds - 60}s"
   }
@@ -113,7 +116,7 @@ locals {
   vertex_env = {
     for k, v in {
       GOOGLE_GENAI_USE_VERTEXAI = "true"
-      GOOGLE_CLOUD_LOCATION     = coalesce(var.vertex_location, var.region)
+      GOOGLE_CLOUD_LOCATION     = coalesce(var.vertex_location, "global")
     } : k => v if var.use_vertex_ai
   }
 

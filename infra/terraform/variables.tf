@@ -57,7 +57,13 @@ variable "gemini_api_key_secret" {
 }
 
 variable "vertex_location" {
-  description = "Vertex AI location for the model (GOOGLE_CLOUD_LOCATION), e.g. \"global\" or a region. Null means var.region. Used only when use_vertex_ai is true."
+  description = "Vertex AI location for the agents' model (GOOGLE_CLOUD_LOCATION), e.g. \"global\" or a region. Null means global, where Vertex AI serves Gemini 3 text models (docs/configuration.md). Used only when use_vertex_ai is true."
+  type        = string
+  default     = null
+}
+
+variable "vertex_live_location" {
+  description = "Vertex AI location for the live model (BATON_LIVE_LOCATION): Live models are served from regions, not from global. Null means var.region. Used only when use_vertex_ai is true."
   type        = string
   default     = null
 }
@@ -154,6 +160,12 @@ variable "pending_policy" {
 
 variable "check_revoked" {
   description = "Also ask the Firebase Auth API, on every request, whether the user's ID token was revoked or the user disabled or deleted (BATON_CHECK_REVOKED). Costs one Auth API call per request; without it a revoked token works until it expires (at most an hour). Grants the functions' account roles/firebaseauth.viewer."
+  type        = bool
+  default     = false
+}
+
+variable "include_thoughts" {
+  description = "Ask the model for a summary of its thinking on every request (BATON_INCLUDE_THOUGHTS): streamed to useChat as reasoning parts, kept in the chat's history. Thought tokens count toward the token budgets either way."
   type        = bool
   default     = false
 }
@@ -399,7 +411,7 @@ variable "live_timeout_seconds" {
 }
 
 variable "live_model" {
-  description = "Gemini Live model of live mode (BATON_LIVE_MODEL). Empty: gemini-live-2.5-flash-native-audio on Vertex AI, gemini-2.5-flash-native-audio-preview-09-2025 with an API key."
+  description = "Gemini Live model of live mode (BATON_LIVE_MODEL). Empty: gemini-3.8-live, the stable Live model's id on both the Gemini API and Vertex AI (docs/configuration.md)."
   type        = string
   default     = ""
 }

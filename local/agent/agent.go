@@ -18,8 +18,11 @@ import (
 	"github.com/baton-run/baton/toolcallback"
 )
 
-// GeminiModel is the Gemini model the demo uses when credentials exist.
-const GeminiModel = "gemini-2.5-flash"
+// GeminiModel is the Gemini model the demo uses when credentials exist:
+// Gemini 3.8 Flash, stable, the same id on the Gemini API and Vertex AI
+// (docs/configuration.md says when and where that was checked, and how to
+// change it).
+const GeminiModel = "gemini-3.8-flash"
 
 const (
 	conciergeInstruction = `You are the concierge of Baton's demo. Use the tools: get_weather, calculate

@@ -155,3 +155,28 @@ func TestOfflineFile(t *testing.T) {
 		t.Errorf("answered %q, want the file's size and type", got)
 	}
 }
+
+// TestOfflineThoughts: asked for thought summaries, the offline model
+// streams one first, as a thought part, and keeps it before its answer in
+// the final response; not asked, it gives none.
+func TestOfflineThoughts(t *testing.T) {
+	for _, ask := range []bool{true, false} {
+		req := &model.LLMRequest{Contents: []*genai.Content{genai.NewContentFromText("what is 12*7?", genai.RoleUser)},
+			Config: &genai.GenerateContentConfig{ThinkingConfig: &genai.ThinkingConfig{IncludeThoughts: ask}}, Tools: map[string]any{"calculate": nil}}
+		var responses []*model.LLMResponse
+		for resp, err := range (Offline{}).GenerateContent(t.Context(), req, true) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			responses = append(responses, resp)
+		}
+		first, final := responses[0], responses[len(responses)-1]
+		gotThought := first.Partial && first.Content.Parts[0].Thought && final.Content.Parts[0].Thought
+		if gotThought != ask {
+			t.Errorf("IncludeThoughts %v: streamed thought first and kept = %v", ask, gotThought)
+		}
+		if fc := final.Content.Parts[len(final.Content.Parts)-1].FunctionCall; fc == nil || fc.Name != "calculate" {
+			t.Errorf("IncludeThoughts %v: final response %+v, want the calculate call last", ask, final.Content.Parts)
+		}
+	}
+}

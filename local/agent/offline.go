@@ -12,6 +12,8 @@ import (
 
 	"google.golang.org/adk/v2/model"
 	"google.golang.org/genai"
+
+	"github.com/baton-run/baton/modeltest"
 )
 
 // OfflineModelName is how the offline model names itself, in the page and
@@ -34,14 +36,31 @@ var _ model.LLM = Offline{}
 func (Offline) Name() string { return OfflineModelName }
 
 // GenerateContent implements model.LLM. When streaming it sends the text a
-// few words at a time, then the whole response, as Gemini does.
+// few words at a time, then the whole response, as Gemini does. As Gemini
+// 3 does, it signs the calls it makes and refuses (HTTP 400) a request
+// whose current turn replays a call without its signature or with another
+// model's (modeltest.CheckSignatures).
 func (o Offline) GenerateContent(ctx context.Context, req *model.LLMRequest, stream bool) iter.Seq2[*model.LLMResponse, error] {
-	content := withTools(respond(req.Contents), req.Tools)
+	if err := modeltest.CheckSignatures(OfflineModelName, req.Contents); err != nil {
+		return func(yield func(*model.LLMResponse, error) bool) { yield(nil, err) }
+	}
+	content := modeltest.Sign(OfflineModelName, withTools(respond(req.Contents), req.Tools))
 	delay := o.PieceDelay
 	if slow(req.Contents) {
 		delay = slowPieceDelay
 	}
+	var thought *genai.Part
+	if c := req.Config; c != nil && c.ThinkingConfig != nil && c.ThinkingConfig.IncludeThoughts {
+		thought = &genai.Part{Text: thinking(content), Thought: true}
+	}
 	return func(yield func(*model.LLMResponse, error) bool) {
+		final := content
+		if thought != nil {
+			if stream && !yield(&model.LLMResponse{Content: &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{thought}}, Partial: true}, nil) {
+				return
+			}
+			final = &genai.Content{Role: content.Role, Parts: append([]*genai.Part{thought}, content.Parts...)}
+		}
 		if stream && len(content.Parts) == 1 && content.Parts[0].Text != "" {
 			words := strings.SplitAfter(content.Parts[0].Text, " ")
 			for i := 0; i < len(words); i += 3 {
@@ -59,8 +78,23 @@ func (o Offline) GenerateContent(ctx context.Context, req *model.LLMRequest, str
 				}
 			}
 		}
-		yield(&model.LLMResponse{Content: content, TurnComplete: true, FinishReason: genai.FinishReasonStop}, nil)
+		yield(&model.LLMResponse{Content: final, TurnComplete: true, FinishReason: genai.FinishReasonStop, ModelVersion: OfflineModelName}, nil)
 	}
+}
+
+// thinking is the offline model's thought summary for its answer: what
+// it is about to do.
+func thinking(content *genai.Content) string {
+	var tools []string
+	for _, p := range content.Parts {
+		if p.FunctionCall != nil {
+			tools = append(tools, p.FunctionCall.Name)
+		}
+	}
+	if len(tools) > 0 {
+		return "The message matches a rule for " + strings.Join(tools, " and ") + ", so I call it and word its result afterwards."
+	}
+	return "No tool is needed here: I answer in words."
 }
 
 // withTools keeps content to the tools the agent has (tools, by name, as

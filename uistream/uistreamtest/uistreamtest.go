@@ -86,6 +86,9 @@ var chunkFields = map[string]struct{ required, optional []string }{
 	"text-start":            {required: []string{"id"}, optional: []string{"providerMetadata"}},
 	"text-delta":            {required: []string{"id", "delta"}, optional: []string{"providerMetadata"}},
 	"text-end":              {required: []string{"id"}, optional: []string{"providerMetadata"}},
+	"reasoning-start":       {required: []string{"id"}, optional: []string{"providerMetadata"}},
+	"reasoning-delta":       {required: []string{"id", "delta"}, optional: []string{"providerMetadata"}},
+	"reasoning-end":         {required: []string{"id"}, optional: []string{"providerMetadata"}},
 	"tool-input-available":  {required: []string{"toolCallId", "toolName", "input"}, optional: []string{"providerExecuted", "providerMetadata", "dynamic", "title"}},
 	"tool-approval-request": {required: []string{"approvalId", "toolCallId"}},
 	"tool-output-available": {required: []string{"toolCallId", "output"}, optional: []string{"providerExecuted", "dynamic", "preliminary"}},
@@ -150,21 +153,21 @@ func Check(t testing.TB, chunks []map[string]any, knownCalls ...string) {
 			if inStep || len(openText) > 0 {
 				t.Errorf("chunk %d: finish with an open step or text part", i)
 			}
-		case "text-start":
+		case "text-start", "reasoning-start":
 			if openText[id] {
-				t.Errorf("chunk %d: text-start for open part %q", i, id)
+				t.Errorf("chunk %d: %s for open part %q", i, typ, id)
 			}
 			openText[id] = true
-		case "text-delta":
+		case "text-delta", "reasoning-delta":
 			if !openText[id] {
-				t.Errorf("chunk %d: text-delta for part %q that is not open", i, id)
+				t.Errorf("chunk %d: %s for part %q that is not open", i, typ, id)
 			}
 			if c["delta"] == "" {
-				t.Errorf("chunk %d: empty text-delta", i)
+				t.Errorf("chunk %d: empty %s", i, typ)
 			}
-		case "text-end":
+		case "text-end", "reasoning-end":
 			if !openText[id] {
-				t.Errorf("chunk %d: text-end for part %q that is not open", i, id)
+				t.Errorf("chunk %d: %s for part %q that is not open", i, typ, id)
 			}
 			delete(openText, id)
 		case "tool-input-available":
@@ -178,7 +181,7 @@ func Check(t testing.TB, chunks []map[string]any, knownCalls ...string) {
 				t.Errorf("chunk %d: %s for unknown tool call %q", i, typ, callID)
 			}
 		}
-		if (strings.HasPrefix(typ, "text-") || strings.HasPrefix(typ, "tool-") || typ == "file") && !inStep {
+		if (strings.HasPrefix(typ, "text-") || strings.HasPrefix(typ, "reasoning-") || strings.HasPrefix(typ, "tool-") || typ == "file") && !inStep {
 			t.Errorf("chunk %d: %s outside a step", i, typ)
 		}
 	}
@@ -204,10 +207,16 @@ func OfType(chunks []map[string]any, typ string) []map[string]any {
 	return out
 }
 
+// Reasoning joins the deltas of a stream's reasoning-delta chunks.
+func Reasoning(chunks []map[string]any) string { return deltas(chunks, "reasoning-delta") }
+
 // Text joins the deltas of a stream's text-delta chunks.
-func Text(chunks []map[string]any) string {
+func Text(chunks []map[string]any) string { return deltas(chunks, "text-delta") }
+
+// deltas joins the deltas of a stream's chunks of type typ.
+func deltas(chunks []map[string]any, typ string) string {
 	var b strings.Builder
-	for _, c := range OfType(chunks, "text-delta") {
+	for _, c := range OfType(chunks, typ) {
 		delta, _ := c["delta"].(string)
 		b.WriteString(delta)
 	}

@@ -24,7 +24,7 @@ function switchedText({ from, to }) {
  */
 export function Message({ message, live, device, running, onDecide, onAnswer, surfaces, callOf, onSurfaceAnswer, onCardAction }) {
   const switches = message.parts.filter((p) => p.type === 'data-agent' && p.data?.switched);
-  const shown = message.parts.filter((p) => (p.type === 'text' && p.text) || p.type === 'file' ||
+  const shown = message.parts.filter((p) => (p.type === 'text' && p.text) || (p.type === 'reasoning' && p.text) || p.type === 'file' ||
     (isTool(p) && toolName(p) !== SURFACE_TOOL) || p.type === 'data-a2ui-action' ||
     (p.type === 'data-a2ui' && surfaces.get(p.id)?.first === message.id));
   if (message.role === 'assistant' && shown.length === 0 && switches.length > 0 && message.parts.every((p) => p.type.startsWith('data-'))) {
@@ -38,6 +38,7 @@ export function Message({ message, live, device, running, onDecide, onAnswer, su
           <Fragment key={p.toolCallId ?? (p.type === 'data-a2ui' ? `s-${p.id}` : `t${i}`)}>
             {p.type === 'text'
               ? <span className="text" data-testid="message-text">{p.text}</span>
+              : p.type === 'reasoning' ? <Thoughts part={p} />
               : p.type === 'file' ? <FilePart part={p} />
               : p.type === 'data-a2ui-action' ? <ActionLine data={p.data} />
               : p.type === 'data-a2ui' ? <SurfacePart data={surfaces.get(p.id).data} call={callOf(surfaces.get(p.id).data?.callId)}
@@ -49,6 +50,19 @@ export function Message({ message, live, device, running, onDecide, onAnswer, su
         {live && <LiveMark />}
       </div>
     </>
+  );
+}
+
+/**
+ * Thoughts is the model's thought summary (a reasoning part: a deployment
+ * with BATON_INCLUDE_THOUGHTS), folded: the answer is what the page shows.
+ */
+function Thoughts({ part }) {
+  return (
+    <details className="thoughts" data-testid="message-reasoning">
+      <summary>{part.state === 'streaming' ? 'Thinking…' : 'Thoughts'}</summary>
+      <span className="text">{part.text}</span>
+    </details>
   );
 }
 

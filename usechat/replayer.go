@@ -1,4 +1,4 @@
-package functions
+package usechat
 
 // Replaying a stored turn as a useChat page must see it again.
 

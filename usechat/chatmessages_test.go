@@ -1,4 +1,4 @@
-package functions
+package usechat
 
 import (
 	"encoding/json"
@@ -18,8 +18,9 @@ import (
 )
 
 // TestUIMessagesJSON: GET /Chat/{chatId}'s messages, part by part, as a
-// page decodes them: user and assistant text, an agent switch, a server
-// call that failed, an open browser call and an open approval.
+// page decodes them: user and assistant text, an agent switch, the
+// model's thought summary (a reasoning part), a server call that failed,
+// an open browser call and an open approval.
 func TestUIMessagesJSON(t *testing.T) {
 	t.Parallel()
 	ts := time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)
@@ -42,7 +43,7 @@ func TestUIMessagesJSON(t *testing.T) {
 	events := eventlist.List(sessionstore.MigrateHistory(t.Context(), old, sessionstore.Migration{From: "dj", To: "assistant", At: ts.Add(3 * time.Second)}))
 	user := ev("3", "inv-2", "user", 4, genai.NewPartFromText("weather, music and a table"))
 	user.Actions.StateDelta = map[string]any{transcript.MessageIDKey: "u2"}
-	calls := ev("4", "inv-2", "assistant", 5, call("w1", "get_weather", map[string]any{"city": "Oslo"}),
+	calls := ev("4", "inv-2", "assistant", 5, &genai.Part{Text: "three tools, then answer", Thought: true}, call("w1", "get_weather", map[string]any{"city": "Oslo"}),
 		call("c1", "change_bgm", map[string]any{"track": float64(2)}), call("b1", "book_table", nil))
 	calls.LongRunningToolIDs = []string{"c1"}
 	events = append(events, user, calls,
@@ -68,6 +69,7 @@ func TestUIMessagesJSON(t *testing.T) {
 	 {"id": "u2", "role": "user", "parts": [{"type": "text", "text": "weather, music and a table"}]},
 	 {"id": "inv-2", "role": "assistant", "parts": [
 	  {"type": "data-agent", "data": {"switched": true, "from": "dj", "to": "assistant"}},
+	  {"type": "reasoning", "text": "three tools, then answer", "state": "done"},
 	  {"type": "tool-get_weather", "toolCallId": "w1", "state": "output-error", "input": {"city": "Oslo"}, "errorText": "no forecast", "providerExecuted": true},
 	  {"type": "tool-change_bgm", "toolCallId": "c1", "state": "input-available", "input": {"track": 2}, "providerExecuted": false,
 	   "callProviderMetadata": {"baton": {"deviceId": "tab-a"}}},

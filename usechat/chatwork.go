@@ -1,4 +1,4 @@
-package functions
+package usechat
 
 // Background work in a followed turn: a turn paused on background calls
 // is followed, from Firestore, until their answers are stored and the

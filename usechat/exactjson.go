@@ -1,4 +1,4 @@
-package functions
+package usechat
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 	"unicode/utf8"
 )
 
-// checkExactJSON refuses a request body that encoding/json would decode
+// CheckExactJSON refuses a request body that encoding/json would decode
 // into v other than as written: bytes that are not UTF-8 and \u escapes
 // that name no character (unpaired surrogates), which it replaces with
 // U+FFFD, so that two different ids would name one chat; member names that
@@ -19,7 +19,7 @@ import (
 // sessionId); and members named twice (it keeps the last). Every request
 // body goes through it; free-form objects (a tool's output) keep any member
 // names but still may not repeat one.
-func checkExactJSON(body []byte, v any) error {
+func CheckExactJSON(body []byte, v any) error {
 	if !utf8.Valid(body) {
 		return errors.New("the body is not valid UTF-8")
 	}
@@ -182,10 +182,10 @@ func jsonFields(t reflect.Type) map[string]reflect.Type {
 	return out
 }
 
-// checkTakenJSON is checkExactJSON for a body that may carry members
+// checkTakenJSON is CheckExactJSON for a body that may carry members
 // Baton does not use (Chat's, see chatbody.go): raw is to be decoded into
 // a value of type t; the members of its objects that name a field of t
-// are checked as checkExactJSON checks a body (as UTF-8, escapes, and
+// are checked as CheckExactJSON checks a body (as UTF-8, escapes, and
 // member names, recursively), and the others are skipped unread, except a
 // name that differs from a field's only by case, which encoding/json
 // would take for it. Free-form values (a tool's output) are checked

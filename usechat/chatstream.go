@@ -1,4 +1,4 @@
-package functions
+package usechat
 
 // Resumable streams without Redis: a turn's stream is rebuilt from the
 // session in Firestore, which every instance appends each event to before
@@ -25,17 +25,17 @@ import (
 	"github.com/baton-run/baton/uistream"
 )
 
-// waitHeader, on GET /Chat/{chatId}/stream, asks to wait up to that many
+// WaitHeader, on GET /Chat/{chatId}/stream, asks to wait up to that many
 // seconds for a turn to start when none is running (a live tab's long
 // poll) instead of answering 204 at once.
-const waitHeader = "X-Baton-Wait"
+const WaitHeader = "X-Baton-Wait"
 
-// seenHeader, with waitHeader, names the last assistant message the
+// SeenHeader, with WaitHeader, names the last assistant message the
 // live tab shows ("none" for none): a turn it has not seen is replayed at
 // once, so no turn is missed between two waits.
-const seenHeader = "X-Baton-Seen"
+const SeenHeader = "X-Baton-Seen"
 
-// maxWait bounds waitHeader.
+// maxWait bounds WaitHeader.
 const maxWait = 55 * time.Second
 
 // replayWindow is how many recent events a replay reads to find the turn
@@ -43,82 +43,83 @@ const maxWait = 55 * time.Second
 const replayWindow = 200
 
 // chatResume answers useChat's resume request: GET /Chat/{chatId}/stream.
-// Without waitHeader it is resumeOpen; with it, a live tab's follow.
+// Without WaitHeader it is resumeOpen; with it, a live tab's follow.
 func (s *Server) chatResume(w http.ResponseWriter, r *http.Request, log *slog.Logger, chatID string) error {
-	user, err := s.ident.userID(r.Context(), r)
+	c, err := s.ident(r)
 	if err != nil {
 		return err
 	}
+	x := &exchange{w: w, r: r, log: log, caller: c}
 	var wait time.Duration
-	if v := r.Header.Get(waitHeader); v != "" {
+	if v := r.Header.Get(WaitHeader); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 || time.Duration(n)*time.Second > maxWait {
-			return fmt.Errorf("%w: %s must be 0 to %d seconds", errBadRequest, waitHeader, int(maxWait.Seconds()))
+			return fmt.Errorf("%w: %s must be 0 to %d seconds", errBadRequest, WaitHeader, int(maxWait.Seconds()))
 		}
 		wait = time.Duration(n) * time.Second
 	}
 	if wait > 0 {
-		return s.follow(w, r, log, user, chatID, wait, r.Header.Get(seenHeader))
+		return s.follow(x, chatID, wait, r.Header.Get(SeenHeader))
 	}
-	return s.resumeOpen(w, r, log, user, chatID)
+	return s.resumeOpen(x, chatID)
 }
 
 // chatReplay streams the chat's last turn as the transcript has it,
 // followed to its end when it is running.
-func (s *Server) chatReplay(w http.ResponseWriter, r *http.Request, log *slog.Logger, user, chatID string) error {
-	ctx, cancel := s.replayContext(r, 0)
+func (s *Server) chatReplay(x *exchange, chatID string) error {
+	ctx, cancel := s.replayContext(x.r, 0)
 	defer cancel()
-	cw, err := s.watchChat(ctx, user, chatID)
+	cw, err := s.watchChat(ctx, x.caller.User, chatID)
 	if err != nil {
 		return err
 	}
-	calls, err := s.openCalls(r, cw)
+	calls, err := s.openCalls(x.r, cw)
 	if err != nil {
 		return err
 	}
-	return s.streamTurn(ctx, w, log, cw, calls, s.fileLinks(r, user))
+	return s.streamTurn(ctx, x.w, x.log, cw, calls, s.fileLinks(x.r, x.caller.User))
 }
 
 // resumeOpen streams the chat's last turn only while it is running or
 // waiting for calls; otherwise (an unknown chat too) it answers 204.
-func (s *Server) resumeOpen(w http.ResponseWriter, r *http.Request, log *slog.Logger, user, chatID string) error {
-	ctx, cancel := s.replayContext(r, 0)
+func (s *Server) resumeOpen(x *exchange, chatID string) error {
+	ctx, cancel := s.replayContext(x.r, 0)
 	defer cancel()
-	cw, err := s.watchChat(ctx, user, chatID)
+	cw, err := s.watchChat(ctx, x.caller.User, chatID)
 	if errors.Is(err, sessionstore.ErrNotFound) {
-		w.WriteHeader(http.StatusNoContent)
+		x.w.WriteHeader(http.StatusNoContent)
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	calls, err := s.openCalls(r, cw)
+	calls, err := s.openCalls(x.r, cw)
 	if err != nil {
 		return err
 	}
 	if !cw.busy && len(calls) == 0 {
-		w.WriteHeader(http.StatusNoContent)
+		x.w.WriteHeader(http.StatusNoContent)
 		return nil
 	}
-	return s.streamTurn(ctx, w, log, cw, calls, s.fileLinks(r, user))
+	return s.streamTurn(ctx, x.w, x.log, cw, calls, s.fileLinks(x.r, x.caller.User))
 }
 
 // follow is a live tab's wait: the running turn, a finished one the tab
 // has not seen (seen names the last one it shows), or the next one to
 // start within wait; else 204. A turn waiting for calls is not shown
 // again.
-func (s *Server) follow(w http.ResponseWriter, r *http.Request, log *slog.Logger, user, chatID string, wait time.Duration, seen string) error {
-	ctx, cancel := s.replayContext(r, wait)
+func (s *Server) follow(x *exchange, chatID string, wait time.Duration, seen string) error {
+	ctx, cancel := s.replayContext(x.r, wait)
 	defer cancel()
-	cw, err := s.watchChat(ctx, user, chatID)
+	cw, err := s.watchChat(ctx, x.caller.User, chatID)
 	if errors.Is(err, sessionstore.ErrNotFound) {
 		// No chat yet: nothing to listen to. Answer after a pause, so the
 		// tab asks again soon without spinning.
 		select {
 		case <-time.After(min(wait, time.Second)):
-		case <-r.Context().Done():
+		case <-x.r.Context().Done():
 		}
-		w.WriteHeader(http.StatusNoContent)
+		x.w.WriteHeader(http.StatusNoContent)
 		return nil
 	}
 	if err != nil {
@@ -128,10 +129,10 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request, log *slog.Logger
 	// is replayed now; otherwise wait for the next turn to start.
 	if !cw.busy && !(seen != "" && unseen(cw.events, seen)) && !transcript.AwaitsWork(cw.events[lastTurn(cw.events):]) &&
 		!cw.awaitTurn(ctx, wait) {
-		w.WriteHeader(http.StatusNoContent)
+		x.w.WriteHeader(http.StatusNoContent)
 		return nil
 	}
-	return s.streamTurn(ctx, w, log, cw, nil, s.fileLinks(r, user))
+	return s.streamTurn(ctx, x.w, x.log, cw, nil, s.fileLinks(x.r, x.caller.User))
 }
 
 // replayContext bounds a replay: it outlives the request's pre-stream

@@ -1,4 +1,4 @@
-package functions
+package usechat
 
 // The history a reloaded page shows: stored events projected onto the
 // items the turns' streams showed, with the same ids. Pending returns the
@@ -6,6 +6,7 @@ package functions
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"math"
 	"time"
 
@@ -20,9 +21,9 @@ import (
 	"github.com/baton-run/baton/uistream"
 )
 
-// historyItem is one thing a chat page shows, in order: a user message, a
+// HistoryItem is one thing a chat page shows (and GET /Pending lists), in order: a user message, a
 // piece of an assistant message (text, or a tool call), or an agent switch.
-type historyItem struct {
+type HistoryItem struct {
 	// Role is "user", "assistant", or "switch" (the chat moved from agent
 	// From to agent To, reported with the message that asked for it).
 	Role string `json:"role"`
@@ -32,6 +33,9 @@ type historyItem struct {
 	// whose stream reported the switch.
 	MessageID string `json:"messageId,omitempty"`
 	Text      string `json:"text,omitempty"`
+	// Reasoning, on an assistant item, is the model's thought summary
+	// (a deployment with BATON_INCLUDE_THOUGHTS).
+	Reasoning string `json:"reasoning,omitempty"`
 	// A tool call: the arguments it ran with (an approver's edit
 	// included), then its output or error once it has one, and a person's
 	// decision ("approved" or "rejected") on a call that needed approval.
@@ -54,11 +58,12 @@ type historyItem struct {
 	// Surface, on an assistant item, is an A2UI surface the message showed
 	// first, as it last was (the data of its data-a2ui part).
 	Surface *uistream.SurfaceData `json:"surface,omitempty"`
-	// Action, on a user item, is the A2UI action the message sent.
-	Action *a2ui.ClientMessage `json:"action,omitempty"`
-	From   string              `json:"from,omitempty"`
-	To     string              `json:"to,omitempty"`
-	Time   time.Time           `json:"time"`
+	// Action, on a user item, is the A2UI client message holding the
+	// action the message sent, as its client sent it.
+	Action json.RawMessage `json:"action,omitempty"`
+	From   string          `json:"from,omitempty"`
+	To     string          `json:"to,omitempty"`
+	Time   time.Time       `json:"time"`
 }
 
 // historyContext is how many events a history is read with: every event
@@ -66,15 +71,19 @@ type historyItem struct {
 // window starts in and the approvals its calls were asked with.
 const historyContext = math.MaxInt
 
+// History is the history a page shows of events, the last shown of them:
+// GET /Pending's.
+func History(events session.Events, shown int) []HistoryItem { return history(events, shown) }
+
 // history turns the last shown of events into what a chat page shows, as
 // the turns' streams showed it: the same message ids, tool call ids and
 // approval ids. The events before them are read for those ids only.
-func history(events session.Events, shown int) []historyItem {
+func history(events session.Events, shown int) []HistoryItem {
 	from := max(events.Len()-shown, 0)
 	calls := readCalls(events)
 	decisions := transcript.ApprovalDecisions(events)
 	surfaces := surfacesByEvent(events)
-	out := []historyItem{}
+	out := []HistoryItem{}
 	var run *sessionstore.Switch // the switch that moved the events being read
 	turn := ""
 	i := -1
@@ -105,7 +114,7 @@ func history(events session.Events, shown int) []historyItem {
 		}
 		out = append(out, eventItems(ev, turn, records, calls, decisions)...)
 		for _, d := range surfaces[i] {
-			out = append(out, historyItem{Role: "assistant", MessageID: turn, Time: ev.Timestamp, Surface: d})
+			out = append(out, HistoryItem{Role: "assistant", MessageID: turn, Time: ev.Timestamp, Surface: d})
 		}
 		if ended != nil && transcript.StartsTurn(ev) {
 			out = append(out, switchItem(*ended, turn))
@@ -134,13 +143,13 @@ func sameSwitch(a, b sessionstore.Switch) bool {
 
 // switchItem is a switch shown in turn's message ("" when no turn has
 // shown it yet).
-func switchItem(sw sessionstore.Switch, turn string) historyItem {
-	return historyItem{Role: "switch", MessageID: turn, From: sw.From, To: sw.To, Time: sw.At}
+func switchItem(sw sessionstore.Switch, turn string) HistoryItem {
+	return HistoryItem{Role: "switch", MessageID: turn, From: sw.From, To: sw.To, Time: sw.At}
 }
 
 // eventItems are the items of one event: text parts, and tool calls,
 // whether function calls or the records an agent switch made of them.
-func eventItems(ev *session.Event, turn string, records []sessionstore.MovedCall, calls *callStates, decisions map[string]transcript.ApprovalDecision) []historyItem {
+func eventItems(ev *session.Event, turn string, records []sessionstore.MovedCall, calls *callStates, decisions map[string]transcript.ApprovalDecision) []HistoryItem {
 	role := "assistant"
 	if ev.Author == "user" {
 		role, turn = "user", ""
@@ -149,9 +158,9 @@ func eventItems(ev *session.Event, turn string, records []sessionstore.MovedCall
 	for _, r := range records {
 		recordAt[r.Part] = r
 	}
-	var out []historyItem
+	var out []HistoryItem
 	for i, p := range ev.Content.Parts {
-		item := historyItem{Role: role, MessageID: turn, Time: ev.Timestamp, Stopped: transcript.IsStopNote(ev)}
+		item := HistoryItem{Role: role, MessageID: turn, Time: ev.Timestamp, Stopped: transcript.IsStopNote(ev)}
 		r, isRecord := recordAt[i]
 		switch {
 		case isRecord:
@@ -163,10 +172,12 @@ func eventItems(ev *session.Event, turn string, records []sessionstore.MovedCall
 			if r.Approved != nil {
 				item.Approval = decisionText(*r.Approved)
 			}
+		case p.Text != "" && p.Thought && role == "assistant":
+			item.Reasoning = p.Text
 		case p.Text != "" && !p.Thought:
 			item.Text = p.Text
 			if action, ok := a2ui.ActionOfText(p.Text); ok && role == "user" {
-				item.Text, item.Action = "", &action
+				item.Text, item.Action = "", action.Sent
 			}
 		case p.FileData != nil || p.InlineData != nil:
 			if item.File = newHistoryFile(p); item.File == nil {
@@ -188,7 +199,7 @@ func eventItems(ev *session.Event, turn string, records []sessionstore.MovedCall
 		out = append(out, item)
 	}
 	for _, p := range chatfiles.SavedFiles(ev) {
-		out = append(out, historyItem{Role: role, MessageID: turn, Time: ev.Timestamp, File: newHistoryFile(p)})
+		out = append(out, HistoryItem{Role: role, MessageID: turn, Time: ev.Timestamp, File: newHistoryFile(p)})
 	}
 	return out
 }

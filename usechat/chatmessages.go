@@ -1,7 +1,8 @@
-package functions
+package usechat
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -9,10 +10,10 @@ import (
 
 	"google.golang.org/adk/v2/session"
 
-	"github.com/baton-run/baton/a2ui"
 	"github.com/baton-run/baton/toolcallback"
 	"github.com/baton-run/baton/transcript"
 	"github.com/baton-run/baton/uistream"
+	"github.com/baton-run/baton/userinput"
 )
 
 // chatView is GET /Chat/{chatId}: a page of the conversation as AI SDK
@@ -39,7 +40,8 @@ type uiMessageView struct {
 // toolPart or an agentPart. Type is the part's type in the AI SDK.
 type uiPartView interface{ partType() string }
 
-// textPart is a text part; an assistant's is in state "done".
+// textPart is a text part, or (Type "reasoning") an assistant's thought
+// summary; an assistant's is in state "done".
 type textPart struct {
 	Type  string `json:"type"` // "text"
 	Text  string `json:"text"`
@@ -101,8 +103,8 @@ type surfacePart struct {
 // actionPart is a data-a2ui-action part: the A2UI action a user message
 // sent, {"version", "action"}.
 type actionPart struct {
-	Type string             `json:"type"` // "data-a2ui-action"
-	Data a2ui.ClientMessage `json:"data"`
+	Type string          `json:"type"` // "data-a2ui-action"
+	Data json.RawMessage `json:"data"` // as the client sent it
 }
 
 func (p surfacePart) partType() string { return p.Type }
@@ -111,12 +113,12 @@ func (p textPart) partType() string    { return p.Type }
 func (p agentPart) partType() string   { return p.Type }
 func (p toolPart) partType() string    { return p.Type }
 
-func newAgentPart(item historyItem) agentPart {
+func newAgentPart(item HistoryItem) agentPart {
 	return agentPart{Type: "data-agent", Data: agentSwitch{Switched: true, From: item.From, To: item.To}}
 }
 
 func (s *Server) chatMessages(w http.ResponseWriter, r *http.Request, chatID string) error {
-	user, err := s.ident.userID(r.Context(), r)
+	user, err := s.userID(r)
 	if err != nil {
 		return err
 	}
@@ -176,7 +178,7 @@ func uiMessages(events session.Events, shown int, open []*toolcallback.Call) []u
 				part = newFilePart(item.File)
 			}
 			if item.Action != nil {
-				part = actionPart{Type: "data-" + uistream.SurfaceActionPartName, Data: *item.Action}
+				part = actionPart{Type: "data-" + uistream.SurfaceActionPartName, Data: item.Action}
 			}
 			// The parts of one user message are items of one event.
 			if n := len(out); n > 0 && out[n-1].Role == "user" && userAt.Equal(item.Time) {
@@ -200,6 +202,9 @@ func uiMessages(events session.Events, shown int, open []*toolcallback.Call) []u
 		switched = nil
 		if item.Role == "switch" {
 			m.Parts = append(m.Parts, newAgentPart(item))
+		}
+		if item.Reasoning != "" {
+			m.Parts = append(m.Parts, textPart{Type: "reasoning", Text: item.Reasoning, State: "done"})
 		}
 		if item.Text != "" {
 			m.Parts = append(m.Parts, textPart{Type: "text", Text: item.Text, State: "done"})
@@ -229,7 +234,7 @@ func uiMessages(events session.Events, shown int, open []*toolcallback.Call) []u
 
 // newToolPart is a tool call as a UIMessage part; open is its ledger
 // record while it waits for an answer.
-func newToolPart(item historyItem, open *toolcallback.Call) toolPart {
+func newToolPart(item HistoryItem, open *toolcallback.Call) toolPart {
 	p := toolPart{Type: "tool-" + item.ToolName, ToolCallID: item.ToolCallID, Input: item.Input, ProviderExecuted: true}
 	if p.Input == nil {
 		p.Input = map[string]any{}
@@ -271,7 +276,16 @@ func deviceOf(open *toolcallback.Call) *callMetadata {
 // browser call of userinput.ToolName that the device that started
 // the turn answers with its output, as the stream showed it.
 func newInputPart(open *toolcallback.Call) toolPart {
-	v := newCallView(open, "")
-	return toolPart{Type: "tool-" + v.ToolName, ToolCallID: v.ToolCallID, State: "input-available", Input: v.Input,
+	p := toolPart{Type: "tool-" + open.Tool, ToolCallID: open.OriginalID, State: "input-available", Input: open.Args,
 		CallProviderMetadata: deviceOf(open)}
+	if open.Input != nil {
+		p.Type, p.ToolCallID, p.Input = "tool-"+userinput.ToolName, open.ID, open.Input.Shown()
+		if open.InCall {
+			p.Input["live"] = true // an in-call question: answered with ToolResult (the wire name stays "live")
+		}
+	}
+	if p.Input == nil {
+		p.Input = map[string]any{}
+	}
+	return p
 }

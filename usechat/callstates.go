@@ -1,4 +1,4 @@
-package functions
+package usechat
 
 // What stored events say of their function calls, read in one place for
 // the history a reloaded page shows (history.go) and for the replay of a

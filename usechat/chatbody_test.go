@@ -1,4 +1,4 @@
-package functions
+package usechat
 
 import (
 	"fmt"
@@ -7,9 +7,25 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/baton-run/baton/errclass"
 )
+
+// testConfig is the configuration of the tests: what is new in a body is
+// bounded by 64 KiB.
+func testConfig() Config {
+	return Config{MaxBodyBytes: 64 << 10, InvocationTimeout: 30 * time.Second, KeepAlive: 15 * time.Second}
+}
+
+// status is how the HTTP routes answer err: its class's status and
+// message.
+func status(err error) (int, errclass.Class) {
+	c := errclass.Of(err)
+	return c.HTTPStatus(), c
+}
 
 // readPost runs Chat's body reading on body, as chatPost does: the
 // stream, then the last message.
@@ -97,7 +113,7 @@ func TestChatBodyExact(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			_, m, err := readPost(t, s, tt.body)
 			if err == nil && m != nil && tt.want != "" {
-				_, err = m.content(s.maxFile())
+				_, err = m.content(s.maxFile(), false)
 			}
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("error = %v, want one saying %q", err, tt.want)
@@ -198,7 +214,7 @@ func FuzzChatBody(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body string) {
 		b, m, err := readPost(t, s, body)
 		if err == nil && b.Messages > 0 && m.Role == "user" {
-			_, err = m.content(s.maxFile())
+			_, err = m.content(s.maxFile(), false)
 		}
 		if err == nil {
 			return

@@ -1,4 +1,4 @@
-package functions
+package usechat
 
 // Reading a Chat body. DefaultChatTransport POSTs every message of the
 // conversation on every send, so the body grows with the chat while what
@@ -25,6 +25,8 @@ import (
 	"net/http"
 	"reflect"
 	"strings"
+
+	"github.com/baton-run/baton/errclass"
 )
 
 // Defaults of Chat's limits, when a Config leaves them zero.
@@ -32,18 +34,6 @@ const (
 	defaultMaxChatBody = 32 << 20 // Cloud Run's request limit (HTTP/1)
 	defaultMaxFile     = 10 << 20
 )
-
-// limitError: a request goes over one of the configured limits. Its text
-// names the limit and the variable that sets it.
-type limitError struct {
-	what  string // "the request body", "a file", …
-	limit int64
-	env   string
-}
-
-func (e *limitError) Error() string {
-	return fmt.Sprintf("%s is over the limit of %d bytes (%s)", e.what, e.limit, e.env)
-}
 
 func (s *Server) maxChatBody() int64 {
 	if s.cfg.MaxChatBodyBytes > 0 {
@@ -106,7 +96,7 @@ func (s *Server) readChatBody(w http.ResponseWriter, r *http.Request) (*postBody
 		}
 	}
 	if tooLarge := (*http.MaxBytesError)(nil); errors.As(err, &tooLarge) {
-		return nil, &limitError{what: "the request body", limit: s.maxChatBody(), env: "BATON_MAX_CHAT_BODY_BYTES"}
+		return nil, &errclass.LimitError{What: "the request body", Limit: s.maxChatBody(), Env: "BATON_MAX_CHAT_BODY_BYTES"}
 	}
 	var unsupported *json.UnmarshalTypeError
 	if errors.As(err, &unsupported) {
@@ -270,7 +260,7 @@ func (s *Server) takeMessage(b *postBody) (*uiMessage, error) {
 			return nil, fmt.Errorf("%w: %s: %v", errBadRequest, at, err)
 		}
 		if m.Role == "assistant" && int64(len(raw)) > s.cfg.MaxBodyBytes {
-			return nil, &limitError{what: "an answer (" + at + ")", limit: s.cfg.MaxBodyBytes, env: "BATON_MAX_BODY_BYTES"}
+			return nil, &errclass.LimitError{What: "an answer (" + at + ")", Limit: s.cfg.MaxBodyBytes, Env: "BATON_MAX_BODY_BYTES"}
 		}
 		if p.Type == "file" {
 			rest -= int64(len(p.URL)) // files have their own limit
@@ -278,7 +268,7 @@ func (s *Server) takeMessage(b *postBody) (*uiMessage, error) {
 		m.Parts = append(m.Parts, p)
 	}
 	if m.Role == "user" && rest > s.cfg.MaxBodyBytes {
-		return nil, &limitError{what: "the new message without its files", limit: s.cfg.MaxBodyBytes, env: "BATON_MAX_BODY_BYTES"}
+		return nil, &errclass.LimitError{What: "the new message without its files", Limit: s.cfg.MaxBodyBytes, Env: "BATON_MAX_BODY_BYTES"}
 	}
 	return m, nil
 }

@@ -1,4 +1,4 @@
-package functions
+package usechat
 
 // Pages of a conversation: GET /Chat/{chatId}?limit=50&before=<messageId>
 // answers the messages just before a message (without before, the latest
@@ -16,8 +16,11 @@ import (
 )
 
 // defaultPage is how many messages a page holds unless limit says
-// otherwise (at most maxHistory).
+// otherwise (at most maxPage).
 const defaultPage = 50
+
+// maxPage bounds the messages a page may hold.
+const maxPage = 100
 
 // wholeHistory asks Team.Pending for every event of the chat's session.
 const wholeHistory = -1
@@ -39,8 +42,8 @@ func readPageQuery(v url.Values) (pageQuery, error) {
 	}
 	if v.Has("limit") {
 		n, err := strconv.Atoi(v.Get("limit"))
-		if err != nil || n < 1 || n > maxHistory {
-			return pageQuery{}, fmt.Errorf("%w: limit must be 1 to %d", errBadRequest, maxHistory)
+		if err != nil || n < 1 || n > maxPage {
+			return pageQuery{}, fmt.Errorf("%w: limit must be 1 to %d", errBadRequest, maxPage)
 		}
 		q.limit = n
 	}

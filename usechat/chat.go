@@ -1,4 +1,4 @@
-package functions
+package usechat
 
 // Chat: the AI SDK's useChat talks to Baton through DefaultChatTransport
 // with nothing but its api URL (…/Chat), headers and body set.
@@ -18,20 +18,18 @@ package functions
 // transcript is the truth.
 
 import (
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strings"
 
-	"google.golang.org/adk/v2/session"
 	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/a2ui"
+	"github.com/baton-run/baton/errclass"
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
 	"github.com/baton-run/baton/uistream"
@@ -72,48 +70,6 @@ type uiApproval struct {
 	Reason   string `json:"reason,omitempty"`
 }
 
-func (s *Server) chat(w http.ResponseWriter, r *http.Request, log *slog.Logger) error {
-	chatID, rest, err := chatPath(r.URL)
-	if err != nil {
-		return err
-	}
-	switch {
-	case r.Method == http.MethodPost && chatID == "":
-		return s.chatPost(w, r, log)
-	case r.Method == http.MethodGet && chatID != "" && rest == "stream":
-		return s.chatResume(w, r, log, chatID)
-	case r.Method == http.MethodGet && chatID != "" && rest == "live":
-		return s.chatLive(w, r, log, chatID)
-	case r.Method == http.MethodGet && chatID != "" && rest == "":
-		return s.chatMessages(w, r, chatID)
-	case r.Method == http.MethodDelete && chatID != "" && rest == "stream":
-		return s.stop(w, r, chatID)
-	case r.Method == http.MethodGet && chatID != "" && strings.HasPrefix(rest, "files/"):
-		return s.chatFile(w, r, chatID, rest)
-	}
-	return fmt.Errorf("%w: POST /Chat, GET /Chat/{chatId}, GET or DELETE /Chat/{chatId}/stream, GET /Chat/{chatId}/live", errBadRequest)
-}
-
-// chatPath splits what follows the function's name in the path: "" for
-// POST /Chat, or a chat id and what follows it. The id is one path
-// segment, URL-decoded, as DefaultChatTransport encodes it.
-func chatPath(u *url.URL) (chatID, rest string, err error) {
-	p := u.EscapedPath()
-	if i := strings.Index(p, "/"+NameChat); i >= 0 {
-		p = p[i+len(NameChat)+1:]
-	}
-	p = strings.Trim(p, "/")
-	if p == "" {
-		return "", "", nil
-	}
-	seg, rest, _ := strings.Cut(p, "/")
-	id, err := url.PathUnescape(seg)
-	if err != nil {
-		return "", "", fmt.Errorf("%w: chat id: %v", errBadRequest, err)
-	}
-	return id, rest, nil // Team checks it
-}
-
 // chatDevice is the device (tab) a request comes from: the body's
 // deviceId or the X-Baton-Device header; both, when given, must agree.
 func chatDevice(r *http.Request, fromBody string) (string, error) {
@@ -132,11 +88,10 @@ func chatDevice(r *http.Request, fromBody string) (string, error) {
 }
 
 func (s *Server) chatPost(w http.ResponseWriter, r *http.Request, log *slog.Logger) error {
-	c, err := s.ident.caller(r.Context(), r)
+	c, err := s.ident(r)
 	if err != nil {
 		return err
 	}
-	user := c.user
 	req, err := s.readChatBody(w, r)
 	if err != nil {
 		return err
@@ -145,10 +100,11 @@ func (s *Server) chatPost(w http.ResponseWriter, r *http.Request, log *slog.Logg
 	if err != nil {
 		return err
 	}
+	x := &exchange{w: w, r: r, log: log, caller: c, device: device}
 	switch req.Trigger {
 	case "submit-message":
 	case "regenerate-message":
-		return s.chatRegenerate(w, r, log, c, device, req)
+		return s.chatRegenerate(x, req)
 	default:
 		return fmt.Errorf("%w: trigger must be submit-message or regenerate-message", errBadRequest)
 	}
@@ -162,11 +118,11 @@ func (s *Server) chatPost(w http.ResponseWriter, r *http.Request, log *slog.Logg
 	switch last.Role {
 	case "user":
 		if req.MessageID != "" {
-			return s.chatEdit(w, r, log, c, device, req, last)
+			return s.chatEdit(x, req, last)
 		}
-		return s.chatMessage(w, r, log, c, device, req.ID, req.Agent, last)
+		return s.chatMessage(x, req.ID, req.Agent, last)
 	case "assistant":
-		return s.chatAnswers(w, r, log, user, device, req.ID, last)
+		return s.chatAnswers(x, req.ID, last)
 	}
 	return fmt.Errorf("%w: the last message must be a user message or the assistant message holding answers", errBadRequest)
 }
@@ -174,37 +130,39 @@ func (s *Server) chatPost(w http.ResponseWriter, r *http.Request, log *slog.Logg
 // chatMessage runs a turn on the user's new message. A message the chat
 // took already (the same message id, sent again) is answered with the
 // stream of the turn it started.
-func (s *Server) chatMessage(w http.ResponseWriter, r *http.Request, log *slog.Logger, c caller, device, chatID, agentName string, m *uiMessage) error {
-	user := c.user
-	if err := s.cardActions(r.Context(), user, chatID, m); err != nil {
-		return err
-	}
-	content, err := s.newContent(m, user, chatID)
+func (s *Server) chatMessage(x *exchange, chatID, agentName string, m *uiMessage) error {
+	actions, err := m.cardActions()
 	if err != nil {
 		return err
 	}
-	inv, report, err := s.team.Turn(r.Context(), toolcallback.TurnRequest{
-		UserID: user, ChatID: chatID, ClientID: device, Agent: agentName, Content: content, MessageID: m.ID, Limits: s.limitsOf(c),
+	content, err := s.newContent(m, x.caller.User, chatID, len(actions) > 0)
+	if err != nil {
+		return err
+	}
+	inv, report, err := s.team.Turn(x.r.Context(), toolcallback.TurnRequest{
+		UserID: x.caller.User, ChatID: chatID, ClientID: x.device, Agent: agentName, Content: content, MessageID: m.ID, Limits: x.caller.Limits,
+		Actions: actions,
 	})
 	if errors.Is(err, toolcallback.ErrMessageTaken) {
-		return s.chatReplay(w, r, log, user, chatID)
+		return s.chatReplay(x, chatID)
 	}
 	if err != nil {
 		return err
 	}
-	s.respond(w, r, log, inv, reply{data: map[string]any{"agent": report}, page: true, device: device, files: s.fileLinks(r, user)})
+	s.respond(x.w, x.r, x.log, inv, reply{data: map[string]any{"agent": report}, page: true, device: x.device, files: s.fileLinks(x.r, x.caller.User)})
 	return nil
 }
 
 // newContent is the new user message m to user's chat chatID as a turn
 // takes it: its id checked, its files within the limit and storable, or
-// files of the chat sent back by URL (sentBackFiles).
-func (s *Server) newContent(m *uiMessage, user, chatID string) (*genai.Content, error) {
+// files of the chat sent back by URL (sentBackFiles). With actions (the
+// message also sends actions on cards) it may have no other part.
+func (s *Server) newContent(m *uiMessage, user, chatID string, actions bool) (*genai.Content, error) {
 	// The message id is stored, not used as a path; it is bounded like one.
 	if err := sessionstore.ValidateID("message id", m.ID); err != nil {
 		return nil, err
 	}
-	content, err := m.content(s.maxFile())
+	content, err := m.content(s.maxFile(), actions)
 	if err != nil {
 		return nil, err
 	}
@@ -219,45 +177,32 @@ func (s *Server) newContent(m *uiMessage, user, chatID string) (*genai.Content, 
 // "action": {...}}} (docs/a2ui.md).
 const actionPartType = "data-" + uistream.SurfaceActionPartName
 
-// cardActions turns the actions m sends on cards into text parts the
-// model reads (a2ui.ActionText), each checked first against the chat's
-// surfaces as they last were: a surface deleted, replaced or taken back
-// by a rewind is gone (409), and the action must be one it offered (400).
-func (s *Server) cardActions(ctx context.Context, user, chatID string, m *uiMessage) error {
-	var events session.Events
+// cardActions takes the actions on cards m sends out of its parts, each
+// decoded as the client sent it; the turn checks them against the chat's
+// surfaces (toolcallback.TurnRequest.Actions) and the model reads them
+// after the message's text and files.
+func (m *uiMessage) cardActions() ([]a2ui.Action, error) {
+	var actions []a2ui.Action
+	rest := m.Parts[:0]
 	for i, p := range m.Parts {
 		if p.Type != actionPartType {
+			rest = append(rest, p)
 			continue
 		}
 		a, err := a2ui.DecodeAction(p.Data)
 		if err != nil {
-			return fmt.Errorf("parts[%d]: %w", i, err)
+			return nil, fmt.Errorf("parts[%d]: %w", i, err)
 		}
-		if events == nil {
-			state, err := s.team.Pending(ctx, toolcallback.PendingRequest{UserID: user, ChatID: chatID, History: wholeHistory})
-			if errors.Is(err, sessionstore.ErrNotFound) {
-				return fmt.Errorf("%w: the chat shows no surface", a2ui.ErrNoSurface)
-			}
-			if err != nil {
-				return err
-			}
-			events = state.History
-		}
-		if err := a2ui.CheckCardAction(events, a); err != nil {
-			return err
-		}
-		text, err := a2ui.ActionText(a)
-		if err != nil {
-			return fmt.Errorf("%w: parts[%d]: %v", errBadRequest, i, err)
-		}
-		m.Parts[i] = uiPart{Type: "text", Text: text}
+		actions = append(actions, a)
 	}
-	return nil
+	m.Parts = rest
+	return actions, nil
 }
 
 // content is the user message as ADK takes it: text parts, and file parts
-// given as data URLs.
-func (m *uiMessage) content(maxFile int64) (*genai.Content, error) {
+// given as data URLs; empty only when actions says the message sends
+// actions on cards too.
+func (m *uiMessage) content(maxFile int64, actions bool) (*genai.Content, error) {
 	c := &genai.Content{Role: genai.RoleUser}
 	for i, p := range m.Parts {
 		switch p.Type {
@@ -281,7 +226,7 @@ func (m *uiMessage) content(maxFile int64) (*genai.Content, error) {
 				return nil, fmt.Errorf("%w: parts[%d]: %v", errBadRequest, i, err)
 			}
 			if int64(len(b)) > maxFile {
-				return nil, &limitError{what: fmt.Sprintf("the file of parts[%d]", i), limit: maxFile, env: "BATON_MAX_FILE_BYTES"}
+				return nil, &errclass.LimitError{What: fmt.Sprintf("the file of parts[%d]", i), Limit: maxFile, Env: "BATON_MAX_FILE_BYTES"}
 			}
 			if p.MediaType != "" {
 				mediaType = p.MediaType
@@ -291,7 +236,7 @@ func (m *uiMessage) content(maxFile int64) (*genai.Content, error) {
 			return nil, fmt.Errorf("%w: parts[%d]: an action on a surface is sent in a new message, not an edit", errBadRequest, i)
 		}
 	}
-	if len(c.Parts) == 0 {
+	if len(c.Parts) == 0 && !actions {
 		return nil, fmt.Errorf("%w: the user message has no text or file part", errBadRequest)
 	}
 	return c, nil
@@ -311,11 +256,11 @@ func (m *uiMessage) content(maxFile int64) (*genai.Content, error) {
 // continues the posted message with nothing: the page keeps what it shows.
 // A POST that brings nothing new while calls are open is 409
 // pending_calls, so a page that sends automatically stops there.
-func (s *Server) chatAnswers(w http.ResponseWriter, r *http.Request, log *slog.Logger, user, device, chatID string, m *uiMessage) error {
+func (s *Server) chatAnswers(x *exchange, chatID string, m *uiMessage) error {
 	var resumed *toolcallback.ResumeOutcome
 	answers, recorded := 0, false
 	for _, p := range m.Parts {
-		res, err := s.chatAnswer(r, user, device, chatID, p)
+		res, err := s.chatAnswer(x, chatID, p)
 		if errors.Is(err, errNoAnswer) {
 			continue
 		}
@@ -326,7 +271,7 @@ func (s *Server) chatAnswers(w http.ResponseWriter, r *http.Request, log *slog.L
 		}
 		if err != nil {
 			if resumed != nil {
-				log.WarnContext(r.Context(), "answer after a resume", "error", err.Error())
+				x.log.WarnContext(x.r.Context(), "answer after a resume", "error", err.Error())
 				continue
 			}
 			return err
@@ -341,20 +286,20 @@ func (s *Server) chatAnswers(w http.ResponseWriter, r *http.Request, log *slog.L
 		return fmt.Errorf("%w: the last message is an assistant message with no tool output or approval response", errBadRequest)
 	}
 	if resumed == nil && recorded {
-		_ = uistream.NewEncoder(uistream.NewSSE(w), m.ID).Finish()
+		_ = uistream.NewEncoder(uistream.NewSSE(x.w), m.ID).Finish()
 		return nil
 	}
 	if resumed == nil {
-		open, err := s.team.Pending(r.Context(), toolcallback.PendingRequest{UserID: user, ChatID: chatID})
+		open, err := s.team.Pending(x.r.Context(), toolcallback.PendingRequest{UserID: x.caller.User, ChatID: chatID})
 		if err != nil {
 			return err
 		}
 		if len(open.Calls) > 0 {
 			return &toolcallback.PendingCallsError{Calls: open.Calls}
 		}
-		return s.chatReplay(w, r, log, user, chatID)
+		return s.chatReplay(x, chatID)
 	}
-	s.respond(w, r, log, resumed.Invocation, reply{turn: resumed.Turn, page: true, device: device, files: s.fileLinks(r, user)})
+	s.respond(x.w, x.r, x.log, resumed.Invocation, reply{turn: resumed.Turn, page: true, device: x.device, files: s.fileLinks(x.r, x.caller.User)})
 	return nil
 }
 
@@ -362,11 +307,11 @@ func (s *Server) chatAnswers(w http.ResponseWriter, r *http.Request, log *slog.L
 var errNoAnswer = errors.New("no answer")
 
 // chatAnswer records the answer one part carries, if any.
-func (s *Server) chatAnswer(r *http.Request, user, device, chatID string, p uiPart) (*toolcallback.ResumeOutcome, error) {
+func (s *Server) chatAnswer(x *exchange, chatID string, p uiPart) (*toolcallback.ResumeOutcome, error) {
 	if !strings.HasPrefix(p.Type, "tool-") && p.Type != "dynamic-tool" {
 		return nil, errNoAnswer
 	}
-	result := toolcallback.ResumeRequest{UserID: user, ChatID: chatID, ClientID: device}
+	result := toolcallback.ResumeRequest{UserID: x.caller.User, ChatID: chatID, ClientID: x.device}
 	switch {
 	case p.State == "approval-responded" && p.Approval != nil && p.Approval.Approved != nil:
 		result.CallID = p.Approval.ID
@@ -400,5 +345,5 @@ func (s *Server) chatAnswer(r *http.Request, user, device, chatID string, p uiPa
 	if result.CallID == "" {
 		return nil, fmt.Errorf("%w: a tool part without its call id", errBadRequest)
 	}
-	return s.team.Resume(r.Context(), result)
+	return s.team.Resume(x.r.Context(), result)
 }

@@ -1,4 +1,4 @@
-package functions
+package usechat
 
 // Files. A file part of a user message (Chat's data URLs, Turn's
 // inlineData) is stored through ADK's artifact.Service by the team
@@ -23,13 +23,10 @@ package functions
 // is never public.
 
 import (
-	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
-	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"slices"
@@ -37,8 +34,6 @@ import (
 	"strings"
 	"time"
 
-	"google.golang.org/adk/v2/artifact"
-	"google.golang.org/adk/v2/artifact/gcsartifact"
 	"google.golang.org/adk/v2/session"
 	"google.golang.org/genai"
 
@@ -60,35 +55,23 @@ var errFilesOff = fmt.Errorf("%w: files are not enabled here (BATON_FILES_BUCKET
 // answered as a file that does not exist.
 var errBadFileURL = fmt.Errorf("%w: no such file", chatfiles.ErrNotFound)
 
-// newFiles returns the file store (given, or gcsartifact on the
-// configured bucket) and the URL signer; both nil when files are off.
-func newFiles(cfg Config, given artifact.Service, log *slog.Logger) (*chatfiles.Store, *fileURLs, error) {
-	store := given
-	if store == nil && cfg.FilesBucket != "" {
-		var err error
-		if store, err = gcsartifact.NewService(context.Background(), cfg.FilesBucket); err != nil {
-			return nil, nil, fmt.Errorf("files bucket %q: %w", cfg.FilesBucket, err)
-		}
-	}
-	if store == nil {
-		return nil, nil, nil
-	}
-	if len(cfg.TokenKey) == 0 {
-		return nil, nil, errors.New("files need BATON_TOKEN_KEY: their URLs are signed with it")
-	}
-	mac := hmac.New(sha256.New, cfg.TokenKey)
+// NewFileURLs returns the signer of the URLs of store's files, its key
+// derived from key (BATON_TOKEN_KEY).
+func NewFileURLs(store *chatfiles.Store, key []byte) *FileURLs {
+	mac := hmac.New(sha256.New, key)
 	mac.Write([]byte("baton-file-url-key-v1"))
-	files := chatfiles.New(store, cfg.AppName, log)
-	return files, &fileURLs{key: mac.Sum(nil), store: files}, nil
+	return &FileURLs{key: mac.Sum(nil), store: store}
 }
 
-// fileURLs signs and checks file URLs, and reads the files they name.
-type fileURLs struct {
+// FileURLs signs and checks file URLs, and reads the files they name.
+type FileURLs struct {
 	key   []byte
 	store *chatfiles.Store
 }
 
-func (f *fileURLs) sign(owner string, ref chatfiles.Ref, exp int64) string {
+// Sign is the signature of a URL of the file ref for owner, expiring at
+// exp (Unix seconds).
+func (f *FileURLs) Sign(owner string, ref chatfiles.Ref, exp int64) string {
 	mac := hmac.New(sha256.New, f.key)
 	// Each field is length-prefixed, so no two field lists sign alike.
 	for _, v := range []string{ref.ChatID, ref.Name, strconv.FormatInt(ref.Version, 10), owner, strconv.FormatInt(exp, 10)} {
@@ -98,15 +81,15 @@ func (f *fileURLs) sign(owner string, ref chatfiles.Ref, exp int64) string {
 }
 
 // url is the file's URL for a page that read the history through r.
-func (f *fileURLs) url(r *http.Request, owner string, ref chatfiles.Ref, now time.Time) string {
+func (f *FileURLs) url(r *http.Request, owner string, ref chatfiles.Ref, now time.Time) string {
 	exp := now.Add(fileURLLifetime).Unix()
-	q := url.Values{"v": {strconv.FormatInt(ref.Version, 10)}, "owner": {owner}, "exp": {strconv.FormatInt(exp, 10)}, "sig": {f.sign(owner, ref, exp)}}
+	q := url.Values{"v": {strconv.FormatInt(ref.Version, 10)}, "owner": {owner}, "exp": {strconv.FormatInt(exp, 10)}, "sig": {f.Sign(owner, ref, exp)}}
 	return chatBase(r) + "/" + url.PathEscape(ref.ChatID) + "/files/" + url.PathEscape(ref.Name) + "?" + q.Encode()
 }
 
 // check returns the owner and file a URL names if its signature verifies
 // and it has not expired.
-func (f *fileURLs) check(chatID, name string, q url.Values, now time.Time) (string, chatfiles.Ref, error) {
+func (f *FileURLs) check(chatID, name string, q url.Values, now time.Time) (string, chatfiles.Ref, error) {
 	owner, ref, exp, err := f.verify(chatID, name, q)
 	if err != nil {
 		return "", ref, err
@@ -119,12 +102,12 @@ func (f *fileURLs) check(chatID, name string, q url.Values, now time.Time) (stri
 
 // verify returns the owner and file a URL names, and the URL's expiry (in
 // Unix seconds), if its signature verifies; expired or not.
-func (f *fileURLs) verify(chatID, name string, q url.Values) (string, chatfiles.Ref, int64, error) {
+func (f *FileURLs) verify(chatID, name string, q url.Values) (string, chatfiles.Ref, int64, error) {
 	version, err1 := strconv.ParseInt(q.Get("v"), 10, 64)
 	exp, err2 := strconv.ParseInt(q.Get("exp"), 10, 64)
 	owner := q.Get("owner")
 	ref := chatfiles.Ref{ChatID: chatID, Name: name, Version: version}
-	if err1 != nil || err2 != nil || owner == "" || !hmac.Equal([]byte(q.Get("sig")), []byte(f.sign(owner, ref, exp))) {
+	if err1 != nil || err2 != nil || owner == "" || !hmac.Equal([]byte(q.Get("sig")), []byte(f.Sign(owner, ref, exp))) {
 		return "", ref, 0, errBadFileURL
 	}
 	return owner, ref, exp, nil
@@ -142,8 +125,8 @@ func chatBase(r *http.Request) string {
 		scheme = p
 	}
 	base := ""
-	if p := r.URL.EscapedPath(); strings.Contains(p, "/"+NameChat) {
-		base = p[:strings.Index(p, "/"+NameChat)+len(NameChat)+1]
+	if p := r.URL.EscapedPath(); strings.Contains(p, "/"+Name) {
+		base = p[:strings.Index(p, "/"+Name)+len(Name)+1]
 	}
 	return scheme + "://" + r.Host + base
 }
@@ -216,7 +199,7 @@ func (s *Server) sentBackFiles(user, chatID string, c *genai.Content) (*genai.Co
 }
 
 // parseFileURL reads the chat, the file name and the query of a file URL
-// (fileURLs.url): its path ends in /{chatId}/files/{name}. The scheme and
+// (FileURLs.url): its path ends in /{chatId}/files/{name}. The scheme and
 // host are not checked: the signature is what makes the URL Baton's.
 func parseFileURL(raw string) (chatID, name string, q url.Values, ok bool) {
 	u, err := url.Parse(raw)
@@ -302,7 +285,7 @@ func newFilePart(f *historyFile) filePart {
 }
 
 // signFileParts gives each stored file of messages the URL user may show
-// it at (see fileURLs). Without a file store a stored file keeps no URL.
+// it at (see FileURLs). Without a file store a stored file keeps no URL.
 func (s *Server) signFileParts(r *http.Request, user string, messages []uiMessageView) {
 	if s.files == nil {
 		return

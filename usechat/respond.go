@@ -1,4 +1,4 @@
-package functions
+package usechat
 
 // Sending an invocation to the client: the UI message stream (or, for
 // Turn and ToolResult clients that accept only JSON, one document of the
@@ -95,6 +95,10 @@ func keepAlive(sse *uistream.SSE, d time.Duration) (stop func()) {
 	}()
 	return func() { close(done) }
 }
+
+// stoppedMetadata is the metadata of the assistant message of a stopped
+// turn, in its streams and in GET /Chat/{chatId}.
+var stoppedMetadata = map[string]any{"stopped": true}
 
 type turnJSON struct {
 	MessageID string           `json:"messageId"`
