@@ -130,18 +130,7 @@ func NewServer(cfg Config, sessions *sessionstore.Service, members []toolcallbac
 	if topts.Queue, err = newQueue(context.Background(), cfg, opts.Tasks); err != nil {
 		return nil, err
 	}
-	if reg := opts.MCP; reg != nil {
-		topts.ChatSwitched = func(ctx context.Context, chat *sessionstore.Chat, from string) {
-			if err := reg.Switched(ctx, chat, from); err != nil {
-				s.log.WarnContext(ctx, "end MCP sessions after an agent switch", "chat", chat.ID, "error", err)
-			}
-		}
-		topts.ChatDeleted = func(ctx context.Context, chat *sessionstore.Chat) {
-			if err := reg.CloseChat(ctx, chat); err != nil {
-				s.log.WarnContext(ctx, "end a deleted chat's MCP sessions", "chat", chat.ID, "error", err)
-			}
-		}
-	}
+	s.followMCP(topts, opts.MCP)
 	var files *usechat.FileURLs
 	if topts.Files, files, err = newFiles(cfg, opts.Files, s.log); err != nil {
 		return nil, err
@@ -178,6 +167,24 @@ func NewServer(cfg Config, sessions *sessionstore.Service, members []toolcallbac
 	s.sweepCheck = (&schedulerIdentity{service: service, audience: cfg.SweepAudience, invoker: cfg.SweepInvoker}).check
 	s.a2a = s.newA2A(sessions, a2aIdentity{users: s.ident, services: service, audience: cfg.A2AAudience, invokers: cfg.A2AInvokers}, opts)
 	return s, nil
+}
+
+// followMCP makes the team's chats tell reg (nil: none) when they switch
+// agents or are deleted, so that it ends their MCP sessions.
+func (s *Server) followMCP(topts *toolcallback.Options, reg *mcpregistry.Registry) {
+	if reg == nil {
+		return
+	}
+	topts.ChatSwitched = func(ctx context.Context, chat *sessionstore.Chat, from string) {
+		if err := reg.Switched(ctx, chat, from); err != nil {
+			s.log.WarnContext(ctx, "end MCP sessions after an agent switch", "chat", chat.ID, "error", err)
+		}
+	}
+	topts.ChatDeleted = func(ctx context.Context, chat *sessionstore.Chat) {
+		if err := reg.CloseChat(ctx, chat); err != nil {
+			s.log.WarnContext(ctx, "end a deleted chat's MCP sessions", "chat", chat.ID, "error", err)
+		}
+	}
 }
 
 // newLive is the runner of live conversations, nil when there is no live
