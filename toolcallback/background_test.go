@@ -19,6 +19,7 @@ import (
 	"cloud.google.com/go/cloudtasks/apiv2/cloudtaskspb"
 	"cloud.google.com/go/firestore"
 	"google.golang.org/adk/v2/agent/llmagent"
+	"google.golang.org/adk/v2/platform"
 	"google.golang.org/adk/v2/session"
 	"google.golang.org/adk/v2/tool"
 	"google.golang.org/api/option"
@@ -66,6 +67,7 @@ type bgFixture struct {
 	tool     *toolcallback.BackgroundTool
 	team     *toolcallback.Team
 	door     *workDoor
+	doorURL  string // where the queue delivers
 	runs     atomic.Int32 // runs of the tool's work
 
 	mu         sync.Mutex
@@ -98,6 +100,7 @@ func newBGFixture(t *testing.T, opts *toolcallback.Options, tasksOpts *localtask
 	f.door = &workDoor{log: log}
 	srv := httptest.NewServer(f.door)
 	t.Cleanup(srv.Close)
+	f.doorURL = srv.URL + "/work"
 	t.Cleanup(f.tasks.Stop) // before the door closes: Stop cancels what it waits for
 	if _, err := f.tasks.Client().CreateQueue(t.Context(), &cloudtaskspb.CreateQueueRequest{Parent: bgLocation,
 		Queue: &cloudtaskspb.Queue{Name: bgQueue, RetryConfig: bgQueueConfig}}); err != nil {
@@ -111,7 +114,7 @@ func newBGFixture(t *testing.T, opts *toolcallback.Options, tasksOpts *localtask
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { client.Close() })
-	if f.queue, err = workqueue.New(client, workqueue.Config{Queue: bgQueue, URL: srv.URL + "/work",
+	if f.queue, err = workqueue.New(client, workqueue.Config{Queue: bgQueue, URL: f.doorURL,
 		Invoker: "worker@test.iam.gserviceaccount.com"}); err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +144,7 @@ func newBGFixture(t *testing.T, opts *toolcallback.Options, tasksOpts *localtask
 		t.Fatal(err)
 	}
 	f.team = f.newInstance()
-	f.door.set(f.team)
+	f.door.set(f.team, nil)
 	return f
 }
 
@@ -178,13 +181,18 @@ func (f *bgFixture) newInstance() *toolcallback.Team { return f.newInstanceOn(f.
 
 // newInstanceOn is newInstance over client.
 func (f *bgFixture) newInstanceOn(client *firestore.Client) *toolcallback.Team {
+	return f.newInstanceWith(client, f.opts)
+}
+
+// newInstanceWith is newInstance over client, with opts.
+func (f *bgFixture) newInstanceWith(client *firestore.Client, opts *toolcallback.Options) *toolcallback.Team {
 	f.t.Helper()
 	a, err := llmagent.New(llmagent.Config{Name: "dj", Model: f.model, Tools: []tool.Tool{f.tool}})
 	if err != nil {
 		f.t.Fatal(err)
 	}
 	team, err := toolcallback.NewTeam(sessionstore.New(client, nil), "app",
-		[]toolcallback.Member{{Agent: a, Background: []*toolcallback.BackgroundTool{f.tool}}}, f.opts)
+		[]toolcallback.Member{{Agent: a, Background: []*toolcallback.BackgroundTool{f.tool}}}, opts)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -287,30 +295,36 @@ func (f *bgFixture) deliver(chat, id string) int {
 // task's call to the team's Work, the outcome as the status the queue
 // reads; it waits for the resumed agent to end.
 type workDoor struct {
-	log  *slog.Logger
-	mu   sync.Mutex
-	team *toolcallback.Team
+	log   *slog.Logger
+	mu    sync.Mutex
+	team  *toolcallback.Team
+	clock func() time.Time
 	// outcomes receives what each delivery did.
 	outcomes chan string
 }
 
-func (d *workDoor) set(team *toolcallback.Team) {
+// set points the door at team, whose clock is clock (nil: the machine's).
+func (d *workDoor) set(team *toolcallback.Team, clock func() time.Time) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.team = team
+	d.team, d.clock = team, clock
 }
 
 func (d *workDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	d.mu.Lock()
-	team, outcomes := d.team, d.outcomes
+	team, outcomes, clock := d.team, d.outcomes, d.clock
 	d.mu.Unlock()
+	ctx := r.Context()
+	if clock != nil {
+		ctx = platform.WithTimeProvider(ctx, clock)
+	}
 	body, _ := io.ReadAll(r.Body)
 	task, err := workqueue.Decode(body)
 	if err != nil {
 		w.WriteHeader(http.StatusBadRequest)
 		return
 	}
-	out, err := team.Work(r.Context(), toolcallback.WorkRequest{UserID: task.User, SessionID: task.Session, CallID: task.Call})
+	out, err := team.Work(ctx, toolcallback.WorkRequest{UserID: task.User, SessionID: task.Session, CallID: task.Call})
 	if err != nil {
 		d.log.Info("delivery", "call", task.Call, "error", err)
 		w.WriteHeader(http.StatusInternalServerError)
