@@ -123,6 +123,7 @@ func NewServer(cfg Config, sessions *sessionstore.Service, members []toolcallbac
 		WarmBytes:         opts.WarmBytes,
 		CountTokens:       cfg.TurnLimits.countsTokens(),
 		BackgroundPerUser: cfg.BackgroundPerUser,
+		RemotePushURL:     cfg.RemotePushURL,
 		ProgressInterval:  opts.ProgressInterval,
 		IncludeThoughts:   cfg.IncludeThoughts,
 		Logger:            s.log,

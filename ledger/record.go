@@ -35,6 +35,10 @@ const (
 	// queue delivers it to a worker, whose result answers the call (see
 	// Work).
 	KindBackground Kind = "background"
+	// KindRemote calls are a remote A2A agent's task: the queue sends the
+	// call's message, and the remote's notifications (or the sweeper's
+	// reads) answer it (see Remote).
+	KindRemote Kind = "remote"
 )
 
 // Status is where a paused call stands: pending until a first writer
@@ -81,7 +85,11 @@ type Call struct {
 	Surfaces [][]a2ui.Message
 	// Work is what a KindBackground call's record says of its work; nil
 	// for other kinds.
-	Work   *Work
+	Work *Work
+	// Remote is what a KindRemote call's record says of its remote task;
+	// nil for other kinds. A remote call has a Work too: its sends go
+	// through the queue as a background call's work does.
+	Remote *Remote
 	Status Status
 	Answer *Answer // the recorded answer, once resolved
 	// ResolvedBy is the client that recorded the answer ("" for a token's
@@ -137,33 +145,34 @@ const (
 
 // record is the stored form of a Call, converted at the package's edge.
 type record struct {
-	ID         string      `firestore:"id"`
-	App        string      `firestore:"app"`
-	Scope      string      `firestore:"scope"` // "{root}/{app}/{agent}", the sweeper's equality filter
-	Agent      string      `firestore:"agent"`
-	User       string      `firestore:"user"`
-	Session    string      `firestore:"session"`
-	Invocation string      `firestore:"invocation"`
-	Client     string      `firestore:"client"`
-	Tool       string      `firestore:"tool"`
-	Args       []byte      `firestore:"args"` // JSON
-	Kind       string      `firestore:"kind"`
-	Step       string      `firestore:"step"`
-	OriginalID string      `firestore:"originalId"`
-	AnyDevice  bool        `firestore:"anyDevice"`
-	Hint       string      `firestore:"hint"`
-	Input      []byte      `firestore:"input"`          // KindInput: JSON of the userinput.Request shown
-	Surface    []byte      `firestore:"surface"`        // KindSurface: JSON of the surfaces shown
-	InputState string      `firestore:"inputState"`     // KindInput: the server's request state, never shown
-	InCall     bool        `firestore:"live"`           // fieldInCall
-	Work       *workRecord `firestore:"work,omitempty"` // KindBackground: fieldWork
-	Status     string      `firestore:"status"`
-	Answer     []byte      `firestore:"answer"` // JSON of Answer
-	ResolvedBy string      `firestore:"resolvedBy"`
-	Created    time.Time   `firestore:"created"`
-	Expires    time.Time   `firestore:"expires"`
-	Resolved   time.Time   `firestore:"resolved"`
-	Resumed    bool        `firestore:"resumed"`
+	ID         string        `firestore:"id"`
+	App        string        `firestore:"app"`
+	Scope      string        `firestore:"scope"` // "{root}/{app}/{agent}", the sweeper's equality filter
+	Agent      string        `firestore:"agent"`
+	User       string        `firestore:"user"`
+	Session    string        `firestore:"session"`
+	Invocation string        `firestore:"invocation"`
+	Client     string        `firestore:"client"`
+	Tool       string        `firestore:"tool"`
+	Args       []byte        `firestore:"args"` // JSON
+	Kind       string        `firestore:"kind"`
+	Step       string        `firestore:"step"`
+	OriginalID string        `firestore:"originalId"`
+	AnyDevice  bool          `firestore:"anyDevice"`
+	Hint       string        `firestore:"hint"`
+	Input      []byte        `firestore:"input"`            // KindInput: JSON of the userinput.Request shown
+	Surface    []byte        `firestore:"surface"`          // KindSurface: JSON of the surfaces shown
+	InputState string        `firestore:"inputState"`       // KindInput: the server's request state, never shown
+	InCall     bool          `firestore:"live"`             // fieldInCall
+	Work       *workRecord   `firestore:"work,omitempty"`   // KindBackground: fieldWork
+	Remote     *remoteRecord `firestore:"remote,omitempty"` // KindRemote: fieldRemote
+	Status     string        `firestore:"status"`
+	Answer     []byte        `firestore:"answer"` // JSON of Answer
+	ResolvedBy string        `firestore:"resolvedBy"`
+	Created    time.Time     `firestore:"created"`
+	Expires    time.Time     `firestore:"expires"`
+	Resolved   time.Time     `firestore:"resolved"`
+	Resumed    bool          `firestore:"resumed"`
 	// SweepAt is when the sweeper must next look at the call: its expiry
 	// while pending, a grace period after an answer until the agent is
 	// resumed. It is removed once the agent has the answer (or, for an
@@ -202,6 +211,9 @@ func (l *Ledger) recordOf(c *Call) (*record, error) {
 	if c.Work != nil {
 		r.Work = l.workRecordOf(c)
 	}
+	if c.Remote != nil {
+		r.Remote = remoteRecordOf(c.Remote)
+	}
 	if !c.Resumed {
 		sweepAt := c.Expires
 		if r.Work != nil && r.Work.Enqueued.IsZero() {
@@ -225,6 +237,9 @@ func (r *record) call(version time.Time) (*Call, error) {
 	}
 	if r.Work != nil {
 		c.Work = r.Work.work()
+	}
+	if r.Remote != nil {
+		c.Remote = r.Remote.remote()
 	}
 	if len(r.Args) > 0 {
 		if err := json.Unmarshal(r.Args, &c.Args); err != nil {

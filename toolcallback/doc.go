@@ -10,7 +10,8 @@
 // # Tools
 //
 // The calls that pause are those of Browser, External and Surface tools
-// (the tool announces itself when the model request is built) and ADK's
+// (the tool announces itself when the model request is built), Background
+// and Remote tools (work off the request, which the queue carries), and ADK's
 // tool confirmations (an Approval, a question asked with userinput.Ask);
 // AskInCall asks a person while its tool runs, and the turn stays open.
 // Each declaration says how it pauses.
@@ -231,6 +232,20 @@
 // safe when the older holder is alive after all: its next write fails with
 // ErrLeaseLost. Waiting out a dead holder's lease made a reconnect take 11
 // s; the takeover takes about one.
+//
+// # Remote agents
+//
+// A remote A2A agent is a tool (Remote), not an ADK sub-agent: a
+// sub-agent (ADK's agent/remoteagent) takes the conversation over and
+// streams the remote task inside the caller's invocation, holding the
+// instance and the chat for as long as the remote works, and has no way
+// to put a remote's question to the person. A remote call pauses like a
+// background call: its record (ledger.KindRemote, with the remote task's
+// state) is stored with the event that holds it; the queue's worker
+// (Team.Work) sends its message, and later its answers to the remote's
+// questions and its cancel; the remote's push notifications (Notify) and
+// the sweeper's reads (PollEvery) apply the task as the remote describes
+// it when read, first writer wins. docs/remote-agents.md has the states.
 //
 // # Ledger records
 //
