@@ -132,6 +132,15 @@ func (e *engine) sendFirst(ctx context.Context, c *Call, rt *RemoteTool) (*WorkO
 func (e *engine) sendReply(ctx context.Context, c, q *Call, rt *RemoteTool) (*WorkOutcome, error) {
 	m := a2aremote.Message{ID: messageID(c.ID, q.ID), TaskID: c.Remote.TaskID, ContextID: c.Remote.ContextID, Text: replyText(q)}
 	task, err := rt.agent.Send(ctx, m)
+	if err != nil && !errors.Is(err, a2aremote.ErrRefused) {
+		// An earlier attempt's reply may have been taken though its answer
+		// was lost (a2a-go answers "execution in progress" to a message
+		// that comes while the task's last execution winds down): a task
+		// that no longer asks needs no reply.
+		if t, gerr := rt.agent.Get(ctx, c.Remote.TaskID); gerr == nil && !t.State.Asks() {
+			task, err = t, nil
+		}
+	}
 	if out, done := e.sendFailed(ctx, c, "reply", err); done {
 		return out, nil
 	}
