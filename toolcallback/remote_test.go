@@ -18,7 +18,12 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 	"github.com/a2aproject/a2a-go/v2/a2asrv/push"
 	"google.golang.org/adk/v2/agent/llmagent"
+	"google.golang.org/adk/v2/platform"
 	"google.golang.org/adk/v2/tool"
+	"google.golang.org/api/option"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/baton-run/baton/a2aremote"
 	"github.com/baton-run/baton/internal/firestoretest"
@@ -169,7 +174,10 @@ func newRemoteFixture(t *testing.T, mode peerMode, opts *toolcallback.Options, s
 		Queue: &cloudtaskspb.Queue{Name: bgQueue, RetryConfig: bgQueueConfig}}); err != nil {
 		t.Fatal(err)
 	}
-	client, err := cloudtasks.NewClient(t.Context(), f.tasks.ClientOptions()...)
+	// The team's client goes through queueFault (bgFixture.intercept),
+	// which a test sets to make the queue fail as seen from the team.
+	client, err := cloudtasks.NewClient(t.Context(), append(f.tasks.ClientOptions(),
+		option.WithGRPCDialOption(grpc.WithUnaryInterceptor(f.intercept)))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -366,12 +374,20 @@ func TestRemoteAgentPolled(t *testing.T) {
 		c := f.record("chat", "c1")
 		return c != nil && c.Remote.TaskID != ""
 	})
+	var last *toolcallback.Call
+	var report toolcallback.SweepReport
+	defer func() {
+		if t.Failed() && last != nil {
+			t.Logf("last record: %+v %+v; last sweep %+v", last, last.Remote, report)
+		}
+	}()
 	polltest.Until(t, "the sweeper reading the remote's working state", func() bool {
-		if _, err := f.team.Sweep(t.Context(), time.Now().Add(2*time.Second)); err != nil {
+		var err error
+		if report, err = f.team.Sweep(t.Context(), time.Now().Add(2*time.Second)); err != nil {
 			t.Fatal(err)
 		}
-		c := f.record("chat", "c1")
-		return c.Remote.State == "working"
+		last = f.record("chat", "c1")
+		return last.Remote.State == "working"
 	})
 	close(f.peer.release)
 	polltest.Until(t, "the sweeper reading the remote's result", func() bool {
@@ -516,4 +532,48 @@ func TestRemoteCallCost(t *testing.T) {
 	t.Logf("from the turn to the remote working (send, notifications; the test's reads of the record included): %+v", sent)
 	t.Logf("from the remote's completion to the agent's reply: %+v", done)
 	t.Logf("push notifications taken: %d", f.pushes.Load())
+}
+
+// TestRemoteSendRepairedAndIdempotent: a call whose send task was not
+// created after its commit (the queue failed, or the process died in
+// between) is sent once the sweeper repairs it after the grace; the
+// queue's delivery repeated afterwards sends nothing again; the answer
+// resumes the agent once.
+func TestRemoteSendRepairedAndIdempotent(t *testing.T) {
+	t.Parallel()
+	f := newRemoteFixture(t, peerWorks, nil, eventsCall, echoReply)
+	var refused atomic.Bool
+	f.setQueueFault(func(method string) error {
+		if strings.HasSuffix(method, "/CreateTask") && refused.CompareAndSwap(false, true) {
+			return status.Error(codes.Unavailable, "queue unreachable")
+		}
+		return nil
+	})
+	if _, err := f.turnEvents("chat", "ask the events agent what is on tonight"); err != nil {
+		t.Fatal(err)
+	}
+	if ids, _ := f.peer.took(); len(ids) != 0 || f.tasks.Stats().Creates != 0 {
+		t.Fatalf("sent %v with %d tasks, want nothing before the repair", ids, f.tasks.Stats().Creates)
+	}
+	later := time.Now().Add(time.Minute)
+	report, err := f.team.Sweep(platform.WithTimeProvider(t.Context(), func() time.Time { return later }), later)
+	if err != nil || report.Enqueued != 1 {
+		t.Fatalf("Sweep() after the grace = %+v, %v; want c1's send enqueued", report, err)
+	}
+	polltest.Until(t, "the message sent", func() bool {
+		c := f.record("chat", "c1")
+		return c != nil && c.Remote.Sent == 1
+	})
+	// The queue delivers the send again (at least once): nothing is sent.
+	if code := f.deliver("chat", "c1"); code != http.StatusOK {
+		t.Errorf("a repeated delivery was answered %d", code)
+	}
+	close(f.peer.release)
+	f.waitResponse("chat", "c1")
+	if ids, _ := f.peer.took(); len(ids) != 1 {
+		t.Errorf("messages the remote took = %v, want one", ids)
+	}
+	if n := len(f.responses("chat", "c1")); n != 1 {
+		t.Errorf("%d responses to c1, want one", n)
+	}
 }
