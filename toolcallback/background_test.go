@@ -67,7 +67,7 @@ type bgFixture struct {
 	tool     *toolcallback.BackgroundTool
 	team     *toolcallback.Team
 	door     *workDoor
-	doorURL  string // where the queue delivers
+	doorURL  string       // where the queue delivers
 	runs     atomic.Int32 // runs of the tool's work
 
 	mu         sync.Mutex
@@ -301,6 +301,9 @@ type workDoor struct {
 	clock func() time.Time
 	// outcomes receives what each delivery did.
 	outcomes chan string
+	// resumed counts the deliveries that resumed the agent, once the
+	// resumed agent ended (its lease released).
+	resumed atomic.Int32
 }
 
 // set points the door at team, whose clock is clock (nil: the machine's).
@@ -332,6 +335,7 @@ func (d *workDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if out.Invocation != nil {
 		_ = out.Invocation.Wait()
+		d.resumed.Add(1)
 	}
 	if outcomes != nil {
 		outcomes <- out.What
