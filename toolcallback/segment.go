@@ -279,6 +279,13 @@ func (s *LiveSegment) Answers(ctx context.Context) iter.Seq2[*Call, error] {
 	}
 }
 
+// Working follows the background calls of the segment's session while
+// they run, from any instance, until ctx ends (FollowedChat.Working): each
+// change of a pending call's record, its progress among them.
+func (s *LiveSegment) Working(ctx context.Context) iter.Seq2[*Call, error] {
+	return s.e.ledger.Working(ctx, s.Session.UserID(), s.Session.ID())
+}
+
 // Response is the function response that gives the agent the answer to c,
 // a call of Open or of Answers, as a resume would: the tool's output or
 // error, or for an approval or a question the confirmation's response
