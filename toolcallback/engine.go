@@ -32,6 +32,7 @@ type engine struct {
 	agent    string // the root agent's name
 	sessions *sessionstore.Service
 	ledger   *ledger.Ledger
+	limits   *limits.Counter // the team's: a background tool's own model calls are held to the budget
 	opts     *Options
 	// work are the member's background tools, by name: the worker finds
 	// a call's tool here, on any instance.
@@ -41,7 +42,7 @@ type engine struct {
 // newEngine returns the engine running m's agent for t.
 func newEngine(t *Team, m Member) (*engine, error) {
 	root := m.Agent
-	e := &engine{app: t.app, root: root, agent: root.Name(), sessions: t.sessions, ledger: t.ledger, opts: t.opts,
+	e := &engine{app: t.app, root: root, agent: root.Name(), sessions: t.sessions, ledger: t.ledger, limits: t.limits, opts: t.opts,
 		background: map[string]*BackgroundTool{}}
 	for _, bt := range m.Background {
 		if _, dup := e.background[bt.Name()]; dup {

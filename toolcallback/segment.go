@@ -237,7 +237,7 @@ func (l *liveSessions) AppendEvent(context.Context, session.Session, *session.Ev
 // requests for approvals, as in a turn) in one commit; it returns those
 // calls, which the caller shows to the client and does not run.
 func (s *LiveSegment) Append(ctx context.Context, ev *session.Event, opts sessionstore.AppendOptions) ([]*Call, error) {
-	writes, calls, err := s.e.records(ctx, s.Session, ev, s.tools, s.client)
+	writes, calls, err := s.e.records(withTokenBudget(ctx, s.meter.Budget()), s.Session, ev, s.tools, s.client)
 	if err != nil {
 		return nil, err
 	}
