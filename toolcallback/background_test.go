@@ -56,7 +56,7 @@ type playlistResult struct {
 // delivers the work to a worker door (the team's Work over HTTP, as the
 // Work function serves it) on the instance the test points it at.
 type bgFixture struct {
-	t        *testing.T
+	t        testing.TB
 	client   *firestore.Client
 	counter  *firestoretest.Counter
 	sessions *sessionstore.Service
@@ -67,7 +67,7 @@ type bgFixture struct {
 	tool     *toolcallback.BackgroundTool
 	team     *toolcallback.Team
 	door     *workDoor
-	doorURL  string // where the queue delivers
+	doorURL  string       // where the queue delivers
 	runs     atomic.Int32 // runs of the tool's work
 
 	mu         sync.Mutex
@@ -78,7 +78,7 @@ type bgFixture struct {
 // bgQueueConfig is the retry config of the fixture's queue.
 var bgQueueConfig = &cloudtaskspb.RetryConfig{MaxAttempts: 10, MinBackoff: durationpb.New(time.Second), MaxBackoff: durationpb.New(4 * time.Second)}
 
-func newBGFixture(t *testing.T, opts *toolcallback.Options, tasksOpts *localtasks.Options, script ...reply) *bgFixture {
+func newBGFixture(t testing.TB, opts *toolcallback.Options, tasksOpts *localtasks.Options, script ...reply) *bgFixture {
 	t.Helper()
 	f := &bgFixture{t: t, model: &modeltest.Strict{T: t, Script: script}}
 	f.client, f.counter = firestoretest.NewCountingClient(t)
@@ -301,6 +301,9 @@ type workDoor struct {
 	clock func() time.Time
 	// outcomes receives what each delivery did.
 	outcomes chan string
+	// resumed counts the deliveries that resumed the agent, once the
+	// resumed agent ended (its lease released).
+	resumed atomic.Int32
 }
 
 // set points the door at team, whose clock is clock (nil: the machine's).
@@ -332,6 +335,7 @@ func (d *workDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if out.Invocation != nil {
 		_ = out.Invocation.Wait()
+		d.resumed.Add(1)
 	}
 	if outcomes != nil {
 		outcomes <- out.What
@@ -428,7 +432,7 @@ func toJSON(v any) string {
 
 // testLog is a logger whose lines go to t's log while t runs, and nowhere
 // after: the worker's goroutines may outlive a test by a little.
-func testLog(t *testing.T) *slog.Logger {
+func testLog(t testing.TB) *slog.Logger {
 	w := &testLogWriter{t: t}
 	t.Cleanup(func() {
 		w.mu.Lock()
@@ -439,7 +443,7 @@ func testLog(t *testing.T) *slog.Logger {
 }
 
 type testLogWriter struct {
-	t    *testing.T
+	t    testing.TB
 	mu   sync.Mutex
 	done bool
 }

@@ -7,10 +7,17 @@ import (
 	"testing"
 	"time"
 
+	"cloud.google.com/go/cloudtasks/apiv2/cloudtaskspb"
 	"google.golang.org/adk/v2/platform"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/fieldmaskpb"
 
 	"github.com/baton-run/baton/internal/firestoretest"
 	"github.com/baton-run/baton/internal/localtasks"
+	"github.com/baton-run/baton/internal/polltest"
+	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
 )
 
@@ -106,9 +113,19 @@ func TestBackgroundRegenerate(t *testing.T) {
 	}
 	await(t, started, "the work to start")
 	f.setWork(nil)
-	if _, err := runRewind(t.Context(), f.team, toolcallback.RewindRequest{UserID: "user-1", ChatID: "chat", ClientID: "tab-1"}); err != nil {
-		t.Fatalf("Rewind() error = %v", err)
-	}
+	// A claim that races another write of the session is refused as busy,
+	// and a client retries it (seen once under a heavy load).
+	polltest.Until(t, "the regenerate to be taken", func() bool {
+		_, err := runRewind(t.Context(), f.team, toolcallback.RewindRequest{UserID: "user-1", ChatID: "chat", ClientID: "tab-1"})
+		if errors.Is(err, sessionstore.ErrBusy) {
+			t.Logf("Rewind() error = %v; retried", err)
+			return false
+		}
+		if err != nil {
+			t.Fatalf("Rewind() error = %v", err)
+		}
+		return true
+	})
 	await(t, ended, "the first work's context to end")
 	f.waitTask("chat", "c2", localtasks.Completed)
 	if got := f.responses("chat", "c2"); len(got) != 1 || !strings.Contains(toJSON(got[0]), "bright-1") {
@@ -168,3 +185,43 @@ func TestBackgroundNewMessage(t *testing.T) {
 }
 
 var _ = platform.Now
+
+// TestBackgroundStopDeletesWaitingTask: a call stopped while its task
+// waits in the queue (here, in the backoff after a failed attempt) has
+// its task deleted, so the queue never delivers it again; the model
+// hears once that it was stopped.
+func TestBackgroundStopDeletesWaitingTask(t *testing.T) {
+	t.Parallel()
+	f := newBGFixture(t, nil, &localtasks.Options{TimeScale: 1}, playlistCall, textReply("stopped it"))
+	if _, err := f.tasks.Client().UpdateQueue(t.Context(), &cloudtaskspb.UpdateQueueRequest{
+		Queue: &cloudtaskspb.Queue{Name: bgQueue, RetryConfig: &cloudtaskspb.RetryConfig{MaxAttempts: 10,
+			MinBackoff: durationpb.New(time.Hour), MaxBackoff: durationpb.New(time.Hour)}},
+		UpdateMask: &fieldmaskpb.FieldMask{Paths: []string{"retry_config"}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	f.setWork(func(ctx context.Context, a playlistArgs) (playlistResult, error) {
+		return playlistResult{}, toolcallback.Retryable(errBusy)
+	})
+	if _, err := f.turnEvents("chat", "make me a playlist"); err != nil {
+		t.Fatal(err)
+	}
+	f.waitTask("chat", "c1", localtasks.Retrying) // the next attempt is an hour away
+	name := f.taskName("chat", "c1")
+	if _, err := f.tasks.Client().GetTask(t.Context(), &cloudtaskspb.GetTaskRequest{Name: name}); err != nil {
+		t.Fatalf("GetTask() before the stop error = %v, want the task waiting", err)
+	}
+	if _, err := f.team.Stop(t.Context(), "user-1", "chat", 0); err != nil {
+		t.Fatalf("Stop() error = %v", err)
+	}
+	if _, err := f.tasks.Client().GetTask(t.Context(), &cloudtaskspb.GetTaskRequest{Name: name}); status.Code(err) != codes.NotFound {
+		t.Errorf("GetTask() after the stop error = %v, want NotFound: the waiting task deleted", err)
+	}
+	got := f.responses("chat", "c1")
+	if len(got) != 1 || !strings.Contains(toJSON(got[0]), "stopped") {
+		t.Errorf("responses to c1 = %v, want one saying it was stopped", got)
+	}
+	if n := f.runs.Load(); n != 1 {
+		t.Errorf("the work ran %d times, want once", n)
+	}
+}

@@ -199,3 +199,47 @@ func TestBackgroundUserBound(t *testing.T) {
 		t.Errorf("tasks created: %d, want 1 (the refused call has none)", s.Creates)
 	}
 }
+
+// TestBackgroundProgressInterval: a tool that reports progress as fast as
+// it can gets its reports stored at most once per ProgressInterval, never
+// once per report; the latest one stored is a report the tool made.
+func TestBackgroundProgressInterval(t *testing.T) {
+	t.Parallel()
+	const interval = 50 * time.Millisecond
+	f := newBGFixture(t, &toolcallback.Options{ProgressInterval: interval}, nil, playlistCall, echoReply)
+	var stored atomic.Int32
+	f.counter.SetHook(func(method string, req any) error {
+		if strings.HasSuffix(method, "/Commit") && commitKind(req) == "progress" {
+			stored.Add(1)
+		}
+		return nil
+	})
+	var reports int
+	f.setWork(func(ctx context.Context, a playlistArgs) (playlistResult, error) {
+		for stored.Load() < 4 {
+			reports++
+			if err := toolcallback.Progress(ctx, map[string]int{"report": reports}); err != nil {
+				return playlistResult{}, err
+			}
+			if ctx.Err() != nil {
+				return playlistResult{}, ctx.Err()
+			}
+		}
+		return playlistResult{Tracks: []string{"x"}}, nil
+	})
+	// Every progress write falls between the turn and the delivery's end.
+	start := time.Now()
+	if _, err := f.turnEvents("chat", "make me a playlist"); err != nil {
+		t.Fatal(err)
+	}
+	f.waitDone("chat", "c1")
+	took := time.Since(start)
+	n := int(stored.Load())
+	if most := int(took/interval) + 1; n > most {
+		t.Errorf("%d progress writes in %v, want at most %d (one per %v)", n, took, most, interval)
+	}
+	if reports <= n {
+		t.Errorf("%d reports stored %d times: one write per report", reports, n)
+	}
+	t.Logf("%d reports in %v, %d stored", reports, took, n)
+}

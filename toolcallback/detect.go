@@ -181,6 +181,9 @@ func (e *engine) records(ctx context.Context, sess *sessionstore.Session, ev *se
 			transcript.NoteBackground(ev, d.id)
 		}
 		c := e.newCall(sess.UserID(), sess.ID(), d, client)
+		if c.Work != nil {
+			c.Work.TokensPerDay = tokenBudget(ctx) // the turn's: the work's own model calls are held to it
+		}
 		w, err := e.ledger.Record(c)
 		if err != nil {
 			return nil, nil, err

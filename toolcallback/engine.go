@@ -32,6 +32,7 @@ type engine struct {
 	agent    string // the root agent's name
 	sessions *sessionstore.Service
 	ledger   *ledger.Ledger
+	limits   *limits.Counter // the team's: a background tool's own model calls are held to the budget
 	opts     *Options
 	// work are the member's background tools, by name: the worker finds
 	// a call's tool here, on any instance.
@@ -43,7 +44,7 @@ type engine struct {
 // newEngine returns the engine running m's agent for t.
 func newEngine(t *Team, m Member) (*engine, error) {
 	root := m.Agent
-	e := &engine{app: t.app, root: root, agent: root.Name(), sessions: t.sessions, ledger: t.ledger, opts: t.opts,
+	e := &engine{app: t.app, root: root, agent: root.Name(), sessions: t.sessions, ledger: t.ledger, limits: t.limits, opts: t.opts,
 		background: map[string]*BackgroundTool{}, remote: map[string]*RemoteTool{}}
 	for _, rt := range m.Remote {
 		if _, dup := e.remote[rt.Name()]; dup {

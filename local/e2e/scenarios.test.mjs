@@ -955,7 +955,7 @@ scenario('a background playlist stopped midway: its work ends, the agent is told
   await page.waitForSelector(`${card} ${sel('tool-progress')}`, { timeout: WAIT });
   // The turn is over, its work is not: Stop ends the work.
   await page.click(sel('stop'));
-  await page.waitForSelector(`${card}[data-status="error"]`, { timeout: WAIT });
+  await page.waitForSelector(`${card}[data-status="stopped"]`, { timeout: WAIT });
   assert.match(await page.innerText(`${card} ${sel('tool-output')}`), /stopped: the user stopped the turn/,
     'the call\'s answer, which the model reads, says it was stopped');
   await page.waitForSelector(sel('message-stopped'), { timeout: WAIT });
@@ -966,7 +966,7 @@ scenario('a background playlist stopped midway: its work ends, the agent is told
   await assistantSays(page, /now playing track 2/);
   await page.reload();
   await ready(page);
-  await page.waitForSelector(`${card}[data-status="error"]`, { timeout: WAIT });
+  await page.waitForSelector(`${card}[data-status="stopped"]`, { timeout: WAIT });
   assert.doesNotMatch(await page.innerText(sel('log')), /playlist is ready/, 'no playlist after the stop');
   noPageErrors(page);
 });
