@@ -89,6 +89,7 @@ func (a *Agent) connect(ctx context.Context) (*a2aclient.Client, *a2a.AgentCard,
 		return a.client, a.card, nil
 	}
 	resolver := agentcard.NewResolver(a.http)
+	resolver.CardParser = parseCard
 	base, opts := a.cfg.CardURL, []agentcard.ResolveOption(nil)
 	if strings.HasSuffix(a.base.Path, ".json") {
 		root := *a.base
@@ -113,6 +114,20 @@ func (a *Agent) connect(ctx context.Context) (*a2aclient.Client, *a2a.AgentCard,
 	}
 	a.client, a.card = client, card
 	return client, card, nil
+}
+
+// parseCard reads an agent card as A2A 1.0 writes it, or else as 0.3
+// does: a2a-go's 1.0 parser refuses a card in both shapes at once, which
+// is what a2a-go's compatible servers, Baton's among them, serve.
+func parseCard(b []byte) (*a2a.AgentCard, error) {
+	card, err := agentcard.DefaultCardParser(b)
+	if err == nil {
+		return card, nil
+	}
+	if old, oerr := a2av0.NewAgentCardParser()(b); oerr == nil && len(old.SupportedInterfaces) > 0 {
+		return old, nil
+	}
+	return nil, err
 }
 
 // Pushes reports whether the remote says it sends push notifications

@@ -15,7 +15,12 @@ import (
 
 // offRequest reports whether calls of kind k are work off the request,
 // which the queue carries: a background tool's, a remote agent's.
-func offRequest(k Kind) bool { return k == KindBackground || k == KindRemote }
+func offRequest(k Kind) bool { return IsWork(k) }
+
+// IsWork reports whether calls of kind k are the server's work off the
+// request (a background tool's, a remote agent's): no client answers
+// them, and readers show their progress.
+func IsWork(k Kind) bool { return k == KindBackground || k == KindRemote }
 
 // remoteWay is what a delivery does with a remote call as read.
 type remoteWay int

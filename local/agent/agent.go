@@ -149,6 +149,10 @@ func concierge(m model.LLM, remote []*toolcallback.RemoteTool, toolsets ...tool.
 	for _, rt := range remote {
 		own = append(own, rt)
 	}
+	// No spare capacity, as pick leaves none: ADK appends the toolsets'
+	// tools to the agent's slice on each request, which would write into
+	// a backing array that concurrent invocations share.
+	own = slices.Clip(own)
 	return llmagent.New(llmagent.Config{
 		Name:        "concierge",
 		Description: "Weather, time, arithmetic, your location and restaurant bookings",
