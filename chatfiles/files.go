@@ -243,6 +243,33 @@ func (s *Store) DeleteChat(ctx context.Context, chat *sessionstore.Chat) error {
 	return nil
 }
 
+// DeleteUser deletes user's own files: those of "user:" names, which ADK
+// shares between all of the user's sessions (and so chats), for the
+// deletion of the user's account; DeleteChat leaves them.
+func (s *Store) DeleteUser(ctx context.Context, user string) error {
+	if s == nil {
+		return nil
+	}
+	// Any session lists the user's own files with its own.
+	list, err := s.files.List(ctx, &artifact.ListRequest{AppName: s.app, UserID: user, SessionID: userFilesSession})
+	if err != nil {
+		return fmt.Errorf("list the user's files: %w", err)
+	}
+	for _, name := range list.FileNames {
+		if !strings.HasPrefix(name, "user:") {
+			continue
+		}
+		if err := s.files.Delete(ctx, &artifact.DeleteRequest{AppName: s.app, UserID: user, SessionID: userFilesSession, FileName: name}); err != nil {
+			return fmt.Errorf("delete the user's file %q: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// userFilesSession is the session DeleteUser names to reach the user's own
+// files; no chat has this id's files.
+const userFilesSession = "baton-account"
+
 // Plugin returns the plugin of one invocation's runner that hands the
 // model the bytes of the files its requests refer to (see the package
 // doc). It keeps what it loaded for the invocation's later model calls,
