@@ -313,3 +313,65 @@ func (s *Store) Plugin() (*plugin.Plugin, error) {
 		},
 	})
 }
+
+// File is one stored version of a file, as an export reads it.
+type File struct {
+	Ref  Ref // ChatID is "" for one of the user's own files
+	Blob *genai.Blob
+}
+
+// ExportName is the name an export gives a file: its name, made safe for
+// any file system, and its version.
+func (f Ref) ExportName() string {
+	safe := strings.Map(func(r rune) rune {
+		if r < ' ' || strings.ContainsRune(`/\:*?"<>|`, r) {
+			return '_'
+		}
+		return r
+	}, f.Name)
+	if safe == "" || safe == "." || safe == ".." {
+		safe = "_" + safe
+	}
+	return fmt.Sprintf("%s@%d", safe, f.Version)
+}
+
+// EachFile calls f with every version of every file of user's chat
+// (chatID: "" for the user's own files, of "user:" names), loading one at a
+// time, so that an export holds one file in memory whatever their number.
+func (s *Store) EachFile(ctx context.Context, user, chatID string, f func(File) error) error {
+	if s == nil {
+		return nil
+	}
+	sid, own := chatID, chatID == ""
+	if own {
+		sid = userFilesSession
+	}
+	list, err := s.files.List(ctx, &artifact.ListRequest{AppName: s.app, UserID: user, SessionID: sid})
+	if err != nil {
+		return fmt.Errorf("list files: %w", err)
+	}
+	for _, name := range list.FileNames {
+		if strings.HasPrefix(name, "user:") != own {
+			continue
+		}
+		versions, err := s.files.Versions(ctx, &artifact.VersionsRequest{AppName: s.app, UserID: user, SessionID: sid, FileName: name})
+		if err != nil {
+			return fmt.Errorf("list the versions of file %q: %w", name, err)
+		}
+		for _, v := range versions.Versions {
+			ref := Ref{ChatID: chatID, Name: name, Version: v}
+			got, err := s.files.Load(ctx, &artifact.LoadRequest{AppName: s.app, UserID: user, SessionID: sid, FileName: name, Version: v})
+			if err != nil {
+				return fmt.Errorf("load file %q version %d: %w", name, v, err)
+			}
+			if got.Part == nil || got.Part.InlineData == nil {
+				continue
+			}
+			ref.MIMEType = got.Part.InlineData.MIMEType
+			if err := f(File{Ref: ref, Blob: got.Part.InlineData}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -164,3 +164,10 @@ func (s *Store) Removed(user, chat string, messages []string) []sessionstore.Wri
 	}
 	return out
 }
+
+// DataKinds are the kinds of a person's data this package keeps (see
+// sessionstore.DataKind).
+var DataKinds = []sessionstore.DataKind{
+	{Name: "rating", Owner: "feedback", Collection: collection, Path: "{chat}/feedback/{message}", Scope: sessionstore.ScopeChat,
+		Export: sessionstore.ExportMessages, Kept: "until the person deletes it, or its message is taken back, or the chat is deleted"},
+}

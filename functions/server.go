@@ -10,9 +10,11 @@ import (
 
 	"firebase.google.com/go/v4/auth"
 	"google.golang.org/adk/v2/artifact"
+	"google.golang.org/adk/v2/model"
 	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/a2aserver"
+	"github.com/baton-run/baton/account"
 	"github.com/baton-run/baton/live"
 	"github.com/baton-run/baton/mcpregistry"
 	"github.com/baton-run/baton/sessionstore"
@@ -31,6 +33,10 @@ type Server struct {
 	a2a        *a2aserver.Server
 	log        *slog.Logger
 	usechat    *usechat.Server // Chat's routes for the AI SDK's useChat
+	account    *account.Server // the Account function
+	// accountAuth, when set, is the Firebase Auth client Sweep asks about
+	// the users that have data (cfg.AccountCheck).
+	accountAuth *auth.Client
 	live       *live.Runner    // nil when live mode is off
 	// conversations are the live conversations this instance holds.
 	conversations conversations
@@ -81,6 +87,10 @@ type ServerOptions struct {
 	// LiveSetup is the live model's base configuration (live.Model.Setup).
 	// Default: live.DefaultSetup.
 	LiveSetup *genai.LiveConnectConfig
+	// TitleModel gives new chats their titles. Default: Gemini's
+	// cfg.TitleModel from the environment's credentials; none without.
+	// `go run ./local` gives its offline model.
+	TitleModel model.LLM
 }
 
 // NewServer builds the team of members on sessions (which must store under
@@ -112,7 +122,20 @@ func NewServer(cfg Config, sessions *sessionstore.Service, members []toolcallbac
 		WarmBytes:         opts.WarmBytes,
 		CountTokens:       cfg.TurnLimits.countsTokens(),
 		IncludeThoughts:   cfg.IncludeThoughts,
+		TitleModel:        opts.TitleModel,
+		AccountCheckEvery: cfg.AccountCheck,
 		Logger:            s.log,
+	}
+	if topts.TitleModel == nil {
+		topts.TitleModel = newTitleModel(cfg, s.log)
+	}
+	if cfg.AccountCheck > 0 {
+		topts.AccountGone = func(ctx context.Context, users []string) ([]string, error) {
+			if s.accountAuth == nil {
+				return nil, nil // no identity provider to ask (development identity)
+			}
+			return accountGone(s.accountAuth)(ctx, users)
+		}
 	}
 	if reg := opts.MCP; reg != nil {
 		topts.ChatSwitched = func(ctx context.Context, chat *sessionstore.Chat, from string) {
@@ -138,6 +161,7 @@ func NewServer(cfg Config, sessions *sessionstore.Service, members []toolcallbac
 	s.usechat = usechat.New(team, usechat.Config{MaxBodyBytes: cfg.MaxBodyBytes, MaxChatBodyBytes: cfg.MaxChatBodyBytes,
 		MaxFileBytes: cfg.MaxFileBytes, InvocationTimeout: cfg.InvocationTimeout, KeepAlive: cfg.KeepAlive}, s.chatCaller, files)
 	s.live = s.newLive(team, opts)
+	s.account = account.New(team, sessions, topts.Files, func(r *http.Request) (string, error) { return s.ident.userID(r.Context(), r) }, s.log)
 	if cfg.DevIdentity {
 		s.ident = devIdentity{}
 		s.sweepCheck = devSchedulerCheck
@@ -152,6 +176,9 @@ func NewServer(cfg Config, sessions *sessionstore.Service, members []toolcallbac
 		}
 	}
 	s.ident = firebaseIdentity{client: auth, checkRevoked: cfg.CheckRevoked}
+	if s.accountAuth, err = accountAuthClient(ctx, cfg, opts.Auth, auth); err != nil {
+		return nil, err
+	}
 	service, err := newServiceIdentity(ctx, opts.SchedulerKeys)
 	if err != nil {
 		return nil, err
@@ -207,7 +234,9 @@ func (s *Server) Handler(name string) http.Handler {
 	case NameA2A:
 		return s.wrap(name, []string{http.MethodGet, http.MethodHead, http.MethodPost}, s.serveA2A)
 	case NameChat:
-		return s.wrap(name, []string{http.MethodPost, http.MethodGet, http.MethodDelete}, s.chat)
+		return s.wrap(name, []string{http.MethodPost, http.MethodGet, http.MethodPatch, http.MethodPut, http.MethodDelete}, s.chat)
+	case NameAccount:
+		return s.wrap(name, []string{http.MethodGet, http.MethodDelete}, s.accountRoutes)
 	}
 	return http.NotFoundHandler()
 }
@@ -234,7 +263,7 @@ func (s *Server) sweep(w http.ResponseWriter, r *http.Request, log *slog.Logger)
 		return err
 	}
 	log.InfoContext(r.Context(), "sweep", "expired", report.Expired, "resumed", report.Resumed, "skipped", report.Skipped,
-		"repaired", report.Repaired, "idle", report.Idle)
+		"repaired", report.Repaired, "idle", report.Idle, "accounts", report.Accounts, "checked", report.Checked)
 	writeJSON(w, http.StatusOK, report)
 	return nil
 }

@@ -270,3 +270,76 @@ func deleteCommits(t *testing.T) int {
 	defer mu.Unlock()
 	return n
 }
+
+// TestDeleteAccount: an account's deletion deletes every chat of the user
+// (a paused one included) with its files, the user's own documents and
+// the account, and nothing of another user's.
+func TestDeleteAccount(t *testing.T) {
+	t.Parallel()
+	w := newDeleteWorld(t, nil)
+	f, ctx := w.f, t.Context()
+	report, err := f.team.DeleteAccount(ctx, "user-1")
+	if err != nil || report.Chats != 2 {
+		t.Fatalf("DeleteAccount = %+v, %v; want both chats deleted", report, err)
+	}
+	if n := countDocs(t, ctx, f.sessions.Client().Doc(f.sessions.UserDoc("app", "user-1").Path())); n != 0 {
+		t.Errorf("%d documents of user-1 left, want none", n)
+	}
+	if a, err := f.sessions.GetAccount(ctx, "app", "user-1"); err != nil || a.Exists {
+		t.Errorf("user-1's account after its deletion: %+v, %v; want none", a, err)
+	}
+	if objects, err := w.gcs.Objects(ctx, "app/user-1/"); err != nil || len(objects) != 0 {
+		t.Errorf("user-1's files: %v, %v; want none", objects, err)
+	}
+	if got := f.list("tab-a"); len(got) != 0 {
+		t.Errorf("user-1's list after the deletion: %+v, want empty", got)
+	}
+	if _, err := f.team.Follow(ctx, "user-2", "a"); err != nil {
+		t.Errorf("user-2's chat after user-1's deletion: %v, want it kept", err)
+	}
+	if again, err := f.team.DeleteAccount(ctx, "user-1"); err != nil || again.Chats != 0 {
+		t.Errorf("DeleteAccount again = %+v, %v; want nothing left to do", again, err)
+	}
+}
+
+// TestSweepDeletesGoneUsers: Sweep asks the identity provider about the
+// users that have data, and deletes the data of those it no longer has;
+// it asks again only once AccountCheckEvery has passed.
+func TestSweepDeletesGoneUsers(t *testing.T) {
+	t.Parallel()
+	var asked atomic.Int32
+	opts := &toolcallback.Options{AccountCheckEvery: time.Hour, AccountGone: func(_ context.Context, users []string) ([]string, error) {
+		asked.Add(int32(len(users)))
+		var gone []string
+		for _, u := range users {
+			if u == "user-2" {
+				gone = append(gone, u)
+			}
+		}
+		return gone, nil
+	}}
+	f := newFixture(t, opts, textReply("one"), textReply("two"))
+	ctx := t.Context()
+	for _, req := range []toolcallback.TurnRequest{textTurn("a", "tab-a", "hi"), {UserID: "user-2", ChatID: "b", ClientID: "tab-b", Content: genai.NewContentFromText("hi", genai.RoleUser)}} {
+		if _, _, err := runTurn(ctx, f.team, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := time.Now()
+	report, err := f.team.Sweep(ctx, now)
+	if err != nil || report.Checked != 2 || report.Accounts != 1 {
+		t.Fatalf("Sweep = %+v, %v; want two users checked, one account deleted", report, err)
+	}
+	if _, err := f.team.Follow(ctx, "user-2", "b"); !errors.Is(err, sessionstore.ErrNotFound) {
+		t.Errorf("the gone user's chat: %v, want ErrNotFound", err)
+	}
+	if _, err := f.team.Follow(ctx, "user-1", "a"); err != nil {
+		t.Errorf("the other user's chat: %v, want it kept", err)
+	}
+	if report, err := f.team.Sweep(ctx, now.Add(time.Minute)); err != nil || report.Checked != 0 {
+		t.Errorf("a sweep within the hour = %+v, %v; want nobody asked about", report, err)
+	}
+	if report, err := f.team.Sweep(ctx, now.Add(2*time.Hour)); err != nil || report.Checked != 1 {
+		t.Errorf("a sweep two hours later = %+v, %v; want user-1 asked about again", report, err)
+	}
+}

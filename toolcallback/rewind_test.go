@@ -12,6 +12,7 @@ import (
 	"google.golang.org/adk/v2/session"
 	"google.golang.org/genai"
 
+	"github.com/baton-run/baton/feedback"
 	"github.com/baton-run/baton/internal/eventlist"
 	"github.com/baton-run/baton/modeltest"
 	"github.com/baton-run/baton/sessionstore"
@@ -405,5 +406,40 @@ func TestRewindEnqueueWaitsForTheTurn(t *testing.T) {
 	}
 	if got := f.userTexts("s1"); strings.Join(got, "|") != "first, edited" {
 		t.Errorf("user messages after the rewind = %q, want the edited one alone", got)
+	}
+}
+
+// TestRegenerateDropsItsRating: a rating of the answer a regenerate takes
+// back is deleted with it; a rating of an earlier answer stays.
+func TestRegenerateDropsItsRating(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, &toolcallback.Options{SessionStateOnly: true}, textReply("one"), textReply("two"), textReply("two again"))
+	f.idTurn("s1", "m1", "first")
+	f.idTurn("s1", "m2", "second")
+	ratings := feedback.New(f.sessions, "app")
+	ctx := t.Context()
+	var answers []string
+	for _, ev := range f.history("s1") {
+		if transcript.StartsTurn(ev) {
+			answers = append(answers, ev.InvocationID)
+		}
+	}
+	if len(answers) != 2 {
+		t.Fatalf("turns: %v, want two", answers)
+	}
+	for _, id := range answers {
+		if err := ratings.Put(ctx, "user-1", "s1", id, feedback.Rating{Rating: "up", Updated: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := f.rewind(toolcallback.RewindRequest{Message: "m2"}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ratings.Ratings(ctx, "user-1", "s1", answers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, kept := got[answers[0]]; !kept || len(got) != 1 {
+		t.Errorf("ratings after the regenerate: %v; want only the first answer's", got)
 	}
 }

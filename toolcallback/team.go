@@ -84,6 +84,10 @@ func (t *Team) Members() []Member {
 	return out
 }
 
+// Feedback is the store of the people's ratings of the team's answers,
+// which a rewind deletes with the answers it takes back.
+func (t *Team) Feedback() *feedback.Store { return t.feedback }
+
 // App returns the app whose sessions the team serves.
 func (t *Team) App() string { return t.app }
 

@@ -1,0 +1,97 @@
+package functions
+
+// The Account function (package account): a person's data as a whole.
+//
+//	GET    /Account          whether a deletion of the caller's data is under way
+//	GET    /Account/export   everything Baton keeps for the caller, as one ZIP
+//	DELETE /Account          all of it deleted: 204, or 202 while under way
+//
+// And what Sweep asks Firebase Authentication about the users that have
+// data (accountGone), so that a user deleted there loses their data here
+// without anyone calling Baton.
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"firebase.google.com/go/v4/auth"
+	"google.golang.org/adk/v2/model"
+	"google.golang.org/adk/v2/model/gemini"
+	"google.golang.org/genai"
+
+	"github.com/baton-run/baton/errclass"
+)
+
+// accountRoutes routes the Account function's paths.
+func (s *Server) accountRoutes(w http.ResponseWriter, r *http.Request, _ *slog.Logger) error {
+	rest := r.URL.EscapedPath()
+	if i := strings.Index(rest, "/"+NameAccount); i >= 0 {
+		rest = rest[i+len(NameAccount)+1:]
+	}
+	switch rest = strings.Trim(rest, "/"); {
+	case r.Method == http.MethodGet && rest == "":
+		return s.account.Get(w, r)
+	case r.Method == http.MethodGet && rest == "export":
+		return s.account.Export(w, r)
+	case r.Method == http.MethodDelete && rest == "":
+		return s.account.Delete(w, r)
+	}
+	return fmt.Errorf("%w: GET or DELETE /Account, GET /Account/export", errBadRequest)
+}
+
+// accountGone asks Firebase Authentication, through client, which of users
+// it no longer has (one GetUsers call, at most 100 users).
+func accountGone(client *auth.Client) func(ctx context.Context, users []string) ([]string, error) {
+	return func(ctx context.Context, users []string) ([]string, error) {
+		ids := make([]auth.UserIdentifier, len(users))
+		for i, u := range users {
+			ids[i] = auth.UIDIdentifier{UID: u}
+		}
+		res, err := client.GetUsers(ctx, ids)
+		if err != nil {
+			return nil, fmt.Errorf("%w: ask Firebase Authentication about users: %v", errclass.ErrUnavailable, err)
+		}
+		gone := make([]string, 0, len(res.NotFound))
+		for _, id := range res.NotFound {
+			if uid, ok := id.(auth.UIDIdentifier); ok {
+				gone = append(gone, uid.UID)
+			}
+		}
+		return gone, nil
+	}
+}
+
+// newTitleModel is the model that titles new chats (cfg.TitleModel), nil
+// when titles are off or no Gemini client can be made from the
+// environment (GOOGLE_API_KEY, or Vertex AI's variables).
+func newTitleModel(cfg Config, log *slog.Logger) model.LLM {
+	if cfg.TitleModel == "" {
+		return nil
+	}
+	m, err := gemini.NewModel(context.Background(), cfg.TitleModel, &genai.ClientConfig{})
+	if err != nil {
+		log.Info("chat titles are the first words of their first message: no title model", "reason", err.Error())
+		return nil
+	}
+	return m
+}
+
+// accountAuthClient is the Firebase Auth client Sweep asks about users
+// (cfg.AccountCheck): GetUsers needs the Admin SDK's credentials, which the
+// identity client has only with BATON_CHECK_REVOKED (or against the Auth
+// emulator, where any client may ask); otherwise one is made with the
+// instance's credentials. Nil when the check is off.
+func accountAuthClient(ctx context.Context, cfg Config, given, identity *auth.Client) (*auth.Client, error) {
+	switch {
+	case cfg.AccountCheck <= 0:
+		return nil, nil
+	case given != nil:
+		return given, nil
+	case cfg.CheckRevoked || cfg.AuthEmulator != "":
+		return identity, nil
+	}
+	return newAuthClient(ctx, cfg.Project, true)
+}
