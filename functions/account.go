@@ -23,6 +23,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/errclass"
+	"github.com/baton-run/baton/toolcallback"
 )
 
 // accountRoutes routes the Account function's paths.
@@ -94,4 +95,25 @@ func accountAuthClient(ctx context.Context, cfg Config, given, identity *auth.Cl
 		return identity, nil
 	}
 	return newAuthClient(ctx, cfg.Project, true)
+}
+
+// dataOptions sets what the team does for a person's data: new chats'
+// titles (opts.TitleModel, else cfg.TitleModel's) and Sweep's check of
+// the users with data (cfg.AccountCheck), through the Auth client set once
+// the identity is (s.accountAuth; none with the development identity).
+func (s *Server) dataOptions(topts *toolcallback.Options, opts *ServerOptions) {
+	topts.TitleModel = opts.TitleModel
+	if topts.TitleModel == nil {
+		topts.TitleModel = newTitleModel(s.cfg, s.log)
+	}
+	if s.cfg.AccountCheck <= 0 {
+		return
+	}
+	topts.AccountCheckEvery = s.cfg.AccountCheck
+	topts.AccountGone = func(ctx context.Context, users []string) ([]string, error) {
+		if s.accountAuth == nil {
+			return nil, nil // no identity provider to ask
+		}
+		return accountGone(s.accountAuth)(ctx, users)
+	}
 }

@@ -37,7 +37,7 @@ type Server struct {
 	// accountAuth, when set, is the Firebase Auth client Sweep asks about
 	// the users that have data (cfg.AccountCheck).
 	accountAuth *auth.Client
-	live       *live.Runner    // nil when live mode is off
+	live        *live.Runner // nil when live mode is off
 	// conversations are the live conversations this instance holds.
 	conversations conversations
 }
@@ -122,21 +122,9 @@ func NewServer(cfg Config, sessions *sessionstore.Service, members []toolcallbac
 		WarmBytes:         opts.WarmBytes,
 		CountTokens:       cfg.TurnLimits.countsTokens(),
 		IncludeThoughts:   cfg.IncludeThoughts,
-		TitleModel:        opts.TitleModel,
-		AccountCheckEvery: cfg.AccountCheck,
 		Logger:            s.log,
 	}
-	if topts.TitleModel == nil {
-		topts.TitleModel = newTitleModel(cfg, s.log)
-	}
-	if cfg.AccountCheck > 0 {
-		topts.AccountGone = func(ctx context.Context, users []string) ([]string, error) {
-			if s.accountAuth == nil {
-				return nil, nil // no identity provider to ask (development identity)
-			}
-			return accountGone(s.accountAuth)(ctx, users)
-		}
-	}
+	s.dataOptions(topts, opts)
 	if reg := opts.MCP; reg != nil {
 		topts.ChatSwitched = func(ctx context.Context, chat *sessionstore.Chat, from string) {
 			if err := reg.Switched(ctx, chat, from); err != nil {

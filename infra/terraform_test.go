@@ -31,7 +31,7 @@ type (
 
 var (
 	fieldIndexes  = slices.Concat(sessionstore.FieldIndexes, a2aserver.FieldIndexes)
-	ttlFields     = slices.Concat(ledger.TTLs, limits.TTLs, a2aserver.TTLs)
+	ttlFields     = slices.Concat(sessionstore.TTLs, ledger.TTLs, limits.TTLs, a2aserver.TTLs)
 	queriedFields = mergeFields(sessionstore.QueriedFields, ledger.QueriedFields, a2aserver.QueriedFields)
 )
 
@@ -702,7 +702,7 @@ func TestTerraformRuntimeRoles(t *testing.T) {
 		if m.vars["use_vertex_ai"].True() {
 			allowed = append(allowed, "roles/aiplatform.user")
 		}
-		if m.vars["check_revoked"].True() {
+		if m.vars["check_revoked"].True() || m.vars["account_check"].AsString() != "off" {
 			allowed = append(allowed, "roles/firebaseauth.viewer")
 		}
 		var got []string

@@ -1,4 +1,4 @@
-# One Cloud Run service per name registered in functions.Names. All six run
+# One Cloud Run service per name registered in functions.Names. All seven run
 # the same image, built once from the upload archive (image.tf); each picks
 # its entry point with FUNCTION_TARGET, which functions-framework-go reads
 # at start to serve that one function at every path. The services that
@@ -37,6 +37,10 @@ locals {
     # Cloud Run keeps for at most the request timeout: the longer of the
     # two (docs/deployment.md, "Live mode").
     Chat = merge(local.browser, { timeout = max(local.invocation_request_timeout, var.live_timeout_seconds), browser = true, affinity = true })
+    # A person's data as a whole: the export streams every chat and file,
+    # the deletion takes every chat apart, so both get a turn's time; they
+    # read no chat's warm session, so affinity would do nothing.
+    Account = merge(local.browser, { timeout = local.invocation_request_timeout, browser = true, affinity = false })
     # One sweep at a time: a scheduler run that finds Sweep busy is turned
     # away (429) instead of running alongside it. The scheduler has no
     # cookie jar: affinity would do nothing.
@@ -75,6 +79,8 @@ locals {
     BATON_KEEPALIVE           = var.keepalive
     BATON_REQUEST_TIMEOUT     = "${var.request_timeout_seconds}s"
     BATON_IDLE_RETENTION      = var.idle_retention
+    BATON_ACCOUNT_CHECK       = var.account_check
+    BATON_TITLE_MODEL         = var.title_model
     BATON_SWEEP_AUDIENCE      = local.sweep_audience
     BATON_SWEEP_INVOKER       = google_service_account.scheduler.email
     BATON_A2A_AUDIENCE        = local.a2a_audience

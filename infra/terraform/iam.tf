@@ -25,9 +25,10 @@ resource "google_project_iam_member" "runtime_trace" {
   member  = google_service_account.runtime.member
 }
 
-# Revocation checks read the user's account from the Firebase Auth API.
+# Revocation checks, and Sweep's check of the users that have data
+# (account_check), read users' accounts from the Firebase Auth API.
 resource "google_project_iam_member" "runtime_firebase_auth" {
-  count = var.check_revoked ? 1 : 0
+  count = var.check_revoked || var.account_check != "off" ? 1 : 0
 
   project = var.project
   role    = "roles/firebaseauth.viewer"
