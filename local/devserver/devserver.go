@@ -166,7 +166,7 @@ func Run(ctx context.Context, opts *Options) error {
 		return err
 	}
 	defer closeMCP()
-	mux, err := routes(server, emus.signIn, cfg.Project, &o)
+	mux, err := routes(server, emus.signIn, cfg, &o)
 	if err != nil {
 		return err
 	}
@@ -242,7 +242,7 @@ func newServer(ctx context.Context, cfg functions.Config, client *firestore.Clie
 // routes adds to the functions' routes the page, what it reads at
 // /config.json and, when it signs in through the Auth emulator, the
 // Firebase JS SDK.
-func routes(server *functions.Server, signIn *pageAuth, project string, o *Options) (*http.ServeMux, error) {
+func routes(server *functions.Server, signIn *pageAuth, cfg functions.Config, o *Options) (*http.ServeMux, error) {
 	mux := server.Mux()
 	page, err := web.Files()
 	if err != nil {
@@ -251,10 +251,13 @@ func routes(server *functions.Server, signIn *pageAuth, project string, o *Optio
 	mux.Handle("/", http.FileServerFS(page))
 	// liveModel is "" when live mode is off: the page then offers no Live
 	// button.
+	// limits lets the page say a message or a file is too large before
+	// sending it, in words a person reads (local/web/src/files.jsx).
+	limits := map[string]int64{"fileBytes": cfg.MaxFileBytes, "messageBytes": cfg.MaxBodyBytes, "bodyBytes": cfg.MaxChatBodyBytes}
 	config := map[string]any{"model": o.ModelName, "liveModel": server.LiveModel(), "agents": server.Team().Agents(),
-		"suggestions": o.Suggestions, "auth": map[string]any{"mode": "dev"}}
+		"suggestions": o.Suggestions, "auth": map[string]any{"mode": "dev"}, "limits": limits}
 	if signIn != nil {
-		config["auth"] = signIn.config(project)
+		config["auth"] = signIn.config(cfg.Project)
 		mux.Handle("GET /vendor/firebase/", signIn.sdk())
 	}
 	mux.HandleFunc("GET /config.json", func(w http.ResponseWriter, _ *http.Request) {
