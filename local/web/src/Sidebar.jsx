@@ -9,6 +9,7 @@
 import { useCallback, useEffect, useId, useRef, useState } from 'react';
 import { deleteChat, listChats, renameChat, waitingHere, waitingText } from './chats.js';
 import { Confirm } from './Confirm.jsx';
+import { PencilIcon, TrashIcon } from './icons.jsx';
 
 const POLL_MS = 15_000;
 
@@ -59,8 +60,16 @@ export function Sidebar({ id, list, identity, current, isNew, open, onOpen, onNe
   const headingId = useId();
   const total = waitingHere(list.chats);
   const nav = useRef(null);
+  const close = useRef(onClose);
+  close.current = onClose;
   useEffect(() => {
-    if (open) nav.current?.querySelector('button')?.focus();
+    if (!open) return undefined;
+    nav.current?.querySelector('button')?.focus();
+    // The drawer closes on Escape wherever the focus is (not while a
+    // rename or a confirmation takes the key).
+    const onKey = (e) => e.key === 'Escape' && !e.defaultPrevented && !document.querySelector('dialog[open]') && close.current();
+    document.addEventListener('keydown', onKey);
+    return () => document.removeEventListener('keydown', onKey);
   }, [open]);
 
   const rename = async (e) => {
@@ -92,15 +101,14 @@ export function Sidebar({ id, list, identity, current, isNew, open, onOpen, onNe
   return (
     <>
       {open && <div className="backdrop" data-testid="drawer-backdrop" onClick={onClose} aria-hidden="true" />}
-      <nav id={id} ref={nav} className="sidebar" data-testid="sidebar" data-open={open ? 'true' : 'false'} aria-labelledby={headingId}
-        onKeyDown={(e) => e.key === 'Escape' && open && onClose()}>
+      <nav id={id} ref={nav} className="sidebar" data-testid="sidebar" data-open={open ? 'true' : 'false'} aria-labelledby={headingId}>
         <div className="sidebar-head">
           <h2 id={headingId}>Chats</h2>
           {total > 0 && <span className="count" data-testid="waiting-total" aria-label={`${total} waiting for you`}>{total}</span>}
           <button type="button" className="primary" data-testid="sidebar-new-chat" onClick={onNewChat}>New chat</button>
         </div>
         {list.error && <p className="sidebar-note" role="alert" data-testid="chats-error">Could not list your chats: {list.error}</p>}
-        {list.loaded && shown.length === 0 && <p className="sidebar-note" data-testid="no-chats">No chats yet.</p>}
+        {list.loaded && list.chats.length === 0 && <p className="sidebar-note" data-testid="no-chats">No saved chats yet.</p>}
         <ul className="chat-list" data-testid="chat-list">
           {shown.map((c) => {
             const title = c.title || 'New chat';
@@ -112,7 +120,7 @@ export function Sidebar({ id, list, identity, current, isNew, open, onOpen, onNe
                     <label htmlFor={`rename-${c.id}`} className="visually-hidden">New title of {title}</label>
                     <input id={`rename-${c.id}`} data-testid="rename-input" value={renaming.title} maxLength={80} required autoFocus
                       onChange={(e) => setRenaming({ id: c.id, title: e.target.value })}
-                      onKeyDown={(e) => e.key === 'Escape' && (e.stopPropagation(), setRenaming(null))} />
+                      onKeyDown={(e) => e.key === 'Escape' && (e.preventDefault(), setRenaming(null))} />
                     <button type="submit" data-testid="rename-save">Save</button>
                   </form>
                 ) : (
@@ -124,9 +132,9 @@ export function Sidebar({ id, list, identity, current, isNew, open, onOpen, onNe
                 {!c.fresh && renaming?.id !== c.id && (
                   <span className="chat-actions">
                     <button type="button" className="icon" data-testid="chat-rename" aria-label={`Rename ${title}`} title="Rename"
-                      onClick={() => setRenaming({ id: c.id, title: c.title })}>✎</button>
+                      onClick={() => setRenaming({ id: c.id, title: c.title })}><PencilIcon /></button>
                     <button type="button" className="icon" data-testid="chat-delete" aria-label={`Delete ${title}`} title="Delete"
-                      onClick={() => setDeleting(c)}>🗑</button>
+                      onClick={() => setDeleting(c)}><TrashIcon /></button>
                   </span>
                 )}
               </li>
