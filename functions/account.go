@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 
 	"firebase.google.com/go/v4/auth"
 	"google.golang.org/adk/v2/model"
@@ -80,21 +81,40 @@ func newTitleModel(cfg Config, log *slog.Logger) model.LLM {
 	return m
 }
 
-// accountAuthClient is the Firebase Auth client Sweep asks about users
-// (cfg.AccountCheck): GetUsers needs the Admin SDK's credentials, which the
-// identity client has only with BATON_CHECK_REVOKED (or against the Auth
-// emulator, where any client may ask); otherwise one is made with the
-// instance's credentials. Nil when the check is off.
-func accountAuthClient(ctx context.Context, cfg Config, given, identity *auth.Client) (*auth.Client, error) {
+// accountAuthClient returns how Sweep gets the Firebase Auth client it
+// asks about users (cfg.AccountCheck); nil when the check is off. GetUsers
+// needs the Admin SDK's credentials, which the identity client has only
+// with BATON_CHECK_REVOKED (or against the Auth emulator, where any client
+// may ask); otherwise one is made with the instance's credentials, at the
+// first sweep that needs it rather than at startup: an instance without
+// credentials still serves every request, and only the check fails (Sweep
+// says so, and tries again at its next run).
+func accountAuthClient(cfg Config, given, identity *auth.Client) func(ctx context.Context) (*auth.Client, error) {
 	switch {
 	case cfg.AccountCheck <= 0:
-		return nil, nil
+		return nil
 	case given != nil:
-		return given, nil
+		return func(context.Context) (*auth.Client, error) { return given, nil }
 	case cfg.CheckRevoked || cfg.AuthEmulator != "":
-		return identity, nil
+		return func(context.Context) (*auth.Client, error) { return identity, nil }
 	}
-	return newAuthClient(ctx, cfg.Project, true)
+	var (
+		mu     sync.Mutex
+		client *auth.Client
+	)
+	return func(ctx context.Context) (*auth.Client, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if client != nil {
+			return client, nil
+		}
+		c, err := newAuthClient(ctx, cfg.Project, true)
+		if err != nil {
+			return nil, fmt.Errorf("%w: a Firebase Auth client to check the users with data: %v", errclass.ErrUnavailable, err)
+		}
+		client = c
+		return client, nil
+	}
 }
 
 // dataOptions sets what the team does for a person's data: new chats'
@@ -114,6 +134,10 @@ func (s *Server) dataOptions(topts *toolcallback.Options, opts *ServerOptions) {
 		if s.accountAuth == nil {
 			return nil, nil // no identity provider to ask
 		}
-		return accountGone(s.accountAuth)(ctx, users)
+		client, err := s.accountAuth(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return accountGone(client)(ctx, users)
 	}
 }

@@ -34,9 +34,9 @@ type Server struct {
 	log        *slog.Logger
 	usechat    *usechat.Server // Chat's routes for the AI SDK's useChat
 	account    *account.Server // the Account function
-	// accountAuth, when set, is the Firebase Auth client Sweep asks about
-	// the users that have data (cfg.AccountCheck).
-	accountAuth *auth.Client
+	// accountAuth, when set, gives the Firebase Auth client Sweep asks
+	// about the users that have data (cfg.AccountCheck).
+	accountAuth func(ctx context.Context) (*auth.Client, error)
 	live        *live.Runner // nil when live mode is off
 	// conversations are the live conversations this instance holds.
 	conversations conversations
@@ -164,9 +164,7 @@ func NewServer(cfg Config, sessions *sessionstore.Service, members []toolcallbac
 		}
 	}
 	s.ident = firebaseIdentity{client: auth, checkRevoked: cfg.CheckRevoked}
-	if s.accountAuth, err = accountAuthClient(ctx, cfg, opts.Auth, auth); err != nil {
-		return nil, err
-	}
+	s.accountAuth = accountAuthClient(cfg, opts.Auth, auth)
 	service, err := newServiceIdentity(ctx, opts.SchedulerKeys)
 	if err != nil {
 		return nil, err
