@@ -1907,7 +1907,10 @@ scenario('a person\'s data: an answer rated and kept after a reload, "Download m
   await page.click(sel('rate-down'));
   await page.waitForSelector(sel('rating', '[data-rating="down"]'), { timeout: WAIT });
 
-  // The download: a ZIP with the chat's messages and the rating.
+  // The download: a ZIP with the chat's messages and the rating. The data
+  // menu is at the foot of the chat list, a drawer at this width.
+  await page.click(sel('chats-toggle'));
+  await page.waitForSelector(sel('sidebar', '[data-open="true"]'), { state: 'visible', timeout: WAIT });
   await page.click(sel('account-menu'));
   const menu = await axe(page);
   const [download] = await Promise.all([page.waitForEvent('download', { timeout: WAIT }), page.click(sel('download-data'))]);
@@ -1923,7 +1926,10 @@ scenario('a person\'s data: an answer rated and kept after a reload, "Download m
   await page.waitForSelector(sel('page-notice', '[data-kind="info"]'), { timeout: WAIT });
 
   // Delete my data: asked first, then every chat goes.
+  await page.keyboard.press('Escape');
+  await page.waitForSelector(sel('sidebar'), { state: 'hidden', timeout: WAIT });
   await page.click(sel('page-notice-dismiss'));
+  await page.click(sel('chats-toggle'));
   await page.click(sel('account-menu'));
   await page.click(sel('delete-data'));
   await page.waitForSelector(sel('confirm-delete-data'), { timeout: WAIT });

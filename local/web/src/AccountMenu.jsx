@@ -47,7 +47,12 @@ export function AccountMenu({ identity, notify, onDeleted }) {
   };
 
   return (
-    <div className="account" ref={box} onKeyDown={(e) => e.key === 'Escape' && setOpen(false)}>
+    <div className="account" ref={box} onKeyDown={(e) => {
+      // Escape closes the menu first, and only the menu (not the drawer).
+      if (e.key !== 'Escape' || !open) return;
+      e.preventDefault();
+      setOpen(false);
+    }}>
       <button type="button" data-testid="account-menu" aria-expanded={open} aria-controls={menuId} disabled={!!working}
         onClick={() => setOpen((o) => !o)}>{working || 'My data'}</button>
       <ul id={menuId} className="account-menu" hidden={!open}>

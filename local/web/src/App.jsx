@@ -125,21 +125,23 @@ export function App({ config, identity }) {
   const { refresh } = list;
   const waiting = waitingHere(list.chats);
   const chrome = (
-    <>
-      <button type="button" ref={toggle} className="drawer-toggle" data-testid="chats-toggle" aria-controls={sidebarId} aria-expanded={drawer}
-        onClick={() => setDrawer((o) => !o)}>
-        Chats{waiting > 0 && <span className="count" data-testid="waiting-badge"> {waiting}<span className="visually-hidden"> waiting for you</span></span>}
-      </button>
-      <AccountMenu identity={identity} notify={setNotice} onDeleted={() => {
-        newChat();
-        refresh();
-      }} />
-    </>
+    <button type="button" ref={toggle} className="drawer-toggle" data-testid="chats-toggle" aria-controls={sidebarId} aria-expanded={drawer}
+      onClick={() => setDrawer((o) => !o)}>
+      Chats{waiting > 0 && <span className="count" data-testid="waiting-badge"> {waiting}<span className="visually-hidden"> waiting for you</span></span>}
+    </button>
+  );
+  // The data menu sits at the foot of the chat list, as in the chat apps
+  // people know, which also keeps the header on one line.
+  const account = (
+    <AccountMenu identity={identity} notify={setNotice} onDeleted={() => {
+      newChat();
+      refresh();
+    }} />
   );
   return (
     <div className="shell" data-drawer={drawer ? 'open' : 'closed'}>
       <Sidebar id={sidebarId} list={list} identity={identity} current={chatId} isNew={isNewChat(chatId)} open={drawer}
-        onOpen={openChat} onNewChat={newChat} onClose={closeDrawer} notify={setNotice}
+        onOpen={openChat} onNewChat={newChat} onClose={closeDrawer} notify={setNotice} footer={account}
         onDeleted={(id) => id === chatId && newChat()} />
       {loaded?.chatId !== chatId ? (
         <div className="app" data-testid="app" data-ready="false" data-state="working" />

@@ -54,7 +54,7 @@ function stateText(c) {
   }
 }
 
-export function Sidebar({ id, list, identity, current, isNew, open, onOpen, onNewChat, onClose, onDeleted, notify }) {
+export function Sidebar({ id, list, identity, current, isNew, open, onOpen, onNewChat, onClose, onDeleted, notify, footer }) {
   const [renaming, setRenaming] = useState(null); // { id, title } being renamed
   const [deleting, setDeleting] = useState(null); // the chat whose deletion is asked
   const headingId = useId();
@@ -141,6 +141,7 @@ export function Sidebar({ id, list, identity, current, isNew, open, onOpen, onNe
             );
           })}
         </ul>
+        {footer && <div className="sidebar-foot">{footer}</div>}
       </nav>
       {deleting && (
         <Confirm title="Delete this chat?" testid="confirm-delete-chat" confirmLabel="Delete chat" onAnswer={remove}
