@@ -2,11 +2,8 @@ package ledger
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -17,9 +14,6 @@ import (
 // The queries of this file look at records across an app's sessions, for
 // the operator's console: one query per page, each on a composite index
 // listed in Indexes. They never change a record.
-
-// ErrBadCursor: a page cursor that no query of this package gave.
-var ErrBadCursor = errors.New("bad page cursor")
 
 // Filter narrows a query across sessions.
 type Filter struct {
@@ -41,13 +35,6 @@ type Filter struct {
 type Page struct {
 	Calls []*Call
 	Next  string
-}
-
-// cursor is where a page ends: the ordering field's value and the
-// document's path, the tie-breaker.
-type cursor struct {
-	At   time.Time `json:"t"`
-	Path string    `json:"p"`
 }
 
 // Waiting pages through the pending records of kinds, across the app's
@@ -108,16 +95,9 @@ func (l *Ledger) page(ctx context.Context, q firestore.Query, field string, f Fi
 		q = q.Where(field, "<=", f.Before)
 	}
 	q = q.OrderBy(field, firestore.Asc).OrderBy(firestore.DocumentID, firestore.Asc)
-	if f.Cursor != "" {
-		c, err := decodeCursor(f.Cursor)
-		if err != nil {
-			return nil, err
-		}
-		doc := l.client.Doc(c.Path)
-		if doc == nil || !strings.HasPrefix(c.Path, l.sessions.Root()+"/"+l.app+"/") {
-			return nil, fmt.Errorf("%w: %q", ErrBadCursor, f.Cursor)
-		}
-		q = q.StartAfter(c.At, doc)
+	q, err := sessionstore.StartAfter(l.client, q, f.Cursor, l.sessions.Root()+"/"+l.app+"/")
+	if err != nil {
+		return nil, err
 	}
 	snaps, err := q.Limit(f.Limit).Documents(ctx).GetAll()
 	if err != nil {
@@ -132,30 +112,9 @@ func (l *Ledger) page(ctx context.Context, q firestore.Query, field string, f Fi
 		p.Calls = append(p.Calls, c)
 	}
 	if len(snaps) == f.Limit {
-		last := snaps[len(snaps)-1]
-		at, _ := last.DataAt(field)
-		t, _ := at.(time.Time)
-		_, rel, _ := strings.Cut(last.Ref.Path, "/documents/")
-		p.Next = encodeCursor(cursor{At: t, Path: rel})
+		p.Next = sessionstore.CursorAfter(snaps[len(snaps)-1], field).String()
 	}
 	return p, nil
-}
-
-func encodeCursor(c cursor) string {
-	b, _ := json.Marshal(c)
-	return base64.RawURLEncoding.EncodeToString(b)
-}
-
-func decodeCursor(s string) (cursor, error) {
-	var c cursor
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err == nil {
-		err = json.Unmarshal(b, &c)
-	}
-	if err != nil || c.Path == "" {
-		return cursor{}, fmt.Errorf("%w: %q", ErrBadCursor, s)
-	}
-	return c, nil
 }
 
 // OfSession returns every record of a session, settled ones included,

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/baton-run/baton/ledger"
+	"github.com/baton-run/baton/sessionstore"
 )
 
 // TestWaiting: pending records of the kinds asked, across sessions and
@@ -105,7 +106,7 @@ func TestBrowseBadInput(t *testing.T) {
 			t.Errorf("Waiting(%+v) = nil error, want a refusal", f)
 		}
 	}
-	if _, err := w.ledger.Waiting(ctx, ledger.Kinds, ledger.Filter{Agents: []string{"dj"}, Limit: 10, Cursor: "eyJ0IjoiMjAyNi0xMS0yOFQxMDowMDowMFoiLCJwIjoib3RoZXIvYXBwL3gifQ"}); !errors.Is(err, ledger.ErrBadCursor) {
+	if _, err := w.ledger.Waiting(ctx, ledger.Kinds, ledger.Filter{Agents: []string{"dj"}, Limit: 10, Cursor: "eyJ0IjoiMjAyNi0xMS0yOFQxMDowMDowMFoiLCJwIjoib3RoZXIvYXBwL3gifQ"}); !errors.Is(err, sessionstore.ErrBadCursor) {
 		t.Errorf("Waiting with another app's cursor = %v, want ErrBadCursor", err)
 	}
 }
