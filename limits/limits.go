@@ -19,6 +19,14 @@ type Limits struct {
 	// LiveSegmentsPerUser bounds the live segments a user may hold at once
 	// (see Reading.CountLive).
 	LiveSegmentsPerUser int
+	// ServiceTokensPerDay caps the model tokens of the whole deployment,
+	// every user's, per UTC day (service.go).
+	ServiceTokensPerDay int64
+	// NewAnonymousPerDay caps the anonymous users the deployment admits
+	// per UTC day: a caller it applies to (the door sets it for an
+	// anonymous user who signed in that day) is admitted with its first
+	// turn, once, while the day's count is below it (service.go).
+	NewAnonymousPerDay int64
 }
 
 // Zero reports whether l limits nothing.

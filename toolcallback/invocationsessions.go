@@ -135,11 +135,9 @@ func (s *invocationSessions) AppendEvent(ctx context.Context, handle session.Ses
 	if err == nil {
 		err = s.e.opts.Files.SaveEventFiles(ctx, sess.UserID(), sess.ID(), ev)
 	}
-	if n := limits.TokensUsed(ev.UsageMetadata); n > 0 && s.e.opts.CountTokens {
-		// The tokens are counted with the event that reports them, in
-		// the session document (package limits).
-		opts.Tokens = sessionstore.TokenUse{N: n, At: platform.Now(ctx)}
-	}
+	// The tokens are counted with the event that reports them (package
+	// limits).
+	s.e.countTokens(&opts, limits.TokensUsed(ev.UsageMetadata), platform.Now(ctx))
 	opts.Create = records
 	if len(records) > 0 {
 		s.mu.Lock()

@@ -245,6 +245,9 @@ func (s *LiveSegment) Append(ctx context.Context, ev *session.Event, opts sessio
 	if err := s.e.opts.Files.SaveEventFiles(ctx, s.Session.UserID(), s.Session.ID(), ev); err != nil {
 		return nil, err
 	}
+	if n := opts.Tokens.N; n > 0 && s.e.opts.CountServiceTokens {
+		opts.Writes = append(opts.Writes, s.e.limits.TokensWrite(n, opts.Tokens.At)...)
+	}
 	return calls, s.e.sessions.AppendEventWith(ctx, s.Session, ev, opts)
 }
 
