@@ -188,3 +188,35 @@ func (m *Meter) admission(underLease bool) []sessionstore.Write {
 	}
 	return []sessionstore.Write{w, m.counter.add(counterAnonymous, 1, m.now)}
 }
+
+// UserDay is what a user used on a UTC day, as their limits count it.
+type UserDay struct {
+	Tokens          int64 // model tokens of the day (their sessions' and their deleted sessions')
+	TurnsLastMinute int   // turns started in the minute before
+	Admitted        bool  // admitted under the cap on new anonymous users
+}
+
+// UserUsage reads what user used at now (the console's user page): the
+// day's sum over their sessions (one aggregation), and their turns and
+// tokens-of-deleted-sessions and admission documents (one round trip).
+func (c *Counter) UserUsage(ctx context.Context, user string, now time.Time) (UserDay, error) {
+	var d UserDay
+	sum, err := c.sessions.SessionTokens(ctx, c.app, user, now)
+	if err != nil {
+		return d, err
+	}
+	docs, err := c.sessions.ReadDocs(ctx, c.turnsDoc(user), c.sessions.DayTokensDoc(c.app, user, now), c.admittedDoc(user))
+	if err != nil {
+		return d, err
+	}
+	turns, err := turnsFrom(c.turnsDoc(user), docs[0])
+	if err != nil {
+		return d, err
+	}
+	deleted, err := sessionstore.DayTokens(docs[1])
+	if err != nil {
+		return d, err
+	}
+	d.Tokens, d.TurnsLastMinute, d.Admitted = sum+deleted, len(inWindow(turns.times, now)), docs[2].Exists()
+	return d, nil
+}
