@@ -50,6 +50,7 @@ var rpcErrors = map[errclass.Code]error{
 	errclass.LiveLimit:            a2a.ErrServerError,
 	errclass.ServiceCap:           a2a.ErrServerError,
 	errclass.Internal:             a2a.ErrInternalError,
+	errclass.Unsupported:          a2a.ErrUnsupportedOperation,
 	errclass.Unavailable:          a2a.ErrServerError,
 	errclass.LiveUnavailable:      a2a.ErrUnsupportedOperation,
 }

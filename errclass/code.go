@@ -35,6 +35,7 @@ const (
 	Unavailable          Code = "unavailable"
 	LiveUnavailable      Code = "live_unavailable"
 	Internal             Code = "internal"
+	Unsupported          Code = "unsupported"
 )
 
 // Codes lists every code with its HTTP status, in the order
@@ -68,6 +69,7 @@ var Codes = []struct {
 	{LiveLimit, http.StatusTooManyRequests},
 	{ServiceCap, http.StatusTooManyRequests},
 	{Internal, http.StatusInternalServerError},
+	{Unsupported, http.StatusNotImplemented},
 	{Unavailable, http.StatusServiceUnavailable},
 	{LiveUnavailable, http.StatusServiceUnavailable},
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/baton-run/baton/a2ui"
+	"github.com/baton-run/baton/console"
 	"github.com/baton-run/baton/limits"
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
@@ -194,6 +195,8 @@ var rules = []rule{
 	{[]error{a2ui.ErrNotOffered}, told(ActionNotOffered, "")},
 	{[]error{toolcallback.ErrSurfaceGone, a2ui.ErrNoSurface}, told(SurfaceGone, "the surface is no longer shown (deleted, replaced or taken back): ")},
 	{[]error{a2ui.ErrSurfaceWaits}, told(SurfaceWaits, "this surface's action answers the call that showed it, not a new message: ")},
+	{[]error{console.ErrUnsupported}, told(Unsupported, "")},
+	{[]error{console.ErrBadInput}, told(InvalidRequest, "")},
 	{[]error{ErrBadRequest, sessionstore.ErrInvalidID, toolcallback.ErrInvalidAnswer, a2ui.ErrInvalid}, told(InvalidRequest, "")},
 	{[]error{toolcallback.ErrMessageNotFound}, fixed(NotFound, "the chat has no such message")},
 	{[]error{toolcallback.ErrRewound}, fixed(Rewound, "this message was taken back by an earlier regenerate or edit")},

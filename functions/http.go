@@ -135,6 +135,7 @@ func (s *Server) wrap(name string, methods []string, h endpoint) http.Handler {
 			}
 			log.Log(r.Context(), level, "request", "method", r.Method, "path", r.URL.Path,
 				"status", rec.status, "latencyMs", time.Since(start).Milliseconds())
+			countRequest(r.Context(), name, r.Method, rec.status, time.Since(start))
 			endRequestSpan(span, rec.status)
 		}()
 		if !s.cors(rec, r, methods) {

@@ -29,10 +29,13 @@ const (
 	// NameChat serves the AI SDK's useChat (DefaultChatTransport): POST
 	// /Chat, GET /Chat/{chatId} and GET /Chat/{chatId}/stream.
 	NameChat = "Chat"
+	// NameAdmin serves the operator's console: the page at /admin and
+	// its API at /admin/api/ (docs/operator.md).
+	NameAdmin = "Admin"
 )
 
 // Names lists every registered function.
-var Names = []string{NameTurn, NameToolResult, NamePending, NameSweep, NameA2A, NameChat}
+var Names = []string{NameTurn, NameToolResult, NamePending, NameSweep, NameA2A, NameChat, NameAdmin}
 
 // AgentFunc builds the agent the registered functions serve.
 type AgentFunc func(ctx context.Context) (agent.Agent, error)

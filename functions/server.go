@@ -13,6 +13,8 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/a2aserver"
+	"github.com/baton-run/baton/console"
+	"github.com/baton-run/baton/limits"
 	"github.com/baton-run/baton/live"
 	"github.com/baton-run/baton/mcpregistry"
 	"github.com/baton-run/baton/sessionstore"
@@ -34,6 +36,11 @@ type Server struct {
 	live       *live.Runner    // nil when live mode is off
 	// conversations are the live conversations this instance holds.
 	conversations conversations
+	// console is the operator's side (the Admin function); users reads
+	// and changes Firebase users for it (nil in development identity).
+	console *console.Console
+	users   func() (*auth.Client, error)
+	metrics *Metrics // nil: the console shows no metrics
 }
 
 // ServerOptions are the optional parts of a Server. Nil fields take the
@@ -81,6 +88,12 @@ type ServerOptions struct {
 	// LiveSetup is the live model's base configuration (live.Model.Setup).
 	// Default: live.DefaultSetup.
 	LiveSetup *genai.LiveConnectConfig
+	// Metrics is the process's meter provider (InstallMetrics), whose
+	// reading the console shows. Nil: none.
+	Metrics *Metrics
+	// Account deletes a user's data for the console (the account deletion
+	// of the chats-and-data work, issue 45). Nil: the console cannot.
+	Account console.Account
 }
 
 // NewServer builds the team of members on sessions (which must store under
@@ -110,8 +123,9 @@ func NewServer(cfg Config, sessions *sessionstore.Service, members []toolcallbac
 		SessionStateOnly:  opts.SessionStateOnly,
 		WarmChats:         opts.WarmChats,
 		WarmBytes:         opts.WarmBytes,
-		CountTokens:       cfg.TurnLimits.countsTokens(),
-		IncludeThoughts:   cfg.IncludeThoughts,
+		CountTokens:        cfg.TurnLimits.countsTokens(),
+		CountServiceTokens: cfg.TurnLimits.ServiceTokens > 0,
+		IncludeThoughts:    cfg.IncludeThoughts,
 		Logger:            s.log,
 	}
 	if reg := opts.MCP; reg != nil {
@@ -138,10 +152,15 @@ func NewServer(cfg Config, sessions *sessionstore.Service, members []toolcallbac
 	s.usechat = usechat.New(team, usechat.Config{MaxBodyBytes: cfg.MaxBodyBytes, MaxChatBodyBytes: cfg.MaxChatBodyBytes,
 		MaxFileBytes: cfg.MaxFileBytes, InvocationTimeout: cfg.InvocationTimeout, KeepAlive: cfg.KeepAlive}, s.chatCaller, files)
 	s.live = s.newLive(team, opts)
+	s.metrics = opts.Metrics
+	copts := &console.Options{Limits: map[string]limits.Limits{"user": cfg.TurnLimits.User, "anonymous": cfg.TurnLimits.Anonymous,
+		"service": cfg.TurnLimits.Service}, Service: limits.Limits{ServiceTokensPerDay: cfg.TurnLimits.ServiceTokens,
+		NewAnonymousPerDay: cfg.TurnLimits.NewAnonymous}, Account: opts.Account, Logger: s.log}
 	if cfg.DevIdentity {
 		s.ident = devIdentity{}
 		s.sweepCheck = devSchedulerCheck
 		s.a2a = s.newA2A(sessions, a2aIdentity{users: s.ident}, opts)
+		s.console = console.New(team, sessions, copts)
 		return s, nil
 	}
 	ctx := context.Background() // the clients keep no context; this one only builds them
@@ -152,6 +171,9 @@ func NewServer(cfg Config, sessions *sessionstore.Service, members []toolcallbac
 		}
 	}
 	s.ident = firebaseIdentity{client: auth, checkRevoked: cfg.CheckRevoked}
+	s.users = usersClient(cfg.Project, opts.Auth)
+	copts.Identity = firebaseUsers{users: s.users, checkRevoked: cfg.CheckRevoked}
+	s.console = console.New(team, sessions, copts)
 	service, err := newServiceIdentity(ctx, opts.SchedulerKeys)
 	if err != nil {
 		return nil, err
@@ -208,6 +230,8 @@ func (s *Server) Handler(name string) http.Handler {
 		return s.wrap(name, []string{http.MethodGet, http.MethodHead, http.MethodPost}, s.serveA2A)
 	case NameChat:
 		return s.wrap(name, []string{http.MethodPost, http.MethodGet, http.MethodDelete}, s.chat)
+	case NameAdmin:
+		return s.wrap(name, []string{http.MethodGet, http.MethodPost, http.MethodDelete}, s.admin)
 	}
 	return http.NotFoundHandler()
 }

@@ -82,7 +82,7 @@ func checkRate(scope string, times []time.Time, limit int, now time.Time) error 
 		return nil
 	}
 	wait := recent[len(recent)-limit].Add(rateWindow).Sub(now)
-	return &LimitError{Err: ErrRateLimited, Scope: scope, Limit: int64(limit), RetryAfter: max(wait, time.Millisecond)}
+	return refuse(ErrRateLimited, scope, int64(limit), max(wait, time.Millisecond))
 }
 
 // inWindow returns the times of times within the rate window before now,
@@ -116,7 +116,7 @@ func budgetError(tokens, budget int64, now time.Time) error {
 		return nil
 	}
 	next := now.UTC().Truncate(24 * time.Hour).Add(24 * time.Hour)
-	return &LimitError{Err: ErrBudgetExhausted, Scope: "user", Limit: budget, RetryAfter: next.Sub(now)}
+	return refuse(ErrBudgetExhausted, "user", budget, next.Sub(now))
 }
 
 // TokensUsed is what a model response's usage metadata counts.

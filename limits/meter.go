@@ -368,7 +368,7 @@ func (m *Meter) CheckLive(sess *sessionstore.Session) error {
 		n--
 	}
 	if limit := m.limits.LiveSegmentsPerUser; n >= int64(limit) {
-		return &LimitError{Err: ErrLiveSegments, Scope: "user", Limit: int64(limit), RetryAfter: liveRetry}
+		return refuse(ErrLiveSegments, "user", int64(limit), liveRetry)
 	}
 	return nil
 }

@@ -117,7 +117,7 @@ func serviceError(err error, n, limit int64, now time.Time) error {
 	if limit <= 0 || n < limit {
 		return nil
 	}
-	return &LimitError{Err: err, Scope: "service", Limit: limit, RetryAfter: nextDay(now)}
+	return refuse(err, "service", limit, nextDay(now))
 }
 
 // serviceSpentOn reports whether this instance found the deployment's

@@ -123,6 +123,7 @@ type invocationRun struct {
 func (e *engine) start(ctx context.Context, run invocationRun) (*Invocation, error) {
 	svc := e.sessionsFor(run)
 	inv := newInvocation()
+	inv.first = countInvocation(ctx, e.agent, run.resumed, time.Now())
 	svc.tools.asker = &questionAsker{e: e, client: run.client, push: inv.push}
 	// The run is detached from the request's cancellation, not from its
 	// trace: its span, and ADK's under it, stay in the request's trace.

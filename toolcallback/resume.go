@@ -71,7 +71,12 @@ func (t *Team) Resume(ctx context.Context, r ResumeRequest) (_ *ResumeOutcome, e
 		return nil, err
 	}
 	ctx, span := startResume(ctx, v.call)
-	defer func() { endSpan(span, err) }()
+	defer func() {
+		endSpan(span, err)
+		if errors.As(err, new(*AlreadyResolvedError)) {
+			instruments().duplicates.Add(ctx, 1, kindAttr(v.call.Kind))
+		}
+	}()
 	e := t.engine(v.call.Agent)
 	if v.step, err = e.lookStep(ctx, v); err != nil {
 		return nil, err

@@ -170,6 +170,23 @@ func SignUpWithEmail(tb testing.TB, addr, email string) User {
 	return User{UID: out.LocalID, IDToken: out.IDToken}
 }
 
+// SignIn signs in again a user signed up with SignUpWithEmail, and
+// returns a fresh ID token: one that carries the custom claims set on
+// the user since (an operator's claim, a block).
+func SignIn(tb testing.TB, addr, email string) User {
+	tb.Helper()
+	var out struct {
+		LocalID string `json:"localId"`
+		IDToken string `json:"idToken"`
+	}
+	post(tb, "http://"+addr+"/identitytoolkit.googleapis.com/v1/accounts:signInWithPassword?key="+APIKey, false,
+		map[string]any{"email": email, "password": "secret-password", "returnSecureToken": true}, &out)
+	if out.LocalID == "" || out.IDToken == "" {
+		tb.Fatalf("signIn %s: no localId or idToken in the answer", email)
+	}
+	return User{UID: out.LocalID, IDToken: out.IDToken}
+}
+
 // CreateUser adds a user with the given uid to the emulator at addr, through
 // the admin API, which takes uids that sign-up never generates (ones Baton
 // must refuse as ids, say). A token for it is one of the emulator's with its
