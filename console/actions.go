@@ -90,6 +90,9 @@ func (c *Console) Answer(ctx context.Context, operator string, t Target, answer 
 	if err := t.check(true, true); err != nil {
 		return nil, err
 	}
+	if err := answerShape(answer); err != nil {
+		return nil, err
+	}
 	what := "answer"
 	if answer.Approved != nil && !*answer.Approved || answer.Error != "" {
 		what = "reject"
@@ -126,6 +129,22 @@ func (c *Console) Expire(ctx context.Context, operator string, t Target, reason 
 		return fmt.Sprintf("resumed %v, waiting %v, deferred %v", out.Resumed, out.Waiting, out.Deferred), err
 	})
 	return out, err
+}
+
+// answerShape refuses an answer that is not exactly one of an output, an
+// error and a decision (with an approval's optional payload), before
+// anything is recorded; what the call itself takes, Resume checks.
+func answerShape(a toolcallback.Answer) error {
+	set := 0
+	for _, ok := range []bool{a.Output != nil, a.Error != "", a.Approved != nil} {
+		if ok {
+			set++
+		}
+	}
+	if set != 1 || (a.Payload != nil && a.Approved == nil) {
+		return fmt.Errorf("%w: an answer is exactly one of output, error and approved (a payload only with approved)", ErrBadInput)
+	}
+	return nil
 }
 
 // outcome waits for the invocation res started, if any.

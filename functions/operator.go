@@ -1,6 +1,7 @@
 package functions
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -73,7 +74,7 @@ func (s *Server) operatorOf(ctx context.Context, r *http.Request) (string, error
 	if err != nil {
 		return "", firebaseError(err)
 	}
-	if on, _ := rec.CustomClaims[s.cfg.OperatorClaim].(bool); on {
+	if on, _ := rec.CustomClaims[cmp.Or(s.cfg.OperatorClaim, DefaultOperatorClaim)].(bool); on {
 		return strings.ToLower(firstOf(rec.Email, rec.UID)), nil
 	}
 	if rec.EmailVerified && rec.Email != "" && slices.ContainsFunc(s.cfg.Operators, func(e string) bool { return strings.EqualFold(e, rec.Email) }) {
