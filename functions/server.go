@@ -113,20 +113,20 @@ func NewServer(cfg Config, sessions *sessionstore.Service, members []toolcallbac
 		s.log = NewLogger(nil)
 	}
 	topts := &toolcallback.Options{
-		LeasePolicy:       cfg.LeasePolicy,
-		MaxWait:           cfg.LeaseMaxWait,
-		PendingPolicy:     cfg.PendingPolicy,
-		CallTimeout:       cfg.CallTimeout,
-		InvocationTimeout: cfg.InvocationTimeout,
-		TokenKey:          cfg.TokenKey,
-		IdleRetention:     cfg.IdleRetention,
-		SessionStateOnly:  opts.SessionStateOnly,
-		WarmChats:         opts.WarmChats,
-		WarmBytes:         opts.WarmBytes,
+		LeasePolicy:        cfg.LeasePolicy,
+		MaxWait:            cfg.LeaseMaxWait,
+		PendingPolicy:      cfg.PendingPolicy,
+		CallTimeout:        cfg.CallTimeout,
+		InvocationTimeout:  cfg.InvocationTimeout,
+		TokenKey:           cfg.TokenKey,
+		IdleRetention:      cfg.IdleRetention,
+		SessionStateOnly:   opts.SessionStateOnly,
+		WarmChats:          opts.WarmChats,
+		WarmBytes:          opts.WarmBytes,
 		CountTokens:        cfg.TurnLimits.countsTokens(),
 		CountServiceTokens: cfg.TurnLimits.ServiceTokens > 0,
 		IncludeThoughts:    cfg.IncludeThoughts,
-		Logger:            s.log,
+		Logger:             s.log,
 	}
 	if reg := opts.MCP; reg != nil {
 		topts.ChatSwitched = func(ctx context.Context, chat *sessionstore.Chat, from string) {
