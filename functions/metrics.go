@@ -130,18 +130,32 @@ func metricView(md metricdata.Metrics) MetricView {
 	return v
 }
 
-// requestDuration is the functions' request metric: the semantic
-// conventions' http.server.request.duration, with the function's name
-// (baton.function) and the status code, whose 5xx the alerts count.
-var requestDuration = sync.OnceValue(func() metric.Float64Histogram {
-	h, _ := otel.Meter("github.com/baton-run/baton/functions").Float64Histogram("http.server.request.duration",
+// requestMeters are the functions' request metrics: the semantic
+// conventions' http.server.request.duration (with the function's name,
+// baton.function, and the status code), and baton.requests, a count by
+// function and status class ("2xx" ... "5xx"), whose 5xx the alert's
+// ratio reads (a count aligns as a rate; a histogram's count does not in
+// a threshold condition).
+type requestMeters struct {
+	duration metric.Float64Histogram
+	count    metric.Int64Counter
+}
+
+var requestMetrics = sync.OnceValue(func() requestMeters {
+	m := otel.Meter("github.com/baton-run/baton/functions")
+	var r requestMeters
+	r.duration, _ = m.Float64Histogram("http.server.request.duration",
 		metric.WithUnit("s"), metric.WithDescription("Requests served, by function, method and status code"))
-	return h
+	r.count, _ = m.Int64Counter("baton.requests", metric.WithUnit("{request}"),
+		metric.WithDescription("Requests served, by function and status class"))
+	return r
 })
 
 // countRequest records a request of function name that ended with status
 // after d.
 func countRequest(ctx context.Context, name, method string, status int, d time.Duration) {
-	requestDuration().Record(ctx, d.Seconds(), metric.WithAttributes(attribute.String("baton.function", name),
+	fn := attribute.String("baton.function", name)
+	requestMetrics().duration.Record(ctx, d.Seconds(), metric.WithAttributes(fn,
 		attribute.String("http.request.method", method), attribute.String("http.response.status_code", strconv.Itoa(status))))
+	requestMetrics().count.Add(ctx, 1, metric.WithAttributes(fn, attribute.String("baton.status_class", strconv.Itoa(status/100)+"xx")))
 }

@@ -220,3 +220,12 @@ func (c *Counter) UserUsage(ctx context.Context, user string, now time.Time) (Us
 	d.Tokens, d.TurnsLastMinute, d.Admitted = sum+deleted, len(inWindow(turns.times, now)), docs[2].Exists()
 	return d, nil
 }
+
+// Indexes lists the composite index the deployment's counts need: the sum
+// of n over a day's shards of a counter.
+var Indexes = []sessionstore.Index{
+	{CollectionGroup: sessionstore.LimitsCollection, QueryScope: "COLLECTION", Fields: []string{"counter", "day", "n"}},
+}
+
+// QueriedFields are the fields the counts' queries filter or sum on.
+var QueriedFields = map[string][]string{sessionstore.LimitsCollection: {"counter", "day", "n"}}
