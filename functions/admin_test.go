@@ -266,3 +266,44 @@ func refusedMessage(t *testing.T, resp *http.Response) string {
 	}
 	return body.Message
 }
+
+// TestMetrics: a turn that pauses and a resume are counted (requests,
+// invocations, calls paused and resumed, a duplicate answer), read by an
+// operator at GET /admin/api/metrics, and no attribute carries a user, a
+// chat or a call id.
+func TestMetrics(t *testing.T) {
+	t.Parallel()
+	f := newHTTPFixtureWith(t, func(_ *httpFixture, o *ServerOptions) { o.Metrics = testMetrics },
+		func(c *Config) { c.DevIdentity, c.Operators = true, []string{"ops"} },
+		modeltest.CallReply(modeltest.Call("metric-call-1", "change_bgm", map[string]any{"track": 2})), modeltest.TextReply("ok"))
+	dev := map[string]string{"X-Baton-User": "metric-user-1"}
+	f.stream(f.do(http.MethodPost, NameTurn, "", map[string]any{"sessionId": "metric-chat-1", "clientId": "tab-a", "text": "music"}, dev), "metric-call-1")
+	answer := map[string]any{"sessionId": "metric-chat-1", "toolCallId": "metric-call-1", "clientId": "tab-a", "output": map[string]any{"playing": 2}}
+	f.stream(f.do(http.MethodPost, NameToolResult, "", answer, dev), "metric-call-1")
+	answer["output"] = map[string]any{"playing": 3}
+	resp := f.do(http.MethodPost, NameToolResult, "", answer, dev)
+	resp.Body.Close()
+	var views []MetricView
+	resp = f.do(http.MethodGet, NameAdmin+"/api/metrics", "", nil, map[string]string{"X-Baton-User": "ops"})
+	if err := json.NewDecoder(resp.Body).Decode(&views); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	seen := map[string]bool{}
+	for _, v := range views {
+		seen[v.Name] = true
+		for _, p := range v.Points {
+			for k, val := range p.Attributes {
+				if strings.Contains(val, "metric-user-1") || strings.Contains(val, "metric-chat-1") || strings.Contains(val, "metric-call-1") {
+					t.Errorf("%s has the attribute %s=%q, an id", v.Name, k, val)
+				}
+			}
+		}
+	}
+	for _, name := range []string{"baton.requests", "http.server.request.duration", "baton.invocations", "baton.invocation.first_event.duration",
+		"baton.calls.paused", "baton.calls.resumed", "baton.answers.duplicate"} {
+		if !seen[name] {
+			t.Errorf("no %s in the reading", name)
+		}
+	}
+}

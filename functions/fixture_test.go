@@ -2,6 +2,7 @@ package functions
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -30,8 +31,16 @@ import (
 
 func TestMain(m *testing.M) {
 	installTestTracing()
+	var err error
+	if testMetrics, _, err = InstallMetrics(context.Background(), Config{}); err != nil {
+		panic(err)
+	}
 	firestoretest.Main(m, authtest.Stop)
 }
+
+// testMetrics is the process's meter provider, installed once (the
+// global provider forwards to the first one set).
+var testMetrics *Metrics
 
 const (
 	testProject  = "proj"
