@@ -153,9 +153,7 @@ func NewServer(cfg Config, sessions *sessionstore.Service, members []toolcallbac
 		MaxFileBytes: cfg.MaxFileBytes, InvocationTimeout: cfg.InvocationTimeout, KeepAlive: cfg.KeepAlive}, s.chatCaller, files)
 	s.live = s.newLive(team, opts)
 	s.metrics = opts.Metrics
-	copts := &console.Options{Limits: map[string]limits.Limits{"user": cfg.TurnLimits.User, "anonymous": cfg.TurnLimits.Anonymous,
-		"service": cfg.TurnLimits.Service}, Service: limits.Limits{ServiceTokensPerDay: cfg.TurnLimits.ServiceTokens,
-		NewAnonymousPerDay: cfg.TurnLimits.NewAnonymous}, Account: opts.Account, Logger: s.log}
+	copts := s.consoleOptions(opts)
 	if cfg.DevIdentity {
 		s.ident = devIdentity{}
 		s.sweepCheck = devSchedulerCheck
@@ -181,6 +179,17 @@ func NewServer(cfg Config, sessions *sessionstore.Service, members []toolcallbac
 	s.sweepCheck = (&schedulerIdentity{service: service, audience: cfg.SweepAudience, invoker: cfg.SweepInvoker}).check
 	s.a2a = s.newA2A(sessions, a2aIdentity{users: s.ident, services: service, audience: cfg.A2AAudience, invokers: cfg.A2AInvokers}, opts)
 	return s, nil
+}
+
+// consoleOptions are the console's settings: the limits each kind of
+// user is held to and the deployment's caps, shown against what was used.
+func (s *Server) consoleOptions(opts *ServerOptions) *console.Options {
+	tl := s.cfg.TurnLimits
+	return &console.Options{
+		Limits:  map[string]limits.Limits{"user": tl.User, "anonymous": tl.Anonymous, "service": tl.Service},
+		Service: limits.Limits{ServiceTokensPerDay: tl.ServiceTokens, NewAnonymousPerDay: tl.NewAnonymous},
+		Account: opts.Account, Logger: s.log,
+	}
 }
 
 // newLive is the runner of live conversations, nil when there is no live
