@@ -121,7 +121,8 @@ func sameJSON(a, b any) bool {
 // surfaces events show, as they last were: the surface is shown
 // ([ErrNoSurface] if not: never drawn, deleted, or taken back with the
 // events that drew it), is a card, not a surface a call waits on
-// ([ErrSurfaceWaits]), and offers the action ([ErrNotOffered]).
+// ([ErrSurfaceWaits]), offers the action ([ErrNotOffered]), and the
+// action's values pass the checks they decide ([ErrCheckFailed]).
 func CheckCardAction(events session.Events, a Action) error {
 	for _, d := range DrawnIn(events) {
 		switch {
@@ -135,7 +136,11 @@ func CheckCardAction(events session.Events, a Action) error {
 			if err := s.Apply(d.Messages...); err != nil {
 				return errors.Join(ErrInvalid, err)
 			}
-			return s.CheckAction(a)
+			if err := s.CheckAction(a); err != nil {
+				return err
+			}
+			sf, _ := s.Surface(a.SurfaceID)
+			return sf.checkValues(a)
 		}
 	}
 	return fmt.Errorf("%w: %q", ErrNoSurface, a.SurfaceID)

@@ -104,8 +104,9 @@ func applied(shown *Surfaces, msgs []Message) [][]Message {
 // CheckAnswer checks the answer to a call that waits on surfaces (as
 // Shown.Surfaces holds them): an output {"action": {...}} whose action,
 // as a renderer reports it (name, surfaceId, sourceComponentId, timestamp,
-// context), one of them offers. It wraps ErrInvalid, ErrNoSurface or
-// ErrNotOffered.
+// context), one of them offers, whose values pass the surface's checks
+// that they decide (a required field is filled). It wraps ErrInvalid,
+// ErrNoSurface, ErrNotOffered or ErrCheckFailed.
 func CheckAnswer(surfaces [][]Message, output map[string]any) (Action, error) {
 	if len(output) != 1 || output["action"] == nil {
 		return Action{}, fmt.Errorf("%w: a surface's answer is {\"action\": {...}}", ErrInvalid)
@@ -120,7 +121,11 @@ func CheckAnswer(surfaces [][]Message, output map[string]any) (Action, error) {
 			return Action{}, errors.Join(ErrInvalid, err)
 		}
 	}
-	return action, s.CheckAction(action)
+	if err := s.CheckAction(action); err != nil {
+		return action, err
+	}
+	sf, _ := s.Surface(action.SurfaceID)
+	return action, sf.checkValues(action)
 }
 
 // actionOf reads an action given as a JSON value, checked as the action

@@ -49,6 +49,12 @@
 // [Surfaces.CheckAction] checks a user's action against the surface it
 // names: [ErrNoSurface] when the surface is not shown, [ErrNotOffered]
 // when the component, its event or a context field was not offered.
+// [CheckAnswer] and [CheckCardAction] also run the surface's checks that
+// the action's values decide (required, and, or, not over the paths its
+// event sends): [ErrCheckFailed] for a required field left empty. The
+// renderer runs every check and disables the button meanwhile; the server
+// runs the ones it can decide without the renderer's state, so a client
+// that runs none cannot send what the form refuses.
 // [Surface.Text] renders a surface for clients without A2UI.
 //
 // # A conversation's surfaces

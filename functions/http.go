@@ -202,7 +202,7 @@ func (s *Server) cors(w http.ResponseWriter, r *http.Request, methods []string) 
 		h := w.Header()
 		h.Set("Access-Control-Allow-Origin", origin)
 		h.Add("Vary", "Origin")
-		h.Set("Access-Control-Expose-Headers", "Retry-After")
+		h.Set("Access-Control-Expose-Headers", "Retry-After, "+usechat.LiveHeader)
 		if named {
 			h.Set("Access-Control-Allow-Credentials", "true")
 		}

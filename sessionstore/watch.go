@@ -23,6 +23,9 @@ type Change struct {
 	// LeaseExpires: a holder that died frees it then without a write.
 	Busy         bool
 	LeaseExpires time.Time
+	// Live says the lease's holder is a live segment (the session's
+	// liveUntil lies ahead), not a turn.
+	Live bool
 	// State is the session-scoped state after the write.
 	State map[string]any
 }
@@ -70,7 +73,9 @@ func (s *Service) Watch(ctx context.Context, app, user, id string, recent int) i
 				yield(nil, fmt.Errorf("decode session %q: %w", id, err))
 				return
 			}
-			change := &Change{Busy: doc.Lease.Holder != "" && doc.Lease.Expires.After(platform.Now(ctx)), LeaseExpires: doc.Lease.Expires}
+			now := platform.Now(ctx)
+			change := &Change{Busy: doc.Lease.Holder != "" && doc.Lease.Expires.After(now), LeaseExpires: doc.Lease.Expires}
+			change.Live = change.Busy && doc.LiveUntil.After(now)
 			if change.State, err = decodeState(doc.State); err != nil {
 				yield(nil, err)
 				return

@@ -35,6 +35,11 @@ const WaitHeader = "X-Baton-Wait"
 // once, so no turn is missed between two waits.
 const SeenHeader = "X-Baton-Seen"
 
+// LiveHeader, on a stream GET /Chat/{chatId}/stream answers, says a live
+// conversation holds the chat (docs/live.md): what the stream follows is
+// that conversation, which ends when its tab ends it, not a turn.
+const LiveHeader = "X-Baton-Live"
+
 // maxWait bounds WaitHeader.
 const maxWait = 55 * time.Second
 
@@ -147,6 +152,7 @@ type chatWatch struct {
 	changes      <-chan watched
 	events       []*session.Event
 	busy         bool      // a turn is running
+	live         bool      // what runs is a live segment
 	leaseExpires time.Time // the running turn's lease, as last seen
 	// chat is the chat as read when the watch began: its questions the
 	// running turn asks while its tools run (InCallQuestions), which the session
@@ -182,8 +188,8 @@ func (s *Server) watchChat(ctx context.Context, user, chatID string) (*chatWatch
 	if first.err != nil {
 		return nil, first.err
 	}
-	return &chatWatch{changes: changes, events: first.change.Events, busy: running(ctx, first.change), leaseExpires: first.change.LeaseExpires,
-		chat: chat}, nil
+	return &chatWatch{changes: changes, events: first.change.Events, busy: running(ctx, first.change), live: first.change.Live,
+		leaseExpires: first.change.LeaseExpires, chat: chat}, nil
 }
 
 // openCalls lists the chat's open calls when no turn is running (a
@@ -211,7 +217,7 @@ func (cw *chatWatch) awaitTurn(ctx context.Context, wait time.Duration) bool {
 				return false
 			}
 			cw.events = append(cw.events, c.change.Events...)
-			cw.busy, cw.leaseExpires = running(ctx, c.change), c.change.LeaseExpires
+			cw.busy, cw.live, cw.leaseExpires = running(ctx, c.change), c.change.Live, c.change.LeaseExpires
 		case <-timeout.C:
 			return false
 		}
@@ -231,6 +237,9 @@ func (s *Server) streamTurn(ctx context.Context, w http.ResponseWriter, log *slo
 		turn = "msg-" + platform.NewUUID(ctx)
 	}
 	rp := newReplayer(cw.events[start:], calls)
+	if cw.busy && cw.live {
+		w.Header().Set(LiveHeader, "true")
+	}
 	sse, enc, stop := s.openStream(w, turn, reply{page: true, device: rp.device, files: files})
 	defer stop()
 	if err := enc.Start(); err != nil {

@@ -22,7 +22,7 @@
 // any instance can serve it and nothing but Firestore is needed; the price
 // is text at event granularity. Questions asked on a running call are not
 // in the session: the stream follows them in the ledger
-// (livequestions.go).
+// (incallquestions.go).
 //
 // A2UI surfaces (docs/a2ui.md) go out as data-a2ui parts in the streams
 // and the history, each surface in the history once, as it last was; an

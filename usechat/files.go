@@ -20,12 +20,15 @@ package usechat
 // they are, until it expires fileURLLifetime after it was made; then
 // nobody does. A URL whose signature does not verify, or that has expired,
 // fetches nothing (404, as a file that does not exist). The bucket itself
-// is never public.
+// is never public. Opened in a browser tab (a request that accepts HTML),
+// such a URL gets a short page saying the link expired, or is not valid,
+// and what to do, rather than the JSON error an API client reads.
 
 import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -54,6 +57,9 @@ var errFilesOff = fmt.Errorf("%w: files are not enabled here (BATON_FILES_BUCKET
 // errBadFileURL: a file URL that is forged, altered or expired. It is
 // answered as a file that does not exist.
 var errBadFileURL = fmt.Errorf("%w: no such file", chatfiles.ErrNotFound)
+
+// errFileURLExpired: a file URL Baton signed, past its expiry.
+var errFileURLExpired = fmt.Errorf("%w (expired)", errBadFileURL)
 
 // NewFileURLs returns the signer of the URLs of store's files, its key
 // derived from key (BATON_TOKEN_KEY).
@@ -95,7 +101,7 @@ func (f *FileURLs) check(chatID, name string, q url.Values, now time.Time) (stri
 		return "", ref, err
 	}
 	if now.Unix() > exp {
-		return "", ref, fmt.Errorf("%w (expired)", errBadFileURL)
+		return "", ref, errFileURLExpired
 	}
 	return owner, ref, nil
 }
@@ -133,7 +139,19 @@ func chatBase(r *http.Request) string {
 
 // chatFile serves GET /Chat/{chatId}/files/{name}: a file, to whoever
 // holds a valid URL for it (no Authorization header: an <img> sends none).
+// A browser tab opened on a URL that fetches nothing gets a page that says
+// why (fileGonePage).
 func (s *Server) chatFile(w http.ResponseWriter, r *http.Request, chatID, rest string) error {
+	err := s.serveFile(w, r, chatID, rest)
+	if errors.Is(err, chatfiles.ErrNotFound) && acceptsHTML(r) {
+		writeFileGonePage(w, errors.Is(err, errFileURLExpired))
+		return nil
+	}
+	return err
+}
+
+// serveFile writes the file a URL names, or returns why it cannot.
+func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, chatID, rest string) error {
 	seg, _ := strings.CutPrefix(rest, "files/")
 	name, err := url.PathUnescape(seg)
 	if s.files == nil || err != nil || name == "" || strings.Contains(name, "/") {

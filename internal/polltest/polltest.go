@@ -15,8 +15,11 @@ import (
 
 // Timeout bounds Until: long enough for an event on a loaded machine,
 // short enough that a test waiting for one that never comes fails well
-// within go test's timeout.
-const Timeout = 10 * time.Second
+// within go test's timeout. It was 10 s, which a turn's first model call
+// outlasted with the suite running beside two more (load average near 35
+// on two cores: TestConcurrentTurnsHTTP); a bound only delays a failure,
+// so it errs long.
+const Timeout = time.Minute
 
 // maxDelay is the longest pause between two checks.
 const maxDelay = 50 * time.Millisecond

@@ -225,7 +225,7 @@ func answer(msg string, history []*genai.Content) *genai.Content {
 	case reLocation.MatchString(msg):
 		return call("get_location", map[string]any{})
 	case reForm.MatchString(msg):
-		return call("show_surface", map[string]any{"messages": reservationForm(), "wait": true})
+		return call("show_surface", map[string]any{"messages": reservationForm(formID(history)), "wait": true})
 	case reTable.MatchString(msg):
 		people := 2
 		if m := reTable.FindStringSubmatch(msg); m[1] != "" {
@@ -360,30 +360,67 @@ func received(c *genai.Content) string {
 	return strings.Join(files, " and ")
 }
 
-// reservationForm is the A2UI surface the offline model shows for a table
-// reservation: a date, a party size, a name and a Reserve button whose
-// action carries the three.
-func reservationForm() []any {
-	field := func(id, label, path string) map[string]any {
-		return map[string]any{"id": id, "component": "TextField", "label": label, "value": map[string]any{"path": path}}
+// formID is the surface id of the next reservation form in a conversation
+// (history): "reservation" for the first, then "reservation-2" and so on.
+// A surface is created once while it is shown, so each drawing of the form
+// gets an id of its own, as a model reading A2UI's rules would give it.
+func formID(history []*genai.Content) string {
+	n := 0
+	for _, c := range history {
+		for _, p := range c.Parts {
+			if p.FunctionCall != nil && p.FunctionCall.Name == "show_surface" {
+				n++
+			}
+		}
+	}
+	if n == 0 {
+		return "reservation"
+	}
+	return fmt.Sprintf("reservation-%d", n+1)
+}
+
+// reservationForm is the A2UI surface (id) the offline model shows for a
+// table reservation: a date, a party size, a name and a Reserve button
+// whose action carries the three. Each field is required, with A2UI's own
+// checks: the renderer says what is missing and keeps Reserve disabled
+// until all three are filled, and Baton refuses an answer that leaves one
+// empty (a2ui.CheckAnswer).
+func reservationForm(id string) []any {
+	required := func(path, message string) []any {
+		return []any{map[string]any{"condition": map[string]any{"call": "required", "args": map[string]any{"value": map[string]any{"path": path}}},
+			"message": message}}
+	}
+	field := func(id, label, path, message string) map[string]any {
+		return map[string]any{"id": id, "component": "TextField", "label": label, "value": map[string]any{"path": path},
+			"checks": required(path, message)}
+	}
+	filled := func(paths ...string) map[string]any {
+		values := make([]any, 0, len(paths))
+		for _, p := range paths {
+			values = append(values, map[string]any{"call": "required", "args": map[string]any{"value": map[string]any{"path": p}}})
+		}
+		return map[string]any{"call": "and", "args": map[string]any{"values": values}}
 	}
 	return []any{
-		map[string]any{"version": "v0.9", "createSurface": map[string]any{"surfaceId": "reservation",
+		map[string]any{"version": "v0.9", "createSurface": map[string]any{"surfaceId": id,
 			"catalogId": "https://a2ui.org/specification/v0_9/catalogs/basic/catalog.json"}},
-		map[string]any{"version": "v0.9", "updateComponents": map[string]any{"surfaceId": "reservation", "components": []any{
+		map[string]any{"version": "v0.9", "updateComponents": map[string]any{"surfaceId": id, "components": []any{
 			map[string]any{"id": "root", "component": "Card", "child": "form"},
 			map[string]any{"id": "form", "component": "Column", "children": []any{"title", "date", "people", "name", "reserve"}},
 			map[string]any{"id": "title", "component": "Text", "text": "Reserve a table", "variant": "h3"},
-			map[string]any{"id": "date", "component": "DateTimeInput", "label": "Date", "value": map[string]any{"path": "/reservation/date"}, "enableDate": true},
-			field("people", "Party size", "/reservation/people"),
-			field("name", "Name", "/reservation/name"),
+			map[string]any{"id": "date", "component": "DateTimeInput", "label": "Date", "value": map[string]any{"path": "/reservation/date"},
+				"enableDate": true, "checks": required("/reservation/date", "Pick a date")},
+			field("people", "Party size", "/reservation/people", "Say how many people"),
+			field("name", "Name", "/reservation/name", "Give a name for the booking"),
 			map[string]any{"id": "reserve_label", "component": "Text", "text": "Reserve"},
 			map[string]any{"id": "reserve", "component": "Button", "child": "reserve_label", "variant": "primary",
+				"checks": []any{map[string]any{"condition": filled("/reservation/date", "/reservation/people", "/reservation/name"),
+					"message": "Fill in the date, the party size and the name"}},
 				"action": map[string]any{"event": map[string]any{"name": "reserve", "context": map[string]any{
 					"date": map[string]any{"path": "/reservation/date"}, "people": map[string]any{"path": "/reservation/people"},
 					"name": map[string]any{"path": "/reservation/name"}}}}},
 		}}},
-		map[string]any{"version": "v0.9", "updateDataModel": map[string]any{"surfaceId": "reservation", "path": "/reservation",
+		map[string]any{"version": "v0.9", "updateDataModel": map[string]any{"surfaceId": id, "path": "/reservation",
 			"value": map[string]any{"date": "", "people": "2", "name": "Guest"}}},
 	}
 }

@@ -262,7 +262,6 @@ func newServer(ctx context.Context, cfg functions.Config, client *firestore.Clie
 // /config.json and, when it signs in through the Auth emulator, the
 // Firebase JS SDK; and what the console signs in with.
 func routes(server *functions.Server, signIn *pageAuth, cfg functions.Config, o *Options) (*http.ServeMux, error) {
-	project := cfg.Project
 	mux := server.Mux()
 	mux.Handle("GET /admin/config.json", consoleConfig(cfg, signIn))
 	page, err := web.Files()
@@ -272,10 +271,13 @@ func routes(server *functions.Server, signIn *pageAuth, cfg functions.Config, o 
 	mux.Handle("/", http.FileServerFS(page))
 	// liveModel is "" when live mode is off: the page then offers no Live
 	// button.
+	// limits lets the page say a message or a file is too large before
+	// sending it, in words a person reads (local/web/src/files.jsx).
+	limits := map[string]int64{"fileBytes": cfg.MaxFileBytes, "messageBytes": cfg.MaxBodyBytes, "bodyBytes": cfg.MaxChatBodyBytes}
 	config := map[string]any{"model": o.ModelName, "liveModel": server.LiveModel(), "agents": server.Team().Agents(),
-		"suggestions": o.Suggestions, "auth": map[string]any{"mode": "dev"}}
+		"suggestions": o.Suggestions, "auth": map[string]any{"mode": "dev"}, "limits": limits}
 	if signIn != nil {
-		config["auth"] = signIn.config(project)
+		config["auth"] = signIn.config(cfg.Project)
 		mux.Handle("GET /vendor/firebase/", signIn.sdk())
 	}
 	mux.HandleFunc("GET /config.json", func(w http.ResponseWriter, _ *http.Request) {

@@ -30,6 +30,11 @@
 // client) with those rules behind it: go run ./local needs no key for
 // it. The startup lines name the live model.
 //
+// The page reads /config.json: the model's name, the live model, the
+// agents and their suggestions, how to sign in, and the request limits
+// (BATON_MAX_FILE_BYTES, BATON_MAX_BODY_BYTES, BATON_MAX_CHAT_BODY_BYTES),
+// so that it says a message is too large before sending it.
+//
 // It is a package of its own, rather than part of the local command, so
 // that a Go developer's own module runs its agents as the demo runs. It
 // stores nothing of its own in Firestore.

@@ -208,6 +208,15 @@ async function assistantSays(page, re) {
   return handle.jsonValue();
 }
 
+/** Records, in the array it returns, every POST /Chat the page makes from now on. */
+function recordPosts(page) {
+  const posts = [];
+  page.on('request', (req) => {
+    if (req.method() === 'POST' && new URL(req.url()).pathname === '/Chat') posts.push(req);
+  });
+  return posts;
+}
+
 async function count(page, selector) {
   return page.locator(selector).count();
 }
@@ -568,10 +577,7 @@ scenario('a second tab shows a turn made in the first, without a reload', 'live-
 scenario('a long conversation: each POST carries only the newest message, and every one is answered', 'long-chat', async (t) => {
   const context = await t.newContext();
   const page = await openTab(context);
-  const posts = [];
-  page.on('request', (req) => {
-    if (req.method() === 'POST' && new URL(req.url()).pathname === '/Chat') posts.push(req);
-  });
+  const posts = recordPosts(page);
   const rounds = 30;
   for (let i = 1; i <= rounds; i++) {
     await send(page, `what is ${i}*7?`);
@@ -665,13 +671,150 @@ scenario('reserve a table with a form: the A2UI form renders, is filled and sent
   noPageErrors(page);
 });
 
+/** The tool card of a book_table call for people (its input names them). */
+const bookingCard = (people, attrs = '') => sel('tool-call', `[data-tool-name="book_table"]:has(.tool-input:has-text('"people":${people},'))${attrs}`);
+
+/** Matches every GET of the conversation (GET /Chat/{chatId}), not its stream. */
+const conversationLoads = (url) => /^\/Chat\/[^/]+$/.test(url.pathname);
+
+scenario('a new message or an agent switch cancels the open calls: every tab shows them cancelled, and a press on one a tab was not told about is refused with the reason', 'cancelled', async (t) => {
+  const context = await t.newContext();
+  const page = await openTab(context);
+  const other = await openTab(context);
+  await chooseAgent(page, 'concierge');
+
+  // A new message: the server cancels the open approval (its policy), and
+  // both tabs say so, with why.
+  await send(page, 'book a table for 2');
+  await page.waitForSelector(sel('approve'), { timeout: WAIT });
+  await other.waitForSelector(bookingCard(2, '[data-status="waiting"]'), { timeout: WAIT });
+  await send(page, 'what is 2+2?');
+  await assistantSays(page, /2\+2 = 4/);
+  for (const [name, tab] of [['the tab that sent', page], ['the other tab', other]]) {
+    await tab.waitForSelector(bookingCard(2, '[data-status="cancelled"]'), { timeout: WAIT }).catch((err) => {
+      throw new Error(`${name} does not show the approval cancelled: ${err.message}`);
+    });
+    assert.match(await tab.textContent(`${bookingCard(2)} ${sel('tool-output')}`), /^cancelled: the user sent a new message/);
+  }
+  assert.equal(await count(page, sel('approve')), 0, 'the cancelled call still offers Approve');
+
+  // An agent switch cancels it too.
+  await page.waitForSelector(sel('send', ':enabled'), { timeout: WAIT });
+  await send(page, 'book a table for 3');
+  await page.waitForSelector(sel('approve'), { timeout: WAIT });
+  await page.selectOption(sel('agent'), 'dj');
+  await send(page, 'change the music to track 2');
+  await page.waitForSelector(sel('bgm', '[data-track="2"]'), { timeout: WAIT });
+  for (const tab of [page, other]) {
+    await tab.waitForSelector(bookingCard(3, '[data-status="cancelled"]'), { timeout: WAIT });
+    assert.match(await tab.textContent(`${bookingCard(3)} ${sel('tool-output')}`), /cancelled when the conversation moved to dj/);
+  }
+
+  // A tab that was not told (its loads of the conversation fail while the
+  // next turn runs) still shows the approval open: pressing Approve is
+  // refused by the server, said, and the card then shows why the call
+  // closed; nothing is approved.
+  await page.waitForSelector(sel('send', ':enabled'), { timeout: WAIT });
+  await chooseAgent(page, 'concierge');
+  await send(page, 'book a table for 5');
+  await page.waitForSelector(sel('approve'), { timeout: WAIT });
+  await page.route(conversationLoads, (route) => (route.request().method() === 'GET' ? route.abort() : route.fallback()));
+  await send(page, 'what is 3+3?');
+  await assistantSays(page, /3\+3 = 6/);
+  await page.waitForSelector(sel('send', ':enabled'), { timeout: WAIT });
+  assert.equal(await count(page, bookingCard(5, '[data-status="approval"]')), 1, 'the test did not keep the tab from being told');
+  await page.unroute(conversationLoads);
+  await page.click(sel('approve'));
+  await page.waitForSelector(sel('system-message', '[data-kind="expired"]'), { timeout: WAIT });
+  assert.match(await page.innerText(sel('system-message', '[data-kind="expired"]')), /closed before your answer arrived/);
+  await page.waitForSelector(bookingCard(5, '[data-status="cancelled"]'), { timeout: WAIT });
+  assert.match(await page.textContent(`${bookingCard(5)} ${sel('tool-output')}`), /^cancelled: the user sent a new message/);
+  assert.equal(await count(page, sel('message', '[data-role="assistant"]:has-text("Booked")')), 0, 'a cancelled call was booked');
+  await screenshot(page, 'cancelled');
+
+  // A form: the same, and a reload shows it closed, not submitted.
+  await send(page, 'reserve a table with a form');
+  const form = sel('surface', '[data-surface-id="reservation"]');
+  await page.waitForSelector(`${form}[data-state="form"]`, { timeout: WAIT });
+  await page.route(conversationLoads, (route) => (route.request().method() === 'GET' ? route.abort() : route.fallback()));
+  await send(page, 'what is 4+4?');
+  await assistantSays(page, /4\+4 = 8/);
+  await page.waitForSelector(sel('send', ':enabled'), { timeout: WAIT });
+  assert.equal(await page.getAttribute(form, 'data-state'), 'form', 'the test did not keep the tab from being told');
+  await page.unroute(conversationLoads);
+  await page.locator(form).getByLabel('Date').fill('2026-12-24');
+  await page.locator(form).getByRole('button', { name: 'Reserve' }).click();
+  await page.waitForSelector(`${form}[data-state="closed"]`, { timeout: WAIT });
+  assert.match(await page.textContent(`${form} ${sel('surface-note')}`), /cancelled: the user sent a new message/);
+  await other.waitForSelector(`${form}[data-state="closed"]`, { timeout: WAIT });
+  await page.reload();
+  await ready(page);
+  await page.waitForSelector(`${form}[data-state="closed"]`, { timeout: WAIT });
+  assert.doesNotMatch(await page.textContent(form), /Submitted/, 'the reloaded form says it was submitted');
+  assert.equal(await count(page, sel('message', '[data-role="assistant"]:has-text("Booked")')), 0, 'a cancelled form was booked');
+  await screenshot(page, 'cancelled-form');
+  noPageErrors(page, other);
+});
+
+scenario('a form asked for twice: both are drawn, and each takes only an answer with its required fields filled', 'a2ui-twice', async (t) => {
+  const context = await t.newContext();
+  const page = await openTab(context);
+  await chooseAgent(page, 'concierge');
+  await send(page, 'reserve a table with a form');
+  const first = page.locator(sel('surface', '[data-surface-id="reservation"][data-state="form"]'));
+  await first.waitFor({ timeout: WAIT });
+  await first.getByLabel('Date').fill('2026-12-24');
+  await first.getByRole('button', { name: 'Reserve' }).click();
+  await assistantSays(page, /Booked: a table for 2 on 2026-12-24 under the name Guest\./);
+  await page.waitForSelector(sel('send', ':enabled'), { timeout: WAIT });
+
+  // The second form is a surface of its own.
+  await send(page, 'reserve a table with a form');
+  const second = page.locator(sel('surface', '[data-surface-id="reservation-2"][data-state="form"]'));
+  await second.waitFor({ timeout: WAIT }).catch(async (err) => {
+    const said = (await shownMessages(page)).map((m) => m.text).join(' | ');
+    throw new Error(`no second form: the page shows ${said}: ${err.message}`);
+  });
+  const reserve = second.getByRole('button', { name: 'Reserve' });
+  // Required fields, by A2UI's own checks: Reserve waits for a date, and
+  // the page says why; an emptied name says what it wants.
+  assert.ok(await reserve.isDisabled(), 'Reserve takes a form without a date');
+  assert.match(await second.locator(sel('surface-note')).innerText(), /Fill in the date, the party size and the name/);
+  await second.getByLabel('Date').fill('2026-12-25');
+  await page.waitForFunction((s) => !document.querySelector(s).disabled,
+    `${sel('surface', '[data-surface-id="reservation-2"]')} button`, { timeout: WAIT });
+  await second.getByLabel('Name').fill('');
+  await second.getByText('Give a name for the booking').waitFor({ timeout: WAIT });
+  assert.ok(await reserve.isDisabled(), 'Reserve takes a form without a name');
+  await screenshot(page, 'a2ui-twice-blank');
+
+  // A client that runs no checks: its blank answer is refused, and the
+  // form still waits.
+  const callId = await second.getAttribute('data-call-id');
+  const refused = await page.evaluate(async ([callId, sessionId, clientId]) => {
+    const action = { name: 'reserve', surfaceId: 'reservation-2', sourceComponentId: 'reserve', timestamp: new Date().toISOString(),
+      context: { date: '2026-12-25', people: '2', name: '' } };
+    const res = await fetch('/ToolResult', { method: 'POST', headers: await window.batonHeaders({ 'Content-Type': 'application/json' }),
+      body: JSON.stringify({ sessionId, clientId, toolCallId: callId, output: { action } }) });
+    return { status: res.status, body: await res.json() };
+  }, [callId, await page.textContent(sel('session-id')), await page.textContent(sel('client-id'))]);
+  assert.equal(refused.status, 400, `a blank name: ${JSON.stringify(refused.body)}`);
+  assert.match(refused.body.error.message, /TextField "name": Give a name for the booking/);
+
+  await second.getByLabel('Name').fill('Bo');
+  await reserve.click();
+  await assistantSays(page, /Booked: a table for 2 on 2026-12-25 under the name Bo\./);
+  await page.waitForSelector(sel('surface', '[data-surface-id="reservation-2"][data-state="submitted"]'), { timeout: WAIT });
+  assert.equal(await count(page, sel('surface', '[data-state="submitted"]')), 2, 'both forms show as submitted');
+  assert.equal(await count(page, sel('message', ':has-text("show_surface failed")')), 0, 'a form was refused');
+  await screenshot(page, 'a2ui-twice');
+  noPageErrors(page);
+});
+
 scenario('regenerate the last answer: a new answer replaces it, and stays after a reload', 'regenerate', async (t) => {
   const context = await t.newContext();
   const page = await openTab(context);
-  const posts = [];
-  page.on('request', (req) => {
-    if (req.method() === 'POST' && new URL(req.url()).pathname === '/Chat') posts.push(req);
-  });
+  const posts = recordPosts(page);
   await send(page, 'what is 2*7?');
   await assistantSays(page, /2\*7 = 14/);
   await send(page, 'what is 3*7?');
@@ -793,6 +936,15 @@ scenario('an attached image reaches the model and is still shown after a reload'
   const bare = await page.evaluate(async (u) => (await fetch(u.split('?')[0])).status, src);
   assert.equal(bare, 404, 'the file without its URL\'s token');
   assert.equal(await count(page, sel('message', '[data-role="user"]')), 1);
+  // A link that fetches nothing, opened in a tab, says why in words, not
+  // as the API's JSON error.
+  const tab = await context.newPage();
+  const opened = await tab.goto(src.replace(/([?&]sig=)[^&]+/, '$1AAAA'));
+  assert.equal(opened.status(), 404);
+  assert.match(opened.headers()['content-type'] ?? '', /^text\/html/, 'an altered link opened in a tab');
+  assert.equal(await tab.textContent('h1'), 'This link to a file is not valid');
+  await screenshot(tab, 'file-link-gone');
+  await tab.close();
 
   // An edit keeps the image: the page sends it back as the URL it was
   // given, and the model receives the same file again.
@@ -1118,8 +1270,10 @@ scenario('a refused message (429) is counted down and sent again, and its line g
   const page = await openTab(context);
   // The next two new messages are each refused once, as the server
   // refuses a turn over its rate limit: one with a short wait, one with a
-  // long one.
-  const waits = [3, 60];
+  // long one. 90 s reads "2 min" for its first 30 s, so a loaded machine
+  // that reads the line a few seconds late still finds it so (60 s read
+  // "59 s" one second late).
+  const waits = [3, 90];
   const posts = [];
   await page.route((url) => url.pathname === '/Chat', async (route) => {
     const request = route.request();
@@ -1146,13 +1300,100 @@ scenario('a refused message (429) is counted down and sent again, and its line g
   await page.waitForSelector(sel('send', ':enabled'), { timeout: WAIT });
   await send(page, 'what is 4*7?');
   await page.waitForSelector(`${limited} ${sel('retry')}`, { timeout: WAIT });
-  assert.match(await page.innerText(limited), /goes again in 1 min/);
+  assert.match(await page.innerText(limited), /goes again in 2 min/);
   await page.click(`${limited} ${sel('retry')}`);
   await assistantSays(page, /4\*7 = 28/);
   await page.waitForSelector(limited, { state: 'detached', timeout: WAIT });
   await showsExactly(page, [/what is 2\*7/, /= 14/, /what is 4\*7/, /= 28/], 'no unanswered message');
   assert.equal(posts.length, 4, 'each message was posted once refused and once more');
   await screenshot(page, 'rate-limit');
+  noPageErrors(page);
+});
+
+scenario('Stop while a refused message is counted down: its line goes, and its text is back in the message box', 'rate-limit-stop', async (t) => {
+  const context = await t.newContext();
+  const page = await openTab(context);
+  await send(page, 'what is 2*7?');
+  await assistantSays(page, /2\*7 = 14/);
+  await page.waitForSelector(sel('send', ':enabled'), { timeout: WAIT });
+  // Every new message is refused, as the server refuses a turn over its
+  // rate limit, with a long wait.
+  let refusing = true;
+  const posts = (url) => url.pathname === '/Chat';
+  await page.route(posts, (route) => {
+    if (route.request().method() !== 'POST' || !refusing) return route.fallback();
+    return route.fulfill({
+      status: 429, contentType: 'application/json', headers: { 'Retry-After': '48' },
+      body: JSON.stringify({ error: { code: 'rate_limited', message: 'too many turns: at most 60 a minute per chat', retryAfterSeconds: 48 } }),
+    });
+  });
+  const limited = sel('system-message', '[data-kind="limited"]');
+  await send(page, 'what is 5*7?');
+  await page.waitForSelector(`${limited} ${sel('retry')}`, { timeout: WAIT });
+  await page.click(sel('stop'));
+  await page.waitForSelector(limited, { state: 'detached', timeout: WAIT });
+  await page.waitForFunction((s) => document.querySelector(s).value === 'what is 5*7?', sel('composer-input'), { timeout: WAIT })
+    .catch(async (err) => {
+      throw new Error(`the message box holds ${JSON.stringify(await page.inputValue(sel('composer-input')))}: ${err.message}`);
+    });
+  await showsExactly(page, [/what is 2\*7/, /= 14/], 'the stopped message, never sent, is not shown as sent');
+  await page.waitForSelector(sel('send', ':enabled'), { timeout: WAIT });
+  await screenshot(page, 'rate-limit-stop');
+
+  // Sent again, it goes through.
+  refusing = false;
+  await page.click(sel('send'));
+  await assistantSays(page, /5\*7 = 35/);
+  await showsExactly(page, [/what is 2\*7/, /= 14/, /what is 5\*7/, /= 35/], 'after sending it again');
+  noPageErrors(page);
+});
+
+scenario('too large a message or file: said before sending, in sizes a person reads, and a refused one is marked not sent with its text and file kept', 'too-large', async (t) => {
+  const context = await t.newContext();
+  const page = await openTab(context);
+  const posts = recordPosts(page);
+  const problem = sel('composer-problem');
+
+  // Over the limits /config.json gives: nothing is sent.
+  const long = 'x'.repeat(300 * 1024);
+  await send(page, long);
+  await page.waitForSelector(problem, { timeout: WAIT });
+  assert.equal(await page.innerText(problem), 'Your message is 300 KB; the limit is 256 KB. Shorten it, or send it as a file.');
+  assert.equal((await page.inputValue(sel('composer-input'))).length, long.length, 'the text left the message box');
+  await page.fill(sel('composer-input'), 'look at this');
+  await page.waitForSelector(problem, { state: 'detached', timeout: WAIT });
+  await page.setInputFiles(sel('attach-input'), { name: 'big.jpg', mimeType: 'image/jpeg', buffer: Buffer.alloc(Math.round(10.8 * 1024 * 1024)) });
+  await page.click(sel('send'));
+  await page.waitForSelector(problem, { timeout: WAIT });
+  assert.equal(await page.innerText(problem), 'The photo is 10.8 MB; the limit is 10 MB. Pick a smaller one.');
+  assert.match(await page.innerText(sel('attached')), /big\.jpg/, 'the photo left the message box');
+  assert.equal(await count(page, sel('message')), 0, 'a message too large is shown as sent');
+  assert.equal(posts.length, 0, 'a message too large was sent');
+  await screenshot(page, 'too-large');
+
+  // A limit only the server knows (here it takes files up to 64 KB): the
+  // refused message is marked not sent, and its text and file go back.
+  const chatPosts = (url) => url.pathname === '/Chat';
+  await page.route(chatPosts, (route) => (route.request().method() !== 'POST' ? route.fallback() : route.fulfill({
+    status: 413, contentType: 'application/json',
+    body: JSON.stringify({ error: { code: 'too_large', message: 'the file of parts[0] is over the limit of 65536 bytes (BATON_MAX_FILE_BYTES)' } }),
+  })));
+  await page.setInputFiles(sel('attach-input'), { name: 'dot.png', mimeType: 'image/png', buffer: Buffer.concat([PNG, Buffer.alloc(100 * 1024)]) });
+  await page.click(sel('send'));
+  await page.waitForSelector(sel('message-unsent'), { timeout: WAIT });
+  const said = sel('system-message', '[data-kind="error"]');
+  await page.waitForSelector(said, { timeout: WAIT });
+  assert.match(await page.innerText(said), /^The photo “dot\.png” is 100\.1 KB; the limit is 64 KB\. It was not sent/);
+  await page.waitForFunction((s) => document.querySelector(s).value === 'look at this', sel('composer-input'), { timeout: WAIT });
+  assert.match(await page.innerText(sel('attached')), /dot\.png/, 'the file did not come back to the message box');
+  await screenshot(page, 'too-large-refused');
+
+  // Sent again once the server takes it: answered, and the unsent one goes.
+  await page.unroute(chatPosts);
+  await page.click(sel('send'));
+  await assistantSays(page, /I received a file of \d+ bytes \(image\/png\)/);
+  assert.equal(await count(page, sel('message-unsent')), 0, 'the message not sent is still shown');
+  assert.equal(await count(page, sel('message', '[data-role="user"]')), 1, 'the message shows twice');
   noPageErrors(page);
 });
 
@@ -1408,6 +1649,37 @@ scenario('live mode: an ID token refused at open is refreshed once; a sign-in th
   noPageErrors(page);
 });
 
+scenario('live mode in one tab: a tab opened meanwhile says why it cannot send, until the conversation ends', 'live-elsewhere', async (t) => {
+  const context = await t.newContext();
+  // No microphone: the fake one would make the conversation take a turn
+  // of its own, which ends the stream the second tab follows, whenever
+  // the machine lets it. Live mode goes on with typed text.
+  await context.addInitScript(() => {
+    navigator.mediaDevices.getUserMedia = () => Promise.reject(new DOMException('no microphone in this scenario', 'NotAllowedError'));
+  });
+  const page = await openTab(context);
+  await hello(page);
+  await goLive(page);
+
+  // The second tab's resume follows the live conversation: it cannot
+  // send, and says why.
+  const other = await openTab(context);
+  const why = sel('live-elsewhere');
+  await other.waitForSelector(why, { timeout: WAIT });
+  assert.match(await other.innerText(why), /Another tab is in a live conversation in this chat: Send and Live wait until it ends/);
+  assert.ok(await other.isDisabled(sel('send')), 'the second tab can send');
+  await screenshot(other, 'live-elsewhere');
+
+  await front(page);
+  await page.click(sel('live'));
+  await page.waitForSelector(sel('live-status', '[data-state="ended"]'), { timeout: WAIT });
+  await other.waitForSelector(why, { state: 'detached', timeout: WAIT });
+  await other.waitForSelector(sel('send', ':enabled'), { timeout: WAIT });
+  await send(other, 'play track 1');
+  await assistantSays(other, /now playing track 1/);
+  noPageErrors(page, other);
+});
+
 /** Runs axe-core in the page and returns its violations of impact serious or critical, and the others. */
 async function axe(page) {
   await page.addScriptTag({ path: axePath });
@@ -1421,9 +1693,15 @@ async function axe(page) {
   });
 }
 
-scenario('accessibility: axe-core finds nothing serious or critical in a conversation with an open approval, on a desktop and on a phone', 'a11y', async (t) => {
+scenario('accessibility: axe-core finds nothing serious or critical with an open approval or form, on a desktop and on a phone; forms take the focus and hand it on once answered from the keyboard', 'a11y', async (t) => {
   const context = await t.newContext();
   const page = await openTab(context);
+  const problems = []; // each check's failure, so that one run tells them all
+  const focused = () => page.evaluate(() => {
+    const el = document.activeElement;
+    return el?.closest('[data-testid="surface"]') ? 'surface' : el?.closest('[data-testid="approval"]') ? 'approval'
+      : el?.dataset.testid ?? el?.tagName.toLowerCase();
+  });
   const empty = await axe(page);
   await chooseAgent(page, 'dj');
   await send(page, 'change the music to track 2');
@@ -1434,11 +1712,46 @@ scenario('accessibility: axe-core finds nothing serious or critical in a convers
   const desktop = await axe(page);
   await page.setViewportSize({ width: 390, height: 844 });
   const phone = await axe(page);
-  for (const [name, found] of [['a new chat', empty], ['the conversation', desktop], ['a phone', phone]]) {
-    assert.deepEqual(found.severe, [], `axe-core's serious and critical findings on ${name}`);
-    assert.deepEqual(found.other, [], `axe-core's other findings on ${name}`);
-  }
   await screenshot(page, 'a11y-phone');
+  await page.setViewportSize({ width: 820, height: 760 });
+
+  // Approved from the keyboard: the focus, in the form, goes to the card
+  // that says how the call went, not to the page's body.
+  await page.waitForFunction(() => document.activeElement?.closest('[data-testid="approval"]'), null, { timeout: WAIT });
+  await page.keyboard.press('Enter');
+  await assistantSays(page, /table for 4\b/);
+  const approved = await focused();
+  if (approved !== 'tool-call') problems.push(`after approving from the keyboard the focus is on ${approved}, not the call's card`);
+
+  // A form takes the focus as an approval does; its heading follows the
+  // page's order.
+  await send(page, 'reserve a table with a form');
+  await page.waitForSelector(sel('surface', '[data-state="form"]'), { timeout: WAIT });
+  await page.waitForFunction(() => document.activeElement?.closest('[data-testid="surface"]'), null, { timeout: WAIT }).catch(async () => {
+    problems.push(`the form did not take the focus (it is on ${await focused()})`);
+  });
+  const form = await axe(page);
+  await page.setViewportSize({ width: 390, height: 844 });
+  const formPhone = await axe(page);
+  await screenshot(page, 'a11y-form-phone');
+  await page.setViewportSize({ width: 820, height: 760 });
+  for (const [name, found] of [['a new chat', empty], ['the conversation', desktop], ['a phone', phone], ['an open form', form],
+    ['an open form on a phone', formPhone]]) {
+    for (const v of found.severe) problems.push(`axe-core, serious or critical, on ${name}: ${v}`);
+    for (const v of found.other) problems.push(`axe-core on ${name}: ${v}`);
+  }
+
+  // Sent from the keyboard: the focus stays with the form, which says it
+  // was submitted.
+  const surface = page.locator(sel('surface'));
+  await surface.getByLabel('Date').fill('2026-12-24');
+  await surface.getByRole('button', { name: 'Reserve' }).focus();
+  await page.keyboard.press('Enter');
+  await assistantSays(page, /Booked: a table for 2 on 2026-12-24/);
+  await page.waitForSelector(sel('surface', '[data-state="submitted"]'), { timeout: WAIT });
+  const sent = await focused();
+  if (sent !== 'surface') problems.push(`after sending the form from the keyboard the focus is on ${sent}, not the form`);
+  assert.deepEqual(problems, [], 'accessibility problems');
   noPageErrors(page);
 });
 

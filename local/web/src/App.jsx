@@ -18,16 +18,16 @@ import {
   lastAssistantMessageIsCompleteWithToolCalls,
 } from 'ai';
 import { isBrowserTool, playTrack, restoreTrack, runBrowserTool } from './tools.js';
-import { errorNotice, useNotices } from './notices.jsx';
+import { apiErrorOf, errorNotice, useNotices } from './notices.jsx';
 import { useLiveTurns } from './live.js';
 import { Message } from './Message.jsx';
 import { MessageActions } from './Rewind.jsx';
 import {
-  authedFetch, chatStarted, isNewChat, isSignedOut, loadChat, markNewChat, postToolResult, SIGNED_OUT, stopChat, withEarlier,
+  authedFetch, chatStarted, isNewChat, isSignedOut, loadChat, markNewChat, postToolResult, SIGNED_OUT, stopChat, withCallsOf, withEarlier,
 } from './chatapi.js';
-import { Attach } from './files.jsx';
+import { Attach, refusedText, sizeProblem } from './files.jsx';
 import { INPUT_TOOL, postLiveAnswer } from './InputForm.jsx';
-import { chatTransport } from './transport.js';
+import { chatTransport, hasOpenCall } from './transport.js';
 import { LiveButton, LiveStatus, useLiveMode } from './LiveMode.jsx';
 import { liveMessageIds, withAnswer, withToolCall } from './livemessages.js';
 import { callPart, SURFACE_TOOL, surfacesOf } from './Surface.jsx';
@@ -115,7 +115,9 @@ function ChatPage({ config, identity, device, chatId, initial, onNewChat }) {
   agent.current.picked = picked;
   const [input, setInput] = useState('');
   const inputRef = useRef(null);
-  const [files, setFiles] = useState(null); // a FileList for the next message
+  const [files, setFiles] = useState(null); // a FileList (or file parts, given back) for the next message
+  const [problem, setProblem] = useState(''); // why the message box's message cannot go
+  const [unsent, setUnsent] = useState(new Set()); // ids of this tab's messages the server refused
   const [running, setRunning] = useState(new Map()); // this tab's browser calls in progress, by call id
   const started = useRef(new Set()); // browser calls started in this page, so none runs twice
   const notices = useNotices(useMemo(() => authedFetch(identity), [identity]));
@@ -135,14 +137,23 @@ function ChatPage({ config, identity, device, chatId, initial, onNewChat }) {
   const reload = useCallback(async () => {
     showLatest(await loadChat(chatId, identity));
   }, [chatId, identity, showLatest]);
+  // The calls the page shows open, as the server now has them: a new
+  // message has just closed them (transport.js).
+  const refreshCalls = useCallback(async () => {
+    const fresh = await loadChat(chatId, identity);
+    shown.current((ms) => withCallsOf(ms, fresh, hasOpenCall));
+  }, [chatId, identity]);
 
+  const [followsLive, setFollowsLive] = useState(false); // a resumed stream follows another tab's live conversation
   const transport = useMemo(() => chatTransport({
     identity, device, agent, fetch: notices.retryingFetch,
     onResumed: () => {
       chatStarted(chatId);
       return reload();
     },
-  }), [identity, device, chatId, notices.retryingFetch, reload]);
+    onClosed: refreshCalls,
+    onFollowing: setFollowsLive,
+  }), [identity, device, chatId, notices.retryingFetch, reload, refreshCalls]);
 
   const chat = useChat({
     id: chatId,
@@ -167,26 +178,62 @@ function ChatPage({ config, identity, device, chatId, initial, onNewChat }) {
     },
     onError: (err) => {
       const notice = errorNotice(err);
-      if (notice.broken) broken(notice);
-      else if (!(notice.unauthenticated && isSignedOut())) notices.add(notice); // the page says that once
+      if (notice.broken) {
+        broken(notice);
+        return;
+      }
+      const refused = apiErrorOf(err);
+      if (refused && err.sent?.kind === 'message') {
+        // Refused, so not stored: the bubble says so, and what it held
+        // goes back into the message box.
+        const m = latest.current.find((x) => x.id === err.sent.messageId);
+        setUnsent((ids) => new Set(ids).add(err.sent.messageId));
+        giveBack(m);
+        notice.text = refusedText(refused, m, config.limits) ?? `${notice.text} Your message was not sent: it is back in the message box.`;
+      } else if (refused && err.sent) {
+        // Answers, an edit or a regenerate the server refused: the cards
+        // and messages show what it holds, not what this tab assumed.
+        reload().catch(() => {});
+      }
+      if (!(notice.unauthenticated && isSignedOut())) notices.add(notice); // the page says that once
     },
   });
   const { messages, status, setMessages, addToolOutput, addToolApprovalResponse, sendMessage, regenerate, stop, resumeStream } = chat;
   shown.current = setMessages;
   const latest = useRef(messages);
   latest.current = messages;
+  /**
+   * Puts what message m held (its text, its files) back into the message
+   * box, unless the person has typed or attached something since.
+   */
+  const giveBack = useCallback((m) => {
+    if (!m) return;
+    const text = m.parts.filter((p) => p.type === 'text').map((p) => p.text).join('');
+    const given = m.parts.filter((p) => p.type === 'file');
+    setInput((typed) => typed || text);
+    if (given.length > 0) setFiles((picked) => picked ?? given);
+  }, []);
+  /**
+   * Shows the conversation as stored; when the last message this tab sent
+   * is not in it (it never reached the server), gives it back to the
+   * message box and reports true.
+   */
+  const showStored = useCallback(async () => {
+    const fresh = await loadChat(chatId, identity);
+    const mine = latest.current.findLast((m) => m.role === 'user');
+    showLatest(fresh);
+    if (!mine || fresh.messages.some((m) => m.id === mine.id)) return false;
+    giveBack(mine);
+    return true;
+  }, [chatId, identity, showLatest, giveBack]);
   // After a broken connection: the conversation as stored. A message sent
   // while the network was down never reached the server: its text goes
   // back into the message box rather than vanishing.
   const recoverLoad = useCallback(async () => {
-    const fresh = await loadChat(chatId, identity);
-    const mine = latest.current.findLast((m) => m.role === 'user');
-    showLatest(fresh);
-    if (mine && !fresh.messages.some((m) => m.id === mine.id)) {
-      setInput((text) => text || mine.parts.filter((p) => p.type === 'text').map((p) => p.text).join(''));
+    if (await showStored()) {
       notices.add({ kind: 'info', text: 'Your last message did not reach the agent: it is back in the message box.' });
     }
-  }, [chatId, identity, showLatest, notices.add]); // eslint-disable-line react-hooks/exhaustive-deps
+  }, [showStored, notices.add]); // eslint-disable-line react-hooks/exhaustive-deps
   const broken = useReconnect({ transport, reload: recoverLoad, resume: resumeStream, notices });
   useSignedOut(identity, notices.add);
 
@@ -258,6 +305,7 @@ function ChatPage({ config, identity, device, chatId, initial, onNewChat }) {
     await reload().catch(() => {});
   }
 
+  /** POST /ToolResult with an answer; false when it was not taken (the page says why). */
   async function answerByHTTP({ toolCallId, approvalId, output, errorText, approved, payload }) {
     const body = { sessionId: chatId, clientId: device, toolCallId: approvalId ?? toolCallId };
     if (approvalId) Object.assign(body, { approved, payload });
@@ -265,9 +313,32 @@ function ChatPage({ config, identity, device, chatId, initial, onNewChat }) {
     else body.output = output;
     try {
       await postToolResult(identity, body);
+      return true;
     } catch (err) {
-      notices.add({ kind: 'error', text: `Could not answer ${toolCallId ?? approvalId}: ${err.message}` });
+      notices.add(apiErrorOf(err) ? errorNotice(err) : { kind: 'error', text: `Could not answer ${toolCallId ?? approvalId}: ${err.message}` });
+      return false;
     }
+  }
+
+  /**
+   * Whether useChat can send an answer to part: its call is in the last
+   * message, which sendAutomaticallyWhen looks at. A call of an earlier
+   * message is answered by POST /ToolResult (answerEarlier).
+   */
+  const inLastMessage = (part) => !!latest.current.at(-1)?.parts.some((p) => p.toolCallId === part.toolCallId);
+
+  /**
+   * Answers a call shown in an earlier message than the last. A later
+   * message has usually closed it (the default policy cancels open calls),
+   * and this tab may not have been told yet: the server refuses the answer
+   * (410), the page says so, and the card shows why the call closed, from
+   * the conversation as stored. A call still open takes the answer, and
+   * the load shows the turn it resumed.
+   */
+  async function answerEarlier(answer) {
+    const taken = await answerByHTTP(answer);
+    await reload().catch(() => {});
+    return taken;
   }
 
   async function runTool(toolCallId, toolName, args) {
@@ -291,6 +362,10 @@ function ChatPage({ config, identity, device, chatId, initial, onNewChat }) {
       await answerLive(part.toolCallId, { approvalId: part.approval.id, approved, ...(approved ? { payload } : {}) });
       return;
     }
+    if (!inLastMessage(part)) {
+      await answerEarlier({ approvalId: part.approval.id, approved, ...(approved ? { payload } : {}) });
+      return;
+    }
     if (approved) {
       setMessages((ms) => ms.map((m) => ({
         ...m,
@@ -308,6 +383,10 @@ function ChatPage({ config, identity, device, chatId, initial, onNewChat }) {
       await answerLive(part.toolCallId, { toolCallId: part.toolCallId, output });
       return;
     }
+    if (!part.input?.live && !inLastMessage(part)) {
+      await answerEarlier({ toolCallId: part.toolCallId, output });
+      return;
+    }
     if (!part.input?.live) {
       await addToolOutput({ tool: INPUT_TOOL, toolCallId: part.toolCallId, output });
       return;
@@ -322,6 +401,10 @@ function ChatPage({ config, identity, device, chatId, initial, onNewChat }) {
   /** A press on a form: the output of the call that waits on it. */
   async function answerSurface(callId, action) {
     live.current?.();
+    if (!inLastMessage({ toolCallId: callId })) {
+      await answerEarlier({ toolCallId: callId, output: { action } });
+      return;
+    }
     await addToolOutput({ tool: SURFACE_TOOL, toolCallId: callId, output: { action } });
   }
 
@@ -368,14 +451,19 @@ function ChatPage({ config, identity, device, chatId, initial, onNewChat }) {
   // /Chat/{chatId}/stream stops the turn on the server, whichever instance
   // runs it, and returns once it has ended (docs/stop.md). The page then
   // shows the turn as stored: what the model had written, marked stopped.
+  // A message stopped before it reached the server (while the page waited
+  // out a rate limit or a busy session) is not stored: it goes back into
+  // the message box.
   const stopTurn = async () => {
     await stop();
     try {
       await stopChat(chatId, identity);
-      await reload();
     } catch (err) {
-      notices.add(errorNotice(err));
+      // A chat whose first message was stopped before it was stored is
+      // not on the server (404): nothing ran.
+      if (err.status !== 404) notices.add(errorNotice(err));
     }
+    await showStored().catch((err) => notices.add({ kind: 'error', text: `Could not load the conversation: ${err.message}` }));
   };
 
   const send = (e) => {
@@ -388,15 +476,32 @@ function ChatPage({ config, identity, device, chatId, initial, onNewChat }) {
       return;
     }
     if (!text || busy) return;
+    // What the page can check before sending (the limits /config.json
+    // gives): said here, and nothing is sent.
+    const tooLarge = sizeProblem(text, files, config.limits);
+    if (tooLarge) {
+      setProblem(tooLarge);
+      return;
+    }
     live.current?.();
     chatStarted(chatId);
     setInput('');
     setFiles(null);
+    setProblem('');
     follow.toEnd();
+    if (unsent.size > 0) {
+      // Messages the server refused were never stored: they leave the
+      // conversation once the person sends again.
+      setMessages((ms) => ms.filter((m) => !unsent.has(m.id)));
+      setUnsent(new Set());
+    }
     sendMessage(files ? { text, files } : { text });
   };
 
   const lastAssistant = messages.findLast((m) => m.role === 'assistant')?.id;
+  // A live conversation of another tab (or device), which this tab's
+  // resumed stream follows (the server said so): Send and Live wait for it.
+  const liveElsewhere = busy && followsLive && !liveMode.on;
   return (
     <div className="app" data-testid="app" data-ready="true" data-state={busy || running.size ? 'working' : 'idle'}
       data-ai-sdk={__AI_SDK_VERSION__}>
@@ -405,6 +510,8 @@ function ChatPage({ config, identity, device, chatId, initial, onNewChat }) {
         <div className="view">
           <div className="messages" data-testid="log" ref={follow.ref} onScroll={follow.onScroll} role="log" aria-label="Conversation">
             <div className="log" data-testid="messages" ref={follow.content}>
+              {/* Headings the agent draws (an A2UI form's title, an h3) come below this one. */}
+              <h2 className="visually-hidden">Conversation</h2>
               {earlier && (
                 <button type="button" className="link earlier" data-testid="earlier" disabled={paging} onClick={loadEarlier}>
                   {paging ? 'Loading earlier messages…' : 'Earlier messages'}
@@ -416,9 +523,9 @@ function ChatPage({ config, identity, device, chatId, initial, onNewChat }) {
               {messages.map((m, i) => (
                 <Fragment key={m.id}>
                   {notices.render(i)}
-                  <Message message={m} live={liveIds.has(m.id)} device={device} running={running} onDecide={decide} onAnswer={answerInput}
-                    surfaces={surfaces} callOf={callOf} onSurfaceAnswer={answerSurface} onCardAction={cardAction} />
-                  <MessageActions message={m} last={m.id === lastAssistant} busy={busy || running.size > 0 || liveMode.on}
+                  <Message message={m} live={liveIds.has(m.id)} unsent={unsent.has(m.id)} device={device} running={running} onDecide={decide}
+                    onAnswer={answerInput} surfaces={surfaces} callOf={callOf} onSurfaceAnswer={answerSurface} onCardAction={cardAction} />
+                  {!unsent.has(m.id) && <MessageActions message={m} last={m.id === lastAssistant} busy={busy || running.size > 0 || liveMode.on}
                     onRegenerate={(messageId) => { live.current?.(); regenerate({ messageId }); }}
                     onEdit={(messageId, text) => {
                       live.current?.();
@@ -426,7 +533,7 @@ function ChatPage({ config, identity, device, chatId, initial, onNewChat }) {
                       // Baton gave them, which /Chat takes as the same files.
                       const files = m.parts.filter((p) => p.type === 'file');
                       sendMessage(files.length > 0 ? { text, files, messageId } : { text, messageId });
-                    }} />
+                    }} />}
                 </Fragment>
               ))}
               {notices.render(messages.length, true)}
@@ -444,12 +551,24 @@ function ChatPage({ config, identity, device, chatId, initial, onNewChat }) {
             inputRef.current?.focus();
           }} />
           <LiveStatus live={liveMode} />
+          {liveElsewhere && (
+            <p className="live-status" data-testid="live-elsewhere" role="status">
+              Another tab is in a live conversation in this chat: Send and Live wait until it ends. Stop ends it.
+            </p>
+          )}
+          {problem && <p className="composer-problem" data-testid="composer-problem" role="alert">{problem}</p>}
           <div className="row">
             <label htmlFor="input" className="visually-hidden">Message</label>
             <input id="input" ref={inputRef} data-testid="composer-input" autoComplete="off" required
               placeholder={liveMode.on ? 'Type to the live agent…' : 'Message the agent…'}
-              value={input} onChange={(e) => setInput(e.target.value)} />
-            <Attach files={files} onChange={setFiles} disabled={busy || liveMode.on} />
+              value={input} onChange={(e) => {
+                setInput(e.target.value);
+                setProblem('');
+              }} />
+            <Attach files={files} onChange={(f) => {
+              setFiles(f);
+              setProblem('');
+            }} disabled={busy || liveMode.on} />
             <button type="submit" data-testid="send" disabled={busy || (liveMode.on && liveMode.state !== 'live')}>Send</button>
             {busy && <button type="button" data-testid="stop" onClick={stopTurn}>Stop</button>}
             {config.liveModel && <LiveButton live={liveMode} model={config.liveModel} disabled={busy && !liveMode.on} />}

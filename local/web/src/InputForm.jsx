@@ -6,7 +6,7 @@
 // (input.live) while the turn is still streaming goes straight to
 // /ToolResult, since useChat sends answers only once the stream ends.
 
-import { Fragment, useRef, useState } from 'react';
+import { Fragment, useEffect, useRef, useState } from 'react';
 import { postToolResult } from './chatapi.js';
 import { forgetDraft, useDraft } from './drafts.js';
 import { useAsk } from './follow.js';
@@ -31,12 +31,19 @@ function content(schema, values) {
   }));
 }
 
-export function InputForm({ part, onAnswer }) {
+/**
+ * The question's form; onAnswer(part, output) sends the answer, onSent(form)
+ * is told just before the form goes (follow.js's useKeepFocus).
+ */
+export function InputForm({ part, onAnswer, onSent }) {
   const requests = Object.entries(part.input?.requests ?? {});
   const draft = `input:${part.toolCallId}`;
   const [values, setValues] = useDraft(draft, () => Object.fromEntries(requests.map(([id, r]) => [id, initial(r.params?.requestedSchema)])));
   const [problem, setProblem] = useState('');
   const [sent, setSent] = useState(false);
+  // An answer the server refused shows the question open again (a new
+  // part, from the conversation as stored): the form comes back.
+  useEffect(() => setSent(false), [part]);
   const form = useRef(null);
   useAsk(form);
   if (sent) return null;
@@ -46,6 +53,7 @@ export function InputForm({ part, onAnswer }) {
       const responses = Object.fromEntries(requests.map(([id, r]) => [id, action === 'accept'
         ? { action, content: content(r.params?.requestedSchema, values[id]) }
         : { action }]));
+      onSent?.(form.current);
       setSent(true);
       forgetDraft(draft);
       onAnswer(part, { responses });

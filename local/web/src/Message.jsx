@@ -4,9 +4,9 @@
 // as a line before the message; a message said in a live conversation is
 // marked so.
 
-import { Fragment, useRef, useState } from 'react';
+import { Fragment, useEffect, useRef, useState } from 'react';
 import { isBrowserTool } from './tools.js';
-import { useAsk } from './follow.js';
+import { useAsk, useKeepFocus } from './follow.js';
 import { forgetDraft, useDraft } from './drafts.js';
 import { FilePart } from './files.jsx';
 import { INPUT_TOOL, InputForm } from './InputForm.jsx';
@@ -20,9 +20,10 @@ function switchedText({ from, to }) {
 /**
  * surfaces are the conversation's (surfacesOf): a surface is drawn, as it
  * last was, in the message that showed it first; callOf finds the tool
- * part of the call a form waits on.
+ * part of the call a form waits on. unsent marks a message of this tab
+ * the server refused.
  */
-export function Message({ message, live, device, running, onDecide, onAnswer, surfaces, callOf, onSurfaceAnswer, onCardAction }) {
+export function Message({ message, live, unsent, device, running, onDecide, onAnswer, surfaces, callOf, onSurfaceAnswer, onCardAction }) {
   const switches = message.parts.filter((p) => p.type === 'data-agent' && p.data?.switched);
   const shown = message.parts.filter((p) => (p.type === 'text' && p.text) || (p.type === 'reasoning' && p.text) || p.type === 'file' ||
     (isTool(p) && toolName(p) !== SURFACE_TOOL) || p.type === 'data-a2ui-action' ||
@@ -47,6 +48,7 @@ export function Message({ message, live, device, running, onDecide, onAnswer, su
           </Fragment>
         ))}
         {message.metadata?.stopped && <span className="stopped" data-testid="message-stopped">Stopped</span>}
+        {unsent && <span className="unsent" data-testid="message-unsent">Not sent</span>}
         {live && <LiveMark />}
       </div>
     </>
@@ -88,6 +90,20 @@ export function compact(value) {
 }
 
 /**
+ * Why Baton closed a call without its answer, from the error text it gave
+ * the call's output ('' for a tool's own failure): a new message or an
+ * agent switch cancels open calls, a stop ends them, and a call waits only
+ * so long. The UI message stream carries the text alone.
+ */
+function closedAs(errorText) {
+  const text = String(errorText ?? '');
+  if (/^(cancelled\b|not run: the user sent a new message)/.test(text)) return 'cancelled';
+  if (/^stopped: /.test(text)) return 'stopped';
+  if (/^no result within /.test(text)) return 'expired';
+  return '';
+}
+
+/**
  * How a tool part shows: its status, the label for it and its output. A
  * call that names the device that decides and runs on the server asks for
  * approval: its request follows (Baton's streams say so first, so that no
@@ -116,10 +132,13 @@ function view(part, name, mine, running, owner) {
       return approval?.approved
         ? { status: 'approved', label: 'approved · done', output: compact(part.output) }
         : { status: 'done', label: 'done', output: compact(part.output) };
-    case 'output-error':
+    case 'output-error': {
+      const closed = closedAs(part.errorText);
+      if (closed) return { status: closed, label: closed, output: part.errorText };
       return approval?.approved === false
         ? { status: 'rejected', label: 'rejected', output: part.errorText }
         : { status: 'error', label: 'failed', output: part.errorText };
+    }
     case 'output-denied':
       return { status: 'rejected', label: 'rejected', output: approval?.reason ?? '' };
     default:
@@ -131,22 +150,25 @@ function ToolCard({ part, device, running, onDecide, onAnswer }) {
   const name = toolName(part);
   const owner = (part.callProviderMetadata ?? part.providerMetadata)?.baton?.deviceId;
   const v = view(part, name, owner === device, running, owner);
+  const card = useRef(null);
+  const keepFocus = useKeepFocus(card);
   return (
-    <div className="tool" data-testid="tool-call" data-tool-name={name} data-call-id={part.toolCallId} data-status={v.status}>
+    <div ref={card} tabIndex={-1} className="tool" data-testid="tool-call" data-tool-name={name} data-call-id={part.toolCallId}
+      data-status={v.status}>
       <div className="tool-head">
         <span className="tool-name">{name}</span>
         <code className="tool-input">{compact(part.input)}</code>
         <span className="tool-status" data-testid="tool-status">{v.label}</span>
       </div>
       <code className="tool-output" data-testid="tool-output">{v.output ?? ''}</code>
-      {v.ask && <ApprovalForm part={part} onDecide={onDecide} />}
-      {v.answer && <InputForm part={part} onAnswer={onAnswer} />}
+      {v.ask && <ApprovalForm part={part} onDecide={onDecide} onSent={keepFocus} />}
+      {v.answer && <InputForm part={part} onAnswer={onAnswer} onSent={keepFocus} />}
     </div>
   );
 }
 
 /** The approver's form: one field per argument, or the JSON to edit. */
-function ApprovalForm({ part, onDecide }) {
+function ApprovalForm({ part, onDecide, onSent }) {
   const args = part.input && typeof part.input === 'object' ? part.input : {};
   const entries = Object.entries(args);
   const flat = entries.every(([, v]) => v === null || ['string', 'number', 'boolean'].includes(typeof v));
@@ -155,6 +177,9 @@ function ApprovalForm({ part, onDecide }) {
   const [json, setJson] = useDraft(`${draft}:json`, () => JSON.stringify(args, null, 2));
   const [problem, setProblem] = useState('');
   const [sent, setSent] = useState(false);
+  // A decision the server refused shows the call asking again (a new
+  // part, from the conversation as stored): the form comes back.
+  useEffect(() => setSent(false), [part]);
   const form = useRef(null);
   useAsk(form);
 
@@ -179,6 +204,7 @@ function ApprovalForm({ part, onDecide }) {
         return;
       }
     }
+    onSent(form.current);
     setSent(true);
     forgetDraft(`${draft}:fields`);
     forgetDraft(`${draft}:json`);

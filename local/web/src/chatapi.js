@@ -10,6 +10,19 @@
  */
 export const apiCredentials = 'include';
 
+/**
+ * An error answer of one of Baton's functions: status is the HTTP status,
+ * body the JSON error ({error: {code, message, …}}) when there is one.
+ */
+export class ApiError extends Error {
+  constructor(status, body, fallback) {
+    super(body?.error?.message ?? fallback);
+    this.name = 'ApiError';
+    this.status = status;
+    this.body = body;
+  }
+}
+
 /** The event window gets when the page's sign-in no longer holds. */
 export const SIGNED_OUT = 'baton:signed-out';
 let signedOut = false;
@@ -76,12 +89,24 @@ export function withEarlier(shown, fresh) {
   return at > 0 ? [...shown.slice(0, at), ...fresh.messages] : fresh.messages;
 }
 
+/**
+ * The messages shown, each one that shows an open call (hasOpenCall)
+ * replaced by its version in fresh, a load of the conversation: what the
+ * server did with those calls meanwhile (answered, expired, cancelled by a
+ * new message). Nothing is added or removed, so a turn streaming into the
+ * page meanwhile is left alone.
+ */
+export function withCallsOf(shown, fresh, hasOpenCall) {
+  const stored = new Map(fresh.messages.map((m) => [m.id, m]));
+  return shown.map((m) => (hasOpenCall(m) && stored.has(m.id) ? stored.get(m.id) : m));
+}
+
 /** DELETE /Chat/{chatId}/stream: stops the chat's running turn (204 when none runs). */
 export async function stopChat(chatId, identity) {
   const res = await authedFetch(identity)(`/Chat/${encodeURIComponent(chatId)}/stream`, { method: 'DELETE' });
   if (!res.ok) {
     const body = await res.json().catch(() => null);
-    throw new Error(body?.error?.message ?? `DELETE /Chat/{chatId}/stream: ${res.status}`);
+    throw new ApiError(res.status, body, `DELETE /Chat/{chatId}/stream: ${res.status}`);
   }
 }
 
@@ -99,7 +124,7 @@ export async function postToolResult(identity, body) {
   });
   if (!res.ok) {
     const problem = await res.json().catch(() => null);
-    throw new Error(problem?.error?.message ?? `POST /ToolResult: ${res.status}`);
+    throw new ApiError(res.status, problem, `POST /ToolResult: ${res.status}`);
   }
   await res.text();
 }

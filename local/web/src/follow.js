@@ -87,10 +87,46 @@ export function useFollow(newest, onTop) {
  * in it, once, when it appears.
  */
 export function useAsk(form) {
-  useEffect(() => {
-    const el = form.current;
-    if (!el) return;
-    el.scrollIntoView({ block: 'nearest' });
-    el.querySelector('input, select, textarea, button')?.focus({ preventScroll: true });
-  }, [form]);
+  useEffect(() => ask(form.current), [form]);
+}
+
+const FIELDS = 'input, select, textarea, button';
+
+/** Brings el into view and puts the focus in its first field. */
+export function ask(el) {
+  if (!el) return;
+  el.scrollIntoView({ block: 'nearest' });
+  el.querySelector(FIELDS)?.focus({ preventScroll: true });
+}
+
+/**
+ * ask(el) once el holds a field: a renderer that draws its components
+ * after the page's own render (A2UI's) fills el a moment later. Returns
+ * what stops waiting.
+ */
+export function askWhenDrawn(el) {
+  if (!el) return () => {};
+  if (el.querySelector(FIELDS)) {
+    ask(el);
+    return () => {};
+  }
+  const observer = new MutationObserver(() => {
+    if (!el.querySelector(FIELDS)) return;
+    observer.disconnect();
+    ask(el);
+  });
+  observer.observe(el, { childList: true, subtree: true });
+  return () => observer.disconnect();
+}
+
+/**
+ * Returns what a form inside holder calls as it goes away once answered:
+ * the focus, if it was in the form, moves to holder (a card that takes
+ * focus, tabIndex -1), which then says how the call went, instead of
+ * dropping to the page's body with the form.
+ */
+export function useKeepFocus(holder) {
+  return useCallback((form) => {
+    if (form?.contains(document.activeElement)) holder.current?.focus({ preventScroll: true });
+  }, [holder]);
 }

@@ -12,16 +12,10 @@ let nextKey = 0;
 
 /** What an error of the Chat function means for the person, as a notice. */
 export function errorNotice(err) {
-  let body = null;
-  try {
-    body = JSON.parse(err?.message ?? '');
-  } catch {
-    // not one of Baton's JSON errors: a broken connection, say
-  }
-  const e = body?.error;
+  const e = apiErrorOf(err);
   switch (e?.code) {
     case 'expired':
-      return { kind: 'expired', text: 'This request expired or was cancelled; the agent no longer waits for it.' };
+      return { kind: 'expired', text: 'This call was closed before your answer arrived (it expired or was cancelled): the agent no longer waits for it, and your answer was not used.' };
     case 'already_resolved':
       return { kind: 'info', text: 'This call was already answered.' };
     case 'wrong_client':
@@ -46,6 +40,20 @@ export function errorNotice(err) {
         : { kind: 'error', text: `The agent's answer failed: ${err?.message ?? err}` };
     default:
       return { kind: 'error', text: `Error (${e.code}): ${e.message}` };
+  }
+}
+
+/**
+ * The JSON error of one of Baton's functions that err carries ({code,
+ * message, …}), or null: an ApiError's body, or the body the AI SDK's
+ * transport puts in its error's message.
+ */
+export function apiErrorOf(err) {
+  if (err?.body?.error) return err.body.error;
+  try {
+    return JSON.parse(err?.message ?? '')?.error ?? null;
+  } catch {
+    return null; // not one of Baton's JSON errors: a broken connection, say
   }
 }
 
@@ -90,22 +98,30 @@ export function useNotices(base) {
   const retryingFetch = useCallback(async (input, init) => {
     let busy = null;
     let limited = null;
-    for (let attempt = 1; ; attempt++) {
-      const res = await base(input, init);
-      const problem = res.status === 409 || res.status === 429 ? await res.clone().json().catch(() => null) : null;
-      const code = problem?.error?.code;
-      const seconds = problem?.error?.retryAfterSeconds || Number(res.headers.get('Retry-After')) || 1;
-      if (code === 'busy') {
-        busy ??= add({ kind: 'busy', text: '' });
-        await busyWait(busy, seconds, attempt, update);
-      } else if (code === 'rate_limited' || code === 'budget_exhausted') {
-        limited ??= add({ kind: 'limited', text: '' });
-        await limitWait(limited, seconds, code, update, init?.signal);
-      } else {
-        if (busy) update(busy, { state: 'resolved', text: 'The session was busy with another tab — retried.', retry: null });
-        if (limited) remove((n) => n.key !== limited);
-        return res;
+    const signal = init?.signal;
+    try {
+      for (let attempt = 1; ; attempt++) {
+        const res = await base(input, init);
+        const problem = res.status === 409 || res.status === 429 ? await res.clone().json().catch(() => null) : null;
+        const code = problem?.error?.code;
+        const seconds = problem?.error?.retryAfterSeconds || Number(res.headers.get('Retry-After')) || 1;
+        if (code === 'busy') {
+          busy ??= add({ kind: 'busy', text: '' });
+          await busyWait(busy, seconds, attempt, update, signal);
+        } else if (code === 'rate_limited' || code === 'budget_exhausted') {
+          limited ??= add({ kind: 'limited', text: '' });
+          await limitWait(limited, seconds, code, update, signal);
+        } else {
+          if (busy) update(busy, { state: 'resolved', text: 'The session was busy with another tab — retried.', retry: null });
+          if (limited) remove((n) => n.key !== limited);
+          return res;
+        }
       }
+    } catch (err) {
+      // Stopped (Stop aborts the request) or failed while it waited: the
+      // lines about a wait that will not end in a request go.
+      if (busy || limited) remove((n) => n.key !== busy && n.key !== limited);
+      throw err;
     }
   }, [base, add, update, remove]);
 
@@ -154,15 +170,29 @@ function limitWait(key, seconds, code, update, signal) {
 }
 
 // Shows the busy line and resolves when it is time to retry: after a short
-// delay for the first attempts, and always when Retry is pressed.
-function busyWait(key, seconds, attempt, update) {
-  return new Promise((resolve) => {
+// delay for the first attempts, and always when Retry is pressed; rejects
+// when the request is aborted (Stop).
+function busyWait(key, seconds, attempt, update, signal) {
+  return new Promise((resolve, reject) => {
     let timer = null;
-    const go = () => {
+    const end = () => {
       clearInterval(timer);
+      signal?.removeEventListener('abort', abort);
+    };
+    const go = () => {
+      end();
       update(key, { text: 'The session is busy with another tab — retrying…', retry: null });
       resolve();
     };
+    const abort = () => {
+      end();
+      reject(signal.reason ?? new DOMException('The request was aborted', 'AbortError'));
+    };
+    if (signal?.aborted) {
+      abort();
+      return;
+    }
+    signal?.addEventListener('abort', abort, { once: true });
     if (attempt > AUTO_RETRIES) {
       update(key, { text: 'The session is still busy with another tab. Retry when it is done.', retry: go });
       return;

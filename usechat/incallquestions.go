@@ -3,10 +3,9 @@ package usechat
 // In-call questions (toolcallback.AskInCall), asked while a turn's tool
 // runs, are not in the session: a stream that follows the turn follows them
 // in the ledger too (toolcallback.FollowedChat.InCallQuestions), and shows
-// each to the
-// device that started the turn, then its outcome once it is closed, so that
-// a reloaded page, or another tab, sees it and may answer it
-// (docs/mcp-input.md).
+// each to the device that started the turn, then its outcome once it is
+// closed, so that a reloaded page, or another tab, sees it and may answer
+// it (docs/mcp-input.md).
 
 import (
 	"context"
