@@ -2,6 +2,7 @@ package functions
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -30,8 +31,16 @@ import (
 
 func TestMain(m *testing.M) {
 	installTestTracing()
+	var err error
+	if testMetrics, _, err = InstallMetrics(context.Background(), Config{}); err != nil {
+		panic(err)
+	}
 	firestoretest.Main(m, authtest.Stop)
 }
+
+// testMetrics is the process's meter provider, installed once (the
+// global provider forwards to the first one set).
+var testMetrics *Metrics
 
 const (
 	testProject  = "proj"
@@ -155,9 +164,10 @@ func newHTTPFixtureWith(t *testing.T, opts func(*httpFixture, *ServerOptions), m
 	for _, name := range Names {
 		mux.Handle("/"+name, f.server.Handler(name))
 	}
-	mux.Handle("/"+NameA2A+"/", f.server.Handler(NameA2A))   // the agent card below it
-	mux.Handle("/"+NameChat+"/", f.server.Handler(NameChat)) // the resume stream and messages
-	mux.Handle("/"+NameTurn+"/", f.server.Handler(NameTurn)) // DELETE /Turn/{sessionId}
+	mux.Handle("/"+NameA2A+"/", f.server.Handler(NameA2A))     // the agent card below it
+	mux.Handle("/"+NameChat+"/", f.server.Handler(NameChat))   // the resume stream and messages
+	mux.Handle("/"+NameTurn+"/", f.server.Handler(NameTurn))   // DELETE /Turn/{sessionId}
+	mux.Handle("/"+NameAdmin+"/", f.server.Handler(NameAdmin)) // the console's page and API
 	f.srv = httptest.NewServer(mux)
 	t.Cleanup(f.srv.Close)
 	return f

@@ -13,6 +13,8 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/a2aserver"
+	"github.com/baton-run/baton/console"
+	"github.com/baton-run/baton/limits"
 	"github.com/baton-run/baton/live"
 	"github.com/baton-run/baton/mcpregistry"
 	"github.com/baton-run/baton/sessionstore"
@@ -34,6 +36,11 @@ type Server struct {
 	live       *live.Runner    // nil when live mode is off
 	// conversations are the live conversations this instance holds.
 	conversations conversations
+	// console is the operator's side (the Admin function); users reads
+	// and changes Firebase users for it (nil in development identity).
+	console *console.Console
+	users   func() (*auth.Client, error)
+	metrics *Metrics // nil: the console shows no metrics
 }
 
 // ServerOptions are the optional parts of a Server. Nil fields take the
@@ -81,6 +88,12 @@ type ServerOptions struct {
 	// LiveSetup is the live model's base configuration (live.Model.Setup).
 	// Default: live.DefaultSetup.
 	LiveSetup *genai.LiveConnectConfig
+	// Metrics is the process's meter provider (InstallMetrics), whose
+	// reading the console shows. Nil: none.
+	Metrics *Metrics
+	// Account deletes a user's data for the console (the account deletion
+	// of the chats-and-data work, issue 45). Nil: the console cannot.
+	Account console.Account
 }
 
 // NewServer builds the team of members on sessions (which must store under
@@ -100,19 +113,20 @@ func NewServer(cfg Config, sessions *sessionstore.Service, members []toolcallbac
 		s.log = NewLogger(nil)
 	}
 	topts := &toolcallback.Options{
-		LeasePolicy:       cfg.LeasePolicy,
-		MaxWait:           cfg.LeaseMaxWait,
-		PendingPolicy:     cfg.PendingPolicy,
-		CallTimeout:       cfg.CallTimeout,
-		InvocationTimeout: cfg.InvocationTimeout,
-		TokenKey:          cfg.TokenKey,
-		IdleRetention:     cfg.IdleRetention,
-		SessionStateOnly:  opts.SessionStateOnly,
-		WarmChats:         opts.WarmChats,
-		WarmBytes:         opts.WarmBytes,
-		CountTokens:       cfg.TurnLimits.countsTokens(),
-		IncludeThoughts:   cfg.IncludeThoughts,
-		Logger:            s.log,
+		LeasePolicy:        cfg.LeasePolicy,
+		MaxWait:            cfg.LeaseMaxWait,
+		PendingPolicy:      cfg.PendingPolicy,
+		CallTimeout:        cfg.CallTimeout,
+		InvocationTimeout:  cfg.InvocationTimeout,
+		TokenKey:           cfg.TokenKey,
+		IdleRetention:      cfg.IdleRetention,
+		SessionStateOnly:   opts.SessionStateOnly,
+		WarmChats:          opts.WarmChats,
+		WarmBytes:          opts.WarmBytes,
+		CountTokens:        cfg.TurnLimits.countsTokens(),
+		CountServiceTokens: cfg.TurnLimits.ServiceTokens > 0,
+		IncludeThoughts:    cfg.IncludeThoughts,
+		Logger:             s.log,
 	}
 	if reg := opts.MCP; reg != nil {
 		topts.ChatSwitched = func(ctx context.Context, chat *sessionstore.Chat, from string) {
@@ -138,10 +152,13 @@ func NewServer(cfg Config, sessions *sessionstore.Service, members []toolcallbac
 	s.usechat = usechat.New(team, usechat.Config{MaxBodyBytes: cfg.MaxBodyBytes, MaxChatBodyBytes: cfg.MaxChatBodyBytes,
 		MaxFileBytes: cfg.MaxFileBytes, InvocationTimeout: cfg.InvocationTimeout, KeepAlive: cfg.KeepAlive}, s.chatCaller, files)
 	s.live = s.newLive(team, opts)
+	s.metrics = opts.Metrics
+	copts := s.consoleOptions(opts)
 	if cfg.DevIdentity {
 		s.ident = devIdentity{}
 		s.sweepCheck = devSchedulerCheck
 		s.a2a = s.newA2A(sessions, a2aIdentity{users: s.ident}, opts)
+		s.console = console.New(team, sessions, copts)
 		return s, nil
 	}
 	ctx := context.Background() // the clients keep no context; this one only builds them
@@ -152,6 +169,9 @@ func NewServer(cfg Config, sessions *sessionstore.Service, members []toolcallbac
 		}
 	}
 	s.ident = firebaseIdentity{client: auth, checkRevoked: cfg.CheckRevoked}
+	s.users = usersClient(cfg.Project, opts.Auth)
+	copts.Identity = firebaseUsers{users: s.users, checkRevoked: cfg.CheckRevoked}
+	s.console = console.New(team, sessions, copts)
 	service, err := newServiceIdentity(ctx, opts.SchedulerKeys)
 	if err != nil {
 		return nil, err
@@ -159,6 +179,17 @@ func NewServer(cfg Config, sessions *sessionstore.Service, members []toolcallbac
 	s.sweepCheck = (&schedulerIdentity{service: service, audience: cfg.SweepAudience, invoker: cfg.SweepInvoker}).check
 	s.a2a = s.newA2A(sessions, a2aIdentity{users: s.ident, services: service, audience: cfg.A2AAudience, invokers: cfg.A2AInvokers}, opts)
 	return s, nil
+}
+
+// consoleOptions are the console's settings: the limits each kind of
+// user is held to and the deployment's caps, shown against what was used.
+func (s *Server) consoleOptions(opts *ServerOptions) *console.Options {
+	tl := s.cfg.TurnLimits
+	return &console.Options{
+		Limits:  map[string]limits.Limits{"user": tl.User, "anonymous": tl.Anonymous, "service": tl.Service},
+		Service: limits.Limits{ServiceTokensPerDay: tl.ServiceTokens, NewAnonymousPerDay: tl.NewAnonymous},
+		Account: opts.Account, Logger: s.log,
+	}
 }
 
 // newLive is the runner of live conversations, nil when there is no live
@@ -208,6 +239,8 @@ func (s *Server) Handler(name string) http.Handler {
 		return s.wrap(name, []string{http.MethodGet, http.MethodHead, http.MethodPost}, s.serveA2A)
 	case NameChat:
 		return s.wrap(name, []string{http.MethodPost, http.MethodGet, http.MethodDelete}, s.chat)
+	case NameAdmin:
+		return s.wrap(name, []string{http.MethodGet, http.MethodPost, http.MethodDelete}, s.admin)
 	}
 	return http.NotFoundHandler()
 }

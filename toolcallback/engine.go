@@ -32,18 +32,34 @@ type engine struct {
 	agent    string // the root agent's name
 	sessions *sessionstore.Service
 	ledger   *ledger.Ledger
+	limits   *limits.Counter
 	opts     *Options
 }
 
 // newEngine returns the engine running root for t.
 func newEngine(t *Team, root agent.Agent) (*engine, error) {
-	e := &engine{app: t.app, root: root, agent: root.Name(), sessions: t.sessions, ledger: t.ledger, opts: t.opts}
+	e := &engine{app: t.app, root: root, agent: root.Name(), sessions: t.sessions, ledger: t.ledger, limits: t.limits, opts: t.opts}
 	// Each invocation builds its own runner (see start); this one checks
 	// the agent tree once.
 	if _, err := runner.New(runner.Config{AppName: t.app, Agent: root, SessionService: t.sessions}); err != nil {
 		return nil, err
 	}
 	return e, nil
+}
+
+// countTokens counts the n model tokens an event reported at at in the
+// commit that stores it: the session's day (Options.CountTokens) and the
+// deployment's (Options.CountServiceTokens).
+func (e *engine) countTokens(opts *sessionstore.AppendOptions, n int64, at time.Time) {
+	if n <= 0 {
+		return
+	}
+	if e.opts.CountTokens {
+		opts.Tokens = sessionstore.TokenUse{N: n, At: at}
+	}
+	if e.opts.CountServiceTokens {
+		opts.Writes = append(opts.Writes, e.limits.TokensWrite(n, at)...)
+	}
 }
 
 // runOptions stores the client's message id with the user message, so a
@@ -107,6 +123,7 @@ type invocationRun struct {
 func (e *engine) start(ctx context.Context, run invocationRun) (*Invocation, error) {
 	svc := e.sessionsFor(run)
 	inv := newInvocation()
+	inv.first = countInvocation(ctx, e.agent, run.resumed, time.Now())
 	svc.tools.asker = &questionAsker{e: e, client: run.client, push: inv.push}
 	// The run is detached from the request's cancellation, not from its
 	// trace: its span, and ADK's under it, stay in the request's trace.

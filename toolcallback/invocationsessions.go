@@ -131,15 +131,13 @@ func (s *invocationSessions) AppendEvent(ctx context.Context, handle session.Ses
 	again := userinput.HideStates(ev)
 	s.tools.surfaces.Follow(sess)
 	s.tools.surfaces.NoteShows(ev)
-	records, err := s.ledgerRecords(sess, ev)
+	records, calls, err := s.e.records(sess, ev, s.tools, s.client)
 	if err == nil {
 		err = s.e.opts.Files.SaveEventFiles(ctx, sess.UserID(), sess.ID(), ev)
 	}
-	if n := limits.TokensUsed(ev.UsageMetadata); n > 0 && s.e.opts.CountTokens {
-		// The tokens are counted with the event that reports them, in
-		// the session document (package limits).
-		opts.Tokens = sessionstore.TokenUse{N: n, At: platform.Now(ctx)}
-	}
+	// The tokens are counted with the event that reports them (package
+	// limits).
+	s.e.countTokens(&opts, limits.TokensUsed(ev.UsageMetadata), platform.Now(ctx))
 	opts.Create = records
 	if len(records) > 0 {
 		s.mu.Lock()
@@ -164,6 +162,8 @@ func (s *invocationSessions) AppendEvent(ctx context.Context, handle session.Ses
 	if err != nil {
 		return fmt.Errorf("append event %q: %w", ev.ID, err)
 	}
+	countPaused(ctx, calls)
+	countTokenUsage(ctx, s.e.agent, ev.ModelVersion, ev.UsageMetadata)
 	if len(again) > 0 {
 		return s.followUp(ctx, sess, ev, again)
 	}
@@ -329,13 +329,6 @@ func (s *invocationSessions) takeFollowUps() []*session.Event {
 	out := s.followUps
 	s.followUps = nil
 	return out
-}
-
-// ledgerRecords are the records of the calls ev pauses, for the commit
-// that stores it.
-func (s *invocationSessions) ledgerRecords(sess *sessionstore.Session, ev *session.Event) ([]sessionstore.Write, error) {
-	writes, _, err := s.e.records(sess, ev, s.tools, s.client)
-	return writes, err
 }
 
 // errNoClaimingAppend is the claim's outcome when the invocation ended
