@@ -1785,7 +1785,9 @@ scenario('the operator\'s console: find the chat whose approval waits, read its 
   await ops.getByRole('button', { name: 'Waiting for an answer' }).click();
   await ops.getByLabel('User').fill(user);
   await ops.getByRole('button', { name: 'Filter' }).click();
-  const row = ops.locator('tbody tr', { hasText: 'book_table (approval, pending)' });
+  // The list unfiltered can still show while the filtered page loads: the
+  // row is this user's (other scenarios leave approvals waiting too).
+  const row = ops.locator('tbody tr', { hasText: 'book_table (approval, pending)' }).filter({ hasText: user });
   await row.waitFor({ timeout: WAIT });
   const list = await axe(ops);
   await screenshot(ops, 'console-waiting');
