@@ -56,7 +56,13 @@
 // live execution holds the task (ErrTaskBusy). Its cluster-mode cancel of
 // an input-required task answers "not cancelable" while the cancellation
 // goes on (cancel.go waits for it), and it saves a new task's push config
-// before the task exists (held, then written with the task).
+// before the task exists (held, then written with the task). In cluster
+// mode a caller waiting on a message reads only stored events, and an
+// execution that a2a-go ends by marking its task failed (an event that
+// could not be stored, an executor error) stores none: the work queue
+// hands that result to the caller itself and stores the task's final
+// state as an event (eventQueues.finish), else the caller would wait
+// until its deadline.
 //
 // # Storage
 //

@@ -31,6 +31,7 @@ var rpcErrors = map[errclass.Code]error{
 	errclass.Unauthenticated:      a2a.ErrUnauthenticated,
 	errclass.WrongClient:          a2a.ErrUnauthorized,
 	errclass.Forbidden:            a2a.ErrUnauthorized,
+	errclass.Blocked:              a2a.ErrUnauthorized,
 	errclass.NotFound:             a2a.ErrInvalidParams,
 	errclass.MethodNotAllowed:     a2a.ErrInvalidRequest,
 	errclass.Busy:                 a2a.ErrServerError,
@@ -48,7 +49,9 @@ var rpcErrors = map[errclass.Code]error{
 	errclass.RateLimited:          a2a.ErrServerError,
 	errclass.BudgetExhausted:      a2a.ErrServerError,
 	errclass.LiveLimit:            a2a.ErrServerError,
+	errclass.ServiceCap:           a2a.ErrServerError,
 	errclass.Internal:             a2a.ErrInternalError,
+	errclass.Unsupported:          a2a.ErrUnsupportedOperation,
 	errclass.Unavailable:          a2a.ErrServerError,
 	errclass.LiveUnavailable:      a2a.ErrUnsupportedOperation,
 }

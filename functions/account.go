@@ -12,9 +12,11 @@ package functions
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 
@@ -23,6 +25,7 @@ import (
 	"google.golang.org/adk/v2/model/gemini"
 	"google.golang.org/genai"
 
+	"github.com/baton-run/baton/console"
 	"github.com/baton-run/baton/errclass"
 	"github.com/baton-run/baton/toolcallback"
 )
@@ -140,4 +143,34 @@ func (s *Server) dataOptions(topts *toolcallback.Options, opts *ServerOptions) {
 		}
 		return accountGone(client)(ctx, users)
 	}
+}
+
+// consoleAccount gives the operator's console the account deletion a
+// user's own DELETE /Account runs, and the ratings the user gave.
+type consoleAccount struct{ team *toolcallback.Team }
+
+// DeleteAccount deletes user's data; one left under way (a chat held) is
+// Sweep's to finish, as for the user's own request.
+func (a consoleAccount) DeleteAccount(ctx context.Context, user string) error {
+	_, err := a.team.DeleteAccount(ctx, user)
+	if errors.Is(err, toolcallback.ErrDeletionPending) {
+		return nil
+	}
+	return err
+}
+
+// Feedback is the ratings user gave in chats, one read per chat.
+func (a consoleAccount) Feedback(ctx context.Context, user string, chats []string) ([]console.Feedback, error) {
+	var out []console.Feedback
+	for _, chat := range chats {
+		ratings, err := a.team.Feedback().All(ctx, user, chat)
+		if err != nil {
+			return nil, err
+		}
+		for message, r := range ratings {
+			out = append(out, console.Feedback{Chat: chat, Message: message, Rating: r.Rating, Comment: r.Comment, At: r.Updated})
+		}
+	}
+	slices.SortFunc(out, func(a, b console.Feedback) int { return b.At.Compare(a.At) }) // the newest first
+	return out, nil
 }

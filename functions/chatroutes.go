@@ -81,5 +81,5 @@ func chatPath(u *url.URL) (chatID, rest string, err error) {
 // chatCaller is the verified sender of a Chat request, for usechat.
 func (s *Server) chatCaller(r *http.Request) (usechat.Caller, error) {
 	c, err := s.ident.caller(r.Context(), r)
-	return usechat.Caller{User: c.user, Limits: s.limitsOf(c)}, err
+	return usechat.Caller{User: c.user, Limits: s.limitsOf(r.Context(), c)}, err
 }

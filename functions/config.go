@@ -95,6 +95,20 @@ type Config struct {
 	// TraceExport says where the instance's spans go: TraceExportNone or
 	// TraceExportCloudTrace (see InstallTracing).
 	TraceExport string // BATON_TRACE_EXPORT
+	// Operators may use the console (/admin, docs/operator.md): each a
+	// verified email of a Firebase user or, in development identity
+	// mode, a user id; users whose custom claim OperatorClaim is true are
+	// operators too.
+	Operators     []string // BATON_OPERATORS: comma-separated
+	OperatorClaim string   // BATON_OPERATOR_CLAIM
+	// FirebaseAPIKey is the Firebase Web API key the console page signs
+	// operators in with (not a secret: every Firebase web app ships it).
+	FirebaseAPIKey string // BATON_FIREBASE_API_KEY
+	// MetricExport says where the instance's metrics go:
+	// MetricExportNone or MetricExportCloudMonitoring (see
+	// InstallMetrics).
+	MetricExport string // BATON_METRIC_EXPORT
+
 	// AuthEmulator is the Firebase Auth emulator the Admin SDK talks to
 	// instead of Firebase Auth, accepting its unsigned tokens. The SDK reads
 	// the variable itself; ConfigFromEnv reads it to refuse it on Cloud Run.
@@ -105,6 +119,10 @@ type Config struct {
 // BATON_TITLE_MODEL is not set: the agents' default model, small enough for
 // a few words.
 const DefaultTitleModel = "gemini-3.8-flash"
+
+// DefaultOperatorClaim is the custom claim that makes a Firebase user an
+// operator when BATON_OPERATOR_CLAIM is not set.
+const DefaultOperatorClaim = "baton_operator"
 
 // DefaultLiveModel is the live model when BATON_LIVE_MODEL is not set:
 // Gemini 3.8 Live, the stable Live model the Gemini API and Vertex AI both
@@ -157,6 +175,12 @@ var EnvVars = []EnvVar{
 	{Name: "BATON_SERVICE_TURNS_PER_MINUTE", Default: "120"},
 	{Name: "BATON_SERVICE_TOKENS_PER_DAY", Default: "0"},
 	{Name: "BATON_LIVE_SEGMENTS_PER_USER", Default: "2"},
+	{Name: "BATON_SERVICE_TOKENS_CAP", Default: "0"},
+	{Name: "BATON_NEW_ANONYMOUS_PER_DAY", Default: "0"},
+	{Name: "BATON_OPERATORS"},
+	{Name: "BATON_OPERATOR_CLAIM", Default: DefaultOperatorClaim},
+	{Name: "BATON_FIREBASE_API_KEY"},
+	{Name: "BATON_METRIC_EXPORT", Default: MetricExportNone},
 	{Name: "BATON_LIVE_MODEL", Default: DefaultLiveModel},
 	{Name: "BATON_LIVE_LOCATION"},
 	{Name: "BATON_LIVE_TIMEOUT", Default: "55m"},
@@ -212,6 +236,10 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 		LiveLocation:      get("BATON_LIVE_LOCATION"),
 		LiveTimeout:       duration("BATON_LIVE_TIMEOUT"),
 		AuthEmulator:      get("FIREBASE_AUTH_EMULATOR_HOST"),
+		Operators:         list(get("BATON_OPERATORS")),
+		OperatorClaim:     get("BATON_OPERATOR_CLAIM"),
+		FirebaseAPIKey:    get("BATON_FIREBASE_API_KEY"),
+		MetricExport:      get("BATON_METRIC_EXPORT"),
 	}
 	c.AllowedOrigins = list(get("BATON_ALLOWED_ORIGINS"))
 	if v := get("BATON_TITLE_MODEL"); v != "off" {
@@ -265,6 +293,12 @@ func (c *Config) check(onCloudRun bool) []error {
 	}
 	if c.PendingPolicy != toolcallback.PendingCancel && c.PendingPolicy != toolcallback.PendingReject {
 		errs = append(errs, fmt.Errorf("BATON_PENDING_POLICY=%q: want cancel or reject", c.PendingPolicy))
+	}
+	if c.MetricExport != MetricExportNone && c.MetricExport != MetricExportCloudMonitoring {
+		errs = append(errs, fmt.Errorf("BATON_METRIC_EXPORT=%q: want %s or %s", c.MetricExport, MetricExportNone, MetricExportCloudMonitoring))
+	}
+	if c.OperatorClaim == "" || strings.ContainsAny(c.OperatorClaim, " ,") {
+		errs = append(errs, fmt.Errorf("BATON_OPERATOR_CLAIM=%q: want a claim name", c.OperatorClaim))
 	}
 	if c.TraceExport != TraceExportNone && c.TraceExport != TraceExportCloudTrace {
 		errs = append(errs, fmt.Errorf("BATON_TRACE_EXPORT=%q: want %s or %s", c.TraceExport, TraceExportNone, TraceExportCloudTrace))

@@ -3,6 +3,7 @@ package functions
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -106,6 +107,17 @@ func (r *recorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	return conn, rw, err
 }
 
+// clientStatus is the status the metrics count for a request answered
+// with status: 499 (a client that went away, as proxies name it) for a
+// failure of a request its client cancelled, which no server fault
+// caused and no 5xx alert should count.
+func clientStatus(r *http.Request, status int) int {
+	if status >= 500 && errors.Is(r.Context().Err(), context.Canceled) {
+		return 499
+	}
+	return status
+}
+
 // endpoint is a handler that returns its error for the wrapper to answer.
 type endpoint func(w http.ResponseWriter, r *http.Request, log *slog.Logger) error
 
@@ -131,6 +143,7 @@ func (s *Server) wrap(name string, methods []string, h endpoint) http.Handler {
 			}
 			log.Log(r.Context(), level, "request", "method", r.Method, "path", r.URL.Path,
 				"status", rec.status, "latencyMs", time.Since(start).Milliseconds())
+			countRequest(r.Context(), name, r.Method, clientStatus(r, rec.status), time.Since(start))
 			endRequestSpan(span, rec.status)
 		}()
 		if !s.cors(rec, r, methods) {

@@ -34,10 +34,13 @@ const (
 	// NameAccount serves a person's data as a whole: its export and its
 	// deletion (package account).
 	NameAccount = account.Name
+	// NameAdmin serves the operator's console: the page at /admin and
+	// its API at /admin/api/ (docs/operator.md).
+	NameAdmin = "Admin"
 )
 
 // Names lists every registered function.
-var Names = []string{NameTurn, NameToolResult, NamePending, NameSweep, NameA2A, NameChat, NameAccount}
+var Names = []string{NameTurn, NameToolResult, NamePending, NameSweep, NameA2A, NameChat, NameAccount, NameAdmin}
 
 // AgentFunc builds the agent the registered functions serve.
 type AgentFunc func(ctx context.Context) (agent.Agent, error)
@@ -104,11 +107,16 @@ var instance = sync.OnceValues(func() (*Server, error) {
 	if _, err := InstallTracing(context.Background(), cfg); err != nil {
 		return nil, err
 	}
+	// Metrics likewise: exported every minute while the instance has CPU.
+	metrics, _, err := InstallMetrics(context.Background(), cfg)
+	if err != nil {
+		return nil, err
+	}
 	sessions, err := sessionstore.Open(context.Background(), cfg.Project, cfg.Database, &sessionstore.Options{Root: cfg.Root})
 	if err != nil {
 		return nil, err
 	}
-	s, reg, err := buildServer(context.Background(), cfg, sessions)
+	s, reg, err := buildServer(context.Background(), cfg, sessions, metrics)
 	if err == nil {
 		closeOnTerm(s, reg)
 	}
@@ -117,7 +125,7 @@ var instance = sync.OnceValues(func() (*Server, error) {
 
 // buildServer builds the registered team on sessions, and the MCP registry
 // its agents use if they were registered with UseTeamWithMCP.
-func buildServer(ctx context.Context, cfg Config, sessions *sessionstore.Service) (*Server, *mcpregistry.Registry, error) {
+func buildServer(ctx context.Context, cfg Config, sessions *sessionstore.Service, metrics *Metrics) (*Server, *mcpregistry.Registry, error) {
 	registered.Lock()
 	newTeam, servers, withMCP := registered.newTeam, registered.mcp, registered.withMCP
 	registered.Unlock()
@@ -129,7 +137,7 @@ func buildServer(ctx context.Context, cfg Config, sessions *sessionstore.Service
 		if err != nil {
 			return nil, nil, fmt.Errorf("build agents: %w", err)
 		}
-		s, err := NewServer(cfg, sessions, members, nil)
+		s, err := NewServer(cfg, sessions, members, &ServerOptions{Metrics: metrics})
 		return s, nil, err
 	}
 	log := NewLogger(nil)
@@ -142,7 +150,7 @@ func buildServer(ctx context.Context, cfg Config, sessions *sessionstore.Service
 		reg.Close()
 		return nil, nil, fmt.Errorf("build agents: %w", err)
 	}
-	s, err := NewServer(cfg, sessions, members, &ServerOptions{Logger: log, MCP: reg})
+	s, err := NewServer(cfg, sessions, members, &ServerOptions{Logger: log, MCP: reg, Metrics: metrics})
 	if err != nil {
 		reg.Close()
 		return nil, nil, err

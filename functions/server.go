@@ -15,6 +15,8 @@ import (
 
 	"github.com/baton-run/baton/a2aserver"
 	"github.com/baton-run/baton/account"
+	"github.com/baton-run/baton/console"
+	"github.com/baton-run/baton/limits"
 	"github.com/baton-run/baton/live"
 	"github.com/baton-run/baton/mcpregistry"
 	"github.com/baton-run/baton/sessionstore"
@@ -40,6 +42,11 @@ type Server struct {
 	live        *live.Runner // nil when live mode is off
 	// conversations are the live conversations this instance holds.
 	conversations conversations
+	// console is the operator's side (the Admin function); users reads
+	// and changes Firebase users for it (nil in development identity).
+	console *console.Console
+	users   func() (*auth.Client, error)
+	metrics *Metrics // nil: the console shows no metrics
 }
 
 // ServerOptions are the optional parts of a Server. Nil fields take the
@@ -91,6 +98,9 @@ type ServerOptions struct {
 	// cfg.TitleModel from the environment's credentials; none without.
 	// `go run ./local` gives its offline model.
 	TitleModel model.LLM
+	// Metrics is the process's meter provider (InstallMetrics), whose
+	// reading the console shows. Nil: none.
+	Metrics *Metrics
 }
 
 // NewServer builds the team of members on sessions (which must store under
@@ -110,19 +120,20 @@ func NewServer(cfg Config, sessions *sessionstore.Service, members []toolcallbac
 		s.log = NewLogger(nil)
 	}
 	topts := &toolcallback.Options{
-		LeasePolicy:       cfg.LeasePolicy,
-		MaxWait:           cfg.LeaseMaxWait,
-		PendingPolicy:     cfg.PendingPolicy,
-		CallTimeout:       cfg.CallTimeout,
-		InvocationTimeout: cfg.InvocationTimeout,
-		TokenKey:          cfg.TokenKey,
-		IdleRetention:     cfg.IdleRetention,
-		SessionStateOnly:  opts.SessionStateOnly,
-		WarmChats:         opts.WarmChats,
-		WarmBytes:         opts.WarmBytes,
-		CountTokens:       cfg.TurnLimits.countsTokens(),
-		IncludeThoughts:   cfg.IncludeThoughts,
-		Logger:            s.log,
+		LeasePolicy:        cfg.LeasePolicy,
+		MaxWait:            cfg.LeaseMaxWait,
+		PendingPolicy:      cfg.PendingPolicy,
+		CallTimeout:        cfg.CallTimeout,
+		InvocationTimeout:  cfg.InvocationTimeout,
+		TokenKey:           cfg.TokenKey,
+		IdleRetention:      cfg.IdleRetention,
+		SessionStateOnly:   opts.SessionStateOnly,
+		WarmChats:          opts.WarmChats,
+		WarmBytes:          opts.WarmBytes,
+		CountTokens:        cfg.TurnLimits.countsTokens(),
+		CountServiceTokens: cfg.TurnLimits.ServiceTokens > 0,
+		IncludeThoughts:    cfg.IncludeThoughts,
+		Logger:             s.log,
 	}
 	s.dataOptions(topts, opts)
 	if reg := opts.MCP; reg != nil {
@@ -150,10 +161,13 @@ func NewServer(cfg Config, sessions *sessionstore.Service, members []toolcallbac
 		MaxFileBytes: cfg.MaxFileBytes, InvocationTimeout: cfg.InvocationTimeout, KeepAlive: cfg.KeepAlive}, s.chatCaller, files)
 	s.live = s.newLive(team, opts)
 	s.account = account.New(team, sessions, topts.Files, func(r *http.Request) (string, error) { return s.ident.userID(r.Context(), r) }, s.log)
+	s.metrics = opts.Metrics
+	copts := s.consoleOptions(opts)
 	if cfg.DevIdentity {
 		s.ident = devIdentity{}
 		s.sweepCheck = devSchedulerCheck
 		s.a2a = s.newA2A(sessions, a2aIdentity{users: s.ident}, opts)
+		s.console = console.New(team, sessions, copts)
 		return s, nil
 	}
 	ctx := context.Background() // the clients keep no context; this one only builds them
@@ -165,6 +179,9 @@ func NewServer(cfg Config, sessions *sessionstore.Service, members []toolcallbac
 	}
 	s.ident = firebaseIdentity{client: auth, checkRevoked: cfg.CheckRevoked}
 	s.accountAuth = accountAuthClient(cfg, opts.Auth, auth)
+	s.users = usersClient(cfg.Project, opts.Auth)
+	copts.Identity = firebaseUsers{users: s.users, checkRevoked: cfg.CheckRevoked}
+	s.console = console.New(team, sessions, copts)
 	service, err := newServiceIdentity(ctx, opts.SchedulerKeys)
 	if err != nil {
 		return nil, err
@@ -172,6 +189,17 @@ func NewServer(cfg Config, sessions *sessionstore.Service, members []toolcallbac
 	s.sweepCheck = (&schedulerIdentity{service: service, audience: cfg.SweepAudience, invoker: cfg.SweepInvoker}).check
 	s.a2a = s.newA2A(sessions, a2aIdentity{users: s.ident, services: service, audience: cfg.A2AAudience, invokers: cfg.A2AInvokers}, opts)
 	return s, nil
+}
+
+// consoleOptions are the console's settings: the limits each kind of
+// user is held to and the deployment's caps, shown against what was used.
+func (s *Server) consoleOptions(opts *ServerOptions) *console.Options {
+	tl := s.cfg.TurnLimits
+	return &console.Options{
+		Limits:  map[string]limits.Limits{"user": tl.User, "anonymous": tl.Anonymous, "service": tl.Service},
+		Service: limits.Limits{ServiceTokensPerDay: tl.ServiceTokens, NewAnonymousPerDay: tl.NewAnonymous},
+		Account: consoleAccount{team: s.team}, Logger: s.log,
+	}
 }
 
 // newLive is the runner of live conversations, nil when there is no live
@@ -223,6 +251,8 @@ func (s *Server) Handler(name string) http.Handler {
 		return s.wrap(name, []string{http.MethodPost, http.MethodGet, http.MethodPatch, http.MethodPut, http.MethodDelete}, s.chat)
 	case NameAccount:
 		return s.wrap(name, []string{http.MethodGet, http.MethodDelete}, s.accountRoutes)
+	case NameAdmin:
+		return s.wrap(name, []string{http.MethodGet, http.MethodPost, http.MethodDelete}, s.admin)
 	}
 	return http.NotFoundHandler()
 }

@@ -33,6 +33,11 @@ const (
 	KindSurface Kind = "surface"
 )
 
+// Kinds lists every Kind, for readers that show or filter records by kind
+// (the operator's console). A new Kind is added here too; a test holds the
+// list to the constants declared in this package.
+var Kinds = []Kind{KindBrowser, KindApproval, KindExternal, KindInput, KindSurface}
+
 // Status is where a paused call stands: pending until a first writer
 // settles it (resolved by an answer, expired by the sweeper or its asker,
 // cancelled by a new message, a stop or a rewind); a settled call never
@@ -84,10 +89,14 @@ type Call struct {
 	// ResolvedBy is the client that recorded the answer ("" for a token's
 	// holder).
 	ResolvedBy string
-	Created    time.Time
-	Expires    time.Time
-	Resolved   time.Time
-	Resumed    bool // the agent has been resumed with this call's answer
+	// Reason is why a closer settled the call without an answer, when it
+	// gave one (an operator's expiry): the model reads it in the call's
+	// error response.
+	Reason   string
+	Created  time.Time
+	Expires  time.Time
+	Resolved time.Time
+	Resumed  bool // the agent has been resumed with this call's answer
 
 	inputState string
 	answer     []byte    // the answer as stored
@@ -122,6 +131,10 @@ const (
 	fieldAnswer   = "answer"
 	fieldResolved = "resolved"
 	fieldBy       = "resolvedBy"
+	fieldReason   = "reason"
+	fieldKind     = "kind"
+	fieldUser     = "user"
+	fieldCreated  = "created"
 	fieldResumed  = "resumed"
 	fieldSweepAt  = "sweepAt"
 	fieldGCAt     = "gcAt"
@@ -156,6 +169,7 @@ type record struct {
 	Status     string    `firestore:"status"`
 	Answer     []byte    `firestore:"answer"` // JSON of Answer
 	ResolvedBy string    `firestore:"resolvedBy"`
+	Reason     string    `firestore:"reason,omitempty"`
 	Created    time.Time `firestore:"created"`
 	Expires    time.Time `firestore:"expires"`
 	Resolved   time.Time `firestore:"resolved"`
@@ -181,7 +195,7 @@ func recordOf(c *Call, scope string, retention time.Duration) (*record, error) {
 		ID: c.ID, App: c.App, Scope: scope, Agent: c.Agent, User: c.UserID, Session: c.SessionID, Chat: c.Chat, Invocation: c.Invocation,
 		Client: c.ClientID, Tool: c.Tool, Args: args, Kind: string(c.Kind), Step: c.Step, OriginalID: c.OriginalID,
 		AnyDevice: c.AnyDevice, Hint: c.Hint, InputState: c.inputState, InCall: c.InCall, Status: string(c.Status),
-		ResolvedBy: c.ResolvedBy, Created: c.Created, Expires: c.Expires, Resolved: c.Resolved, Resumed: c.Resumed,
+		ResolvedBy: c.ResolvedBy, Reason: c.Reason, Created: c.Created, Expires: c.Expires, Resolved: c.Resolved, Resumed: c.Resumed,
 		Answer: c.answer, GCAt: c.Expires.Add(retention),
 	}
 	if c.Input != nil {
@@ -207,7 +221,7 @@ func (r *record) call(version time.Time) (*Call, error) {
 		ID: r.ID, App: r.App, Agent: r.Agent, UserID: r.User, SessionID: r.Session, Chat: r.Chat, Invocation: r.Invocation,
 		ClientID: r.Client, Tool: r.Tool, Kind: Kind(r.Kind), Step: r.Step, OriginalID: r.OriginalID,
 		AnyDevice: r.AnyDevice, InCall: r.InCall, Hint: r.Hint, Status: Status(r.Status), ResolvedBy: r.ResolvedBy,
-		Created: r.Created, Expires: r.Expires, Resolved: r.Resolved, Resumed: r.Resumed,
+		Reason: r.Reason, Created: r.Created, Expires: r.Expires, Resolved: r.Resolved, Resumed: r.Resumed,
 		inputState: r.InputState, answer: r.Answer, version: version,
 	}
 	if len(r.Args) > 0 {

@@ -97,6 +97,26 @@ func (l *Ledger) Expire(ctx context.Context, c *Call, now time.Time) (*Call, err
 	return l.settle(ctx, c, StatusExpired, now)
 }
 
+// ExpireBecause closes a pending call as Expire does, for reason, which
+// the model reads in the call's error response (an operator's expiry);
+// first writer wins.
+func (l *Ledger) ExpireBecause(ctx context.Context, c *Call, reason string, now time.Time) (*Call, error) {
+	if c.Status != StatusPending {
+		return nil, fmt.Errorf("%w: call %q is %s", ErrChanged, c.ID, c.Status)
+	}
+	w := sessionstore.Update(l.Doc(c.UserID, c.SessionID, c.ID), c.version,
+		firestore.Update{Path: fieldStatus, Value: string(StatusExpired)},
+		firestore.Update{Path: fieldResolved, Value: now},
+		firestore.Update{Path: fieldReason, Value: reason},
+		firestore.Update{Path: fieldSweepAt, Value: now})
+	if err := l.commit(ctx, c, w); err != nil {
+		return nil, fmt.Errorf("expire call %q: %w", c.ID, err)
+	}
+	closed := *c
+	closed.Status, closed.Resolved, closed.Reason = StatusExpired, now, reason
+	return &closed, nil
+}
+
 // closing is the status a call closed at now takes.
 func closing(c *Call, now time.Time) Status {
 	if !now.Before(c.Expires) {

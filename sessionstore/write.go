@@ -49,6 +49,12 @@ func (s *Service) ChatDoc(app, user, id string) DocName {
 	return DocName{path: s.chatRef(app, user, id).Path[len(s.dbPrefix()):]}
 }
 
+// AppDoc names an app's state document, under which the deployment's
+// counts across users live (package limits, LimitsCollection).
+func (s *Service) AppDoc(app string) DocName {
+	return DocName{path: s.appRef(app).Path[len(s.dbPrefix()):]}
+}
+
 // UserDoc names a user's state document, under which the turn limits keep
 // their counts (LimitsCollection).
 func (s *Service) UserDoc(app, user string) DocName {

@@ -35,18 +35,34 @@ type engine struct {
 	sessions *sessionstore.Service
 	ledger   *ledger.Ledger
 	feedback *feedback.Store
+	limits   *limits.Counter
 	opts     *Options
 }
 
 // newEngine returns the engine running root for t.
 func newEngine(t *Team, root agent.Agent) (*engine, error) {
-	e := &engine{app: t.app, root: root, agent: root.Name(), sessions: t.sessions, ledger: t.ledger, feedback: t.feedback, opts: t.opts}
+	e := &engine{app: t.app, root: root, agent: root.Name(), sessions: t.sessions, ledger: t.ledger, feedback: t.feedback, limits: t.limits, opts: t.opts}
 	// Each invocation builds its own runner (see start); this one checks
 	// the agent tree once.
 	if _, err := runner.New(runner.Config{AppName: t.app, Agent: root, SessionService: t.sessions}); err != nil {
 		return nil, err
 	}
 	return e, nil
+}
+
+// countTokens counts the n model tokens an event reported at at in the
+// commit that stores it: the session's day (Options.CountTokens) and the
+// deployment's (Options.CountServiceTokens).
+func (e *engine) countTokens(opts *sessionstore.AppendOptions, n int64, at time.Time) {
+	if n <= 0 {
+		return
+	}
+	if e.opts.CountTokens {
+		opts.Tokens = sessionstore.TokenUse{N: n, At: at}
+	}
+	if e.opts.CountServiceTokens {
+		opts.Writes = append(opts.Writes, e.limits.TokensWrite(n, at)...)
+	}
 }
 
 // runOptions stores the client's message id with the user message, so a
@@ -118,6 +134,7 @@ type invocationRun struct {
 func (e *engine) start(ctx context.Context, run invocationRun) (*Invocation, error) {
 	svc := e.sessionsFor(ctx, run)
 	inv := newInvocation()
+	inv.first = countInvocation(ctx, e.agent, run.resumed, time.Now())
 	svc.tools.asker = &questionAsker{e: e, client: run.client, chat: run.chat, push: inv.push}
 	// The run is detached from the request's cancellation, not from its
 	// trace: its span, and ADK's under it, stay in the request's trace.

@@ -136,15 +136,13 @@ func (s *invocationSessions) AppendEvent(ctx context.Context, handle session.Ses
 	again := userinput.HideStates(ev)
 	s.tools.surfaces.Follow(sess)
 	s.tools.surfaces.NoteShows(ev)
-	records, listing, err := s.ledgerRecords(sess, ev)
+	records, listing, calls, err := s.e.records(sess, ev, s.tools, s.client, s.chat)
 	if err == nil {
 		err = s.e.opts.Files.SaveEventFiles(ctx, sess.UserID(), sess.ID(), ev)
 	}
-	if n := limits.TokensUsed(ev.UsageMetadata); n > 0 && s.e.opts.CountTokens {
-		// The tokens are counted with the event that reports them, in
-		// the session document (package limits).
-		opts.Tokens = sessionstore.TokenUse{N: n, At: platform.Now(ctx)}
-	}
+	// The tokens are counted with the event that reports them (package
+	// limits).
+	s.e.countTokens(&opts, limits.TokensUsed(ev.UsageMetadata), platform.Now(ctx))
 	opts.Create = records
 	opts.Writes = slices.Concat(opts.Writes, listing)
 	if len(records) > 0 {
@@ -170,6 +168,8 @@ func (s *invocationSessions) AppendEvent(ctx context.Context, handle session.Ses
 	if err != nil {
 		return fmt.Errorf("append event %q: %w", ev.ID, err)
 	}
+	countPaused(ctx, calls)
+	countTokenUsage(ctx, s.e.agent, ev.ModelVersion, ev.UsageMetadata)
 	if len(again) > 0 {
 		return s.followUp(ctx, sess, ev, again)
 	}
@@ -340,14 +340,6 @@ func (s *invocationSessions) takeFollowUps() []*session.Event {
 	out := s.followUps
 	s.followUps = nil
 	return out
-}
-
-// ledgerRecords are the records of the calls ev pauses, for the commit
-// that stores it, and the writes of that commit that count them in the
-// chat's listing.
-func (s *invocationSessions) ledgerRecords(sess *sessionstore.Session, ev *session.Event) (creates, listing []sessionstore.Write, err error) {
-	creates, listing, _, err = s.e.records(sess, ev, s.tools, s.client, s.chat)
-	return creates, listing, err
 }
 
 // errNoClaimingAppend is the claim's outcome when the invocation ended

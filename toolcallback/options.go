@@ -94,6 +94,11 @@ type Options struct {
 	// own; see package limits). A TurnRequest's Limits.UserTokensPerDay
 	// needs it.
 	CountTokens bool
+	// CountServiceTokens also counts every model response's tokens toward
+	// the deployment's day, in a shard of package limits' sharded count
+	// (one more small document in the commit that stores the response):
+	// a TurnRequest's Limits.ServiceTokensPerDay needs it.
+	CountServiceTokens bool
 	// IncludeThoughts asks the model, on every request of a turn or a
 	// resume, for a summary of its thinking (genai's
 	// ThinkingConfig.IncludeThoughts): thought parts stored with the

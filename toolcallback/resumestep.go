@@ -204,6 +204,9 @@ func responseParts(calls []*Call, resuming bool) []*genai.Part {
 }
 
 func settledReason(c *Call) string {
+	if c.Reason != "" {
+		return c.Reason
+	}
 	if c.Status == StatusExpired {
 		return fmt.Sprintf("no result within %s", durationText(c.Expires.Sub(c.Created)))
 	}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
 	"google.golang.org/adk/v2/agent"
 	"google.golang.org/adk/v2/platform"
 	"google.golang.org/adk/v2/plugin"
@@ -77,6 +78,9 @@ func (t *Team) OpenLive(ctx context.Context, req TurnRequest) (*LiveSegment, *Sw
 	}
 	req.Content, req.MessageID = nil, ""
 	s, report, err := t.turn(ctx, turnRequest{TurnRequest: req, live: true}, t.carryOutLive)
+	if err == nil && s.live != nil {
+		instruments().segments.Add(ctx, 1, metric.WithAttributes(agentAttr(s.live.e.agent)))
+	}
 	return s.live, report, err
 }
 
@@ -127,6 +131,10 @@ func (e *engine) openLive(ctx context.Context, req turnRequest, p turnPlan) (*Li
 	e.keep(ctx, h)
 	return e.newLive(ctx, p, sess, req.ClientID, h, nil), nil
 }
+
+// OpensLive reports whether ev is the event that opened a live segment
+// (a chat's timeline shows where each began).
+func OpensLive(ev *session.Event) bool { return ev != nil && ev.CustomMetadata[liveKey] != nil }
 
 // marker is the event that opens a live segment (liveKey), by agent.
 func marker(ctx context.Context, agent string) *session.Event {
@@ -253,7 +261,15 @@ func (s *LiveSegment) Append(ctx context.Context, ev *session.Event, opts sessio
 	if err := s.e.opts.Files.SaveEventFiles(ctx, s.Session.UserID(), s.Session.ID(), ev); err != nil {
 		return nil, err
 	}
-	return calls, s.e.sessions.AppendEventWith(ctx, s.Session, ev, opts)
+	if n := opts.Tokens.N; n > 0 && s.e.opts.CountServiceTokens {
+		opts.Writes = append(opts.Writes, s.e.limits.TokensWrite(n, opts.Tokens.At)...)
+	}
+	if err := s.e.sessions.AppendEventWith(ctx, s.Session, ev, opts); err != nil {
+		return calls, err
+	}
+	countPaused(ctx, calls)
+	countTokenUsage(ctx, s.e.agent, ev.ModelVersion, ev.UsageMetadata)
+	return calls, nil
 }
 
 // Delivered are the writes that mark calls' records resumed, for the

@@ -21,7 +21,14 @@ type SweepReport struct {
 	Accounts int `json:"accounts"`
 	// Checked are the accounts the sweep asked AccountGone about.
 	Checked int `json:"checked"`
+	// Overdue counts the calls this sweep found due for longer than
+	// overdueAfter: sweeps that did not run, or could not keep up.
+	Overdue int `json:"overdue"`
 }
+
+// overdueAfter is how long past its due time a call counts as overdue
+// for the baton.calls.overdue metric (the console's stuck calls).
+const overdueAfter = 5 * time.Minute
 
 // sweepBatch bounds the records one Sweep handles, so that it finishes
 // within its deadline; the scheduler runs it again.
@@ -40,6 +47,11 @@ func (e *engine) sweep(ctx context.Context, now time.Time) (SweepReport, error) 
 	}
 	type stepKey struct{ user, session, step string }
 	seen := map[stepKey]bool{}
+	for _, d := range docs {
+		if due := dueAt(d, e.opts.AnswerGrace); now.Sub(due) > overdueAfter {
+			report.Overdue++
+		}
+	}
 	for _, d := range docs {
 		if ctx.Err() != nil {
 			break
@@ -85,6 +97,15 @@ func (e *engine) sweep(ctx context.Context, now time.Time) (SweepReport, error) 
 	return report, nil
 }
 
+// dueAt is when the sweeper was due to look at c: its expiry while
+// pending, grace after its answer.
+func dueAt(c *Call, grace time.Duration) time.Time {
+	if c.Status == StatusPending {
+		return c.Expires
+	}
+	return c.Resolved.Add(grace)
+}
+
 // Sweep expires overdue calls for every agent, removes what switches that
 // died left behind, finishes the deletions of chats and accounts that
 // died or were held, deletes chats idle beyond Options.IdleRetention, and
@@ -97,10 +118,12 @@ func (t *Team) Sweep(ctx context.Context, now time.Time) (SweepReport, error) {
 		report.Expired += r.Expired
 		report.Resumed += r.Resumed
 		report.Skipped += r.Skipped
+		report.Overdue += r.Overdue
 		if err != nil {
 			return report, err
 		}
 	}
+	defer func() { countSweep(ctx, report, report.Overdue) }()
 	due, err := t.sessions.ChatsToClean(ctx, t.app, now, chatBatch)
 	if err != nil {
 		return report, err

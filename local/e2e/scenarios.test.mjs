@@ -1954,3 +1954,74 @@ scenario('a person\'s data: an answer rated and kept after a reload, "Download m
   assert.deepEqual(problems, [], 'accessibility problems');
   noPageErrors(page);
 });
+
+// --- the operator's console (/admin) --------------------------------------------
+
+/** Opens the console in a new tab of context and signs in as the local operator. */
+async function openConsole(context) {
+  const page = await context.newPage();
+  const errors = [];
+  page.on('pageerror', (err) => errors.push(err.message));
+  page.errors = errors;
+  await page.goto(`${BASE}/admin/`);
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+  await page.getByRole('heading', { name: /^Overview of / }).waitFor({ timeout: WAIT });
+  return page;
+}
+
+scenario('the operator\'s console: find the chat whose approval waits, read its timeline, approve it for the user, and the user\'s next turn goes on; axe finds nothing serious', 'console', async (t) => {
+  const context = await t.newContext();
+  const page = await openTab(context);
+  await chooseAgent(page, 'concierge');
+  await send(page, 'book a table for 4');
+  await page.waitForSelector(sel('approve'), { timeout: WAIT });
+  const { user } = await ids(page);
+
+  const ops = await openConsole(await t.newContext());
+  const overview = await axe(ops);
+  await screenshot(ops, 'console-overview');
+  // The chats waiting for an answer, filtered by the user.
+  await ops.getByRole('link', { name: 'Chats', exact: true }).click();
+  await ops.getByRole('button', { name: 'Waiting for an answer' }).click();
+  await ops.getByLabel('User').fill(user);
+  await ops.getByRole('button', { name: 'Filter' }).click();
+  // The list unfiltered can still show while the filtered page loads: the
+  // row is this user's (other scenarios leave approvals waiting too).
+  const row = ops.locator('tbody tr', { hasText: 'book_table (approval, pending)' }).filter({ hasText: user });
+  await row.waitFor({ timeout: WAIT });
+  const list = await axe(ops);
+  await screenshot(ops, 'console-waiting');
+  // The stuck lists open too (nothing is stuck here: the sweeper runs).
+  for (const name of ['Stuck: lease', 'Stuck: call', 'Stuck: cleanup']) {
+    await ops.getByRole('button', { name }).click();
+    await ops.getByText('No chat in this state.').waitFor({ timeout: WAIT });
+  }
+  await ops.getByRole('button', { name: 'Waiting for an answer' }).click();
+  await row.waitFor({ timeout: WAIT });
+  await row.getByRole('link').nth(1).click();
+  // The timeline: the message, the call, its record.
+  await ops.getByRole('heading', { name: /^Chat / }).waitFor({ timeout: WAIT });
+  await ops.locator('.timeline .entry.call-paused', { hasText: 'book_table' }).waitFor({ timeout: WAIT });
+  await ops.locator('.timeline .entry.message', { hasText: 'book a table for 4' }).waitFor({ timeout: WAIT });
+  const timeline = await axe(ops);
+  await screenshot(ops, 'console-timeline');
+  await ops.getByRole('button', { name: 'Approve' }).click();
+  await ops.locator('.timeline .entry.call-settled', { hasText: 'by operator:operator@baton.local' }).waitFor({ timeout: WAIT });
+  await screenshot(ops, 'console-approved');
+
+  // The user's tab: the booking went through, and the next turn goes on.
+  await page.reload();
+  await ready(page);
+  await assistantSays(page, /table for 4\b/);
+  await send(page, 'thanks, what time is it?');
+  await assistantSays(page, /time|o'clock|\d:\d\d/i);
+  // The action is in the record.
+  await ops.getByRole('link', { name: 'Actions', exact: true }).click();
+  await ops.locator('tbody tr', { hasText: 'answer' }).filter({ hasText: 'done' }).first().waitFor({ timeout: WAIT });
+  const actions = await axe(ops);
+  await screenshot(ops, 'console-actions');
+  for (const [name, found] of [['the overview', overview], ['the chats', list], ['a timeline', timeline], ['the actions', actions]]) {
+    assert.deepEqual(found.severe, [], `axe-core's serious and critical findings on ${name}`);
+  }
+  noPageErrors(page, ops);
+});
