@@ -106,3 +106,14 @@ var TTLs = []sessionstore.TTL{
 	{CollectionGroup: eventsCollection, Field: TTLField},
 	{CollectionGroup: pushCollection, Field: TTLField},
 }
+
+// DataKinds are the kinds of a person's data this package keeps (see
+// sessionstore.DataKind).
+var DataKinds = []sessionstore.DataKind{
+	{Name: "A2A task", Owner: "a2aserver", Collection: tasksCollection, Path: "{chat}/a2aTasks/{task}", Scope: sessionstore.ScopeChat,
+		Why: "an A2A client's view of a turn: the same conversation is in the chat's messages", Kept: "as long as its chat; Firestore collects it after its gcAt"},
+	{Name: "A2A task event", Owner: "a2aserver", Collection: eventsCollection, Path: "{chat}/a2aTasks/{task}/a2aEvents/{version}", Scope: sessionstore.ScopeChat,
+		Why: "a task's changes, kept a day for its subscribers", Kept: "a day"},
+	{Name: "A2A push config", Owner: "a2aserver", Collection: pushCollection, Path: "{chat}/a2aTasks/{task}/a2aPush/{id}", Scope: sessionstore.ScopeChat,
+		Why: "where an A2A client asked to be told of a task's changes: the client's settings", Kept: "as long as its task"},
+}

@@ -43,6 +43,7 @@ var rpcErrors = map[errclass.Code]error{
 	errclass.Rewound:              a2a.ErrInvalidParams,
 	errclass.AlreadyTaken:         a2a.ErrInvalidParams,
 	errclass.Expired:              a2a.ErrInvalidParams,
+	errclass.ChatDeleted:          a2a.ErrInvalidParams,
 	errclass.TooLarge:             a2a.ErrInvalidRequest,
 	errclass.UnsupportedMediaType: a2a.ErrInvalidRequest,
 	errclass.RateLimited:          a2a.ErrServerError,

@@ -194,7 +194,7 @@ func (c *Console) DeleteUser(ctx context.Context, operator, user string) error {
 		return err
 	}
 	if c.opts.Account == nil {
-		return fmt.Errorf("%w: deleting a user's data is the account deletion of the chats-and-data work (issue 45), which this build does not have", ErrUnsupported)
+		return fmt.Errorf("%w: this console was built without the account deletion (Options.Account)", ErrUnsupported)
 	}
 	return c.do(ctx, &Action{Operator: operator, What: "delete-user", User: user}, func() (string, error) {
 		return "deleted", c.opts.Account.DeleteAccount(ctx, user)

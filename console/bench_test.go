@@ -142,7 +142,7 @@ func seedChat(ctx context.Context, sessions *sessionstore.Service, l *ledger.Led
 		if i%100 == 0 {
 			expires = now.Add(-time.Hour)
 		}
-		w, rerr := l.Record(&ledger.Call{ID: "call-" + chat, App: "app", Agent: "dj", UserID: user, SessionID: sid, Invocation: "inv",
+		w, _, rerr := l.Record(&ledger.Call{ID: "call-" + chat, App: "app", Agent: "dj", UserID: user, SessionID: sid, Invocation: "inv",
 			ClientID: "tab", Tool: "book_table", Kind: ledger.KindApproval, Step: "step", OriginalID: "call-" + chat,
 			Status: ledger.StatusPending, Created: now.Add(-time.Duration(i) * time.Second), Expires: expires})
 		if rerr != nil {

@@ -22,13 +22,18 @@ var (
 	ErrUnsupported = errors.New("not available on this deployment")
 )
 
-// Account is what the chats-and-data work (issue 45, not merged yet)
-// does for a user: delete everything Baton holds for them, and list the
-// feedback they gave. The console takes it as an option so that its
-// action calls that deletion, and no deletion of its own.
+// Account is what a person's data (issue 45) gives the console for a
+// user: the deletion of everything Baton holds for them, the one a user's
+// own DELETE /Account runs, and the ratings they gave in some of their
+// chats. The console takes it as an option so that its action calls that
+// deletion, and has none of its own.
 type Account interface {
+	// DeleteAccount deletes user's data; a deletion that stays under way
+	// (a chat held) is finished by the sweeper, and is not an error.
 	DeleteAccount(ctx context.Context, user string) error
-	Feedback(ctx context.Context, user string) ([]Feedback, error)
+	// Feedback is the ratings user gave in chats (a page of them: one
+	// read per chat).
+	Feedback(ctx context.Context, user string, chats []string) ([]Feedback, error)
 }
 
 // Identity is what the door knows of users and where it blocks them

@@ -52,9 +52,9 @@
 // writer wins, the reason delivered as the call's error response), a
 // release is Team.ReleaseLease (a takeover and a release: the lease's
 // fence makes a holder alive after all lose its writes), a sweep is
-// Team.Sweep. Deleting a user's data is the account deletion of the
-// chats-and-data work (issue 45), behind Options.Account until it is
-// merged; blocking is the door's (Options.Blocker: a custom claim).
+// Team.Sweep. Deleting a user's data is the account deletion a user's
+// own DELETE /Account runs (Team.DeleteAccount, given as
+// Options.Account); blocking is the door's (Options.Blocker: a custom claim).
 //
 // # The record of actions
 //

@@ -19,8 +19,8 @@ type UserInfo struct {
 	Blocked bool   `json:"blocked"`
 }
 
-// Feedback is a rating a user gave a message (the chats-and-data work,
-// issue 45, stores it).
+// Feedback is a rating a user gave a message (package feedback stores
+// it).
 type Feedback struct {
 	Chat    string    `json:"chat"`
 	Message string    `json:"message"`
@@ -39,8 +39,8 @@ type UserPage struct {
 	// user (the one that applies is Info.Kind's).
 	Usage  limits.UserDay           `json:"usage"`
 	Limits map[string]limits.Limits `json:"limits"`
-	// Feedback is nil, with FeedbackNote saying why, until the
-	// chats-and-data work stores feedback.
+	// Feedback is the ratings given in this page's chats; nil, with
+	// FeedbackNote saying why, when Options.Account is not set.
 	Feedback     []Feedback `json:"feedback"`
 	FeedbackNote string     `json:"feedbackNote,omitempty"`
 	Actions      []Action   `json:"actions"`
@@ -80,9 +80,13 @@ func (c *Console) User(ctx context.Context, user, cursor string, limit int) (*Us
 			return nil, err
 		}
 	}
-	p.FeedbackNote = "feedback is stored by the chats-and-data work (issue 45), which this build does not have"
+	p.FeedbackNote = "this deployment keeps no ratings"
 	if c.opts.Account != nil {
-		if p.Feedback, err = c.opts.Account.Feedback(ctx, user); err != nil {
+		ids := make([]string, len(chats))
+		for i, ch := range chats {
+			ids[i] = ch.ID
+		}
+		if p.Feedback, err = c.opts.Account.Feedback(ctx, user, ids); err != nil {
 			return nil, err
 		}
 		p.FeedbackNote = ""

@@ -26,6 +26,7 @@ const (
 	Rewound              Code = "rewound"
 	AlreadyTaken         Code = "already_taken"
 	Expired              Code = "expired"
+	ChatDeleted          Code = "chat_deleted"
 	RateLimited          Code = "rate_limited"
 	BudgetExhausted      Code = "budget_exhausted"
 	LiveLimit            Code = "live_limit"
@@ -62,6 +63,7 @@ var Codes = []struct {
 	{Rewound, http.StatusConflict},
 	{AlreadyTaken, http.StatusConflict},
 	{Expired, http.StatusGone},
+	{ChatDeleted, http.StatusGone},
 	{TooLarge, http.StatusRequestEntityTooLarge},
 	{UnsupportedMediaType, http.StatusUnsupportedMediaType},
 	{RateLimited, http.StatusTooManyRequests},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/baton-run/baton/a2ui"
 	"github.com/baton-run/baton/console"
+	"github.com/baton-run/baton/feedback"
 	"github.com/baton-run/baton/limits"
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
@@ -197,7 +198,8 @@ var rules = []rule{
 	{[]error{a2ui.ErrSurfaceWaits}, told(SurfaceWaits, "this surface's action answers the call that showed it, not a new message: ")},
 	{[]error{console.ErrUnsupported}, told(Unsupported, "")},
 	{[]error{console.ErrBadInput}, told(InvalidRequest, "")},
-	{[]error{ErrBadRequest, sessionstore.ErrInvalidID, toolcallback.ErrInvalidAnswer, a2ui.ErrInvalid}, told(InvalidRequest, "")},
+	{[]error{ErrBadRequest, sessionstore.ErrInvalidID, toolcallback.ErrInvalidAnswer, a2ui.ErrInvalid, toolcallback.ErrInvalidTitle, feedback.ErrInvalid}, told(InvalidRequest, "")},
+	{[]error{toolcallback.ErrChatDeleted}, fixed(ChatDeleted, "the chat was deleted")},
 	{[]error{toolcallback.ErrMessageNotFound}, fixed(NotFound, "the chat has no such message")},
 	{[]error{toolcallback.ErrRewound}, fixed(Rewound, "this message was taken back by an earlier regenerate or edit")},
 	{[]error{toolcallback.ErrMessageTaken}, fixed(AlreadyTaken, "this request was served already")},

@@ -198,7 +198,7 @@ func TestAdminBadInput(t *testing.T) {
 		{http.MethodPost, "chats/u/c/calls/k/expire", `{"reason":""}`, 400},
 		{http.MethodPost, "chats/u/c/calls/k/expire", map[string]any{"reason": strings.Repeat("x", 3000)}, 400},
 		{http.MethodPost, "users/u/block", `{"reason":"x"}`, 501}, // development identity has no claims
-		{http.MethodDelete, "users/u", nil, 501},                  // the account deletion is not in this build
+		{http.MethodDelete, "users/a%2Fb", nil, 400},
 		{http.MethodGet, "users/u?limit=1000", nil, 400},
 	}
 	for _, tt := range tests {
@@ -305,5 +305,48 @@ func TestMetrics(t *testing.T) {
 		if !seen[name] {
 			t.Errorf("no %s in the reading", name)
 		}
+	}
+}
+
+// TestOperatorDeletesUserData: the console's user page lists the ratings
+// the user gave, and deleting the user's data is the user's own account
+// deletion: their chats are gone, another user's stay, and the action is
+// in the record.
+func TestOperatorDeletesUserData(t *testing.T) {
+	t.Parallel()
+	email := "ops-" + time.Now().Format("150405.000000") + "@example.com"
+	f := newHTTPFixture(t, func(c *Config) { c.Operators = []string{email} },
+		modeltest.TextReply("ada's answer"), modeltest.TextReply("bob's answer"))
+	f.stream(f.chat("ada", chatBody("c2", "tab-a", userMessage("u2", "hello there"))))
+	f.stream(f.chat("bob", chatBody("c1", "tab-b", userMessage("u3", "bob's plans"))))
+	answer := f.assistantID("ada", "c2")
+	if code, body := f.status(http.MethodPut, NameChat+"/c2/feedback/"+answer, "ada", map[string]any{"rating": "up", "comment": "helpful"}, nil); code != http.StatusOK {
+		t.Fatalf("rating: %d %s", code, body)
+	}
+	ops := f.emailUser(email, true).IDToken
+	ada := f.user("ada").UID
+
+	var page struct {
+		Feedback []struct{ Chat, Message, Rating, Comment string }
+	}
+	f.adminJSON(http.MethodGet, "users/"+ada, ops, nil, &page)
+	if len(page.Feedback) != 1 || page.Feedback[0].Chat != "c2" || page.Feedback[0].Message != answer || page.Feedback[0].Comment != "helpful" {
+		t.Errorf("the user page's feedback: %+v, want ada's one rating of %s in c2", page.Feedback, answer)
+	}
+	if code, _ := f.adminStatus(http.MethodDelete, "users/"+ada, ops, nil); code >= 300 {
+		t.Fatalf("DELETE users/%s: %d", ada, code)
+	}
+	if ids := f.list("ada", "tab-a", "").ids(); len(ids) != 0 {
+		t.Errorf("ada's chats after the deletion: %v, want none", ids)
+	}
+	if ids := f.list("bob", "tab-b", "").ids(); len(ids) != 1 || ids[0] != "c1" {
+		t.Errorf("bob's chats after ada's deletion: %v, want [c1]", ids)
+	}
+	var actions struct {
+		Actions []struct{ What, User, Outcome string }
+	}
+	f.adminJSON(http.MethodGet, "actions", ops, nil, &actions)
+	if len(actions.Actions) == 0 || actions.Actions[0].What != "delete-user" || actions.Actions[0].User != ada || actions.Actions[0].Outcome != "done" {
+		t.Errorf("the record of actions: %+v, want ada's deletion done first", actions.Actions)
 	}
 }

@@ -36,6 +36,13 @@ type Config struct {
 	// IdleRetention: Sweep deletes chats idle for longer, with every
 	// document under them.
 	IdleRetention time.Duration // BATON_IDLE_RETENTION
+	// AccountCheck is how often Sweep asks Firebase Authentication about
+	// every user that has data, and deletes the data of those it no longer
+	// has (docs/data.md); 0 never.
+	AccountCheck time.Duration // BATON_ACCOUNT_CHECK: a duration, or off
+	// TitleModel is the Gemini model that gives each new chat a short title
+	// after its first exchange; "" gives none (the first words stay).
+	TitleModel string // BATON_TITLE_MODEL: a model name, or off
 
 	// SweepAudience and SweepInvoker identify the scheduler: Sweep accepts
 	// only a Google-signed OIDC token with this audience and this service
@@ -108,6 +115,11 @@ type Config struct {
 	AuthEmulator string // FIREBASE_AUTH_EMULATOR_HOST
 }
 
+// DefaultTitleModel is the model that titles new chats when
+// BATON_TITLE_MODEL is not set: the agents' default model, small enough for
+// a few words.
+const DefaultTitleModel = "gemini-3.8-flash"
+
 // DefaultOperatorClaim is the custom claim that makes a Firebase user an
 // operator when BATON_OPERATOR_CLAIM is not set.
 const DefaultOperatorClaim = "baton_operator"
@@ -146,6 +158,8 @@ var EnvVars = []EnvVar{
 	{Name: "BATON_KEEPALIVE", Default: "15s"},
 	{Name: "BATON_REQUEST_TIMEOUT", Default: "30s"},
 	{Name: "BATON_IDLE_RETENTION", Default: "720h"},
+	{Name: "BATON_ACCOUNT_CHECK", Default: "24h"},
+	{Name: "BATON_TITLE_MODEL", Default: DefaultTitleModel},
 	{Name: "BATON_SWEEP_AUDIENCE"},
 	{Name: "BATON_SWEEP_INVOKER"},
 	{Name: "BATON_A2A_AUDIENCE"},
@@ -228,6 +242,12 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 		MetricExport:      get("BATON_METRIC_EXPORT"),
 	}
 	c.AllowedOrigins = list(get("BATON_ALLOWED_ORIGINS"))
+	if v := get("BATON_TITLE_MODEL"); v != "off" {
+		c.TitleModel = v
+	}
+	if v := get("BATON_ACCOUNT_CHECK"); v != "off" {
+		c.AccountCheck = duration("BATON_ACCOUNT_CHECK")
+	}
 	var err error
 	if c.MaxBodyBytes, err = strconv.ParseInt(get("BATON_MAX_BODY_BYTES"), 10, 64); err != nil || c.MaxBodyBytes <= 0 {
 		errs = append(errs, fmt.Errorf("BATON_MAX_BODY_BYTES=%q: want a positive byte count", get("BATON_MAX_BODY_BYTES")))

@@ -123,10 +123,11 @@ func newHTTPFixtureWith(t *testing.T, opts func(*httpFixture, *ServerOptions), m
 	for _, name := range Names {
 		mux.Handle("/"+name, f.server.Handler(name))
 	}
-	mux.Handle("/"+NameA2A+"/", f.server.Handler(NameA2A))     // the agent card below it
-	mux.Handle("/"+NameChat+"/", f.server.Handler(NameChat))   // the resume stream and messages
-	mux.Handle("/"+NameTurn+"/", f.server.Handler(NameTurn))   // DELETE /Turn/{sessionId}
-	mux.Handle("/"+NameAdmin+"/", f.server.Handler(NameAdmin)) // the console's page and API
+	mux.Handle("/"+NameA2A+"/", f.server.Handler(NameA2A))         // the agent card below it
+	mux.Handle("/"+NameChat+"/", f.server.Handler(NameChat))       // the resume stream and messages
+	mux.Handle("/"+NameTurn+"/", f.server.Handler(NameTurn))       // DELETE /Turn/{sessionId}
+	mux.Handle("/"+NameAccount+"/", f.server.Handler(NameAccount)) // GET /Account/export
+	mux.Handle("/"+NameAdmin+"/", f.server.Handler(NameAdmin))     // the console's page and API
 	f.srv = httptest.NewServer(mux)
 	t.Cleanup(f.srv.Close)
 	return f

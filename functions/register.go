@@ -13,6 +13,7 @@ import (
 	"github.com/GoogleCloudPlatform/functions-framework-go/functions"
 	"google.golang.org/adk/v2/agent"
 
+	"github.com/baton-run/baton/account"
 	"github.com/baton-run/baton/mcpregistry"
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
@@ -27,15 +28,19 @@ const (
 	NameSweep      = "Sweep"
 	NameA2A        = "A2A"
 	// NameChat serves the AI SDK's useChat (DefaultChatTransport): POST
-	// /Chat, GET /Chat/{chatId} and GET /Chat/{chatId}/stream.
+	// /Chat, GET /Chat/{chatId} and GET /Chat/{chatId}/stream; and the
+	// user's chats (GET /Chat, PATCH and DELETE /Chat/{chatId}).
 	NameChat = "Chat"
+	// NameAccount serves a person's data as a whole: its export and its
+	// deletion (package account).
+	NameAccount = account.Name
 	// NameAdmin serves the operator's console: the page at /admin and
 	// its API at /admin/api/ (docs/operator.md).
 	NameAdmin = "Admin"
 )
 
 // Names lists every registered function.
-var Names = []string{NameTurn, NameToolResult, NamePending, NameSweep, NameA2A, NameChat, NameAdmin}
+var Names = []string{NameTurn, NameToolResult, NamePending, NameSweep, NameA2A, NameChat, NameAccount, NameAdmin}
 
 // AgentFunc builds the agent the registered functions serve.
 type AgentFunc func(ctx context.Context) (agent.Agent, error)

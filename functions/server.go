@@ -10,9 +10,11 @@ import (
 
 	"firebase.google.com/go/v4/auth"
 	"google.golang.org/adk/v2/artifact"
+	"google.golang.org/adk/v2/model"
 	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/a2aserver"
+	"github.com/baton-run/baton/account"
 	"github.com/baton-run/baton/console"
 	"github.com/baton-run/baton/limits"
 	"github.com/baton-run/baton/live"
@@ -33,7 +35,11 @@ type Server struct {
 	a2a        *a2aserver.Server
 	log        *slog.Logger
 	usechat    *usechat.Server // Chat's routes for the AI SDK's useChat
-	live       *live.Runner    // nil when live mode is off
+	account    *account.Server // the Account function
+	// accountAuth, when set, gives the Firebase Auth client Sweep asks
+	// about the users that have data (cfg.AccountCheck).
+	accountAuth func(ctx context.Context) (*auth.Client, error)
+	live        *live.Runner // nil when live mode is off
 	// conversations are the live conversations this instance holds.
 	conversations conversations
 	// console is the operator's side (the Admin function); users reads
@@ -88,12 +94,13 @@ type ServerOptions struct {
 	// LiveSetup is the live model's base configuration (live.Model.Setup).
 	// Default: live.DefaultSetup.
 	LiveSetup *genai.LiveConnectConfig
+	// TitleModel gives new chats their titles. Default: Gemini's
+	// cfg.TitleModel from the environment's credentials; none without.
+	// `go run ./local` gives its offline model.
+	TitleModel model.LLM
 	// Metrics is the process's meter provider (InstallMetrics), whose
 	// reading the console shows. Nil: none.
 	Metrics *Metrics
-	// Account deletes a user's data for the console (the account deletion
-	// of the chats-and-data work, issue 45). Nil: the console cannot.
-	Account console.Account
 }
 
 // NewServer builds the team of members on sessions (which must store under
@@ -128,6 +135,7 @@ func NewServer(cfg Config, sessions *sessionstore.Service, members []toolcallbac
 		IncludeThoughts:    cfg.IncludeThoughts,
 		Logger:             s.log,
 	}
+	s.dataOptions(topts, opts)
 	if reg := opts.MCP; reg != nil {
 		topts.ChatSwitched = func(ctx context.Context, chat *sessionstore.Chat, from string) {
 			if err := reg.Switched(ctx, chat, from); err != nil {
@@ -152,6 +160,7 @@ func NewServer(cfg Config, sessions *sessionstore.Service, members []toolcallbac
 	s.usechat = usechat.New(team, usechat.Config{MaxBodyBytes: cfg.MaxBodyBytes, MaxChatBodyBytes: cfg.MaxChatBodyBytes,
 		MaxFileBytes: cfg.MaxFileBytes, InvocationTimeout: cfg.InvocationTimeout, KeepAlive: cfg.KeepAlive}, s.chatCaller, files)
 	s.live = s.newLive(team, opts)
+	s.account = account.New(team, sessions, topts.Files, func(r *http.Request) (string, error) { return s.ident.userID(r.Context(), r) }, s.log)
 	s.metrics = opts.Metrics
 	copts := s.consoleOptions(opts)
 	if cfg.DevIdentity {
@@ -169,6 +178,7 @@ func NewServer(cfg Config, sessions *sessionstore.Service, members []toolcallbac
 		}
 	}
 	s.ident = firebaseIdentity{client: auth, checkRevoked: cfg.CheckRevoked}
+	s.accountAuth = accountAuthClient(cfg, opts.Auth, auth)
 	s.users = usersClient(cfg.Project, opts.Auth)
 	copts.Identity = firebaseUsers{users: s.users, checkRevoked: cfg.CheckRevoked}
 	s.console = console.New(team, sessions, copts)
@@ -188,7 +198,7 @@ func (s *Server) consoleOptions(opts *ServerOptions) *console.Options {
 	return &console.Options{
 		Limits:  map[string]limits.Limits{"user": tl.User, "anonymous": tl.Anonymous, "service": tl.Service},
 		Service: limits.Limits{ServiceTokensPerDay: tl.ServiceTokens, NewAnonymousPerDay: tl.NewAnonymous},
-		Account: opts.Account, Logger: s.log,
+		Account: consoleAccount{team: s.team}, Logger: s.log,
 	}
 }
 
@@ -238,7 +248,9 @@ func (s *Server) Handler(name string) http.Handler {
 	case NameA2A:
 		return s.wrap(name, []string{http.MethodGet, http.MethodHead, http.MethodPost}, s.serveA2A)
 	case NameChat:
-		return s.wrap(name, []string{http.MethodPost, http.MethodGet, http.MethodDelete}, s.chat)
+		return s.wrap(name, []string{http.MethodPost, http.MethodGet, http.MethodPatch, http.MethodPut, http.MethodDelete}, s.chat)
+	case NameAccount:
+		return s.wrap(name, []string{http.MethodGet, http.MethodDelete}, s.accountRoutes)
 	case NameAdmin:
 		return s.wrap(name, []string{http.MethodGet, http.MethodPost, http.MethodDelete}, s.admin)
 	}
@@ -267,7 +279,7 @@ func (s *Server) sweep(w http.ResponseWriter, r *http.Request, log *slog.Logger)
 		return err
 	}
 	log.InfoContext(r.Context(), "sweep", "expired", report.Expired, "resumed", report.Resumed, "skipped", report.Skipped,
-		"repaired", report.Repaired, "idle", report.Idle)
+		"repaired", report.Repaired, "idle", report.Idle, "accounts", report.Accounts, "checked", report.Checked)
 	writeJSON(w, http.StatusOK, report)
 	return nil
 }

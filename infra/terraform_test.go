@@ -31,7 +31,7 @@ type (
 
 var (
 	fieldIndexes  = slices.Concat(sessionstore.FieldIndexes, a2aserver.FieldIndexes)
-	ttlFields     = slices.Concat(ledger.TTLs, limits.TTLs, a2aserver.TTLs)
+	ttlFields     = slices.Concat(sessionstore.TTLs, ledger.TTLs, limits.TTLs, a2aserver.TTLs)
 	queriedFields = mergeFields(sessionstore.QueriedFields, ledger.QueriedFields, a2aserver.QueriedFields, limits.QueriedFields)
 )
 

@@ -21,3 +21,10 @@ var TTLs = []sessionstore.TTL{{CollectionGroup: collection, Field: fieldGCAt}}
 var QueriedFields = map[string][]string{
 	collection: {fieldScope, fieldSweepAt, fieldStatus, fieldStep, fieldResumed, fieldInCall, fieldKind, fieldUser, fieldCreated},
 }
+
+// DataKinds are the kinds of a person's data the ledger keeps (see
+// sessionstore.DataKind).
+var DataKinds = []sessionstore.DataKind{
+	{Name: "ledger record", Owner: "ledger", Collection: collection, Path: "{session}/calls/{call}", Scope: sessionstore.ScopeSession,
+		Export: sessionstore.ExportMessages, Kept: "as long as its session; Firestore collects it Retention (7 days) after it expires"},
+}

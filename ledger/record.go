@@ -53,11 +53,15 @@ const (
 
 // Call is a paused call as the ledger records it.
 type Call struct {
-	ID         string // the id the answer must carry (for approvals, the confirmation call's id)
-	App        string
-	Agent      string // the root agent whose runner made the call
-	UserID     string
-	SessionID  string
+	ID        string // the id the answer must carry (for approvals, the confirmation call's id)
+	App       string
+	Agent     string // the root agent whose runner made the call
+	UserID    string
+	SessionID string
+	// Chat is the chat whose session made the call ("" for a session of
+	// no chat): its listing counts the call while it waits for a person
+	// (waiting.go).
+	Chat       string
 	Invocation string
 	ClientID   string // the client that started the turn
 	Tool       string // the tool the model called
@@ -148,6 +152,7 @@ type record struct {
 	Agent      string    `firestore:"agent"`
 	User       string    `firestore:"user"`
 	Session    string    `firestore:"session"`
+	Chat       string    `firestore:"chat,omitempty"`
 	Invocation string    `firestore:"invocation"`
 	Client     string    `firestore:"client"`
 	Tool       string    `firestore:"tool"`
@@ -187,7 +192,7 @@ func recordOf(c *Call, scope string, retention time.Duration) (*record, error) {
 		return nil, fmt.Errorf("encode arguments of %q: %w", c.ID, err)
 	}
 	r := &record{
-		ID: c.ID, App: c.App, Scope: scope, Agent: c.Agent, User: c.UserID, Session: c.SessionID, Invocation: c.Invocation,
+		ID: c.ID, App: c.App, Scope: scope, Agent: c.Agent, User: c.UserID, Session: c.SessionID, Chat: c.Chat, Invocation: c.Invocation,
 		Client: c.ClientID, Tool: c.Tool, Args: args, Kind: string(c.Kind), Step: c.Step, OriginalID: c.OriginalID,
 		AnyDevice: c.AnyDevice, Hint: c.Hint, InputState: c.inputState, InCall: c.InCall, Status: string(c.Status),
 		ResolvedBy: c.ResolvedBy, Reason: c.Reason, Created: c.Created, Expires: c.Expires, Resolved: c.Resolved, Resumed: c.Resumed,
@@ -213,7 +218,7 @@ func recordOf(c *Call, scope string, retention time.Duration) (*record, error) {
 // call is r as a Call, whose updates are conditioned on version.
 func (r *record) call(version time.Time) (*Call, error) {
 	c := &Call{
-		ID: r.ID, App: r.App, Agent: r.Agent, UserID: r.User, SessionID: r.Session, Invocation: r.Invocation,
+		ID: r.ID, App: r.App, Agent: r.Agent, UserID: r.User, SessionID: r.Session, Chat: r.Chat, Invocation: r.Invocation,
 		ClientID: r.Client, Tool: r.Tool, Kind: Kind(r.Kind), Step: r.Step, OriginalID: r.OriginalID,
 		AnyDevice: r.AnyDevice, InCall: r.InCall, Hint: r.Hint, Status: Status(r.Status), ResolvedBy: r.ResolvedBy,
 		Reason: r.Reason, Created: r.Created, Expires: r.Expires, Resolved: r.Resolved, Resumed: r.Resumed,

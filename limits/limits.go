@@ -161,3 +161,10 @@ func turnsFrom(name sessionstore.DocName, doc sessionstore.StoredDoc) (*userTurn
 	u.times = d.Times
 	return u, nil
 }
+
+// DataKinds are the kinds of a person's data this package keeps (see
+// sessionstore.DataKind).
+var DataKinds = []sessionstore.DataKind{
+	{Name: "turn and token counts", Owner: "limits", Collection: sessionstore.LimitsCollection, Path: "{root}/{app}/users/{user}/limits/{turns|tokens-day}",
+		Scope: sessionstore.ScopeUser, Export: sessionstore.ExportUsage, Kept: "until the account is deleted; Firestore collects each a day after its window"},
+}

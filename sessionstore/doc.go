@@ -241,8 +241,9 @@ var FieldIndexes = []FieldIndex{
 // QueriedFields are the fields this package's queries filter or order on,
 // by collection group: their automatic indexes must not be exempted.
 var QueriedFields = map[string][]string{
-	"sessions": {"scope", "tokensDay", "tokensUsed", liveUntilField, leaseExpiresField},
-	"chats":    {"scope", "cleanupAt", "lastActivity"},
+	"sessions":         {"scope", "tokensDay", "tokensUsed", liveUntilField, leaseExpiresField},
+	"chats":            {"scope", "cleanupAt", "lastActivity"},
+	accountsCollection: {fieldDeleting},
 }
 
 // Index is a composite index a query of this package needs.

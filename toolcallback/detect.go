@@ -140,23 +140,23 @@ func approvalRequest(prior session.Events, ev *session.Event, fc *genai.Function
 }
 
 // records are the ledger records of the calls ev pauses (pausedBy), as the
-// calls they record and the writes that create them in the commit storing
-// ev; client started the invocation.
-func (e *engine) records(sess *sessionstore.Session, ev *session.Event, tools *pausingTools, client string) ([]sessionstore.Write, []*Call, error) {
-	var writes []sessionstore.Write
-	var calls []*Call
+// calls they record, the writes that create them in the commit storing ev
+// and the writes of that commit that count them in chat's listing; client
+// started the invocation.
+func (e *engine) records(sess *sessionstore.Session, ev *session.Event, tools *pausingTools, client, chat string) (creates, listing []sessionstore.Write, calls []*Call, err error) {
 	for _, d := range pausedBy(tools, sess.Events(), ev) {
 		if err := sessionstore.ValidateID("call id", d.id); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		c := e.newCall(sess.UserID(), sess.ID(), d, client)
-		w, err := e.ledger.Record(c)
+		c.Chat = chat
+		w, l, err := e.ledger.Record(c)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
-		writes, calls = append(writes, w), append(calls, c)
+		creates, listing, calls = append(creates, w), append(listing, l...), append(calls, c)
 	}
-	return writes, calls, nil
+	return creates, listing, calls, nil
 }
 
 // newCall is the pending call d, which the agent's invocation in session

@@ -114,6 +114,9 @@ func (t *Team) findCall(ctx context.Context, r ResumeRequest) (resumeView, error
 		// The token is verified here, once, and the record it names read
 		// once.
 		c, err := t.ledger.ByToken(ctx, r.Token)
+		if errors.Is(err, ErrCallNotFound) {
+			err = t.goneWithChat(ctx, err)
+		}
 		return resumeView{call: c, token: true}, err
 	}
 	if err := validIDs("user id", r.UserID, "chat id", r.ChatID, "call id", r.CallID); err != nil {
@@ -134,6 +137,10 @@ func (t *Team) findCall(ctx context.Context, r ResumeRequest) (resumeView, error
 	if st.Chat == nil {
 		return resumeView{}, fmt.Errorf("%w: chat %q", sessionstore.ErrNotFound, r.ChatID)
 	}
+	if st.Chat.Deleted != nil {
+		// A late answer to a deleted chat's call.
+		return resumeView{}, fmt.Errorf("%w: %q", ErrChatDeleted, r.ChatID)
+	}
 	t.memory.points(r.UserID, r.ChatID, st.Chat.SessionID)
 	if st.Session == nil || !st.Also[0].Exists() {
 		c, err := t.resumeFound(ctx, r.UserID, r.CallID, st.Chat)
@@ -141,6 +148,23 @@ func (t *Team) findCall(ctx context.Context, r ResumeRequest) (resumeView, error
 	}
 	c, err := ledger.Found(st.Also[0])
 	return resumeView{call: c, sess: st.Session, keep: t.memory.keeper(st.Chat)}, err
+}
+
+// goneWithChat is err, a token's call not found, or ErrChatDeleted when
+// the call's chat was deleted with it.
+func (t *Team) goneWithChat(ctx context.Context, err error) error {
+	var te *ledger.TokenCallError
+	if !errors.As(err, &te) {
+		return err
+	}
+	chatID, ok := sessionstore.ChatOfSession(te.Session)
+	if !ok {
+		return err
+	}
+	if chat, cerr := t.sessions.GetChat(ctx, t.app, te.User, chatID); cerr == nil && chat.Deleted != nil {
+		return fmt.Errorf("%w: %q", ErrChatDeleted, chatID)
+	}
+	return err
 }
 
 // resumeFound finds a call the read did not find with the chat: one of
@@ -208,7 +232,7 @@ type resumePlan struct {
 	// session's open records; turn is the turn the step belongs to.
 	sess       *sessionstore.Session
 	keep       func(*sessionstore.Session)
-	write      sessionstore.Write
+	write      []sessionstore.Write
 	answered   *Call
 	resumed    []*Call
 	todo       []*Call

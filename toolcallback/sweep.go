@@ -15,6 +15,12 @@ type SweepReport struct {
 	Skipped  int `json:"skipped"`  // steps left for a later sweep (session busy, siblings pending)
 	Repaired int `json:"repaired"` // chats whose switch leftovers were removed
 	Idle     int `json:"idle"`     // idle chats deleted with all their documents
+	// Accounts are accounts whose deletion the sweep finished: asked for
+	// and left unfinished, or of users the identity provider no longer
+	// has (Options.AccountGone).
+	Accounts int `json:"accounts"`
+	// Checked are the accounts the sweep asked AccountGone about.
+	Checked int `json:"checked"`
 	// Overdue counts the calls this sweep found due for longer than
 	// overdueAfter: sweeps that did not run, or could not keep up.
 	Overdue int `json:"overdue"`
@@ -101,7 +107,10 @@ func dueAt(c *Call, grace time.Duration) time.Time {
 }
 
 // Sweep expires overdue calls for every agent, removes what switches that
-// died left behind, and deletes chats idle beyond Options.IdleRetention.
+// died left behind, finishes the deletions of chats and accounts that
+// died or were held, deletes chats idle beyond Options.IdleRetention, and
+// deletes the data of users the identity provider no longer has
+// (Options.AccountGone).
 func (t *Team) Sweep(ctx context.Context, now time.Time) (SweepReport, error) {
 	var report SweepReport
 	for _, name := range t.names {
@@ -137,17 +146,14 @@ func (t *Team) Sweep(ctx context.Context, now time.Time) (SweepReport, error) {
 		if ctx.Err() != nil {
 			return report, nil
 		}
-		deleted, err := t.deleteChat(ctx, chat)
+		deleted, err := t.deleteIdleChat(ctx, chat, now)
 		if err != nil {
 			t.opts.Logger.Warn("idle chat cleanup", "chat", chat.ID, "error", err)
 			continue
 		}
 		if deleted {
 			report.Idle++
-			if t.opts.ChatDeleted != nil {
-				t.opts.ChatDeleted(ctx, chat)
-			}
 		}
 	}
-	return report, nil
+	return report, t.sweepAccounts(ctx, now, &report)
 }

@@ -406,12 +406,13 @@ func TestIdleCleanup(t *testing.T) {
 		t.Errorf("Sweep() = %+v, want one idle chat deleted", report)
 	}
 	after := countDocs(t, ctx, user)
-	if _, err := f.sessions.GetChat(ctx, "app", "user-1", "old"); !errors.Is(err, sessionstore.ErrNotFound) {
+	if _, err := f.team.Follow(ctx, "user-1", "old"); !errors.Is(err, sessionstore.ErrNotFound) {
 		t.Errorf("idle chat still readable: %v", err)
 	}
-	// What remains is exactly the active chat's documents.
-	if want := withNew - before; after != want {
-		t.Errorf("documents after cleanup = %d, want %d (the active chat's only; %d before)", after, want, withNew)
+	// What remains is exactly the active chat's documents, and the idle
+	// chat's bare tombstone.
+	if want := withNew - before + 1; after != want {
+		t.Errorf("documents after cleanup = %d, want %d (the active chat's and a tombstone; %d before)", after, want, withNew)
 	}
 	if _, err := f.sessions.GetChat(ctx, "app", "user-1", "new"); err != nil {
 		t.Errorf("active chat was deleted: %v", err)

@@ -33,6 +33,19 @@ resource "google_firestore_field" "calls_ttl" {
   index_config {}
 }
 
+# A deleted chat's tombstone (sessionstore.TTLs: users/{user}/chats/{chat})
+# is garbage once late answers to its calls can no longer come.
+resource "google_firestore_field" "chats_ttl" {
+  project    = var.project
+  database   = google_firestore_database.baton.name
+  collection = "chats"
+  field      = "gcAt"
+
+  ttl_config {}
+
+  index_config {}
+}
+
 # The turn limits' counts (toolcallback.TTLs: users/{user}/limits/*) are
 # garbage once their window has passed.
 resource "google_firestore_field" "limits_ttl" {

@@ -37,6 +37,10 @@ locals {
     # Cloud Run keeps for at most the request timeout: the longer of the
     # two (docs/deployment.md, "Live mode").
     Chat = merge(local.browser, { timeout = max(local.invocation_request_timeout, var.live_timeout_seconds), browser = true, affinity = true })
+    # A person's data as a whole: the export streams every chat and file,
+    # the deletion takes every chat apart, so both get a turn's time; they
+    # read no chat's warm session, so affinity would do nothing.
+    Account = merge(local.browser, { timeout = local.invocation_request_timeout, browser = true, affinity = false })
     # The operator's console: its page and API (docs/operator.md). An
     # operator's answer waits for the resumed agent, like a resume.
     Admin = merge(local.browser, { timeout = local.invocation_request_timeout, browser = true, affinity = false })
@@ -78,6 +82,8 @@ locals {
     BATON_KEEPALIVE           = var.keepalive
     BATON_REQUEST_TIMEOUT     = "${var.request_timeout_seconds}s"
     BATON_IDLE_RETENTION      = var.idle_retention
+    BATON_ACCOUNT_CHECK       = var.account_check
+    BATON_TITLE_MODEL         = var.title_model
     BATON_SWEEP_AUDIENCE      = local.sweep_audience
     BATON_SWEEP_INVOKER       = google_service_account.scheduler.email
     BATON_A2A_AUDIENCE        = local.a2a_audience

@@ -26,8 +26,9 @@ resource "google_project_iam_member" "runtime_trace" {
 }
 
 # The console reads operators' and users' accounts and blocks users by a
-# custom claim (docs/operator.md); revocation checks read accounts too.
-# Admin covers both (viewer cannot set claims).
+# custom claim (docs/operator.md); revocation checks and Sweep's check of
+# the users that have data (account_check) read accounts too. Admin covers
+# all (viewer cannot set claims).
 resource "google_project_iam_member" "runtime_firebase_auth" {
   project = var.project
   role    = "roles/firebaseauth.admin"

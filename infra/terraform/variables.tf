@@ -181,6 +181,23 @@ variable "idle_retention" {
   }
 }
 
+variable "account_check" {
+  description = "How often Sweep asks Firebase Authentication about every user that has data, deleting the data of users it no longer has (BATON_ACCOUNT_CHECK, a Go duration such as 24h, or off). The runtime account gets roles/firebaseauth.viewer for it."
+  type        = string
+  default     = "24h"
+
+  validation {
+    condition     = var.account_check == "off" || can(regex("^[0-9]+(h|m|s)$", var.account_check))
+    error_message = "account_check must be off or a whole number of hours, minutes or seconds, e.g. 24h."
+  }
+}
+
+variable "title_model" {
+  description = "The Gemini model that gives each new chat a short title after its first exchange (BATON_TITLE_MODEL), or off: the first words of the first message stay its title."
+  type        = string
+  default     = "gemini-3.8-flash"
+}
+
 variable "call_timeout" {
   description = "Default expiry of a paused call (BATON_CALL_TIMEOUT), a Go duration such as \"10m\"."
   type        = string

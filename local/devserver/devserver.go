@@ -47,6 +47,10 @@ type Options struct {
 	Addr string
 	// ModelName is what the page shows as the model. Default: none.
 	ModelName string
+	// TitleModel gives new chats their titles (toolcallback.Options.TitleModel).
+	// Default: the functions' own (BATON_TITLE_MODEL on Gemini, when the
+	// environment configures Gemini; none otherwise).
+	TitleModel model.LLM
 	// Suggestions are what the page offers to try with each agent, by the
 	// agent's name: chips under the message box. Default: none.
 	Suggestions map[string][]string
@@ -218,7 +222,7 @@ type serverParts struct {
 // newServer builds the agents the options name, and the MCP registry
 // TeamWithMCP uses; the returned func closes it.
 func newServer(ctx context.Context, cfg functions.Config, client *firestore.Client, o *Options, parts serverParts) (*functions.Server, func(), error) {
-	sopts := &functions.ServerOptions{Logger: o.Logger, SessionStateOnly: o.SessionStateOnly, Live: parts.live, Metrics: parts.metrics}
+	sopts := &functions.ServerOptions{Logger: o.Logger, SessionStateOnly: o.SessionStateOnly, Live: parts.live, Metrics: parts.metrics, TitleModel: o.TitleModel}
 	files, err := localFiles(ctx)
 	if err != nil {
 		return nil, nil, err
