@@ -105,8 +105,11 @@ require (
 	rsc.io/ordered v1.1.1 // indirect
 )
 
-// ADK v2.2.0's telemetry is built against the OpenTelemetry log API v0.20.x
-// (log.Value, log.KeyValue); v0.21.0 removed them in favour of
-// attribute.Value and attribute.KeyValue. Keep otel/log, and otel/sdk/log
-// when a package comes to import it, at the v0.20.x line ADK requires.
-require go.opentelemetry.io/otel/log v0.20.0 // indirect
+require (
+	cloud.google.com/go/cloudtasks v1.18.0
+	// ADK v2.2.0's telemetry is built against the OpenTelemetry log API v0.20.x
+	// (log.Value, log.KeyValue); v0.21.0 removed them in favour of
+	// attribute.Value and attribute.KeyValue. Keep otel/log, and otel/sdk/log
+	// when a package comes to import it, at the v0.20.x line ADK requires.
+	go.opentelemetry.io/otel/log v0.20.0 // indirect
+)

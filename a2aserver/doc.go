@@ -16,6 +16,17 @@
 // ToGenAIParts, BuildAgentSkills) are reused so ADK callers read the calls
 // as they read adka2a's.
 //
+// # Background calls
+//
+// A task paused on background calls only (toolcallback.Background) is not
+// input-required: no caller answers such a call. Its execution follows
+// the work instead (work.go): a listener on the session's background calls
+// sends each stored progress report as a working status, and a watch of
+// the chat sends the resumed agent's text once the work's answer is in the
+// chat, then the task settles as after any turn. The execution holds its
+// request while the work runs; if it ends first, the task stays working
+// and goes stale, and the next message on it takes it over (awaitOwner).
+//
 // # A2UI
 //
 // The card advertises the A2UI extension (a2ui.go, docs/a2ui.md). A

@@ -13,6 +13,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 	"google.golang.org/adk/v2/server/adka2a/v2"
+	"google.golang.org/adk/v2/session"
 	"google.golang.org/adk/v2/tool/toolconfirmation"
 	"google.golang.org/genai"
 
@@ -225,51 +226,72 @@ func (r *run) stream(ctx context.Context, inv *toolcallback.Invocation, problems
 			r.yield(a2a.NewStatusUpdateEvent(r.ec, a2a.TaskStateFailed, agentText(r.ec, "internal error")), nil)
 			return
 		}
-		if ev.Partial || ev.Content == nil || ev.Author == "user" {
-			continue
-		}
-		var parts []*a2a.Part
-		for _, p := range ev.Content.Parts {
-			if p.Text != "" && !p.Thought {
-				parts = append(parts, a2a.NewTextPart(p.Text))
-			}
-		}
-		if thought := thoughtMessage(r.ec, ev.Content); thought != nil {
-			if !r.yield(a2a.NewStatusUpdateEvent(r.ec, a2a.TaskStateWorking, thought), nil) {
-				return
-			}
-		}
-		for _, out := range surfaceEvents(r.ec, ev, r.rich) {
-			if !r.yield(out, nil) {
-				return
-			}
-		}
-		if len(parts) == 0 {
-			continue
-		}
-		var out *a2a.TaskArtifactUpdateEvent
-		if artifact == "" {
-			out = a2a.NewArtifactEvent(r.ec, parts...)
-			artifact = out.Artifact.ID
-		} else {
-			out = a2a.NewArtifactUpdateEvent(r.ec, artifact, parts...)
-		}
-		if !r.yield(out, nil) {
+		if !r.emit(ev, &artifact) {
 			return
 		}
 	}
 	r.settle(ctx, problems)
 }
 
+// emit sends what a stored or running event of the agent says: its
+// thoughts as a working status, its surfaces, its text as the task's
+// artifact (created by the first text, *artifact). It reports false when
+// the caller has left.
+func (r *run) emit(ev *session.Event, artifact *a2a.ArtifactID) bool {
+	if ev.Partial || ev.Content == nil || ev.Author == "user" {
+		return true
+	}
+	var parts []*a2a.Part
+	for _, p := range ev.Content.Parts {
+		if p.Text != "" && !p.Thought {
+			parts = append(parts, a2a.NewTextPart(p.Text))
+		}
+	}
+	if thought := thoughtMessage(r.ec, ev.Content); thought != nil {
+		if !r.yield(a2a.NewStatusUpdateEvent(r.ec, a2a.TaskStateWorking, thought), nil) {
+			return false
+		}
+	}
+	for _, out := range surfaceEvents(r.ec, ev, r.rich) {
+		if !r.yield(out, nil) {
+			return false
+		}
+	}
+	if len(parts) == 0 {
+		return true
+	}
+	var out *a2a.TaskArtifactUpdateEvent
+	if *artifact == "" {
+		out = a2a.NewArtifactEvent(r.ec, parts...)
+		*artifact = out.Artifact.ID
+	} else {
+		out = a2a.NewArtifactUpdateEvent(r.ec, *artifact, parts...)
+	}
+	return r.yield(out, nil)
+}
+
 // settle ends the execution in the state the ledger says: input-required
 // with the task's pending calls, else completed (or failed when answers
-// were refused and nothing is left to answer).
+// were refused and nothing is left to answer). A task whose only pending
+// calls are background work stays working: its progress goes out as it is
+// stored, and the agent the work's result resumes is followed to its
+// answer (followWork) before the task settles.
 func (r *run) settle(ctx context.Context, problems []string) {
-	calls, err := r.x.pending(ctx, r.user, r.ec.ContextID, r.client())
-	if err != nil {
-		r.x.log.ErrorContext(ctx, "a2a pending calls", "task", r.ec.TaskID, "error", err)
-		r.yield(a2a.NewStatusUpdateEvent(r.ec, a2a.TaskStateFailed, agentText(r.ec, "internal error")), nil)
-		return
+	var calls []*toolcallback.Call
+	for {
+		pending, err := r.x.pending(ctx, r.user, r.ec.ContextID, r.client())
+		if err != nil {
+			r.x.log.ErrorContext(ctx, "a2a pending calls", "task", r.ec.TaskID, "error", err)
+			r.yield(a2a.NewStatusUpdateEvent(r.ec, a2a.TaskStateFailed, agentText(r.ec, "internal error")), nil)
+			return
+		}
+		work, others := splitBackground(pending)
+		if calls = others; len(others) > 0 || len(work) == 0 {
+			break // a background call waiting beside others is not the caller's to answer
+		}
+		if !r.followWork(ctx, work) {
+			return
+		}
 	}
 	if len(calls) == 0 {
 		state, msg := a2a.TaskStateCompleted, (*a2a.Message)(nil)

@@ -30,9 +30,9 @@ const (
 var States = []State{StateRunning, StateLive, StateWaiting, StateBackground, StateStuckLease, StateStuckCall, StateStuckCleanup}
 
 // workKinds are the kinds of paused calls answered by work the deployment
-// runs itself (a queue's worker; the background tools' kind, on their
-// branch), as opposed to a person, a browser or a token's holder.
-var workKinds = []ledger.Kind{"background"}
+// runs itself (a queue's worker: background tools), as opposed to a
+// person, a browser or a token's holder.
+var workKinds = []ledger.Kind{ledger.KindBackground}
 
 // personKinds are the ledger's other kinds.
 func personKinds() []ledger.Kind {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
+	"github.com/baton-run/baton/workqueue"
 )
 
 // Config is everything the functions read from the environment, read once
@@ -75,6 +76,21 @@ type Config struct {
 	// TurnLimits are the turn rate limits and token budgets of each kind
 	// of caller (see limits.go and docs/limits.md).
 	TurnLimits TurnLimits
+
+	// WorkQueue is the Cloud Tasks queue of background calls
+	// (projects/P/locations/L/queues/Q); empty: background calls are
+	// refused. WorkURL is where it delivers them (the Work function),
+	// with an OIDC token of WorkInvoker for WorkAudience (default
+	// WorkURL), which Work alone accepts; WorkDeadline is each delivery's
+	// dispatch deadline (docs/background.md).
+	WorkQueue    string        // BATON_WORK_QUEUE
+	WorkURL      string        // BATON_WORK_URL
+	WorkAudience string        // BATON_WORK_AUDIENCE
+	WorkInvoker  string        // BATON_WORK_INVOKER
+	WorkDeadline time.Duration // BATON_WORK_DEADLINE
+	// BackgroundPerUser bounds the background calls a user may have
+	// running at once (toolcallback.Options.BackgroundPerUser).
+	BackgroundPerUser int // BATON_BACKGROUND_PER_USER
 
 	// LiveModel is the Gemini Live model of live mode (docs/live.md).
 	LiveModel string // BATON_LIVE_MODEL
@@ -175,6 +191,12 @@ var EnvVars = []EnvVar{
 	{Name: "BATON_SERVICE_TURNS_PER_MINUTE", Default: "120"},
 	{Name: "BATON_SERVICE_TOKENS_PER_DAY", Default: "0"},
 	{Name: "BATON_LIVE_SEGMENTS_PER_USER", Default: "2"},
+	{Name: "BATON_WORK_QUEUE"},
+	{Name: "BATON_WORK_URL"},
+	{Name: "BATON_WORK_AUDIENCE"},
+	{Name: "BATON_WORK_INVOKER"},
+	{Name: "BATON_WORK_DEADLINE", Default: "30m"},
+	{Name: "BATON_BACKGROUND_PER_USER", Default: "5"},
 	{Name: "BATON_SERVICE_TOKENS_CAP", Default: "0"},
 	{Name: "BATON_NEW_ANONYMOUS_PER_DAY", Default: "0"},
 	{Name: "BATON_OPERATORS"},
@@ -235,6 +257,11 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 		LiveModel:         get("BATON_LIVE_MODEL"),
 		LiveLocation:      get("BATON_LIVE_LOCATION"),
 		LiveTimeout:       duration("BATON_LIVE_TIMEOUT"),
+		WorkQueue:         get("BATON_WORK_QUEUE"),
+		WorkURL:           get("BATON_WORK_URL"),
+		WorkAudience:      get("BATON_WORK_AUDIENCE"),
+		WorkInvoker:       get("BATON_WORK_INVOKER"),
+		WorkDeadline:      duration("BATON_WORK_DEADLINE"),
 		AuthEmulator:      get("FIREBASE_AUTH_EMULATOR_HOST"),
 		Operators:         list(get("BATON_OPERATORS")),
 		OperatorClaim:     get("BATON_OPERATOR_CLAIM"),
@@ -254,17 +281,28 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 	}
 	errs = append(errs, c.ChatLimits.read(get)...)
 	errs = append(errs, c.TurnLimits.read(get)...)
-	if c.DevIdentity, err = strconv.ParseBool(get("BATON_DEV_IDENTITY")); err != nil {
-		errs = append(errs, fmt.Errorf("BATON_DEV_IDENTITY=%q: want true or false", get("BATON_DEV_IDENTITY")))
-	}
-	if c.CheckRevoked, err = strconv.ParseBool(get("BATON_CHECK_REVOKED")); err != nil {
-		errs = append(errs, fmt.Errorf("BATON_CHECK_REVOKED=%q: want true or false", get("BATON_CHECK_REVOKED")))
-	}
-	if c.IncludeThoughts, err = strconv.ParseBool(get("BATON_INCLUDE_THOUGHTS")); err != nil {
-		errs = append(errs, fmt.Errorf("BATON_INCLUDE_THOUGHTS=%q: want true or false", get("BATON_INCLUDE_THOUGHTS")))
+	errs = append(errs, c.readSwitches(get)...)
+	if c.BackgroundPerUser, err = strconv.Atoi(get("BATON_BACKGROUND_PER_USER")); err != nil || c.BackgroundPerUser <= 0 {
+		errs = append(errs, fmt.Errorf("BATON_BACKGROUND_PER_USER=%q: want a positive count", get("BATON_BACKGROUND_PER_USER")))
 	}
 	errs = append(errs, c.check(get("K_SERVICE") != "")...)
 	return c, errors.Join(errs...)
+}
+
+// readSwitches reads the configuration's true-or-false settings.
+func (c *Config) readSwitches(get func(string) string) []error {
+	var errs []error
+	for _, sw := range []struct {
+		name string
+		to   *bool
+	}{{"BATON_DEV_IDENTITY", &c.DevIdentity}, {"BATON_CHECK_REVOKED", &c.CheckRevoked}, {"BATON_INCLUDE_THOUGHTS", &c.IncludeThoughts}} {
+		v, err := strconv.ParseBool(get(sw.name))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s=%q: want true or false", sw.name, get(sw.name)))
+		}
+		*sw.to = v
+	}
+	return errs
 }
 
 // check reports what is wrong with a configuration read from the
@@ -276,6 +314,7 @@ func (c *Config) check(onCloudRun bool) []error {
 			errs = append(errs, fmt.Errorf("BATON_A2A_PUSH_ALLOW: %w", err))
 		}
 	}
+	errs = append(errs, c.checkWork()...)
 	if len(c.A2AInvokers) > 0 && c.A2AAudience == "" {
 		errs = append(errs, errors.New("BATON_A2A_INVOKERS needs BATON_A2A_AUDIENCE (without one idtoken checks no audience)"))
 	}
@@ -310,6 +349,26 @@ func (c *Config) check(onCloudRun bool) []error {
 		if err := sessionstore.ValidateID(id.kind, id.v); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	return errs
+}
+
+// checkWork reports what is wrong with the background work's settings.
+func (c *Config) checkWork() []error {
+	if c.WorkQueue == "" {
+		return nil
+	}
+	var errs []error
+	if c.WorkURL == "" || c.WorkInvoker == "" {
+		errs = append(errs, errors.New("BATON_WORK_QUEUE needs BATON_WORK_URL and BATON_WORK_INVOKER"))
+	}
+	if c.WorkDeadline > workqueue.MaxDeadline || c.WorkDeadline < workqueue.MinDeadline {
+		errs = append(errs, fmt.Errorf("BATON_WORK_DEADLINE=%s: want %s to %s (Cloud Tasks' dispatch deadlines)", c.WorkDeadline,
+			workqueue.MinDeadline, workqueue.MaxDeadline))
+	}
+	if c.WorkDeadline <= c.InvocationTimeout+workMargin {
+		errs = append(errs, fmt.Errorf("BATON_WORK_DEADLINE=%s: want more than BATON_INVOCATION_TIMEOUT (%s) plus %s, for the work, its record and the agent it resumes",
+			c.WorkDeadline, c.InvocationTimeout, workMargin))
 	}
 	return errs
 }

@@ -31,7 +31,8 @@ func TestConfigFromEnv(t *testing.T) {
 	}
 	if cfg.AppName != "baton" || cfg.CallTimeout != 10*time.Minute || cfg.MaxBodyBytes != 262144 || len(cfg.AllowedOrigins) != 2 || cfg.DevIdentity ||
 		cfg.CheckRevoked || cfg.TraceExport != TraceExportNone || cfg.LiveModel != DefaultLiveModel || cfg.LiveTimeout != 55*time.Minute ||
-		cfg.TurnLimits.User.LiveSegmentsPerUser != 2 || cfg.TurnLimits.Anonymous.LiveSegmentsPerUser != 2 {
+		cfg.TurnLimits.User.LiveSegmentsPerUser != 2 || cfg.TurnLimits.Anonymous.LiveSegmentsPerUser != 2 ||
+		cfg.WorkQueue != "" || cfg.WorkDeadline != 30*time.Minute || cfg.BackgroundPerUser != 5 {
 		t.Errorf("defaults = %+v", cfg)
 	}
 	tests := []struct {
@@ -53,6 +54,12 @@ func TestConfigFromEnv(t *testing.T) {
 		{"bad live segment bound", env("GOOGLE_CLOUD_PROJECT", "p", "BATON_LIVE_SEGMENTS_PER_USER", "-1"), "BATON_LIVE_SEGMENTS_PER_USER"},
 		{"bad live timeout", env("GOOGLE_CLOUD_PROJECT", "p", "BATON_LIVE_TIMEOUT", "long"), "BATON_LIVE_TIMEOUT"},
 		{"A2A invokers without an audience", env("GOOGLE_CLOUD_PROJECT", "p", "BATON_A2A_INVOKERS", "a@p.iam.gserviceaccount.com"), "BATON_A2A_AUDIENCE"},
+		{"work queue without its worker", env("GOOGLE_CLOUD_PROJECT", "p", "BATON_WORK_QUEUE", "projects/p/locations/l/queues/q"), "BATON_WORK_URL and BATON_WORK_INVOKER"},
+		{"work deadline beyond Cloud Tasks'", env("GOOGLE_CLOUD_PROJECT", "p", "BATON_WORK_QUEUE", "projects/p/locations/l/queues/q", "BATON_WORK_URL", "https://w.example",
+			"BATON_WORK_INVOKER", "t@p.iam.gserviceaccount.com", "BATON_WORK_DEADLINE", "45m"), "BATON_WORK_DEADLINE"},
+		{"work deadline within an invocation", env("GOOGLE_CLOUD_PROJECT", "p", "BATON_WORK_QUEUE", "projects/p/locations/l/queues/q", "BATON_WORK_URL", "https://w.example",
+			"BATON_WORK_INVOKER", "t@p.iam.gserviceaccount.com", "BATON_WORK_DEADLINE", "2m"), "BATON_INVOCATION_TIMEOUT"},
+		{"bad background bound", env("GOOGLE_CLOUD_PROJECT", "p", "BATON_BACKGROUND_PER_USER", "0"), "BATON_BACKGROUND_PER_USER"},
 	}
 	for _, tc := range tests {
 		if _, err := ConfigFromEnv(tc.env); err == nil || !strings.Contains(err.Error(), tc.want) {

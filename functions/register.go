@@ -37,10 +37,13 @@ const (
 	// NameAdmin serves the operator's console: the page at /admin and
 	// its API at /admin/api/ (docs/operator.md).
 	NameAdmin = "Admin"
+	// NameWork runs background calls' work, delivered by Cloud Tasks
+	// (docs/background.md).
+	NameWork = "Work"
 )
 
 // Names lists every registered function.
-var Names = []string{NameTurn, NameToolResult, NamePending, NameSweep, NameA2A, NameChat, NameAccount, NameAdmin}
+var Names = []string{NameTurn, NameToolResult, NamePending, NameSweep, NameA2A, NameChat, NameAccount, NameAdmin, NameWork}
 
 // AgentFunc builds the agent the registered functions serve.
 type AgentFunc func(ctx context.Context) (agent.Agent, error)

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	cloudtasks "cloud.google.com/go/cloudtasks/apiv2"
 	"firebase.google.com/go/v4/auth"
 	"google.golang.org/adk/v2/artifact"
 	"google.golang.org/adk/v2/model"
@@ -32,6 +33,7 @@ type Server struct {
 	team       *toolcallback.Team
 	ident      identity
 	sweepCheck func(ctx context.Context, r *http.Request) error
+	workCheck  *workIdentity // nil: Work refuses everyone
 	a2a        *a2aserver.Server
 	log        *slog.Logger
 	usechat    *usechat.Server // Chat's routes for the AI SDK's useChat
@@ -94,6 +96,15 @@ type ServerOptions struct {
 	// LiveSetup is the live model's base configuration (live.Model.Setup).
 	// Default: live.DefaultSetup.
 	LiveSetup *genai.LiveConnectConfig
+	// Tasks is the Cloud Tasks client of the background calls' queue
+	// (cfg.WorkQueue). Default: the client from the environment's
+	// credentials. `go run ./local` and the tests give one connected to
+	// an in-process Cloud Tasks server (internal/localtasks).
+	Tasks *cloudtasks.Client
+	// ProgressInterval is how often, at most, a background call's progress
+	// is stored (toolcallback.Options.ProgressInterval). Default 3 s; the
+	// tests' is shorter.
+	ProgressInterval time.Duration
 	// TitleModel gives new chats their titles. Default: Gemini's
 	// cfg.TitleModel from the environment's credentials; none without.
 	// `go run ./local` gives its offline model.
@@ -132,22 +143,16 @@ func NewServer(cfg Config, sessions *sessionstore.Service, members []toolcallbac
 		WarmBytes:          opts.WarmBytes,
 		CountTokens:        cfg.TurnLimits.countsTokens(),
 		CountServiceTokens: cfg.TurnLimits.ServiceTokens > 0,
+		BackgroundPerUser:  cfg.BackgroundPerUser,
+		ProgressInterval:   opts.ProgressInterval,
 		IncludeThoughts:    cfg.IncludeThoughts,
 		Logger:             s.log,
 	}
-	s.dataOptions(topts, opts)
-	if reg := opts.MCP; reg != nil {
-		topts.ChatSwitched = func(ctx context.Context, chat *sessionstore.Chat, from string) {
-			if err := reg.Switched(ctx, chat, from); err != nil {
-				s.log.WarnContext(ctx, "end MCP sessions after an agent switch", "chat", chat.ID, "error", err)
-			}
-		}
-		topts.ChatDeleted = func(ctx context.Context, chat *sessionstore.Chat) {
-			if err := reg.CloseChat(ctx, chat); err != nil {
-				s.log.WarnContext(ctx, "end a deleted chat's MCP sessions", "chat", chat.ID, "error", err)
-			}
-		}
+	if topts.Queue, err = newQueue(context.Background(), cfg, opts.Tasks); err != nil {
+		return nil, err
 	}
+	s.dataOptions(topts, opts)
+	s.followMCP(topts, opts.MCP)
 	var files *usechat.FileURLs
 	if topts.Files, files, err = newFiles(cfg, opts.Files, s.log); err != nil {
 		return nil, err
@@ -160,6 +165,10 @@ func NewServer(cfg Config, sessions *sessionstore.Service, members []toolcallbac
 	s.usechat = usechat.New(team, usechat.Config{MaxBodyBytes: cfg.MaxBodyBytes, MaxChatBodyBytes: cfg.MaxChatBodyBytes,
 		MaxFileBytes: cfg.MaxFileBytes, InvocationTimeout: cfg.InvocationTimeout, KeepAlive: cfg.KeepAlive}, s.chatCaller, files)
 	s.live = s.newLive(team, opts)
+	ctx := context.Background() // the clients keep no context; this one only builds them
+	if s.workCheck, err = newWorkIdentity(ctx, cfg, opts.SchedulerKeys); err != nil {
+		return nil, err
+	}
 	s.account = account.New(team, sessions, topts.Files, func(r *http.Request) (string, error) { return s.ident.userID(r.Context(), r) }, s.log)
 	s.metrics = opts.Metrics
 	copts := s.consoleOptions(opts)
@@ -170,7 +179,6 @@ func NewServer(cfg Config, sessions *sessionstore.Service, members []toolcallbac
 		s.console = console.New(team, sessions, copts)
 		return s, nil
 	}
-	ctx := context.Background() // the clients keep no context; this one only builds them
 	auth := opts.Auth
 	if auth == nil {
 		if auth, err = newAuthClient(ctx, cfg.Project, cfg.CheckRevoked); err != nil {
@@ -189,6 +197,24 @@ func NewServer(cfg Config, sessions *sessionstore.Service, members []toolcallbac
 	s.sweepCheck = (&schedulerIdentity{service: service, audience: cfg.SweepAudience, invoker: cfg.SweepInvoker}).check
 	s.a2a = s.newA2A(sessions, a2aIdentity{users: s.ident, services: service, audience: cfg.A2AAudience, invokers: cfg.A2AInvokers}, opts)
 	return s, nil
+}
+
+// followMCP makes the team's chats tell reg (nil: none) when they switch
+// agents or are deleted, so that it ends their MCP sessions.
+func (s *Server) followMCP(topts *toolcallback.Options, reg *mcpregistry.Registry) {
+	if reg == nil {
+		return
+	}
+	topts.ChatSwitched = func(ctx context.Context, chat *sessionstore.Chat, from string) {
+		if err := reg.Switched(ctx, chat, from); err != nil {
+			s.log.WarnContext(ctx, "end MCP sessions after an agent switch", "chat", chat.ID, "error", err)
+		}
+	}
+	topts.ChatDeleted = func(ctx context.Context, chat *sessionstore.Chat) {
+		if err := reg.CloseChat(ctx, chat); err != nil {
+			s.log.WarnContext(ctx, "end a deleted chat's MCP sessions", "chat", chat.ID, "error", err)
+		}
+	}
 }
 
 // consoleOptions are the console's settings: the limits each kind of
@@ -249,6 +275,8 @@ func (s *Server) Handler(name string) http.Handler {
 		return s.wrap(name, []string{http.MethodGet, http.MethodHead, http.MethodPost}, s.serveA2A)
 	case NameChat:
 		return s.wrap(name, []string{http.MethodPost, http.MethodGet, http.MethodPatch, http.MethodPut, http.MethodDelete}, s.chat)
+	case NameWork:
+		return s.wrap(name, []string{http.MethodPost}, s.work)
 	case NameAccount:
 		return s.wrap(name, []string{http.MethodGet, http.MethodDelete}, s.accountRoutes)
 	case NameAdmin:
@@ -278,7 +306,7 @@ func (s *Server) sweep(w http.ResponseWriter, r *http.Request, log *slog.Logger)
 	if err != nil {
 		return err
 	}
-	log.InfoContext(r.Context(), "sweep", "expired", report.Expired, "resumed", report.Resumed, "skipped", report.Skipped,
+	log.InfoContext(r.Context(), "sweep", "expired", report.Expired, "resumed", report.Resumed, "skipped", report.Skipped, "enqueued", report.Enqueued,
 		"repaired", report.Repaired, "idle", report.Idle, "accounts", report.Accounts, "checked", report.Checked)
 	writeJSON(w, http.StatusOK, report)
 	return nil

@@ -295,8 +295,11 @@ func TestTerraformCapacity(t *testing.T) {
 			limits, _ := stringMap(t, res.addr+".limits", res.value(t, "limits"))
 			got := []any{tmpl.num(t, "max_instance_request_concurrency"), scaling.num(t, "min_instance_count"), scaling.num(t, "max_instance_count"), limits["cpu"], limits["memory"]}
 			want := []any{num("concurrency"), num("min_instances"), num("max_instances"), m.vars["cpu"].AsString(), m.vars["memory"].AsString()}
-			if f.entryPoint == functions.NameSweep {
+			switch f.entryPoint {
+			case functions.NameSweep:
 				want = []any{int64(1), int64(0), int64(1), "1", "512Mi"}
+			case functions.NameWork:
+				want = []any{num("work_concurrency"), int64(0), num("work_max_instances"), m.vars["cpu"].AsString(), m.vars["memory"].AsString()}
 			}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("%s concurrency, min, max, cpu, memory (-want +got):\n%s", f.addr, diff)
@@ -401,6 +404,7 @@ func TestTerraformEnvironment(t *testing.T) {
 // Sweep) has a request timeout longer than one invocation plus, for the
 // first two, the work before the stream starts (BATON_REQUEST_TIMEOUT),
 // which must itself leave room for the longest wait for a busy session.
+// Work outlasts the queue's dispatch deadline, which holds an invocation.
 // Chat holds live mode's sockets for Cloud Run's longest request, and a
 // live conversation ends before its socket is cut.
 func TestTerraformTimeouts(t *testing.T) {
@@ -425,6 +429,14 @@ func TestTerraformTimeouts(t *testing.T) {
 				// Sweep's own deadline is request + invocation (it waits
 				// for the invocations it resumes).
 				least = request + invocation
+			case functions.NameWork:
+				// A delivery lasts up to the queue's dispatch deadline, which
+				// holds the tool's run and the resumed agent's.
+				deadline := envDuration(t, f, "BATON_WORK_DEADLINE")
+				if deadline <= invocation+30*time.Second {
+					t.Errorf("%s BATON_WORK_DEADLINE = %v, want more than the invocation (%v) and 30 s", f.addr, deadline, invocation)
+				}
+				least = deadline
 			default:
 				continue
 			}
@@ -457,7 +469,8 @@ func envDuration(t *testing.T, f deployedFunction, name string) time.Duration {
 
 // TestTerraformInvokers: invoker access is granted on the Cloud Run
 // services: the browser-facing functions to var.invokers, Sweep to the
-// scheduler's service account only, and nobody project-wide.
+// scheduler's service account only, Work to the queue's only, and nobody
+// project-wide.
 func TestTerraformInvokers(t *testing.T) {
 	forEachMode(t, func(t *testing.T, m *tfModule) {
 		fns := deployedFunctions(t, m)
@@ -494,8 +507,11 @@ func TestTerraformInvokers(t *testing.T) {
 		scheduler := schedulerJob(t, m)
 		for _, ep := range sortedKeys(fns) {
 			want := invokers
-			if ep == functions.NameSweep {
+			switch ep {
+			case functions.NameSweep:
 				want = []string{"serviceAccount:" + scheduler.block(t, "http_target", "oidc_token").str(t, "service_account_email")}
+			case functions.NameWork:
+				want = []string{"serviceAccount:" + fns[ep].env["BATON_WORK_INVOKER"]}
 			}
 			if diff := cmp.Diff(sorted(want), sorted(members[ep])); diff != "" {
 				t.Errorf("invokers of %s (-want +got):\n%s", ep, diff)

@@ -38,6 +38,23 @@
 // with no sweepAt: its asking tool takes the answer itself (Await), and
 // Open and Questions find it while it is pending.
 //
+// # Background calls
+//
+// A background call's record (KindBackground) also holds its work
+// (Work): it is written "to be enqueued", with its sweep time at
+// EnqueueGrace after its creation rather than at its expiry, so that the
+// sweeper creates the task a crash between the commit and the enqueue
+// left undone; Enqueued marks the task created and moves the sweep time
+// to the expiry. A delivery's attempt claims the work (Claim: counted,
+// held until a time its holder renews with each progress report,
+// Report), and an attempt that failed with an error worth another one
+// lets it go (Release). The result is an answer like any (Answer). Each
+// of these is conditional on the version read, so a duplicate or late
+// delivery changes nothing: two attempts never hold the work at once, and
+// a report after a stop or an expiry fails. Running counts a user's
+// pending background calls over every session (the per-user bound);
+// Working follows a session's pending ones (their progress) for readers.
+//
 // # First writer wins
 //
 // Every update of a record's status is conditional on the record's update
@@ -65,7 +82,11 @@
 // single-field indexes. The sweeper's query (Due) is on the "calls"
 // collection group with scope == X and sweepAt <= now, ordered by sweepAt:
 // the composite index (scope ASC, sweepAt ASC) at collection-group scope,
-// listed in Indexes. gcAt, Retention after the call's expiry, is the TTL
+// listed in Indexes. Running counts on the "calls" collection group with
+// work.owner == X and status == Y: the composite index (work.owner ASC,
+// status ASC) at collection-group scope, listed too; Working's filter
+// (kind and status, within a session) uses the automatic indexes.
+// gcAt, Retention after the call's expiry, is the TTL
 // field (TTLs); TTL only collects garbage, expiry is decided in code.
 // QueriedFields lists the fields whose automatic indexes must stay.
 //

@@ -6,6 +6,7 @@ import "github.com/baton-run/baton/sessionstore"
 // deployment declares each of them.
 var Indexes = []sessionstore.Index{
 	{CollectionGroup: collection, QueryScope: "COLLECTION_GROUP", Fields: []string{fieldScope, fieldSweepAt}},
+	{CollectionGroup: collection, QueryScope: "COLLECTION_GROUP", Fields: []string{fieldWorkOwner, fieldStatus}},
 	// The console (browse.go): Waiting, with and without a user, and
 	// Overdue of one user.
 	{CollectionGroup: collection, QueryScope: "COLLECTION_GROUP", Fields: []string{fieldScope, fieldStatus, fieldKind, fieldCreated}},
@@ -19,7 +20,7 @@ var TTLs = []sessionstore.TTL{{CollectionGroup: collection, Field: fieldGCAt}}
 // QueriedFields are the fields the ledger's queries filter or order on, by
 // collection group: their automatic indexes must not be exempted.
 var QueriedFields = map[string][]string{
-	collection: {fieldScope, fieldSweepAt, fieldStatus, fieldStep, fieldResumed, fieldInCall, fieldKind, fieldUser, fieldCreated},
+	collection: {fieldScope, fieldSweepAt, fieldStatus, fieldStep, fieldResumed, fieldInCall, fieldKind, fieldUser, fieldCreated, fieldWorkOwner},
 }
 
 // DataKinds are the kinds of a person's data the ledger keeps (see

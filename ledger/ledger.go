@@ -53,6 +53,10 @@ type Options struct {
 	AnswerGrace time.Duration
 	// TokenKey signs call tokens; Token fails without one.
 	TokenKey []byte
+	// EnqueueGrace is how long after a background call's record is
+	// written the sweeper waits for its task to be created before it
+	// creates it itself; default 30 seconds.
+	EnqueueGrace time.Duration
 }
 
 // New returns the ledger of app's sessions, which sessions stores.
@@ -66,6 +70,9 @@ func New(sessions *sessionstore.Service, app string, opts *Options) *Ledger {
 	}
 	if l.opts.AnswerGrace <= 0 {
 		l.opts.AnswerGrace = time.Minute
+	}
+	if l.opts.EnqueueGrace <= 0 {
+		l.opts.EnqueueGrace = 30 * time.Second
 	}
 	return l
 }

@@ -31,12 +31,16 @@ const (
 	// KindSurface calls show A2UI surfaces and wait for the person's action
 	// on one of them.
 	KindSurface Kind = "surface"
+	// KindBackground calls are a Go tool's work run off the request: a
+	// queue delivers it to a worker, whose result answers the call (see
+	// Work).
+	KindBackground Kind = "background"
 )
 
 // Kinds lists every Kind, for readers that show or filter records by kind
 // (the operator's console). A new Kind is added here too; a test holds the
 // list to the constants declared in this package.
-var Kinds = []Kind{KindBrowser, KindApproval, KindExternal, KindInput, KindSurface}
+var Kinds = []Kind{KindBrowser, KindApproval, KindExternal, KindInput, KindSurface, KindBackground}
 
 // Status is where a paused call stands: pending until a first writer
 // settles it (resolved by an answer, expired by the sweeper or its asker,
@@ -84,8 +88,11 @@ type Call struct {
 	Input *userinput.Request
 	// Surfaces are what a KindSurface call shows, each surface in full.
 	Surfaces [][]a2ui.Message
-	Status   Status
-	Answer   *Answer // the recorded answer, once resolved
+	// Work is what a KindBackground call's record says of its work; nil
+	// for other kinds.
+	Work   *Work
+	Status Status
+	Answer *Answer // the recorded answer, once resolved
 	// ResolvedBy is the client that recorded the answer ("" for a token's
 	// holder).
 	ResolvedBy string
@@ -146,34 +153,35 @@ const (
 
 // record is the stored form of a Call, converted at the package's edge.
 type record struct {
-	ID         string    `firestore:"id"`
-	App        string    `firestore:"app"`
-	Scope      string    `firestore:"scope"` // "{root}/{app}/{agent}", the sweeper's equality filter
-	Agent      string    `firestore:"agent"`
-	User       string    `firestore:"user"`
-	Session    string    `firestore:"session"`
-	Chat       string    `firestore:"chat,omitempty"`
-	Invocation string    `firestore:"invocation"`
-	Client     string    `firestore:"client"`
-	Tool       string    `firestore:"tool"`
-	Args       []byte    `firestore:"args"` // JSON
-	Kind       string    `firestore:"kind"`
-	Step       string    `firestore:"step"`
-	OriginalID string    `firestore:"originalId"`
-	AnyDevice  bool      `firestore:"anyDevice"`
-	Hint       string    `firestore:"hint"`
-	Input      []byte    `firestore:"input"`      // KindInput: JSON of the userinput.Request shown
-	Surface    []byte    `firestore:"surface"`    // KindSurface: JSON of the surfaces shown
-	InputState string    `firestore:"inputState"` // KindInput: the server's request state, never shown
-	InCall     bool      `firestore:"live"`       // fieldInCall
-	Status     string    `firestore:"status"`
-	Answer     []byte    `firestore:"answer"` // JSON of Answer
-	ResolvedBy string    `firestore:"resolvedBy"`
-	Reason     string    `firestore:"reason,omitempty"`
-	Created    time.Time `firestore:"created"`
-	Expires    time.Time `firestore:"expires"`
-	Resolved   time.Time `firestore:"resolved"`
-	Resumed    bool      `firestore:"resumed"`
+	ID         string      `firestore:"id"`
+	App        string      `firestore:"app"`
+	Scope      string      `firestore:"scope"` // "{root}/{app}/{agent}", the sweeper's equality filter
+	Agent      string      `firestore:"agent"`
+	User       string      `firestore:"user"`
+	Session    string      `firestore:"session"`
+	Chat       string      `firestore:"chat,omitempty"`
+	Invocation string      `firestore:"invocation"`
+	Client     string      `firestore:"client"`
+	Tool       string      `firestore:"tool"`
+	Args       []byte      `firestore:"args"` // JSON
+	Kind       string      `firestore:"kind"`
+	Step       string      `firestore:"step"`
+	OriginalID string      `firestore:"originalId"`
+	AnyDevice  bool        `firestore:"anyDevice"`
+	Hint       string      `firestore:"hint"`
+	Input      []byte      `firestore:"input"`          // KindInput: JSON of the userinput.Request shown
+	Surface    []byte      `firestore:"surface"`        // KindSurface: JSON of the surfaces shown
+	InputState string      `firestore:"inputState"`     // KindInput: the server's request state, never shown
+	InCall     bool        `firestore:"live"`           // fieldInCall
+	Work       *workRecord `firestore:"work,omitempty"` // KindBackground: fieldWork
+	Status     string      `firestore:"status"`
+	Answer     []byte      `firestore:"answer"` // JSON of Answer
+	ResolvedBy string      `firestore:"resolvedBy"`
+	Reason     string      `firestore:"reason,omitempty"`
+	Created    time.Time   `firestore:"created"`
+	Expires    time.Time   `firestore:"expires"`
+	Resolved   time.Time   `firestore:"resolved"`
+	Resumed    bool        `firestore:"resumed"`
 	// SweepAt is when the sweeper must next look at the call: its expiry
 	// while pending, a grace period after an answer until the agent is
 	// resumed. It is removed once the agent has the answer (or, for an
@@ -184,9 +192,10 @@ type record struct {
 	GCAt time.Time `firestore:"gcAt"`
 }
 
-// recordOf is c's stored form, of agent's scope, collected retention
-// after it expires.
-func recordOf(c *Call, scope string, retention time.Duration) (*record, error) {
+// recordOf is c's stored form, of agent's scope, with opts' retention
+// and grace.
+func (l *Ledger) recordOf(c *Call) (*record, error) {
+	scope, retention := l.scope(c.Agent), l.opts.Retention
 	args, err := json.Marshal(c.Args)
 	if err != nil {
 		return nil, fmt.Errorf("encode arguments of %q: %w", c.ID, err)
@@ -208,8 +217,16 @@ func recordOf(c *Call, scope string, retention time.Duration) (*record, error) {
 			return nil, fmt.Errorf("encode surfaces of %q: %w", c.ID, err)
 		}
 	}
+	if c.Work != nil {
+		r.Work = l.workRecordOf(c)
+	}
 	if !c.Resumed {
 		sweepAt := c.Expires
+		if r.Work != nil && r.Work.Enqueued.IsZero() {
+			// To be enqueued: the sweeper repairs an enqueue that a crash
+			// after the commit left undone.
+			sweepAt = minTime(c.Created.Add(l.opts.EnqueueGrace), c.Expires)
+		}
 		r.SweepAt = &sweepAt
 	}
 	return r, nil
@@ -223,6 +240,9 @@ func (r *record) call(version time.Time) (*Call, error) {
 		AnyDevice: r.AnyDevice, InCall: r.InCall, Hint: r.Hint, Status: Status(r.Status), ResolvedBy: r.ResolvedBy,
 		Reason: r.Reason, Created: r.Created, Expires: r.Expires, Resolved: r.Resolved, Resumed: r.Resumed,
 		inputState: r.InputState, answer: r.Answer, version: version,
+	}
+	if r.Work != nil {
+		c.Work = r.Work.work()
 	}
 	if len(r.Args) > 0 {
 		if err := json.Unmarshal(r.Args, &c.Args); err != nil {

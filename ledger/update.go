@@ -21,7 +21,7 @@ import (
 // its chat's listing (waiting.go). c is pending; its record is swept at
 // its expiry and collected Retention later.
 func (l *Ledger) Record(c *Call) (create sessionstore.Write, listing []sessionstore.Write, err error) {
-	r, err := recordOf(c, l.scope(c.Agent), l.opts.Retention)
+	r, err := l.recordOf(c)
 	if err != nil {
 		return sessionstore.Write{}, nil, err
 	}
@@ -146,6 +146,11 @@ func (l *Ledger) settle(ctx context.Context, c *Call, status Status, now time.Ti
 // (with what rides with it).
 func (l *Ledger) commit(ctx context.Context, c *Call, w ...sessionstore.Write) error {
 	_, err := l.sessions.Commit(ctx, w...)
+	return changed(err)
+}
+
+// changed is err, a commit's, with a failed condition marked ErrChanged.
+func changed(err error) error {
 	if errors.Is(err, sessionstore.ErrConflict) {
 		return fmt.Errorf("%w: %w", ErrChanged, err)
 	}

@@ -33,7 +33,10 @@
 //
 //	{root}/{app}/users/{user}/limits/tokens-{day}
 //
-// (UTC), where a deleted session's count goes. The count is read when the
+// (UTC), where a deleted session's count goes, and the tokens a background
+// tool's own model calls use (Counter.AddTokens: an increment, one write a
+// request; Counter.Spent reads the day for such a tool's check, in
+// limits/work.go). The count is read when the
 // turn begins, beside its model request (Counter.Begin: the model does not
 // wait for it), and the commit that stores the turn's message waits for it
 // (Meter.CheckBudget): a commit cannot be conditioned on a sum, and a
@@ -43,7 +46,8 @@
 // use. An instance that refused a user for the budget remembers it until
 // the UTC day ends (a day's count only grows). Counting a chat's tokens
 // per chat rather than per user is what saves the write: a user's total is
-// only ever read on the turn path.
+// only ever read on the turn path (and by a background tool that checks
+// its budget).
 //
 // # Live segments
 //

@@ -42,6 +42,7 @@ type Conversation struct {
 	held      map[string]bool // calls the current model session holds
 	atHandle  []string        // the waiting calls the latest handle held
 	started   bool            // the first connection is up
+	following bool            // the listener on the session's background work runs (followWork)
 	announced bool            // "reconnecting" was sent for the connection coming
 	turn      turnState
 	tokens    int64 // used by the segment's model turns

@@ -41,6 +41,12 @@
 // decision is stored with its record closed before the tool runs with it,
 // so the tool runs at most once.
 //
+// A background call (toolcallback.Background) is stored like a paused
+// call and shown as a tool-call of kind background; its work runs on the
+// queue, its progress comes as tool-progress frames from a listener on the
+// session's background calls, opened once the client is shown one
+// (work.go), and its result reaches the model through Answers.
+//
 // # Across instances
 //
 // The model's resumption handle is stored in the session state

@@ -20,8 +20,8 @@ type Client interface {
 }
 
 // Message is a message to the client; each is one JSON text frame with a
-// "type". The conversation sends Ready, Transcript, ToolCall, ToolResult
-// and Signal; the HTTP edge sends Error and End, once the conversation
+// "type". The conversation sends Ready, Transcript, ToolCall, ToolResult,
+// ToolProgress and Signal; the HTTP edge sends Error and End, once the conversation
 // has ended (Conversation.Wait).
 type Message interface{ messageType() string }
 
@@ -49,7 +49,8 @@ type Transcript struct {
 
 // ToolCall is a call waiting for the client: a browser tool to run, an
 // approval to ask, a question to put. Kind is "browser", "approval",
-// "input" (or "external", which the client only shows). An approval is
+// "input" (or "external" or "background", which the client only shows:
+// a background call's progress comes as ToolProgress). An approval is
 // answered with ApprovalID; the others with ToolCallID. DeviceID is the
 // device that may answer it ("" when any of the user's may).
 type ToolCall struct {
@@ -69,6 +70,18 @@ type ToolResult struct {
 	ToolCallID string `json:"toolCallId"`
 	Output     any    `json:"output,omitempty"`
 	ErrorText  string `json:"errorText,omitempty"`
+}
+
+// ToolProgress is how a background call shown as a ToolCall (kind
+// "background") is going: the latest progress its work stored (a JSON
+// value; a string is a line of text), sent as the worker stores it, at
+// most once per the team's ProgressInterval per call. The call's
+// ToolResult follows once the model has its result.
+type ToolProgress struct {
+	Type       string          `json:"type"` // "tool-progress"
+	ToolCallID string          `json:"toolCallId"`
+	ToolName   string          `json:"toolName"`
+	Progress   json.RawMessage `json:"progress"`
 }
 
 // Signal is a message with no field but its type: "turn-complete" (the
@@ -93,13 +106,14 @@ type End struct {
 	Reason string `json:"reason"`
 }
 
-func (Ready) messageType() string      { return "ready" }
-func (Transcript) messageType() string { return "transcript" }
-func (ToolCall) messageType() string   { return "tool-call" }
-func (ToolResult) messageType() string { return "tool-result" }
-func (m Signal) messageType() string   { return m.Type }
-func (Error) messageType() string      { return "error" }
-func (End) messageType() string        { return "end" }
+func (Ready) messageType() string        { return "ready" }
+func (Transcript) messageType() string   { return "transcript" }
+func (ToolCall) messageType() string     { return "tool-call" }
+func (ToolResult) messageType() string   { return "tool-result" }
+func (ToolProgress) messageType() string { return "tool-progress" }
+func (m Signal) messageType() string     { return m.Type }
+func (Error) messageType() string        { return "error" }
+func (End) messageType() string          { return "end" }
 
 // The reasons a conversation ends (End.Reason).
 const (

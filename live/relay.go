@@ -95,6 +95,7 @@ func (c *Conversation) connectedAgain(resumed bool) {
 			c.reconnected(false) // the handle was refused: a new model session holds nothing
 		}
 		c.send(c.ready(resumed))
+		c.followWork(c.seg.Open)
 		return
 	}
 	c.reconnected(resumed)

@@ -49,6 +49,7 @@ func (c *Conversation) paused(calls []*genai.FunctionCall, paused []*toolcallbac
 	for _, p := range paused {
 		c.send(toolCall(p))
 	}
+	c.followWork(paused)
 	for _, fc := range calls {
 		pausedFC := slices.ContainsFunc(paused, func(p *toolcallback.Call) bool { return p.OriginalID == fc.ID })
 		if !pausedFC && c.longRunning(fc.Name) {

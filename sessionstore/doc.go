@@ -72,7 +72,8 @@
 // user's sessions (SessionTokens, one aggregation query) plus the day
 // document of the user's deleted sessions (DayTokensDoc): a delete moves
 // the session's count there in its own commit, so that deleting a chat
-// does not give its tokens back.
+// does not give its tokens back; AddDayTokens adds there the tokens of
+// model calls made outside any session's commit (a background tool's).
 //
 // Other parts keep documents of their own beside the sessions (the
 // ledger's records under a session, the turn limits' counts under a user,

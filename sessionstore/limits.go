@@ -119,6 +119,24 @@ func (s *Service) carryTokens(ctx context.Context, batch *firestore.WriteBatch, 
 	if doc.TokensUsed <= 0 || doc.TokensDay != tokenDay(now) {
 		return
 	}
-	expires := now.UTC().Truncate(24 * time.Hour).Add(48 * time.Hour)
-	batch.Set(s.client.Doc(s.DayTokensDoc(app, user, now).path), map[string]any{"tokens": firestore.Increment(doc.TokensUsed), "gcAt": expires}, firestore.MergeAll)
+	batch.Set(s.client.Doc(s.DayTokensDoc(app, user, now).path), dayTokensAdded(doc.TokensUsed, now), firestore.MergeAll)
+}
+
+// dayTokensAdded is the merge that adds n tokens to a day document of now.
+func dayTokensAdded(n int64, now time.Time) map[string]any {
+	return map[string]any{"tokens": firestore.Increment(n), "gcAt": now.UTC().Truncate(24 * time.Hour).Add(48 * time.Hour)}
+}
+
+// AddDayTokens counts n tokens user used on the UTC day of now outside any
+// session's commit (a background tool's own model calls) in the user's day
+// document, which the day's total includes: one write, an increment, so
+// that writers never conflict.
+func (s *Service) AddDayTokens(ctx context.Context, app, user string, n int64, now time.Time) error {
+	if n <= 0 {
+		return nil
+	}
+	if _, err := s.client.Doc(s.DayTokensDoc(app, user, now).path).Set(ctx, dayTokensAdded(n, now), firestore.MergeAll); err != nil {
+		return fmt.Errorf("count tokens: %w", FirestoreError(err))
+	}
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/a2ui"
+	"github.com/baton-run/baton/ledger"
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/transcript"
 	"github.com/baton-run/baton/userinput"
@@ -27,6 +28,28 @@ type pausingTools struct {
 	asker *questionAsker // for tools that ask while they run (AskInCall)
 	// surfaces are what the invocation's calls show (Surface, ShowSurface).
 	surfaces a2ui.Calls
+	// refused are calls not paused when their event was stored, by id,
+	// with why (a background call over the user's bound): their tool
+	// returns the reason instead of pausing.
+	refused map[string]string
+}
+
+// refuse records that call id is not paused, for reason.
+func (t *pausingTools) refuse(id, reason string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.refused == nil {
+		t.refused = map[string]string{}
+	}
+	t.refused[id] = reason
+}
+
+// refusal is why call id was not paused, if it was refused.
+func (t *pausingTools) refusal(id string) (string, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	reason, ok := t.refused[id]
+	return reason, ok
 }
 
 type pausingToolsKey struct{}
@@ -143,12 +166,23 @@ func approvalRequest(prior session.Events, ev *session.Event, fc *genai.Function
 // calls they record, the writes that create them in the commit storing ev
 // and the writes of that commit that count them in chat's listing; client
 // started the invocation.
-func (e *engine) records(sess *sessionstore.Session, ev *session.Event, tools *pausingTools, client, chat string) (creates, listing []sessionstore.Write, calls []*Call, err error) {
-	for _, d := range pausedBy(tools, sess.Events(), ev) {
+func (e *engine) records(ctx context.Context, sess *sessionstore.Session, ev *session.Event, tools *pausingTools, client, chat string) (creates, listing []sessionstore.Write, calls []*Call, err error) {
+	paused, err := e.admitWork(ctx, sess.UserID(), pausedBy(tools, sess.Events(), ev), tools)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	for _, d := range paused {
 		if err := sessionstore.ValidateID("call id", d.id); err != nil {
 			return nil, nil, nil, err
 		}
+		if d.spec.Kind == KindBackground {
+			// Readers show it as server work under way (transcript).
+			transcript.NoteBackground(ev, d.id)
+		}
 		c := e.newCall(sess.UserID(), sess.ID(), d, client)
+		if c.Work != nil {
+			c.Work.TokensPerDay = tokenBudget(ctx) // the turn's: the work's own model calls are held to it
+		}
 		c.Chat = chat
 		w, l, err := e.ledger.Record(c)
 		if err != nil {
@@ -175,5 +209,8 @@ func (e *engine) newCall(user, sid string, d pausedCall, client string) *Call {
 		Created: d.created, Expires: d.created.Add(timeout),
 	}
 	c.SetInputState(d.state)
+	if d.spec.Kind == KindBackground {
+		c.Work = &ledger.Work{MaxAttempts: d.spec.attempts}
+	}
 	return c
 }

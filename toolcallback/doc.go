@@ -9,8 +9,9 @@
 //
 // # Tools
 //
-// The calls that pause are those of Browser, External and Surface tools
-// (the tool announces itself when the model request is built) and ADK's
+// The calls that pause are those of Browser, External, Surface and
+// Background tools (the tool announces itself when the model request is
+// built) and ADK's
 // tool confirmations (an Approval, a question asked with userinput.Ask);
 // AskInCall asks a person while its tool runs, and the turn stays open.
 // Each declaration says how it pauses.
@@ -231,6 +232,27 @@
 // safe when the older holder is alive after all: its next write fails with
 // ErrLeaseLost. Waiting out a dead holder's lease made a reconnect take 11
 // s; the takeover takes about one.
+//
+// # Background calls
+//
+// A Background tool's call pauses as a browser call does; its record is
+// written "to be enqueued" with the event, and the task that carries the
+// work (package workqueue) is created after the commit, with a name
+// derived from the call, so that the repair of a lost enqueue (Sweep, the
+// chat's next request: enqueue.go) cannot queue the work twice. Team.Work
+// serves the queue's deliveries on any instance and decides on the record
+// alone (work.go): each step (claim, progress, release, answer) is first
+// writer wins, so duplicate and late deliveries change nothing, and a
+// delivery that finds another attempt holding the work asks to be
+// delivered again after the hold rather than being acknowledged, since
+// acknowledging it would drop the retry the holder may need if it dies.
+// While the tool runs (workrun.go), a listener on its record ends its
+// context once the call is closed on any instance, and a loop stores the
+// latest progress at most once per ProgressInterval, renewing the hold
+// with it. The result is recorded as an answer and delivered through the
+// answer's path, so the agent is resumed once. Progress is stored on the
+// record, never on the session document, whose writes would fence the
+// lease holder; readers follow it with FollowedChat.Working.
 //
 // # Operators
 //

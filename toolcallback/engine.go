@@ -35,13 +35,24 @@ type engine struct {
 	sessions *sessionstore.Service
 	ledger   *ledger.Ledger
 	feedback *feedback.Store
-	limits   *limits.Counter
+	limits   *limits.Counter // the team's: a background tool's own model calls are held to the budget
 	opts     *Options
+	// work are the member's background tools, by name: the worker finds
+	// a call's tool here, on any instance.
+	background map[string]*BackgroundTool
 }
 
-// newEngine returns the engine running root for t.
-func newEngine(t *Team, root agent.Agent) (*engine, error) {
-	e := &engine{app: t.app, root: root, agent: root.Name(), sessions: t.sessions, ledger: t.ledger, feedback: t.feedback, limits: t.limits, opts: t.opts}
+// newEngine returns the engine running m's agent for t.
+func newEngine(t *Team, m Member) (*engine, error) {
+	root := m.Agent
+	e := &engine{app: t.app, root: root, agent: root.Name(), sessions: t.sessions, ledger: t.ledger, feedback: t.feedback, limits: t.limits, opts: t.opts,
+		background: map[string]*BackgroundTool{}}
+	for _, bt := range m.Background {
+		if _, dup := e.background[bt.Name()]; dup {
+			return nil, fmt.Errorf("two background tools named %q", bt.Name())
+		}
+		e.background[bt.Name()] = bt
+	}
 	// Each invocation builds its own runner (see start); this one checks
 	// the agent tree once.
 	if _, err := runner.New(runner.Config{AppName: t.app, Agent: root, SessionService: t.sessions}); err != nil {

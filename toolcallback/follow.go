@@ -64,3 +64,14 @@ func (f *FollowedChat) Watch(ctx context.Context, recent int) iter.Seq2[*session
 func (f *FollowedChat) InCallQuestions(ctx context.Context) iter.Seq2[*Call, error] {
 	return f.t.ledger.Questions(ctx, f.Chat.UserID, f.Chat.SessionID)
 }
+
+// Working follows the background calls of the chat's session while they
+// run, from any instance, until ctx ends: it yields each one pending when
+// it starts, each change of its record (its progress, Call.Work), and
+// each once settled, as recorded. It listens to the session's pending
+// background calls (ledger.Ledger.Working): a read per change yielded,
+// none while nothing changes; the progress of one call changes its record
+// at most once per Options.ProgressInterval.
+func (f *FollowedChat) Working(ctx context.Context) iter.Seq2[*Call, error] {
+	return f.t.ledger.Working(ctx, f.Chat.UserID, f.Chat.SessionID)
+}

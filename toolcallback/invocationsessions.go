@@ -136,7 +136,7 @@ func (s *invocationSessions) AppendEvent(ctx context.Context, handle session.Ses
 	again := userinput.HideStates(ev)
 	s.tools.surfaces.Follow(sess)
 	s.tools.surfaces.NoteShows(ev)
-	records, listing, calls, err := s.e.records(sess, ev, s.tools, s.client, s.chat)
+	records, listing, calls, err := s.e.records(ctx, sess, ev, s.tools, s.client, s.chat)
 	if err == nil {
 		err = s.e.opts.Files.SaveEventFiles(ctx, sess.UserID(), sess.ID(), ev)
 	}
@@ -163,6 +163,9 @@ func (s *invocationSessions) AppendEvent(ctx context.Context, handle session.Ses
 		err = s.Service.AppendEventWith(ctx, sess, ev, opts)
 		if opts.Claim != nil {
 			s.claimDone(ctx, err)
+		}
+		if err == nil {
+			s.e.enqueueWork(ctx, calls) // stored: the background calls' work goes to the queue
 		}
 	}
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/baton-run/baton/chatfiles"
 	"github.com/baton-run/baton/sessionstore"
+	"github.com/baton-run/baton/workqueue"
 )
 
 // LeasePolicy says what a turn does when another invocation holds the
@@ -115,6 +116,23 @@ type Options struct {
 	// parts that keep resources per chat, such as MCP connections, follow
 	// the chat without this package knowing them.
 	ChatSwitched func(ctx context.Context, chat *sessionstore.Chat, from string)
+	// Queue carries background calls' work to the worker (Team.Work; see
+	// Background). Nil: background calls are refused, each with an error
+	// response the model reads.
+	Queue *workqueue.Queue
+	// ProgressInterval is how often, at most, a background call's latest
+	// progress report is stored; an attempt holds the call's work for ten
+	// intervals, renewed with the reports (or on their own every third of
+	// that). Default 3s.
+	ProgressInterval time.Duration
+	// BackgroundPerUser bounds the background calls one user may have
+	// running at once, over every chat; a call over it is refused (its
+	// tool answers the model with an error). Default 5; negative: no bound.
+	BackgroundPerUser int
+	// EnqueueGrace is how long after a background call is stored the
+	// sweeper (or the chat's next request) waits for its task to be
+	// created before it creates it itself. Default 30s.
+	EnqueueGrace time.Duration
 	// ChatDeleted, when set, is called once a chat's deletion (DeleteChat,
 	// DeleteAccount, or Sweep's of an idle chat) removed its sessions, with
 	// the chat as it was stored, for the same parts.
@@ -162,6 +180,11 @@ func (o *Options) withDefaults() Options {
 	def(&out.AnswerGrace, time.Minute)
 	def(&out.Retention, 7*24*time.Hour)
 	def(&out.IdleRetention, 30*24*time.Hour)
+	def(&out.ProgressInterval, 3*time.Second)
+	def(&out.EnqueueGrace, 30*time.Second)
+	if out.BackgroundPerUser == 0 {
+		out.BackgroundPerUser = 5
+	}
 	def(&out.AccountCheckEvery, 24*time.Hour)
 	if out.WarmChats == 0 {
 		out.WarmChats = 1000

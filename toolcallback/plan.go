@@ -119,6 +119,7 @@ const maxPlans = 3
 // out. A switch is carried out, then the turn is planned again on the chat
 // as it now is; a plan that lost its race is planned again on a read.
 func (t *Team) turn(ctx context.Context, req turnRequest, carry carrier) (started, *SwitchReport, error) {
+	ctx = withTokenBudget(ctx, req.Limits.UserTokensPerDay) // the background calls it makes carry it
 	report := &SwitchReport{}
 	useCopy := !req.live
 	for attempt := 1; ; attempt++ {

@@ -325,6 +325,9 @@ func settledError(c *Call, a Answer) error {
 }
 
 func checkAnswer(kind Kind, a Answer) error {
+	if kind == KindBackground {
+		return fmt.Errorf("%w: a background call is answered by its work only", ErrWrongClient)
+	}
 	if kind == KindApproval {
 		if a.Approved == nil || a.Output != nil || a.Error != "" {
 			return fmt.Errorf("%w: an approval needs a decision (approved true or false) and nothing else", ErrInvalidAnswer)

@@ -159,5 +159,8 @@ func (e *engine) commitRewind(ctx context.Context, sess *sessionstore.Session, p
 	}
 	_, err = e.sessions.RewindSession(ctx, sess, e.agent, sessionstore.RewindMark{Before: plan.before, Request: plan.key},
 		sessionstore.AppendOptions{Writes: writes, DocsClosed: true, Claim: claim, TurnLog: counts.TurnLog})
+	if err == nil {
+		e.dropWork(ctx, docs) // the commit closed them
+	}
 	return err
 }

@@ -252,7 +252,7 @@ func (l *liveSessions) AppendEvent(context.Context, session.Session, *session.Ev
 // requests for approvals, as in a turn) in one commit; it returns those
 // calls, which the caller shows to the client and does not run.
 func (s *LiveSegment) Append(ctx context.Context, ev *session.Event, opts sessionstore.AppendOptions) ([]*Call, error) {
-	creates, listing, calls, err := s.e.records(s.Session, ev, s.tools, s.client, s.Chat.ID)
+	creates, listing, calls, err := s.e.records(withTokenBudget(ctx, s.meter.Budget()), s.Session, ev, s.tools, s.client, s.Chat.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -267,6 +267,7 @@ func (s *LiveSegment) Append(ctx context.Context, ev *session.Event, opts sessio
 	if err := s.e.sessions.AppendEventWith(ctx, s.Session, ev, opts); err != nil {
 		return calls, err
 	}
+	s.e.enqueueWork(ctx, calls) // stored: the background calls' work goes to the queue
 	countPaused(ctx, calls)
 	countTokenUsage(ctx, s.e.agent, ev.ModelVersion, ev.UsageMetadata)
 	return calls, nil
@@ -297,6 +298,13 @@ func (s *LiveSegment) Answers(ctx context.Context) iter.Seq2[*Call, error] {
 			}
 		}
 	}
+}
+
+// Working follows the background calls of the segment's session while
+// they run, from any instance, until ctx ends (FollowedChat.Working): each
+// change of a pending call's record, its progress among them.
+func (s *LiveSegment) Working(ctx context.Context) iter.Seq2[*Call, error] {
+	return s.e.ledger.Working(ctx, s.Session.UserID(), s.Session.ID())
 }
 
 // Response is the function response that gives the agent the answer to c,

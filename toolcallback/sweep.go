@@ -3,6 +3,7 @@ package toolcallback
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/baton-run/baton/ledger"
@@ -15,6 +16,7 @@ type SweepReport struct {
 	Skipped  int `json:"skipped"`  // steps left for a later sweep (session busy, siblings pending)
 	Repaired int `json:"repaired"` // chats whose switch leftovers were removed
 	Idle     int `json:"idle"`     // idle chats deleted with all their documents
+	Enqueued int `json:"enqueued"` // background calls whose task a crash or a failure left uncreated, created
 	// Accounts are accounts whose deletion the sweep finished: asked for
 	// and left unfinished, or of users the identity provider no longer
 	// has (Options.AccountGone).
@@ -57,15 +59,26 @@ func (e *engine) sweep(ctx context.Context, now time.Time) (SweepReport, error) 
 			break
 		}
 		if d.Status == StatusPending && !now.Before(d.Expires) {
-			expired, err := e.ledger.Expire(ctx, d, now)
+			expired, err := e.expire(ctx, d, now)
 			if errors.Is(err, ledger.ErrChanged) {
 				continue // answered or expired by someone else meanwhile; next sweep
 			}
 			if err != nil {
 				return report, err
 			}
+			if expired.Status == StatusExpired {
+				report.Expired++
+				e.dropWork(ctx, []*Call{expired})
+			}
 			d = expired
-			report.Expired++
+		}
+		if e.toEnqueue(d, now) {
+			if err := e.enqueue(ctx, d); err != nil {
+				e.opts.Logger.Warn("sweep: enqueue a background call", "call", d.ID, "error", err)
+				continue
+			}
+			report.Enqueued++
+			continue
 		}
 		k := stepKey{d.UserID, d.SessionID, d.Step}
 		if seen[k] || d.Status == StatusPending {
@@ -118,6 +131,7 @@ func (t *Team) Sweep(ctx context.Context, now time.Time) (SweepReport, error) {
 		report.Expired += r.Expired
 		report.Resumed += r.Resumed
 		report.Skipped += r.Skipped
+		report.Enqueued += r.Enqueued
 		report.Overdue += r.Overdue
 		if err != nil {
 			return report, err
@@ -156,4 +170,23 @@ func (t *Team) Sweep(ctx context.Context, now time.Time) (SweepReport, error) {
 		}
 	}
 	return report, t.sweepAccounts(ctx, now, &report)
+}
+
+// expire expires d, a pending call whose time ran out by now, and returns
+// it as now recorded. A background call's running attempt writes its
+// record every few seconds (its progress, its hold): a change that is
+// only that is read again and the expiry tried again, so that the work
+// cannot outrun the sweeper. Settled by someone else, it is returned as
+// settled.
+func (e *engine) expire(ctx context.Context, d *Call, now time.Time) (*Call, error) {
+	for range 3 {
+		expired, err := e.ledger.Expire(ctx, d, now)
+		if !errors.Is(err, ledger.ErrChanged) || d.Kind != KindBackground {
+			return expired, err
+		}
+		if d, err = e.ledger.Get(ctx, d.UserID, d.SessionID, d.ID); err != nil || d.Status != StatusPending {
+			return d, err
+		}
+	}
+	return nil, fmt.Errorf("%w: call %q keeps changing", ledger.ErrChanged, d.ID)
 }

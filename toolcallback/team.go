@@ -22,6 +22,11 @@ type Member struct {
 	// without the previous agent's session-scoped state (user: and app:
 	// state are shared anyway; temp: never moves).
 	DropState bool
+	// Background are the background tools among the agent's (and its
+	// sub-agents') tools: the worker, on any instance, runs a call's work
+	// with the tool of that name found here (ADK does not expose an
+	// agent's tools).
+	Background []*BackgroundTool
 }
 
 // Team serves chat sessions that can move between agents. A chat id is what
@@ -53,7 +58,8 @@ func NewTeam(sessions *sessionstore.Service, app string, members []Member, opts 
 	o := opts.withDefaults()
 	t := &Team{app: app, sessions: sessions, engines: map[string]*engine{}, members: map[string]Member{}, opts: &o,
 		limits: limits.NewCounter(sessions, app), feedback: feedback.New(sessions, app),
-		ledger: ledger.New(sessions, app, &ledger.Options{Retention: o.Retention, AnswerGrace: o.AnswerGrace, TokenKey: o.TokenKey})}
+		ledger: ledger.New(sessions, app, &ledger.Options{Retention: o.Retention, AnswerGrace: o.AnswerGrace, TokenKey: o.TokenKey,
+			EnqueueGrace: o.EnqueueGrace})}
 	if o.WarmChats > 0 {
 		t.memory.warm = newWarmChats(o.WarmChats, o.WarmBytes)
 	}
@@ -62,7 +68,7 @@ func NewTeam(sessions *sessionstore.Service, app string, members []Member, opts 
 		if _, dup := t.engines[name]; dup {
 			return nil, fmt.Errorf("two agents named %q", name)
 		}
-		e, err := newEngine(t, m.Agent)
+		e, err := newEngine(t, m)
 		if err != nil {
 			return nil, fmt.Errorf("agent %q: %w", name, err)
 		}

@@ -40,6 +40,8 @@ type pauseSpec struct {
 	// decide, when set, decides per call (a surface's) what it shows and
 	// whether it pauses, when the call is stored.
 	decide func(prior session.Events, id string, args map[string]any) (a2ui.Shown, bool)
+	// attempts bounds a background call's attempts (BackgroundConfig).
+	attempts int
 }
 
 // BrowserConfig declares a tool that runs in the user's browser.
@@ -114,7 +116,15 @@ func (p *pausing) inner() functionTool { return p.Tool.(functionTool) }
 
 func (p *pausing) Declaration() *genai.FunctionDeclaration { return p.inner().Declaration() }
 
+// Run pauses the invocation on the call, or, when the call was refused as
+// its event was stored (a background call over the user's bound), returns
+// why, and the agent goes on.
 func (p *pausing) Run(ctx agent.Context, args any) (map[string]any, error) {
+	if tools := pausingToolsFrom(ctx); tools != nil {
+		if reason, refused := tools.refusal(ctx.FunctionCallID()); refused {
+			return map[string]any{"error": reason}, nil
+		}
+	}
 	return p.inner().Run(ctx, args)
 }
 

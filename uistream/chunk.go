@@ -72,6 +72,9 @@ type (
 		// ProviderExecuted marks the call as answered on the server's
 		// side, which a page then has nothing to send for.
 		ProviderExecuted bool `json:"providerExecuted,omitempty"`
+		// Preliminary marks an output the call's final one replaces: a
+		// background call's progress (Encoder.Progress).
+		Preliminary bool `json:"preliminary,omitempty"`
 	}
 	// ToolOutputError is a tool call's failure, as shown to the user.
 	ToolOutputError struct {

@@ -36,6 +36,12 @@ const (
 	// CallExternal is answered by another system: tool-input-available (the
 	// page shows it as waiting). ADK's placeholder response is not sent.
 	CallExternal
+	// CallBackground runs on the server, off the request (a background
+	// tool's): tool-input-available, provider-executed for a page; then,
+	// while it runs, its progress as preliminary outputs (Progress); then
+	// its answer, from the user's side of the transcript, as the call's
+	// output. ADK's placeholder response, the agent's, is not sent.
+	CallBackground
 )
 
 // ErrFinished is returned by [Encoder] methods called after
@@ -87,8 +93,9 @@ type Encoder struct {
 	texts     map[string]*uiText // streamed model responses, by uiTextKey
 	openTexts []*uiText          // texts with an open part, in opening order
 
-	inputs map[string]bool // call ids sent as tool-input-available
-	paused map[string]bool // call ids answered outside this stream
+	inputs     map[string]bool // call ids sent as tool-input-available
+	paused     map[string]bool // call ids answered outside this stream
+	background map[string]bool // call ids of background work: only their answer is sent
 
 	// For useChat pages (SetDevice): every call but a browser call is
 	// marked provider-executed, and browser and approval calls name device,
@@ -127,11 +134,12 @@ func (s *Encoder) SetDevice(device string) {
 // message on the client (see SetMessageID).
 func NewEncoder(sink Sink, messageID string) *Encoder {
 	return &Encoder{
-		sink:      sink,
-		messageID: messageID,
-		texts:     make(map[string]*uiText),
-		inputs:    make(map[string]bool),
-		paused:    make(map[string]bool),
+		sink:       sink,
+		messageID:  messageID,
+		texts:      make(map[string]*uiText),
+		inputs:     make(map[string]bool),
+		paused:     make(map[string]bool),
+		background: make(map[string]bool),
 	}
 }
 
@@ -413,6 +421,9 @@ func (s *Encoder) final(ev *session.Event, kind func(*genai.FunctionCall) CallKi
 			continue
 		}
 		_, confirming := ev.Actions.RequestedToolConfirmations[p.FunctionResponse.ID]
+		if s.background[p.FunctionResponse.ID] && ev.Author != uiUserAuthor {
+			continue // the tool's placeholder: the work's answer comes later
+		}
 		errs = append(errs, s.response(p.FunctionResponse, confirming))
 	}
 	return errors.Join(errs...)
@@ -529,10 +540,32 @@ func (s *Encoder) call(call *genai.FunctionCall, kindOf func(*genai.FunctionCall
 	if kindOf != nil {
 		kind = kindOf(call)
 	}
-	if kind != CallServer {
+	switch kind {
+	case CallServer:
+	case CallBackground:
+		s.background[call.ID] = true
+	default:
 		s.paused[call.ID] = true
 	}
 	return s.toolInput(call, kind)
+}
+
+// Progress sends how the background call id is going, progress (a JSON
+// value), as the call's preliminary output, which the call's answer
+// replaces: tool-output-available with preliminary true. A call the
+// stream has not shown gets nothing (the client needs its part first).
+func (s *Encoder) Progress(id string, progress json.RawMessage) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.usable(); err != nil {
+		return err
+	}
+	if !s.inputs[id] || len(progress) == 0 {
+		return nil
+	}
+	s.start()
+	s.chunk(ToolOutputAvailable{ToolCallID: id, Output: progress, ProviderExecuted: s.forPage, Preliminary: true})
+	return s.flush()
 }
 
 // approval sends ADK's confirmation request as the original call awaiting
@@ -596,7 +629,7 @@ func (s *Encoder) response(resp *genai.FunctionResponse, confirming bool) error 
 	}
 	s.step()
 	if e, ok := resp.Response["error"]; ok && e != nil && e != "" {
-		s.chunk(ToolOutputError{ToolCallID: resp.ID, ErrorText: ErrorText(e), ProviderExecuted: live && s.forPage})
+		s.chunk(ToolOutputError{ToolCallID: resp.ID, ErrorText: ErrorText(e), ProviderExecuted: (live || s.background[resp.ID]) && s.forPage})
 		return nil
 	}
 	var v any = resp.Response
@@ -604,7 +637,7 @@ func (s *Encoder) response(resp *genai.FunctionResponse, confirming bool) error 
 		v = map[string]any{}
 	}
 	output, err := uiJSON(v)
-	s.chunk(ToolOutputAvailable{ToolCallID: resp.ID, Output: output, ProviderExecuted: live && s.forPage})
+	s.chunk(ToolOutputAvailable{ToolCallID: resp.ID, Output: output, ProviderExecuted: (live || s.background[resp.ID]) && s.forPage})
 	if err != nil {
 		return fmt.Errorf("output of call %q: %w", resp.ID, err)
 	}

@@ -62,9 +62,9 @@ type agentSwitch struct {
 }
 
 // toolPart is a tool call: States input-available (open),
-// approval-requested (an open approval), output-available and
-// output-error. Every call but an open browser call is
-// provider-executed, so useChat never runs it.
+// approval-requested (an open approval), output-available (preliminary:
+// a running background call's progress) and output-error. Every call but
+// an open browser call is provider-executed, so useChat never runs it.
 type toolPart struct {
 	Type                 string         `json:"type"` // "tool-" + the tool's name
 	ToolCallID           string         `json:"toolCallId"`
@@ -73,6 +73,7 @@ type toolPart struct {
 	Output               any            `json:"output,omitempty"`
 	ErrorText            string         `json:"errorText,omitempty"`
 	ProviderExecuted     bool           `json:"providerExecuted"`
+	Preliminary          bool           `json:"preliminary,omitempty"` // Output is a running background call's latest progress
 	Approval             *approvalView  `json:"approval,omitempty"`
 	CallProviderMetadata *callMetadata  `json:"callProviderMetadata,omitempty"`
 }
@@ -252,6 +253,10 @@ func newToolPart(item HistoryItem, open *toolcallback.Call) toolPart {
 	case open != nil && (open.Kind == toolcallback.KindBrowser || open.Kind == toolcallback.KindSurface):
 		p.State, p.ProviderExecuted = "input-available", false
 		p.CallProviderMetadata = deviceOf(open)
+	case open != nil && open.Kind == toolcallback.KindBackground && open.Work != nil && len(open.Work.Progress) > 0:
+		// Running: its latest progress is its output until the result
+		// replaces it, as the streams show it.
+		p.State, p.Output, p.Preliminary = "output-available", open.Work.Progress, true
 	default:
 		p.State = "input-available"
 	}

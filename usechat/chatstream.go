@@ -130,9 +130,10 @@ func (s *Server) follow(x *exchange, chatID string, wait time.Duration, seen str
 	if err != nil {
 		return err
 	}
-	// A finished turn the tab missed is replayed now; otherwise wait for
-	// the next turn to start.
-	if !cw.busy && !(seen != "" && unseen(cw.events, seen)) && !cw.awaitTurn(ctx, wait) {
+	// A finished turn the tab missed, or one waiting on background work,
+	// is replayed now; otherwise wait for the next turn to start.
+	if !cw.busy && !(seen != "" && unseen(cw.events, seen)) && !transcript.AwaitsWork(cw.events[lastTurn(cw.events):]) &&
+		!cw.awaitTurn(ctx, wait) {
 		x.w.WriteHeader(http.StatusNoContent)
 		return nil
 	}
@@ -245,17 +246,24 @@ func (s *Server) streamTurn(ctx context.Context, w http.ResponseWriter, log *slo
 	if err := enc.Start(); err != nil {
 		return nil
 	}
+	work := newTurnWork(cw.chat, log, func(c *toolcallback.Call) { _ = enc.Progress(c.OriginalID, c.Work.Progress) })
 	for _, ev := range cw.events[start:] {
 		rp.write(enc, log, ev)
+		work.note(ev)
 	}
 	qctx, stopQuestions := context.WithCancel(ctx)
 	defer stopQuestions()
+	defer work.stop()
 	questions := cw.followQuestions(qctx, log, func(c *toolcallback.Call) {
 		enc.SetDevice(c.ClientID) // the device that may answer it
 		rp.write(enc, log, toolcallback.InCallQuestionEvent(ctx, c))
 		enc.SetDevice(rp.device)
 	})
-	if !cw.followTurn(ctx, sse, func(ev *session.Event) { rp.write(enc, log, ev) }, questions) {
+	write := func(ev *session.Event) {
+		rp.write(enc, log, ev)
+		work.note(ev)
+	}
+	if !cw.followTurn(ctx, sse, write, questions, work) {
 		return nil // the client left
 	}
 	questions.settle(qctx)
@@ -265,32 +273,41 @@ func (s *Server) streamTurn(ctx context.Context, w http.ResponseWriter, log *slo
 
 // followTurn writes the running turn's events as they are stored, and its
 // questions asked on live calls as they are asked and closed, until its
-// invocation lets the session go. It reports false when the client has
-// left. The lease is the one that made the turn busy: a live tab's wait
-// saw it taken after its first change.
-func (cw *chatWatch) followTurn(ctx context.Context, sse *uistream.SSE, write func(*session.Event), questions *inCallQuestions) bool {
-	expires := time.After(time.Until(cw.leaseExpires) + time.Second)
-	for cw.busy {
+// invocation lets the session go; a turn that waits on background work is
+// followed, with the work's progress, until the work's answers are stored
+// and the agent they resume has let the session go too. It reports false
+// when the client has left. The lease is the one that made the turn busy:
+// a live tab's wait saw it taken after its first change.
+func (cw *chatWatch) followTurn(ctx context.Context, sse *uistream.SSE, write func(*session.Event), questions *inCallQuestions, work *turnWork) bool {
+	var expires <-chan time.Time
+	if cw.busy {
+		expires = time.After(time.Until(cw.leaseExpires) + time.Second)
+	}
+	for over := false; !over && (cw.busy || work.waiting()); {
+		work.listen(ctx)
 		select {
 		case q, ok := <-questions.in:
 			questions.take(q, ok)
+		case c := <-work.in:
+			work.take(c)
 		case c, ok := <-cw.changes:
 			if !ok || c.err != nil {
-				cw.busy = false
+				cw.busy, over = false, true
 				break
 			}
 			for _, ev := range c.change.Events {
 				if transcript.StartsTurn(ev) {
-					cw.busy = false // the next turn: its own stream
+					cw.busy, over = false, true // the next turn: its own stream
 					break
 				}
 				write(ev)
 			}
-			if cw.busy = cw.busy && running(ctx, c.change); cw.busy {
+			expires = nil
+			if cw.busy = !over && running(ctx, c.change); cw.busy {
 				expires = time.After(time.Until(c.change.LeaseExpires) + time.Second)
 			}
 		case <-expires:
-			cw.busy = false // the holder died: its lease ran out unrenewed
+			cw.busy, expires = false, nil // the holder died: its lease ran out unrenewed
 		}
 		if sse.Err() != nil {
 			return false

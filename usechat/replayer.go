@@ -74,6 +74,8 @@ func (rp *replayer) write(sw *uistream.Encoder, log *slog.Logger, ev *session.Ev
 	out.Content = &content
 	err := sw.Event(&out, func(c *genai.FunctionCall) uistream.CallKind {
 		switch {
+		case transcript.IsBackground(ev, c.ID):
+			return uistream.CallBackground // its answer, when stored, is its output
 		case !rp.calls.paused[c.ID] || rp.calls.answered(c.ID):
 			return uistream.CallServer
 		case rp.external[c.ID]:

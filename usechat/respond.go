@@ -136,7 +136,10 @@ func stream(ctx context.Context, enc *uistream.Encoder, log *slog.Logger, inv *t
 		}
 		// Send errors mean the client left; the invocation goes on.
 		_ = enc.Event(withSavedFiles(ev), func(c *genai.FunctionCall) uistream.CallKind {
-			if slices.Contains(ev.LongRunningToolIDs, c.ID) {
+			switch {
+			case transcript.IsBackground(ev, c.ID):
+				return uistream.CallBackground
+			case slices.Contains(ev.LongRunningToolIDs, c.ID):
 				return uistream.CallBrowser
 			}
 			return uistream.CallServer

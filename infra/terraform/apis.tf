@@ -3,6 +3,7 @@ locals {
     "artifactregistry.googleapis.com", # the functions' image
     "cloudbuild.googleapis.com",       # builds it from the archive
     "cloudscheduler.googleapis.com",   # the Sweep job
+    "cloudtasks.googleapis.com",       # the background calls' queue
     "firestore.googleapis.com",
     "iam.googleapis.com",
     "logging.googleapis.com",

@@ -136,6 +136,25 @@ resource "google_firestore_index" "calls_scope_sweep_at" {
   }
 }
 
+# The per-user bound on background calls: collection group "calls",
+# work.owner == X and status == "pending", counted (ledger.Indexes).
+resource "google_firestore_index" "calls_work_owner_status" {
+  project     = var.project
+  database    = google_firestore_database.baton.name
+  collection  = "calls"
+  query_scope = "COLLECTION_GROUP"
+
+  fields {
+    field_path = "work.owner"
+    order      = "ASCENDING"
+  }
+
+  fields {
+    field_path = "status"
+    order      = "ASCENDING"
+  }
+}
+
 # Chat cleanup (sessionstore.Indexes): collection group "chats", scope == X
 # and a range on cleanupAt (switches to finish or undo) or on lastActivity
 # (idle chats to delete).

@@ -48,6 +48,11 @@ locals {
     # away (429) instead of running alongside it. The scheduler has no
     # cookie jar: affinity would do nothing.
     Sweep = { memory = "512Mi", cpu = "1", concurrency = 1, min = 0, max = 1, timeout = var.sweep_timeout_seconds, browser = false, affinity = false }
+    # Background calls' work (work.tf), from Cloud Tasks only: a request
+    # lasts the tool's run and the resumed agent's, within the queue's
+    # dispatch deadline, which its timeout outlasts.
+    Work = { memory = var.memory, cpu = var.cpu, concurrency = var.work_concurrency, min = 0, max = var.work_max_instances,
+    timeout = var.work_deadline_seconds + 60, browser = false, affinity = false }
   }
 
   sweep_name = "${var.name_prefix}-sweep"
@@ -91,6 +96,12 @@ locals {
     BATON_A2A_PUSH_ALLOW      = join(",", var.a2a_push_allow)
     BATON_TRACE_EXPORT        = var.trace_export
     BATON_CHECK_REVOKED       = tostring(var.check_revoked)
+    BATON_WORK_QUEUE          = local.work_queue
+    BATON_WORK_URL            = local.work_url
+    BATON_WORK_AUDIENCE       = local.work_url
+    BATON_WORK_INVOKER        = google_service_account.tasks.email
+    BATON_WORK_DEADLINE       = "${var.work_deadline_seconds}s"
+    BATON_BACKGROUND_PER_USER = format("%d", var.background_per_user)
     BATON_INCLUDE_THOUGHTS    = tostring(var.include_thoughts)
 
     BATON_USER_TURNS_PER_MINUTE      = tostring(var.user_turns_per_minute)
@@ -233,6 +244,8 @@ resource "google_cloud_run_v2_service" "fn" {
   }
 
   depends_on = [
+    google_cloud_tasks_queue_iam_member.runtime,
+    google_service_account_iam_member.runtime_acts_as_tasks,
     google_project_iam_member.runtime_firestore,
     google_project_iam_member.runtime_vertex,
     google_secret_manager_secret_iam_member.runtime_token_key,

@@ -529,3 +529,77 @@ variable "alert_sweep_absent_seconds" {
   type        = number
   default     = 180
 }
+
+variable "work_deadline_seconds" {
+  description = "Dispatch deadline of a background call's delivery to Work (BATON_WORK_DEADLINE): the queue counts a delivery unanswered after it as failed and retries it. Work's request timeout is a minute longer. A delivery runs the tool, records its result and runs the resumed agent (invocation_timeout_seconds), so the tool's own run is bounded by the deadline less the invocation timeout and 30 s."
+  type        = number
+  default     = 1800
+
+  validation {
+    condition     = var.work_deadline_seconds >= 15 && var.work_deadline_seconds <= 1800 && var.work_deadline_seconds > var.invocation_timeout_seconds + 30 && floor(var.work_deadline_seconds) == var.work_deadline_seconds
+    error_message = "work_deadline_seconds: whole seconds from 15 to 1800 (Cloud Tasks' range for HTTP tasks), and more than invocation_timeout_seconds + 30."
+  }
+}
+
+variable "work_max_attempts" {
+  description = "Most deliveries of one background call's task (the queue's retry_config.max_attempts): retries of retryable errors, of workers that died, and of duplicates turned away while an attempt runs. A tool's MaxAttempts (3 by default) must fit within it."
+  type        = number
+  default     = 10
+
+  validation {
+    condition     = var.work_max_attempts >= 3 && floor(var.work_max_attempts) == var.work_max_attempts
+    error_message = "work_max_attempts: a whole number of at least 3, a tool's default bound."
+  }
+}
+
+variable "work_min_backoff_seconds" {
+  description = "The queue's first retry delay; each later one doubles (up to five times), to work_max_backoff_seconds."
+  type        = number
+  default     = 5
+}
+
+variable "work_max_backoff_seconds" {
+  description = "The queue's longest retry delay."
+  type        = number
+  default     = 300
+
+  validation {
+    condition     = var.work_max_backoff_seconds >= var.work_min_backoff_seconds
+    error_message = "work_max_backoff_seconds: at least work_min_backoff_seconds."
+  }
+}
+
+variable "work_dispatches_per_second" {
+  description = "Most deliveries the queue starts per second."
+  type        = number
+  default     = 20
+}
+
+variable "work_concurrent_dispatches" {
+  description = "Most deliveries in flight at once: background calls running at once, over every user."
+  type        = number
+  default     = 100
+}
+
+variable "work_concurrency" {
+  description = "Deliveries one Work instance serves at once (its max_instance_request_concurrency). Each holds a tool's run for its whole length."
+  type        = number
+  default     = 10
+}
+
+variable "work_max_instances" {
+  description = "Most Work instances."
+  type        = number
+  default     = 10
+}
+
+variable "background_per_user" {
+  description = "Background calls one user may have running at once, over every chat (BATON_BACKGROUND_PER_USER); a call over it is refused with an error response the model reads."
+  type        = number
+  default     = 5
+
+  validation {
+    condition     = var.background_per_user >= 1 && floor(var.background_per_user) == var.background_per_user
+    error_message = "background_per_user: a whole number, at least 1."
+  }
+}

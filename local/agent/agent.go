@@ -34,6 +34,8 @@ notes server is connected. Earlier turns may hold records like
 "[dj called change_bgm(track=2): ...]" of what another agent did. Answer briefly.`
 	djInstruction = `You are the DJ of Baton's demo. change_bgm switches the music playing in the
 user's page (tracks 1 to 3); get_location tells where the user is, to pick music for the place;
+prepare_playlist prepares a playlist for a mood, in the background (it takes a few seconds per
+song: tell the user it is under way, and present the playlist when its result comes);
 notes_add_note and notes_list_notes keep the conversation's notes, shared with the concierge.
 Earlier turns may hold records of what another agent did. Answer briefly.`
 )
@@ -90,14 +92,21 @@ const NotesServer = "notes"
 // NotesServer through it, so a chat keeps one MCP session whichever agent
 // it talks to.
 func TeamWithMCP(m model.LLM, reg *mcpregistry.Registry) ([]toolcallback.Member, error) {
+	playlist, err := PlaylistTool()
+	if err != nil {
+		return nil, err
+	}
 	var members []toolcallback.Member
 	for _, build := range []struct {
-		name string
-		new  func(model.LLM, ...tool.Toolset) (agent.Agent, error)
-	}{{"concierge", Concierge}, {"dj", DJ}} {
+		name       string
+		new        func(model.LLM, ...tool.Toolset) (agent.Agent, error)
+		background []*toolcallback.BackgroundTool
+	}{
+		{"concierge", Concierge, nil},
+		{"dj", func(m model.LLM, sets ...tool.Toolset) (agent.Agent, error) { return dj(m, playlist, sets...) }, []*toolcallback.BackgroundTool{playlist}},
+	} {
 		var sets []tool.Toolset
 		if reg != nil {
-			var err error
 			if sets, err = reg.Toolsets(build.name, NotesServer); err != nil {
 				return nil, err
 			}
@@ -106,7 +115,8 @@ func TeamWithMCP(m model.LLM, reg *mcpregistry.Registry) ([]toolcallback.Member,
 		if err != nil {
 			return nil, err
 		}
-		members = append(members, toolcallback.Member{Agent: a})
+		// The worker finds the DJ's background tool here, on any instance.
+		members = append(members, toolcallback.Member{Agent: a, Background: build.background})
 	}
 	return members, nil
 }
@@ -116,7 +126,7 @@ func TeamWithMCP(m model.LLM, reg *mcpregistry.Registry) ([]toolcallback.Member,
 func Suggestions() map[string][]string {
 	return map[string][]string{
 		"concierge": {"what's the weather in Tokyo?", "book a table for 4", "reserve a table with a form", "what is 12*7?", "what time is it in Paris?", "where am I?"},
-		"dj":        {"change the music to track 2", "play track 3", "where am I?", "play track 1 and tell me where I am"},
+		"dj":        {"change the music to track 2", "prepare a calm playlist of 10 songs", "play track 3", "where am I?", "play track 1 and tell me where I am"},
 	}
 }
 
@@ -141,18 +151,28 @@ func Concierge(m model.LLM, toolsets ...tool.Toolset) (agent.Agent, error) {
 	})
 }
 
-// DJ plays music in the user's page, and has the toolsets given.
+// DJ plays music in the user's page, prepares playlists in the
+// background, and has the toolsets given. Its team member must list the
+// playlist tool as background (TeamWithMCP does).
 func DJ(m model.LLM, toolsets ...tool.Toolset) (agent.Agent, error) {
+	playlist, err := PlaylistTool()
+	if err != nil {
+		return nil, err
+	}
+	return dj(m, playlist, toolsets...)
+}
+
+func dj(m model.LLM, playlist *toolcallback.BackgroundTool, toolsets ...tool.Toolset) (agent.Agent, error) {
 	tools, err := Tools()
 	if err != nil {
 		return nil, err
 	}
 	return llmagent.New(llmagent.Config{
 		Name:        "dj",
-		Description: "Plays the background music",
+		Description: "Plays the background music and prepares playlists",
 		Model:       m,
 		Instruction: djInstruction,
-		Tools:       pick(tools, "change_bgm", "get_location"),
+		Tools:       append(pick(tools, "change_bgm", "get_location"), playlist),
 		Toolsets:    toolsets,
 		// Set here: ADK v2.2.0's runner sets an unset root mode on every
 		// run, a write that races between an instance's first concurrent

@@ -31,6 +31,8 @@ func TestOfflinePhrasings(t *testing.T) {
 		{"what are my notes?", "notes_list_notes", `{}`},
 		{"clear my notes", "notes_clear_notes", `{}`},
 		{"forget all notes", "notes_clear_notes", `{}`},
+		{"prepare a calm playlist of 10 songs", "prepare_playlist", `{"mood":"calm","songs":10}`},
+		{"make me a playlist", "prepare_playlist", `{"mood":""}`},
 		{"hello", "", ""},
 	}
 	for _, tc := range tests {
@@ -68,6 +70,8 @@ func TestOfflineWordsResults(t *testing.T) {
 		{"book_table", map[string]any{"error": "error tool \"book_table\" tool call rejected"}, "not approved, so I did not book"},
 		{"book_table", map[string]any{"error": "a table is for 1 to 20 people, not 40"}, "I did not book the table: a table is for 1 to 20"},
 		{"get_location", map[string]any{"error": "permission denied"}, "couldn't get your location: permission denied"},
+		{"prepare_playlist", map[string]any{"mood": "calm", "tracks": []any{"Quiet Rain", "Blue Tides"}}, "Your calm playlist is ready: Quiet Rain, Blue Tides."},
+		{"prepare_playlist", map[string]any{"error": "stopped: the user stopped the turn"}, "The playlist was not prepared: stopped"},
 	}
 	for _, tc := range tests {
 		c := &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{{FunctionResponse: &genai.FunctionResponse{Name: tc.name, Response: tc.resp}}}}

@@ -177,6 +177,7 @@ var (
 	reNoteClr  = regexp.MustCompile(`(?i)\b(?:clear|delete|forget|erase)\b(?: all)?(?: of)? (?:the |my )?notes\b`)
 	reNoteAdd  = regexp.MustCompile(`(?i)^\s*(?:note|remember|take a note|add a note|write down)\b(?:\s+that)?[\s:,-]*(.+)$`)
 	reTZ       = regexp.MustCompile(`(?i)\bin\s+(tokyo|london|paris|new york|sydney|berlin)\b`)
+	rePlaylist = regexp.MustCompile(`(?i)\b(?:prepare|make|build|create)\b(?:\s+(?:me|a|an|the))*(?:\s+([\p{L}]+))?\s+playlist\b(?:.*?\b(\d+)\s+(?:songs|tracks)\b)?`)
 )
 
 var zones = map[string]string{
@@ -228,6 +229,13 @@ func answer(msg string, history []*genai.Content) *genai.Content {
 		return call("notes_list_notes", map[string]any{})
 	case reNoteAdd.MatchString(msg):
 		return call("notes_add_note", map[string]any{"text": strings.TrimSpace(reNoteAdd.FindStringSubmatch(msg)[1])})
+	case rePlaylist.MatchString(msg):
+		m := rePlaylist.FindStringSubmatch(msg)
+		args := map[string]any{"mood": strings.ToLower(m[1])}
+		if m[2] != "" {
+			args["songs"], _ = strconv.Atoi(m[2])
+		}
+		return call("prepare_playlist", args)
 	case reLocation.MatchString(msg):
 		return call("get_location", map[string]any{})
 	case reForm.MatchString(msg):
@@ -294,6 +302,8 @@ func describe(r *genai.FunctionResponse) string {
 			return fmt.Sprintf("I did not book the table: %v.", e)
 		case r.Name == "get_location":
 			return fmt.Sprintf("I couldn't get your location: %v.", e)
+		case r.Name == "prepare_playlist":
+			return fmt.Sprintf("The playlist was not prepared: %v.", e)
 		}
 		return fmt.Sprintf("%s failed: %v.", r.Name, e)
 	}
@@ -310,6 +320,14 @@ func describe(r *genai.FunctionResponse) string {
 		return fmt.Sprintf("It is %v (%v), %v.", resp["time"], resp["timezone"], resp["date"])
 	case "book_table":
 		return fmt.Sprintf("Booked: a table for %v at %v under the name %v.", num(resp["people"]), resp["time"], resp["name"])
+	case "prepare_playlist":
+		var tracks []string
+		if list, ok := resp["tracks"].([]any); ok {
+			for _, t := range list {
+				tracks = append(tracks, fmt.Sprint(t))
+			}
+		}
+		return fmt.Sprintf("Your %v playlist is ready: %s.", resp["mood"], strings.Join(tracks, ", "))
 	case "show_surface":
 		return describeSurface(resp)
 	case "notes_add_note", "notes_list_notes":

@@ -141,6 +141,17 @@ func Run(ctx context.Context, opts *Options) error {
 		return err
 	}
 	defer emus.stop()
+	// Listen first: the queue delivers to this address's Work function.
+	ln, err := net.Listen("tcp", o.Addr)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	work, err := startWork(ctx, env, "http://"+ln.Addr().String()+"/"+functions.NameWork)
+	if err != nil {
+		return err
+	}
+	defer work.stop()
 	cfg, err := functions.ConfigFromEnv(env.lookup)
 	if err != nil {
 		return err
@@ -177,7 +188,7 @@ func Run(ctx context.Context, opts *Options) error {
 		return err
 	}
 	defer live.stop()
-	server, closeMCP, err := newServer(ctx, cfg, client, &o, serverParts{live: live.client, metrics: metrics})
+	server, closeMCP, err := newServer(ctx, cfg, client, &o, serverParts{live: live.client, tasks: work, metrics: metrics})
 	if err != nil {
 		return err
 	}
@@ -186,7 +197,7 @@ func Run(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	return serve(ctx, &o, mux, server, emus.signIn, start, live.describe(server.LiveModel()))
+	return serve(ctx, &o, ln, mux, server, emus.signIn, start, live.describe(server.LiveModel()))
 }
 
 func btoi(b bool) int {
@@ -212,17 +223,21 @@ func (e *environment) lookup(k string) (string, bool) {
 	return v, ok
 }
 
-// serverParts are what Run made for the server: the live model's client
-// and the process's metrics.
+// serverParts are what Run made for the server besides Firestore: the
+// live model's client, the background calls' queue and the process's
+// metrics.
 type serverParts struct {
 	live    *genai.Client
+	tasks   *localWork
 	metrics *functions.Metrics
 }
 
 // newServer builds the agents the options name, and the MCP registry
 // TeamWithMCP uses; the returned func closes it.
+
 func newServer(ctx context.Context, cfg functions.Config, client *firestore.Client, o *Options, parts serverParts) (*functions.Server, func(), error) {
-	sopts := &functions.ServerOptions{Logger: o.Logger, SessionStateOnly: o.SessionStateOnly, Live: parts.live, Metrics: parts.metrics, TitleModel: o.TitleModel}
+	sopts := &functions.ServerOptions{Logger: o.Logger, SessionStateOnly: o.SessionStateOnly, Live: parts.live, Metrics: parts.metrics,
+		TitleModel: o.TitleModel, Tasks: parts.tasks.server.Client(), SchedulerKeys: parts.tasks.keys}
 	files, err := localFiles(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -292,11 +307,7 @@ func routes(server *functions.Server, signIn *pageAuth, cfg functions.Config, o 
 }
 
 // serve serves mux and sweeps until ctx ends, then shuts the server down.
-func serve(ctx context.Context, o *Options, mux http.Handler, server *functions.Server, signIn *pageAuth, start time.Time, liveModel string) error {
-	ln, err := net.Listen("tcp", o.Addr)
-	if err != nil {
-		return err
-	}
+func serve(ctx context.Context, o *Options, ln net.Listener, mux http.Handler, server *functions.Server, signIn *pageAuth, start time.Time, liveModel string) error {
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go sweep(ctx, server, o.Logger)
 	errc := make(chan error, 1)

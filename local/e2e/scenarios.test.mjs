@@ -912,6 +912,67 @@ scenario('Stop in one tab ends the running turn in both tabs', 'stop', async (t)
   noPageErrors(first, second);
 }, { timed: true });
 
+/** The value of the progress bar of the call card of tool name, or -1 without one. */
+function progressOf(page, name) {
+  return page.$eval(sel('tool-call', `[data-tool-name="${name}"]`), (card) => {
+    const bar = card.querySelector('[data-testid="tool-progress"]');
+    return bar ? Number(bar.value) : -1;
+  }).catch(() => -1);
+}
+
+scenario('a background playlist: its progress shows in the call\'s card and goes on after a reload, then the agent presents it', 'background', async (t) => {
+  const context = await t.newContext();
+  const page = await openTab(context);
+  await chooseAgent(page, 'dj');
+  // Six songs, three seconds each: the reload lands while the work runs.
+  await send(page, 'prepare a calm playlist of 6 songs');
+  const card = sel('tool-call', '[data-tool-name="prepare_playlist"]');
+  await page.waitForSelector(`${card} ${sel('tool-progress')}`, { timeout: WAIT });
+  const before = await progressOf(page, 'prepare_playlist');
+  assert.ok(before >= 1 && before < 6, `the progress before the reload, ${before} of 6`);
+  await screenshot(page, 'background-progress');
+  await page.reload();
+  await ready(page);
+  // The reloaded page shows the progress as stored, then follows it.
+  await page.waitForFunction(([c, v]) => {
+    const bar = document.querySelector(`${c} [data-testid="tool-progress"]`);
+    return bar && Number(bar.value) > v;
+  }, [card, before], { timeout: WAIT }).catch((err) => {
+    throw new Error(`the reloaded page did not show the progress going on past ${before}: ${err.message}`);
+  });
+  await assistantSays(page, /Your calm playlist is ready: \w+ \w+(, \w+ \w+){5}\./);
+  await page.waitForSelector(`${card}[data-status="done"]`, { timeout: WAIT });
+  assert.equal(await count(page, sel('tool-progress')), 0, 'the result replaced the progress');
+  assert.equal(await count(page, sel('message', '[data-role="assistant"]')), 1, 'one assistant message for the turn');
+  await screenshot(page, 'background-done');
+  noPageErrors(page);
+});
+
+scenario('a background playlist stopped midway: its work ends, the agent is told it was stopped, the chat goes on', 'background-stop', async (t) => {
+  const context = await t.newContext();
+  const page = await openTab(context);
+  await chooseAgent(page, 'dj');
+  await send(page, 'prepare an upbeat playlist of 10 songs');
+  const card = sel('tool-call', '[data-tool-name="prepare_playlist"]');
+  await page.waitForSelector(`${card} ${sel('tool-progress')}`, { timeout: WAIT });
+  // The turn is over, its work is not: Stop ends the work.
+  await page.click(sel('stop'));
+  await page.waitForSelector(`${card}[data-status="stopped"]`, { timeout: WAIT });
+  assert.match(await page.innerText(`${card} ${sel('tool-output')}`), /stopped: the user stopped the turn/,
+    'the call\'s answer, which the model reads, says it was stopped');
+  await page.waitForSelector(sel('message-stopped'), { timeout: WAIT });
+  assert.equal(await count(page, sel('stop')), 0, 'nothing runs any more');
+  await screenshot(page, 'background-stopped');
+  // The chat takes the next message, and the stopped work gives no result later.
+  await send(page, 'change the music to track 2');
+  await assistantSays(page, /now playing track 2/);
+  await page.reload();
+  await ready(page);
+  await page.waitForSelector(`${card}[data-status="stopped"]`, { timeout: WAIT });
+  assert.doesNotMatch(await page.innerText(sel('log')), /playlist is ready/, 'no playlist after the stop');
+  noPageErrors(page);
+});
+
 // An 8×8 PNG, small enough to spell out.
 const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAgAAAAICAIAAABLbSncAAAAEUlEQVR4nGMwDL+KFTEMLQkA7rdXQTtkwCoAAAAASUVORK5CYII=', 'base64');
 

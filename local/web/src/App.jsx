@@ -561,6 +561,9 @@ function ChatPage({ config, identity, device, chatId, initial, onNewChat, chrome
   };
 
   const lastAssistant = messages.findLast((m) => m.role === 'assistant')?.id;
+  // The turn waits on the server's background work (a playlist being
+  // prepared): Stop ends it too, whichever instance runs it.
+  const working = !busy && runsInBackground(messages.findLast((m) => m.role === 'assistant'));
   // A live conversation of another tab (or device), which this tab's
   // resumed stream follows (the server said so): Send and Live wait for it.
   const liveElsewhere = busy && followsLive && !liveMode.on;
@@ -634,7 +637,7 @@ function ChatPage({ config, identity, device, chatId, initial, onNewChat, chrome
               setProblem('');
             }} disabled={busy || liveMode.on} />
             <button type="submit" data-testid="send" disabled={busy || (liveMode.on && liveMode.state !== 'live')}>Send</button>
-            {busy && <button type="button" data-testid="stop" onClick={stopTurn}>Stop</button>}
+            {(busy || working) && <button type="button" data-testid="stop" onClick={stopTurn}>Stop</button>}
             {config.liveModel && <LiveButton live={liveMode} model={config.liveModel} disabled={busy && !liveMode.on} />}
           </div>
         </form>
@@ -743,4 +746,15 @@ function mergePatch(target, patch) {
     else out[k] = v;
   }
   return out;
+}
+
+/**
+ * Whether message has a call the server runs in the background still
+ * under way: provider-executed, nobody's to answer, with no result yet
+ * (running, or showing its progress as a preliminary output).
+ */
+function runsInBackground(message) {
+  return !!message?.parts.some((p) => (p.type.startsWith('tool-') || p.type === 'dynamic-tool') && p.providerExecuted &&
+    !(p.callProviderMetadata ?? p.providerMetadata)?.baton?.deviceId &&
+    (p.state === 'input-available' || (p.state === 'output-available' && p.preliminary)));
 }

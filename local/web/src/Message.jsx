@@ -129,6 +129,10 @@ function view(part, name, mine, running, owner) {
         ? { status: 'approved', label: 'approved', output: `approved with ${compact(part.input)}` }
         : { status: 'rejected', label: 'rejected', output: 'rejected' };
     case 'output-available':
+      if (part.preliminary) {
+        // A background call's progress, until its result replaces it.
+        return { status: 'running', label: progressText(part.output), output: compact(part.output), progress: progressOf(part.output) };
+      }
       return approval?.approved
         ? { status: 'approved', label: 'approved · done', output: compact(part.output) }
         : { status: 'done', label: 'done', output: compact(part.output) };
@@ -146,6 +150,18 @@ function view(part, name, mine, running, owner) {
   }
 }
 
+/** The line a background call's progress reads as: its text, or "3 of 10". */
+function progressText(p) {
+  if (typeof p === 'string') return p;
+  if (p && typeof p === 'object' && Number.isFinite(p.done) && Number.isFinite(p.of)) return `working… ${p.done} of ${p.of}`;
+  return 'working…';
+}
+
+/** {done, of} of a progress report that counts, or null. */
+function progressOf(p) {
+  return p && typeof p === 'object' && Number.isFinite(p.done) && Number.isFinite(p.of) && p.of > 0 ? { done: p.done, of: p.of } : null;
+}
+
 function ToolCard({ part, device, running, onDecide, onAnswer }) {
   const name = toolName(part);
   const owner = (part.callProviderMetadata ?? part.providerMetadata)?.baton?.deviceId;
@@ -160,6 +176,7 @@ function ToolCard({ part, device, running, onDecide, onAnswer }) {
         <code className="tool-input">{compact(part.input)}</code>
         <span className="tool-status" data-testid="tool-status">{v.label}</span>
       </div>
+      {v.progress && <progress className="tool-progress" data-testid="tool-progress" value={v.progress.done} max={v.progress.of} />}
       <code className="tool-output" data-testid="tool-output">{v.output ?? ''}</code>
       {v.ask && <ApprovalForm part={part} onDecide={onDecide} onSent={keepFocus} />}
       {v.answer && <InputForm part={part} onAnswer={onAnswer} onSent={keepFocus} />}

@@ -1,0 +1,159 @@
+package a2aserver
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/cloudtasks/apiv2/cloudtaskspb"
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"google.golang.org/adk/v2/agent/llmagent"
+	"google.golang.org/adk/v2/model"
+	"google.golang.org/adk/v2/tool"
+	"google.golang.org/genai"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/baton-run/baton/internal/firestoretest"
+	"github.com/baton-run/baton/internal/localtasks"
+	"github.com/baton-run/baton/modeltest"
+	"github.com/baton-run/baton/sessionstore"
+	"github.com/baton-run/baton/toolcallback"
+	"github.com/baton-run/baton/workqueue"
+)
+
+// newWorkFixture is a one-instance deployment whose agent has a background
+// tool, prepare_playlist, running work; a Cloud Tasks API served in
+// process delivers its calls to the team's Work.
+func newWorkFixture(t *testing.T, work func(ctx context.Context, a struct {
+	Mood string `json:"mood"`
+}) (map[string]any, error), script ...modeltest.Reply) *fixture {
+	t.Helper()
+	f := &fixture{t: t, model: &modeltest.Strict{T: t, Script: script}}
+	issuer, err := localtasks.NewIssuer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks, err := localtasks.Start(t.Context(), &localtasks.Options{Signer: issuer.Sign, TimeScale: 0.05})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const queueName = "projects/test/locations/here/queues/work"
+	if _, err := tasks.Client().CreateQueue(t.Context(), &cloudtaskspb.CreateQueueRequest{Parent: "projects/test/locations/here",
+		Queue: &cloudtaskspb.Queue{Name: queueName, RetryConfig: &cloudtaskspb.RetryConfig{MaxAttempts: 5,
+			MinBackoff: durationpb.New(time.Second), MaxBackoff: durationpb.New(2 * time.Second)}}}); err != nil {
+		t.Fatal(err)
+	}
+	var team *toolcallback.Team
+	door := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		task, err := workqueue.Decode(body)
+		if err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		out, err := team.Work(r.Context(), toolcallback.WorkRequest{UserID: task.User, SessionID: task.Session, CallID: task.Call})
+		if err != nil || out.Retry {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		if out.Invocation != nil {
+			_ = out.Invocation.Wait()
+		}
+	}))
+	t.Cleanup(door.Close)
+	t.Cleanup(tasks.Stop) // before the door closes
+	queue, err := workqueue.New(tasks.Client(), workqueue.Config{Queue: queueName, URL: door.URL + "/work", Invoker: "worker@test.iam.gserviceaccount.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	playlist, err := toolcallback.Background(toolcallback.BackgroundConfig{Name: "prepare_playlist", Description: "prepare a playlist"}, work)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := llmagent.New(llmagent.Config{Name: "dj", Description: "plays music", Model: f.model, Tools: []tool.Tool{playlist}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, counter := firestoretest.NewCountingClient(t)
+	sessions := sessionstore.New(client, nil)
+	team, err = toolcallback.NewTeam(sessions, "app", []toolcallback.Member{{Agent: root, Background: []*toolcallback.BackgroundTool{playlist}}},
+		&toolcallback.Options{InvocationTimeout: 30 * time.Second, Queue: queue, ProgressInterval: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(New(client, sessions, team, bearerAuth, nil))
+	t.Cleanup(srv.Close)
+	f.instances = append(f.instances, &instance{srv: srv, client: client, counter: counter, team: team})
+	return f
+}
+
+// TestTaskBackgroundProgress: a task whose turn pauses on a background
+// call stays working, not input-required (no caller answers it); each
+// progress report the worker stores reaches the caller as a working
+// status with a message naming the call; the agent the work's result
+// resumes answers in the task's artifact, and the task completes.
+func TestTaskBackgroundProgress(t *testing.T) {
+	t.Parallel()
+	seen := make(chan struct{})
+	f := newWorkFixture(t, func(ctx context.Context, a struct {
+		Mood string `json:"mood"`
+	}) (map[string]any, error) {
+		if err := toolcallback.Progress(ctx, "picked rain"); err != nil {
+			return nil, err
+		}
+		select { // the work goes on until the caller has seen its progress
+		case <-seen:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return map[string]any{"tracks": []string{"rain", "tide"}}, nil
+	}, func(*model.LLMRequest) *genai.Content {
+		return &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{{FunctionCall: &genai.FunctionCall{ID: "c1", Name: "prepare_playlist",
+			Args: map[string]any{"mood": "calm"}}}}}
+	}, modeltest.EchoReply)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	var states []a2a.TaskState
+	var progress, artifact strings.Builder
+	for ev, err := range f.client(0, "ada").SendStreamingMessage(ctx, textMessage("make me a calm playlist")) {
+		if err != nil {
+			t.Fatalf("SendStreamingMessage: %v", err)
+		}
+		switch e := ev.(type) {
+		case *a2a.TaskStatusUpdateEvent:
+			states = append(states, e.Status.State)
+			if m := e.Status.Message; e.Status.State == a2a.TaskStateWorking && m != nil {
+				for _, p := range m.Parts {
+					if p.Meta()["baton_progress"] == true && p.Meta()["baton_call"] == "c1" {
+						if progress.Len() == 0 {
+							close(seen)
+						}
+						progress.WriteString(p.Text())
+					}
+				}
+			}
+		case *a2a.TaskArtifactUpdateEvent:
+			for _, p := range e.Artifact.Parts {
+				artifact.WriteString(p.Text())
+			}
+		}
+	}
+	if !strings.Contains(progress.String(), "picked rain") {
+		t.Errorf("progress the caller saw = %q, want the work's report", progress.String())
+	}
+	if !strings.Contains(artifact.String(), `prepare_playlist={"tracks":["rain","tide"]}`) {
+		t.Errorf("artifact = %q, want the resumed agent's answer on the work's result", artifact.String())
+	}
+	for _, s := range states {
+		if s == a2a.TaskStateInputRequired {
+			t.Errorf("states = %v: a background call is no caller's to answer", states)
+		}
+	}
+	if n := len(states); n == 0 || states[n-1] != a2a.TaskStateCompleted {
+		t.Errorf("states = %v, want the task completed last", states)
+	}
+}

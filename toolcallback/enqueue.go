@@ -1,0 +1,144 @@
+package toolcallback
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"google.golang.org/adk/v2/platform"
+
+	"github.com/baton-run/baton/ledger"
+	"github.com/baton-run/baton/workqueue"
+)
+
+// admitWork lets through the background calls among paused that the
+// queue can take and the user's bound allows, and refuses the others
+// (tools.refuse: their tool answers the model with the reason instead of
+// pausing). The bound costs one aggregation query (ledger.Running) per
+// event that holds background calls, when the event is stored; calls of
+// two chats racing at the edge may both pass.
+func (e *engine) admitWork(ctx context.Context, user string, paused []pausedCall, tools *pausingTools) ([]pausedCall, error) {
+	n := 0
+	for _, d := range paused {
+		if d.spec.Kind == KindBackground {
+			n++
+		}
+	}
+	if n == 0 {
+		return paused, nil
+	}
+	room, why := n, ""
+	switch {
+	case e.opts.Queue == nil:
+		room, why = 0, "refused: this deployment runs no background work (no queue is configured)"
+	case e.opts.BackgroundPerUser > 0:
+		running, err := e.ledger.Running(ctx, user)
+		if err != nil {
+			return nil, err
+		}
+		room = max(0, e.opts.BackgroundPerUser-int(running))
+		why = fmt.Sprintf("refused: the user already has %d background tasks running, the most allowed at once; "+
+			"try again once one has finished", running)
+	}
+	out := paused[:0:0]
+	for _, d := range paused {
+		if d.spec.Kind == KindBackground {
+			if room == 0 {
+				tools.refuse(d.id, why)
+				continue
+			}
+			room--
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// taskOf is the queue's task of c, a background call.
+func taskOf(c *Call) workqueue.Task {
+	return workqueue.Task{App: c.App, User: c.UserID, Session: c.SessionID, Call: c.ID}
+}
+
+// enqueueWork hands the work of the background calls among calls, just
+// stored, to the queue. A failure is logged and left to the repair: the
+// sweeper (or the chat's next request) creates the task of a record left
+// to be enqueued past the grace.
+func (e *engine) enqueueWork(ctx context.Context, calls []*Call) {
+	for _, c := range calls {
+		if c.Kind != KindBackground {
+			continue
+		}
+		if err := e.enqueue(ctx, c); err != nil {
+			e.opts.Logger.Warn("enqueue background call; the sweeper will", "call", c.ID, "session", c.SessionID, "error", err)
+		}
+	}
+}
+
+// enqueue creates the task of c, a pending background call, and marks its
+// record enqueued. The task's name is the call's, so doing it again (a
+// repair after a crash) queues nothing twice. A record that changed
+// meanwhile is read again: its work claimed or the call settled needs no
+// mark.
+func (e *engine) enqueue(ctx context.Context, c *Call) error {
+	if e.opts.Queue == nil {
+		return errors.New("no queue")
+	}
+	if err := e.opts.Queue.Enqueue(ctx, taskOf(c)); err != nil {
+		return err
+	}
+	for range 3 {
+		_, err := e.ledger.Enqueued(ctx, c, platform.Now(ctx))
+		if !errors.Is(err, ledger.ErrChanged) {
+			return err
+		}
+		if c, err = e.ledger.Get(ctx, c.UserID, c.SessionID, c.ID); err != nil {
+			return err
+		}
+		if c.Status != StatusPending || c.Work == nil || !c.Work.Enqueued.IsZero() {
+			return nil
+		}
+	}
+	return fmt.Errorf("mark call %q enqueued: the record keeps changing", c.ID)
+}
+
+// toEnqueue reports whether c is a background call whose task should have
+// been created by now and is not marked so: a crash between its commit
+// and its enqueue, or a queue that failed.
+func (e *engine) toEnqueue(c *Call, now time.Time) bool {
+	return c.Kind == KindBackground && c.Status == StatusPending && c.Work != nil && c.Work.Enqueued.IsZero() &&
+		!now.Before(c.Created.Add(e.opts.EnqueueGrace)) && now.Before(c.Expires)
+}
+
+// repairEnqueues creates the tasks of those of calls left to be enqueued
+// past the grace (toEnqueue): the repair a request that read the
+// session's open records makes on its way. Failures are logged; the
+// sweeper tries again.
+func (e *engine) repairEnqueues(ctx context.Context, calls []*Call) {
+	for _, c := range calls {
+		if !e.toEnqueue(c, platform.Now(ctx)) {
+			continue
+		}
+		if err := e.enqueue(ctx, c); err != nil {
+			e.opts.Logger.Warn("repair the enqueue of a background call", "call", c.ID, "session", c.SessionID, "error", err)
+		}
+	}
+}
+
+// dropWork deletes the tasks of the background calls among calls, which
+// the caller just closed (those answered are left alone): a task not yet
+// delivered never is. Best effort: a delivery that comes anyway finds the
+// call closed and does nothing.
+func (e *engine) dropWork(ctx context.Context, calls []*Call) {
+	if e.opts.Queue == nil {
+		return
+	}
+	for _, c := range calls {
+		if c.Kind != KindBackground || c.Status == StatusResolved {
+			continue
+		}
+		if err := e.opts.Queue.Delete(ctx, taskOf(c)); err != nil {
+			e.opts.Logger.Info("delete the task of a closed background call", "call", c.ID, "error", err)
+		}
+	}
+}
