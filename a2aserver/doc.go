@@ -67,7 +67,13 @@
 // live execution holds the task (ErrTaskBusy). Its cluster-mode cancel of
 // an input-required task answers "not cancelable" while the cancellation
 // goes on (cancel.go waits for it), and it saves a new task's push config
-// before the task exists (held, then written with the task).
+// before the task exists (held, then written with the task). In cluster
+// mode a caller waiting on a message reads only stored events, and an
+// execution that a2a-go ends by marking its task failed (an event that
+// could not be stored, an executor error) stores none: the work queue
+// hands that result to the caller itself and stores the task's final
+// state as an event (eventQueues.finish), else the caller would wait
+// until its deadline.
 //
 // # Storage
 //
@@ -110,4 +116,15 @@ var TTLs = []sessionstore.TTL{
 	{CollectionGroup: tasksCollection, Field: TTLField},
 	{CollectionGroup: eventsCollection, Field: TTLField},
 	{CollectionGroup: pushCollection, Field: TTLField},
+}
+
+// DataKinds are the kinds of a person's data this package keeps (see
+// sessionstore.DataKind).
+var DataKinds = []sessionstore.DataKind{
+	{Name: "A2A task", Owner: "a2aserver", Collection: tasksCollection, Path: "{chat}/a2aTasks/{task}", Scope: sessionstore.ScopeChat,
+		Why: "an A2A client's view of a turn: the same conversation is in the chat's messages", Kept: "as long as its chat; Firestore collects it after its gcAt"},
+	{Name: "A2A task event", Owner: "a2aserver", Collection: eventsCollection, Path: "{chat}/a2aTasks/{task}/a2aEvents/{version}", Scope: sessionstore.ScopeChat,
+		Why: "a task's changes, kept a day for its subscribers", Kept: "a day"},
+	{Name: "A2A push config", Owner: "a2aserver", Collection: pushCollection, Path: "{chat}/a2aTasks/{task}/a2aPush/{id}", Scope: sessionstore.ScopeChat,
+		Why: "where an A2A client asked to be told of a task's changes: the client's settings", Kept: "as long as its task"},
 }

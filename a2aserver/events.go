@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -60,7 +61,8 @@ func (q *eventQueues) CreateWriter(ctx context.Context, id a2a.TaskID) (eventque
 	if err != nil {
 		return nil, err
 	}
-	return &eventWriter{q: q, user: user, task: id}, nil
+	exec, _ := ctx.Value(executionKey{}).(*execution)
+	return &eventWriter{q: q, user: user, task: id, exec: exec}, nil
 }
 
 // CreateReader returns a reader of the task's events from now on.
@@ -120,6 +122,7 @@ type eventWriter struct {
 	q    *eventQueues
 	user string
 	task a2a.TaskID
+	exec *execution // the run writing, when localQueue started it
 }
 
 // Write stores a processed event beside its task.
@@ -148,7 +151,28 @@ func (w *eventWriter) Write(ctx context.Context, msg *eventqueue.Message) error 
 	if err != nil && !errors.Is(err, sessionstore.ErrAlreadyExists) {
 		return fmt.Errorf("store event of task %s: %w", w.task, err)
 	}
+	if w.exec != nil && isFinal(msg.Event) {
+		w.exec.published.Store(true)
+	}
 	return nil
+}
+
+// isFinal reports whether ev ends a subscription to its task, as a2a-go's
+// subscriptions read it: a message, or a task or status that is terminal
+// or waits for input.
+func isFinal(ev a2a.Event) bool {
+	var state a2a.TaskState
+	switch e := ev.(type) {
+	case *a2a.Message:
+		return true
+	case *a2a.Task:
+		state = e.Status.State
+	case *a2a.TaskStatusUpdateEvent:
+		state = e.Status.State
+	default:
+		return false
+	}
+	return state.Terminal() || state == a2a.TaskStateInputRequired
 }
 
 func (w *eventWriter) Close() error { return nil }
@@ -267,17 +291,75 @@ func (q *localQueue) RegisterHandler(_ workqueue.HandlerConfig, fn workqueue.Han
 
 // Write starts the work at once. An execution that fails before storing
 // anything (an unknown task, a busy chat) fails the readers this instance
-// opened for it, which is how the request that sent it gets the error.
+// opened for it, which is how the request that sent it gets the error; one
+// that ends with a result it stored no event of hands the result to them
+// (eventQueues.finish).
 func (q *localQueue) Write(ctx context.Context, p *workqueue.Payload) (a2a.TaskID, error) {
 	request := requestOf(ctx)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), q.timeout)
 		defer cancel()
-		if _, err := q.handler(ctx, p); err != nil {
+		exec := &execution{}
+		res, err := q.handler(context.WithValue(ctx, executionKey{}, exec), p)
+		switch {
+		case err != nil:
 			q.events.fail(p.TaskID, request, err)
+		case res != nil && !exec.published.Load():
+			q.events.finish(ctx, p.TaskID, request, res)
 		}
 	}()
 	return p.TaskID, nil
+}
+
+// execution is one run of the work on this instance; its writer records
+// whether it stored a final event.
+type execution struct{ published atomic.Bool }
+
+type executionKey struct{}
+
+// finishTimeout bounds handing a result to its caller (finish).
+const finishTimeout = 30 * time.Second
+
+// finish hands res, the result an execution ended with, to the readers
+// request opened, when the execution stored no final event (no reader
+// anywhere will see one), and stores the task's final state as an event
+// for the readers of other requests and instances. ctx may be the
+// execution's, expired: finish has a bound of its own.
+//
+// a2a-go's cluster mode hands only stored events to the request waiting
+// for an execution. When an event cannot be stored, or the executor
+// returns an error once the task exists, a2a-go marks the task failed
+// itself and returns that task as the work's result, which reaches no
+// queue: the caller waited until its own deadline. That is issue 47 item
+// 15 (of 20 answers to one form, the one whose execution took the answer
+// waited 150 s while the other 19 were told it was taken): the emulator
+// fails writes among many on one task while other listeners close, and
+// a failed write of the claim's event gives exactly that outcome
+// (TestFormAnswerUnbroadcastEnd).
+func (q *eventQueues) finish(ctx context.Context, id a2a.TaskID, request *requestID, res a2a.SendMessageResult) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	defer cancel()
+	if stored, err := q.store.Get(ctx, id); err == nil && isFinal(stored.Task) {
+		if user, err := userOf(ctx); err == nil {
+			w := &eventWriter{q: q, user: user, task: id}
+			_ = w.Write(ctx, &eventqueue.Message{Event: stored.Task, TaskVersion: stored.Version}) // best effort: the caller is answered below
+		}
+	}
+	q.mu.Lock()
+	var readers []*eventReader
+	for r := range q.local[id] {
+		if r.request == request {
+			readers = append(readers, r)
+		}
+	}
+	q.mu.Unlock()
+	for _, r := range readers {
+		select {
+		case r.msgs <- &eventqueue.Message{Event: res}:
+		case <-r.done: // closed: its caller has gone
+		case <-ctx.Done():
+		}
+	}
 }
 
 // requestID tells apart the requests an instance serves (ServeHTTP puts a

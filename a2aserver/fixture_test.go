@@ -20,8 +20,8 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/internal/firestoretest"
+	"github.com/baton-run/baton/internal/teamtest"
 	"github.com/baton-run/baton/modeltest"
-	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
 )
 
@@ -36,8 +36,8 @@ type instance struct {
 	team    *toolcallback.Team
 }
 
-// fixture is a deployment of several instances on one emulator project,
-// with a strict scripted model and a browser tool.
+// fixture is a deployment of several instances on one project of the
+// shared test world, with its strict scripted model and its browser tool.
 type fixture struct {
 	t         *testing.T
 	model     *modeltest.Strict
@@ -56,36 +56,20 @@ func bearerAuth(r *http.Request) (Caller, error) {
 
 func newFixture(t *testing.T, n int, opts *Options, script ...modeltest.Reply) *fixture {
 	t.Helper()
-	f := &fixture{t: t, model: &modeltest.Strict{T: t, Script: script}}
-	bgm, err := toolcallback.Browser[struct {
-		Track int `json:"track"`
-	}](toolcallback.BrowserConfig{Name: "change_bgm", Description: "switch the music"})
-	if err != nil {
-		t.Fatal(err)
+	dj := func(w *teamtest.World, _ *teamtest.Instance) []toolcallback.Member {
+		return []toolcallback.Member{w.Member(llmagent.Config{Name: "dj", Description: "plays music", Model: w.Model,
+			Tools: []tool.Tool{w.Tools.BGM, askingTool(t), w.Tools.Surface}})}
 	}
-	surface, err := toolcallback.Surface(toolcallback.SurfaceConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	root, err := llmagent.New(llmagent.Config{Name: "dj", Description: "plays music", Model: f.model, Tools: []tool.Tool{bgm, askingTool(t), surface}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	first, counter := firestoretest.NewCountingClient(t)
+	w := teamtest.New(t, &teamtest.Options{Team: &toolcallback.Options{InvocationTimeout: 30 * time.Second}, Agents: dj}, script...)
+	f := &fixture{t: t, model: w.Model}
 	for i := range n {
-		client := first
+		in := w.Instance
 		if i > 0 {
-			client, counter = firestoretest.Reopen(t, first)
+			in = w.Reopen()
 		}
-		sessions := sessionstore.New(client, nil)
-		team, err := toolcallback.NewTeam(sessions, "app", []toolcallback.Member{{Agent: root}}, &toolcallback.Options{InvocationTimeout: 30 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		s := New(client, sessions, team, bearerAuth, opts)
-		srv := httptest.NewServer(s)
+		srv := httptest.NewServer(New(in.Client, in.Sessions, in.Team, bearerAuth, opts))
 		t.Cleanup(srv.Close)
-		f.instances = append(f.instances, &instance{srv: srv, client: client, counter: counter, team: team})
+		f.instances = append(f.instances, &instance{srv: srv, client: in.Client, counter: in.Counter, team: in.Team})
 	}
 	return f
 }

@@ -243,6 +243,33 @@ func (s *Store) DeleteChat(ctx context.Context, chat *sessionstore.Chat) error {
 	return nil
 }
 
+// DeleteUser deletes user's own files: those of "user:" names, which ADK
+// shares between all of the user's sessions (and so chats), for the
+// deletion of the user's account; DeleteChat leaves them.
+func (s *Store) DeleteUser(ctx context.Context, user string) error {
+	if s == nil {
+		return nil
+	}
+	// Any session lists the user's own files with its own.
+	list, err := s.files.List(ctx, &artifact.ListRequest{AppName: s.app, UserID: user, SessionID: userFilesSession})
+	if err != nil {
+		return fmt.Errorf("list the user's files: %w", err)
+	}
+	for _, name := range list.FileNames {
+		if !strings.HasPrefix(name, "user:") {
+			continue
+		}
+		if err := s.files.Delete(ctx, &artifact.DeleteRequest{AppName: s.app, UserID: user, SessionID: userFilesSession, FileName: name}); err != nil {
+			return fmt.Errorf("delete the user's file %q: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// userFilesSession is the session DeleteUser names to reach the user's own
+// files; no chat has this id's files.
+const userFilesSession = "baton-account"
+
 // Plugin returns the plugin of one invocation's runner that hands the
 // model the bytes of the files its requests refer to (see the package
 // doc). It keeps what it loaded for the invocation's later model calls,
@@ -285,4 +312,66 @@ func (s *Store) Plugin() (*plugin.Plugin, error) {
 			return nil, nil
 		},
 	})
+}
+
+// File is one stored version of a file, as an export reads it.
+type File struct {
+	Ref  Ref // ChatID is "" for one of the user's own files
+	Blob *genai.Blob
+}
+
+// ExportName is the name an export gives a file: its name, made safe for
+// any file system, and its version.
+func (f Ref) ExportName() string {
+	safe := strings.Map(func(r rune) rune {
+		if r < ' ' || strings.ContainsRune(`/\:*?"<>|`, r) {
+			return '_'
+		}
+		return r
+	}, f.Name)
+	if safe == "" || safe == "." || safe == ".." {
+		safe = "_" + safe
+	}
+	return fmt.Sprintf("%s@%d", safe, f.Version)
+}
+
+// EachFile calls f with every version of every file of user's chat
+// (chatID: "" for the user's own files, of "user:" names), loading one at a
+// time, so that an export holds one file in memory whatever their number.
+func (s *Store) EachFile(ctx context.Context, user, chatID string, f func(File) error) error {
+	if s == nil {
+		return nil
+	}
+	sid, own := chatID, chatID == ""
+	if own {
+		sid = userFilesSession
+	}
+	list, err := s.files.List(ctx, &artifact.ListRequest{AppName: s.app, UserID: user, SessionID: sid})
+	if err != nil {
+		return fmt.Errorf("list files: %w", err)
+	}
+	for _, name := range list.FileNames {
+		if strings.HasPrefix(name, "user:") != own {
+			continue
+		}
+		versions, err := s.files.Versions(ctx, &artifact.VersionsRequest{AppName: s.app, UserID: user, SessionID: sid, FileName: name})
+		if err != nil {
+			return fmt.Errorf("list the versions of file %q: %w", name, err)
+		}
+		for _, v := range versions.Versions {
+			ref := Ref{ChatID: chatID, Name: name, Version: v}
+			got, err := s.files.Load(ctx, &artifact.LoadRequest{AppName: s.app, UserID: user, SessionID: sid, FileName: name, Version: v})
+			if err != nil {
+				return fmt.Errorf("load file %q version %d: %w", name, v, err)
+			}
+			if got.Part == nil || got.Part.InlineData == nil {
+				continue
+			}
+			ref.MIMEType = got.Part.InlineData.MIMEType
+			if err := f(File{Ref: ref, Blob: got.Part.InlineData}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -129,3 +129,17 @@ func (c chatArtifacts) GetArtifactVersion(ctx context.Context, req *artifact.Get
 	r.SessionID = chatOf(r.SessionID)
 	return c.Service.GetArtifactVersion(ctx, &r)
 }
+
+// ExportFiles is the part of an export that holds the files (package
+// account writes it).
+const ExportFiles = "files"
+
+// DataKinds are the kinds of a person's data this package keeps (see
+// sessionstore.DataKind): objects of the artifact service, not Firestore
+// documents.
+var DataKinds = []sessionstore.DataKind{
+	{Name: "chat file", Owner: "chatfiles", Path: "{bucket}/{app}/{user}/{chat}/{name}/{version}", Scope: sessionstore.ScopeChat,
+		Export: ExportFiles, Kept: "as long as its chat"},
+	{Name: "user file", Owner: "chatfiles", Path: "{bucket}/{app}/{user}/user/{user:name}/{version}", Scope: sessionstore.ScopeUser,
+		Export: ExportFiles, Kept: "until the account is deleted"},
+}

@@ -14,6 +14,7 @@ const (
 	Unauthenticated      Code = "unauthenticated"
 	WrongClient          Code = "wrong_client"
 	Forbidden            Code = "forbidden"
+	Blocked              Code = "blocked"
 	NotFound             Code = "not_found"
 	MethodNotAllowed     Code = "method_not_allowed"
 	Busy                 Code = "busy"
@@ -25,14 +26,17 @@ const (
 	Rewound              Code = "rewound"
 	AlreadyTaken         Code = "already_taken"
 	Expired              Code = "expired"
+	ChatDeleted          Code = "chat_deleted"
 	RateLimited          Code = "rate_limited"
 	BudgetExhausted      Code = "budget_exhausted"
 	LiveLimit            Code = "live_limit"
+	ServiceCap           Code = "service_cap"
 	TooLarge             Code = "too_large"
 	UnsupportedMediaType Code = "unsupported_media_type"
 	Unavailable          Code = "unavailable"
 	LiveUnavailable      Code = "live_unavailable"
 	Internal             Code = "internal"
+	Unsupported          Code = "unsupported"
 )
 
 // Codes lists every code with its HTTP status, in the order
@@ -47,6 +51,7 @@ var Codes = []struct {
 	{Unauthenticated, http.StatusUnauthorized},
 	{WrongClient, http.StatusForbidden},
 	{Forbidden, http.StatusForbidden},
+	{Blocked, http.StatusForbidden},
 	{NotFound, http.StatusNotFound},
 	{MethodNotAllowed, http.StatusMethodNotAllowed},
 	{Busy, http.StatusConflict},
@@ -58,12 +63,15 @@ var Codes = []struct {
 	{Rewound, http.StatusConflict},
 	{AlreadyTaken, http.StatusConflict},
 	{Expired, http.StatusGone},
+	{ChatDeleted, http.StatusGone},
 	{TooLarge, http.StatusRequestEntityTooLarge},
 	{UnsupportedMediaType, http.StatusUnsupportedMediaType},
 	{RateLimited, http.StatusTooManyRequests},
 	{BudgetExhausted, http.StatusTooManyRequests},
 	{LiveLimit, http.StatusTooManyRequests},
+	{ServiceCap, http.StatusTooManyRequests},
 	{Internal, http.StatusInternalServerError},
+	{Unsupported, http.StatusNotImplemented},
 	{Unavailable, http.StatusServiceUnavailable},
 	{LiveUnavailable, http.StatusServiceUnavailable},
 }

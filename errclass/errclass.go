@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/baton-run/baton/a2ui"
+	"github.com/baton-run/baton/console"
+	"github.com/baton-run/baton/feedback"
 	"github.com/baton-run/baton/limits"
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
@@ -26,6 +28,9 @@ var (
 	ErrUnauthenticated = errors.New("unauthenticated")
 	// ErrForbidden: credentials of a caller who may not do this.
 	ErrForbidden = errors.New("forbidden")
+	// ErrBlocked: the caller is a user the deployment's operators
+	// blocked.
+	ErrBlocked = errors.New("blocked")
 	// ErrMethod: a method the route does not serve.
 	ErrMethod = errors.New("method not allowed")
 	// ErrMediaType: a body that is not application/json.
@@ -148,6 +153,10 @@ func limitedClass(e *limits.LimitError) Class {
 		c.Code, c.Message = LiveLimit, fmt.Sprintf("at most %d live conversations at once: end one first", e.Limit)
 	case errors.Is(e, limits.ErrBudgetExhausted):
 		c.Code, c.Message = BudgetExhausted, fmt.Sprintf("today's model token budget (%d) is used up; it renews at midnight UTC", e.Limit)
+	case errors.Is(e, limits.ErrServiceBudget):
+		c.Code, c.Message = ServiceCap, "this service has reached its limit of use for today: please try again after midnight UTC (answers to questions already asked still go through)"
+	case errors.Is(e, limits.ErrNewAnonymous):
+		c.Code, c.Message = ServiceCap, "this service is taking no more new guests today: sign in with an account, or try again after midnight UTC"
 	}
 	return c
 }
@@ -187,12 +196,16 @@ var rules = []rule{
 	{[]error{a2ui.ErrNotOffered}, told(ActionNotOffered, "")},
 	{[]error{toolcallback.ErrSurfaceGone, a2ui.ErrNoSurface}, told(SurfaceGone, "the surface is no longer shown (deleted, replaced or taken back): ")},
 	{[]error{a2ui.ErrSurfaceWaits}, told(SurfaceWaits, "this surface's action answers the call that showed it, not a new message: ")},
-	{[]error{ErrBadRequest, sessionstore.ErrInvalidID, toolcallback.ErrInvalidAnswer, a2ui.ErrInvalid}, told(InvalidRequest, "")},
+	{[]error{console.ErrUnsupported}, told(Unsupported, "")},
+	{[]error{console.ErrBadInput}, told(InvalidRequest, "")},
+	{[]error{ErrBadRequest, sessionstore.ErrInvalidID, toolcallback.ErrInvalidAnswer, a2ui.ErrInvalid, toolcallback.ErrInvalidTitle, feedback.ErrInvalid}, told(InvalidRequest, "")},
+	{[]error{toolcallback.ErrChatDeleted}, fixed(ChatDeleted, "the chat was deleted")},
 	{[]error{toolcallback.ErrMessageNotFound}, fixed(NotFound, "the chat has no such message")},
 	{[]error{toolcallback.ErrRewound}, fixed(Rewound, "this message was taken back by an earlier regenerate or edit")},
 	{[]error{toolcallback.ErrMessageTaken}, fixed(AlreadyTaken, "this request was served already")},
 	{[]error{toolcallback.ErrCallNotFound, sessionstore.ErrNotFound}, fixed(NotFound, "no such session or call")},
 	{[]error{toolcallback.ErrWrongClient}, fixed(WrongClient, "another tab or device started this call; only it may answer")},
+	{[]error{ErrBlocked}, fixed(Blocked, "this account is blocked by the operators of this service; contact them if you think this is a mistake")},
 	{[]error{ErrForbidden}, fixed(Forbidden, "not allowed")},
 	{[]error{ErrMethod}, told(MethodNotAllowed, "")},
 	{[]error{toolcallback.ErrExpired}, fixed(Expired, "the call expired or was cancelled before this answer arrived")},

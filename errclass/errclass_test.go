@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/baton-run/baton/a2ui"
+	"github.com/baton-run/baton/feedback"
 	"github.com/baton-run/baton/limits"
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
@@ -49,6 +50,9 @@ func TestOf(t *testing.T) {
 		{name: "a message to rewind not found", err: toolcallback.ErrMessageNotFound, code: NotFound, msg: "the chat has no such message"},
 		{name: "another tab's call", err: toolcallback.ErrWrongClient, code: WrongClient},
 		{name: "an expired call", err: toolcallback.ErrExpired, code: Expired},
+		{name: "a deleted chat", err: toolcallback.ErrChatDeleted, code: ChatDeleted},
+		{name: "a bad title", err: toolcallback.ErrInvalidTitle, code: InvalidRequest},
+		{name: "a bad rating", err: feedback.ErrInvalid, code: InvalidRequest},
 		{name: "Firestore out of reach", err: fmt.Errorf("read: %w", sessionstore.ErrUnavailable), code: Unavailable, retry: 5 * time.Second},
 		{name: "a deadline", err: context.DeadlineExceeded, code: Unavailable, retry: 5 * time.Second},
 		{name: "no live model", err: ErrLiveOff, code: LiveUnavailable},

@@ -93,7 +93,7 @@ func (s *Server) newA2A(sessions *sessionstore.Service, ident a2aIdentity, opts 
 			// scheme for every caller.
 			err = fmt.Errorf("%w: %w", a2aserver.ErrUnauthenticated, err)
 		}
-		return a2aserver.Caller{User: c.user, Limits: s.limitsOf(c)}, err
+		return a2aserver.Caller{User: c.user, Limits: s.limitsOf(r.Context(), c)}, err
 	}, &a2aserver.Options{
 		Name:             s.cfg.AppName,
 		MaxBodyBytes:     s.cfg.MaxBodyBytes,

@@ -106,7 +106,10 @@ func (f firebaseIdentity) caller(ctx context.Context, r *http.Request) (caller, 
 	if err := sessionstore.ValidateID("user id", tok.UID); err != nil {
 		return caller{}, fmt.Errorf("%w: %w", errUnauthenticated, err)
 	}
-	c := caller{user: tok.UID}
+	if blocked(tok) {
+		return caller{}, fmt.Errorf("%w: user %q", errBlocked, tok.UID)
+	}
+	c := caller{user: tok.UID, signedIn: time.Unix(tok.AuthTime, 0)}
 	if tok.Firebase.SignInProvider == "anonymous" {
 		c.kind = anonymous
 	}

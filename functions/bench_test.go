@@ -19,6 +19,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/internal/firestoretest"
+	"github.com/baton-run/baton/internal/teamtest"
 	"github.com/baton-run/baton/limits"
 	"github.com/baton-run/baton/modeltest"
 	"github.com/baton-run/baton/sessionstore"
@@ -138,14 +139,7 @@ func benchFirestoreTurns(b *testing.B, row benchRow) {
 	if row.limits {
 		m.Usage = &genai.GenerateContentResponseUsageMetadata{TotalTokenCount: 100}
 	}
-	bgm, err := toolcallback.Browser[struct{ Track int }](toolcallback.BrowserConfig{Name: "change_bgm", Description: "plays a track"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	root, err := llmagent.New(llmagent.Config{Name: "assistant", Model: m, Tools: []tool.Tool{bgm}})
-	if err != nil {
-		b.Fatal(err)
-	}
+	root := teamtest.Member(b, llmagent.Config{Name: "assistant", Model: m, Tools: []tool.Tool{teamtest.NewTools(b).BGM}})
 	cfg := testConfig()
 	cfg.DevIdentity = true
 	if row.limits {
@@ -156,7 +150,7 @@ func benchFirestoreTurns(b *testing.B, row benchRow) {
 	if !row.warm {
 		opts.WarmChats = -1
 	}
-	s, err := NewServer(cfg, sessionstore.New(client, &sessionstore.Options{Root: cfg.Root}), []toolcallback.Member{{Agent: root}}, opts)
+	s, err := NewServer(cfg, sessionstore.New(client, &sessionstore.Options{Root: cfg.Root}), []toolcallback.Member{root}, opts)
 	if err != nil {
 		b.Fatal(err)
 	}

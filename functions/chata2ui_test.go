@@ -34,10 +34,7 @@ func surfaceFixture(t *testing.T, script ...modeltest.Reply) *httpFixture {
 func surfaceMembers(t *testing.T, f *httpFixture) {
 	t.Helper()
 	{
-		surface, err := toolcallback.Surface(toolcallback.SurfaceConfig{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		surface := f.world.Tools.Surface
 		catalog, err := a2ui.BasicCatalog()
 		if err != nil {
 			t.Fatal(err)
@@ -54,15 +51,10 @@ func surfaceMembers(t *testing.T, f *httpFixture) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		root, err := llmagent.New(llmagent.Config{Name: "assistant", Model: f.model, Tools: []tool.Tool{surface, menu}})
-		if err != nil {
-			t.Fatal(err)
+		f.members = []toolcallback.Member{
+			f.world.Member(llmagent.Config{Name: "assistant", Model: f.model, Tools: []tool.Tool{surface, menu}}),
+			f.world.Member(llmagent.Config{Name: "other", Model: f.model, Tools: []tool.Tool{surface}}),
 		}
-		other, err := llmagent.New(llmagent.Config{Name: "other", Model: f.model, Tools: []tool.Tool{surface}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		f.members = []toolcallback.Member{{Agent: root}, {Agent: other}}
 	}
 }
 

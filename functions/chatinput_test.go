@@ -6,53 +6,23 @@ import (
 	"strings"
 	"testing"
 
-	"google.golang.org/adk/v2/agent"
 	"google.golang.org/adk/v2/tool"
-	"google.golang.org/adk/v2/tool/functiontool"
 
+	"github.com/baton-run/baton/internal/teamtest"
 	"github.com/baton-run/baton/modeltest"
-	"github.com/baton-run/baton/toolcallback"
 	"github.com/baton-run/baton/userinput"
 )
 
 // inputState is the request state clear_notes gives with its question; no
 // client may ever see it.
-const inputState = "state-only-the-server-knows"
+// inputState is what clear_notes's question carries, and an answer must
+// bring back.
+const inputState = teamtest.InputState
 
-// clearTool asks before it acts, as an MCP server's multi-round-trip
-// request does (docs/mcp-input.md): the first run asks, the run with the
-// answer acts on it.
-func (f *httpFixture) clearTool() tool.Tool {
-	t, err := functiontool.New(functiontool.Config{Name: "clear_notes", Description: "forgets the notes, after asking"},
-		func(ctx agent.Context, _ struct{}) (map[string]any, error) {
-			reply, err := userinput.ReplyOf(ctx)
-			if err != nil {
-				return nil, err
-			}
-			if reply == nil {
-				return map[string]any{"status": "asking"}, userinput.Ask(ctx, userinput.Request{
-					Server: "notes", Tool: "clear_notes", Message: "Forget the notes?", Round: 1, State: inputState,
-					Requests: map[string]any{"confirm": map[string]any{"method": "elicitation/create", "params": map[string]any{
-						"mode": "form", "message": "Forget the notes?",
-						"requestedSchema": map[string]any{"type": "object", "properties": map[string]any{"confirm": map[string]any{"type": "boolean"}}},
-					}}},
-				})
-			}
-			if reply.State != inputState {
-				return nil, toolcallback.ErrInvalidAnswer
-			}
-			r := reply.Responses["confirm"]
-			if r.Action != userinput.Accept || r.Content["confirm"] != true {
-				return map[string]any{"cleared": false, "action": r.Action}, nil
-			}
-			f.cleared.Add(1)
-			return map[string]any{"cleared": true}, nil
-		})
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	return t
-}
+// clearTool is the shared world's clear_notes: it asks before it acts, as
+// an MCP server's multi-round-trip request does (docs/mcp-input.md): the
+// first run asks, the run with the answer acts on it.
+func (f *httpFixture) clearTool() tool.Tool { return f.world.Tools.ClearNotes }
 
 // inputAnswered is the assistant message of a turn paused on a question,
 // as useChat holds it after addToolOutput on the baton_input part.

@@ -42,11 +42,7 @@ func liveAsker(f *httpFixture, _ *ServerOptions) {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	root, err := llmagent.New(llmagent.Config{Name: "assistant", Model: f.model, Tools: []tool.Tool{ask}})
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	f.members = []toolcallback.Member{{Agent: root}}
+	f.members = []toolcallback.Member{f.world.Member(llmagent.Config{Name: "assistant", Model: f.model, Tools: []tool.Tool{ask}})}
 }
 
 // pendingCalls reads GET /Pending for a chat and client (none while the

@@ -21,6 +21,14 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, log *slog.Logger) 
 	switch {
 	case r.Method == http.MethodPost && chatID == "":
 		return s.usechat.Post(w, r, log)
+	case r.Method == http.MethodGet && chatID == "":
+		return s.usechat.List(w, r)
+	case r.Method == http.MethodPatch && chatID != "" && rest == "":
+		return s.usechat.Rename(w, r, chatID)
+	case r.Method == http.MethodDelete && chatID != "" && rest == "":
+		return s.usechat.Delete(w, r, chatID)
+	case (r.Method == http.MethodPut || r.Method == http.MethodDelete) && chatID != "" && strings.HasPrefix(rest, "feedback/"):
+		return s.rating(w, r, chatID, rest)
 	case r.Method == http.MethodGet && chatID != "" && rest == "stream":
 		return s.usechat.Resume(w, r, log, chatID)
 	case r.Method == http.MethodGet && chatID != "" && rest == "live":
@@ -32,7 +40,22 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, log *slog.Logger) 
 	case r.Method == http.MethodGet && chatID != "" && strings.HasPrefix(rest, "files/"):
 		return s.usechat.File(w, r, chatID, rest)
 	}
-	return fmt.Errorf("%w: POST /Chat, GET /Chat/{chatId}, GET or DELETE /Chat/{chatId}/stream, GET /Chat/{chatId}/live", errBadRequest)
+	return fmt.Errorf("%w: POST or GET /Chat, GET, PATCH or DELETE /Chat/{chatId}, GET or DELETE /Chat/{chatId}/stream, "+
+		"GET /Chat/{chatId}/live, PUT or DELETE /Chat/{chatId}/feedback/{messageId}", errBadRequest)
+}
+
+// rating serves PUT and DELETE /Chat/{chatId}/feedback/{messageId}; rest
+// is what follows the chat id.
+func (s *Server) rating(w http.ResponseWriter, r *http.Request, chatID, rest string) error {
+	seg := strings.TrimPrefix(rest, "feedback/")
+	messageID, err := url.PathUnescape(seg)
+	if err != nil || messageID == "" || strings.Contains(seg, "/") {
+		return fmt.Errorf("%w: /Chat/{chatId}/feedback/{messageId}", errBadRequest)
+	}
+	if r.Method == http.MethodPut {
+		return s.usechat.Rate(w, r, chatID, messageID)
+	}
+	return s.usechat.Unrate(w, r, chatID, messageID)
 }
 
 // chatPath splits what follows the function's name in the path: "" for
@@ -58,5 +81,5 @@ func chatPath(u *url.URL) (chatID, rest string, err error) {
 // chatCaller is the verified sender of a Chat request, for usechat.
 func (s *Server) chatCaller(r *http.Request) (usechat.Caller, error) {
 	c, err := s.ident.caller(r.Context(), r)
-	return usechat.Caller{User: c.user, Limits: s.limitsOf(c)}, err
+	return usechat.Caller{User: c.user, Limits: s.limitsOf(r.Context(), c)}, err
 }

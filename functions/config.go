@@ -37,6 +37,13 @@ type Config struct {
 	// IdleRetention: Sweep deletes chats idle for longer, with every
 	// document under them.
 	IdleRetention time.Duration // BATON_IDLE_RETENTION
+	// AccountCheck is how often Sweep asks Firebase Authentication about
+	// every user that has data, and deletes the data of those it no longer
+	// has (docs/data.md); 0 never.
+	AccountCheck time.Duration // BATON_ACCOUNT_CHECK: a duration, or off
+	// TitleModel is the Gemini model that gives each new chat a short title
+	// after its first exchange; "" gives none (the first words stay).
+	TitleModel string // BATON_TITLE_MODEL: a model name, or off
 
 	// SweepAudience and SweepInvoker identify the scheduler: Sweep accepts
 	// only a Google-signed OIDC token with this audience and this service
@@ -108,11 +115,34 @@ type Config struct {
 	// TraceExport says where the instance's spans go: TraceExportNone or
 	// TraceExportCloudTrace (see InstallTracing).
 	TraceExport string // BATON_TRACE_EXPORT
+	// Operators may use the console (/admin, docs/operator.md): each a
+	// verified email of a Firebase user or, in development identity
+	// mode, a user id; users whose custom claim OperatorClaim is true are
+	// operators too.
+	Operators     []string // BATON_OPERATORS: comma-separated
+	OperatorClaim string   // BATON_OPERATOR_CLAIM
+	// FirebaseAPIKey is the Firebase Web API key the console page signs
+	// operators in with (not a secret: every Firebase web app ships it).
+	FirebaseAPIKey string // BATON_FIREBASE_API_KEY
+	// MetricExport says where the instance's metrics go:
+	// MetricExportNone or MetricExportCloudMonitoring (see
+	// InstallMetrics).
+	MetricExport string // BATON_METRIC_EXPORT
+
 	// AuthEmulator is the Firebase Auth emulator the Admin SDK talks to
 	// instead of Firebase Auth, accepting its unsigned tokens. The SDK reads
 	// the variable itself; ConfigFromEnv reads it to refuse it on Cloud Run.
 	AuthEmulator string // FIREBASE_AUTH_EMULATOR_HOST
 }
+
+// DefaultTitleModel is the model that titles new chats when
+// BATON_TITLE_MODEL is not set: the agents' default model, small enough for
+// a few words.
+const DefaultTitleModel = "gemini-3.8-flash"
+
+// DefaultOperatorClaim is the custom claim that makes a Firebase user an
+// operator when BATON_OPERATOR_CLAIM is not set.
+const DefaultOperatorClaim = "baton_operator"
 
 // DefaultLiveModel is the live model when BATON_LIVE_MODEL is not set:
 // Gemini 3.8 Live, the stable Live model the Gemini API and Vertex AI both
@@ -148,6 +178,8 @@ var EnvVars = []EnvVar{
 	{Name: "BATON_KEEPALIVE", Default: "15s"},
 	{Name: "BATON_REQUEST_TIMEOUT", Default: "30s"},
 	{Name: "BATON_IDLE_RETENTION", Default: "720h"},
+	{Name: "BATON_ACCOUNT_CHECK", Default: "24h"},
+	{Name: "BATON_TITLE_MODEL", Default: DefaultTitleModel},
 	{Name: "BATON_SWEEP_AUDIENCE"},
 	{Name: "BATON_SWEEP_INVOKER"},
 	{Name: "BATON_A2A_AUDIENCE"},
@@ -170,6 +202,12 @@ var EnvVars = []EnvVar{
 	{Name: "BATON_WORK_INVOKER"},
 	{Name: "BATON_WORK_DEADLINE", Default: "30m"},
 	{Name: "BATON_BACKGROUND_PER_USER", Default: "5"},
+	{Name: "BATON_SERVICE_TOKENS_CAP", Default: "0"},
+	{Name: "BATON_NEW_ANONYMOUS_PER_DAY", Default: "0"},
+	{Name: "BATON_OPERATORS"},
+	{Name: "BATON_OPERATOR_CLAIM", Default: DefaultOperatorClaim},
+	{Name: "BATON_FIREBASE_API_KEY"},
+	{Name: "BATON_METRIC_EXPORT", Default: MetricExportNone},
 	{Name: "BATON_LIVE_MODEL", Default: DefaultLiveModel},
 	{Name: "BATON_LIVE_LOCATION"},
 	{Name: "BATON_LIVE_TIMEOUT", Default: "55m"},
@@ -231,28 +269,46 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 		WorkInvoker:       get("BATON_WORK_INVOKER"),
 		WorkDeadline:      duration("BATON_WORK_DEADLINE"),
 		AuthEmulator:      get("FIREBASE_AUTH_EMULATOR_HOST"),
+		Operators:         list(get("BATON_OPERATORS")),
+		OperatorClaim:     get("BATON_OPERATOR_CLAIM"),
+		FirebaseAPIKey:    get("BATON_FIREBASE_API_KEY"),
+		MetricExport:      get("BATON_METRIC_EXPORT"),
 	}
 	c.AllowedOrigins = list(get("BATON_ALLOWED_ORIGINS"))
+	if v := get("BATON_TITLE_MODEL"); v != "off" {
+		c.TitleModel = v
+	}
+	if v := get("BATON_ACCOUNT_CHECK"); v != "off" {
+		c.AccountCheck = duration("BATON_ACCOUNT_CHECK")
+	}
 	var err error
 	if c.MaxBodyBytes, err = strconv.ParseInt(get("BATON_MAX_BODY_BYTES"), 10, 64); err != nil || c.MaxBodyBytes <= 0 {
 		errs = append(errs, fmt.Errorf("BATON_MAX_BODY_BYTES=%q: want a positive byte count", get("BATON_MAX_BODY_BYTES")))
 	}
 	errs = append(errs, c.ChatLimits.read(get)...)
 	errs = append(errs, c.TurnLimits.read(get)...)
-	if c.DevIdentity, err = strconv.ParseBool(get("BATON_DEV_IDENTITY")); err != nil {
-		errs = append(errs, fmt.Errorf("BATON_DEV_IDENTITY=%q: want true or false", get("BATON_DEV_IDENTITY")))
-	}
+	errs = append(errs, c.readSwitches(get)...)
 	if c.BackgroundPerUser, err = strconv.Atoi(get("BATON_BACKGROUND_PER_USER")); err != nil || c.BackgroundPerUser <= 0 {
 		errs = append(errs, fmt.Errorf("BATON_BACKGROUND_PER_USER=%q: want a positive count", get("BATON_BACKGROUND_PER_USER")))
 	}
-	if c.CheckRevoked, err = strconv.ParseBool(get("BATON_CHECK_REVOKED")); err != nil {
-		errs = append(errs, fmt.Errorf("BATON_CHECK_REVOKED=%q: want true or false", get("BATON_CHECK_REVOKED")))
-	}
-	if c.IncludeThoughts, err = strconv.ParseBool(get("BATON_INCLUDE_THOUGHTS")); err != nil {
-		errs = append(errs, fmt.Errorf("BATON_INCLUDE_THOUGHTS=%q: want true or false", get("BATON_INCLUDE_THOUGHTS")))
-	}
 	errs = append(errs, c.check(get("K_SERVICE") != "")...)
 	return c, errors.Join(errs...)
+}
+
+// readSwitches reads the configuration's true-or-false settings.
+func (c *Config) readSwitches(get func(string) string) []error {
+	var errs []error
+	for _, sw := range []struct {
+		name string
+		to   *bool
+	}{{"BATON_DEV_IDENTITY", &c.DevIdentity}, {"BATON_CHECK_REVOKED", &c.CheckRevoked}, {"BATON_INCLUDE_THOUGHTS", &c.IncludeThoughts}} {
+		v, err := strconv.ParseBool(get(sw.name))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s=%q: want true or false", sw.name, get(sw.name)))
+		}
+		*sw.to = v
+	}
+	return errs
 }
 
 // check reports what is wrong with a configuration read from the
@@ -282,6 +338,12 @@ func (c *Config) check(onCloudRun bool) []error {
 	}
 	if c.PendingPolicy != toolcallback.PendingCancel && c.PendingPolicy != toolcallback.PendingReject {
 		errs = append(errs, fmt.Errorf("BATON_PENDING_POLICY=%q: want cancel or reject", c.PendingPolicy))
+	}
+	if c.MetricExport != MetricExportNone && c.MetricExport != MetricExportCloudMonitoring {
+		errs = append(errs, fmt.Errorf("BATON_METRIC_EXPORT=%q: want %s or %s", c.MetricExport, MetricExportNone, MetricExportCloudMonitoring))
+	}
+	if c.OperatorClaim == "" || strings.ContainsAny(c.OperatorClaim, " ,") {
+		errs = append(errs, fmt.Errorf("BATON_OPERATOR_CLAIM=%q: want a claim name", c.OperatorClaim))
 	}
 	if c.TraceExport != TraceExportNone && c.TraceExport != TraceExportCloudTrace {
 		errs = append(errs, fmt.Errorf("BATON_TRACE_EXPORT=%q: want %s or %s", c.TraceExport, TraceExportNone, TraceExportCloudTrace))

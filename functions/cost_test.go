@@ -43,7 +43,11 @@ func defaultTurnLimits(t *testing.T) TurnLimits {
 // included); "before the model" counts the RPCs sent before the model's
 // first request of the request under test. The deployment's default turn
 // limits are on (one lookup and one write more per turn; a resume is not
-// counted). The agents keep no app: or
+// counted). Every turn and resume also writes its chat's listing in the
+// commits that claim and release the lease (two writes, no round trip:
+// docs/cost.md, "A person's chats"), a new chat its user's account
+// document in the commit that creates it, and a commit that creates or
+// settles calls that wait for a person the listing once more. The agents keep no app: or
 // user: state (SessionStateOnly); "default" runs the plain turn without
 // that option, where the app and user state documents are looked up too.
 func TestTurnCost(t *testing.T) {
@@ -82,7 +86,7 @@ func TestTurnCost(t *testing.T) {
 		script:    []modeltest.Reply{modeltest.TextReply("first"), modeltest.TextReply("second")},
 		setup:     func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "hello")) },
 		run:       func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "again")) },
-		bound:     costBound{beforeModel: 0, roundTrips: 2, lookups: 0, writes: 3},
+		bound:     costBound{beforeModel: 0, roundTrips: 2, lookups: 0, writes: 5},
 	}, {
 		name:      "warm plain turn, 5 MB of history",
 		stateOnly: true,
@@ -98,7 +102,7 @@ func TestTurnCost(t *testing.T) {
 			}
 		},
 		run:   func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "again")) },
-		bound: costBound{beforeModel: 0, roundTrips: 2, lookups: 0, writes: 3},
+		bound: costBound{beforeModel: 0, roundTrips: 2, lookups: 0, writes: 5},
 	}, {
 		// Another instance served the chat's last turn: one read (the chat,
 		// its session, the user's turns document), then the model is asked
@@ -109,7 +113,7 @@ func TestTurnCost(t *testing.T) {
 		script:    []modeltest.Reply{modeltest.TextReply("first"), modeltest.TextReply("second")},
 		setup:     func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "hello")) },
 		run:       func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "again")) },
-		bound:     costBound{beforeModel: 1, roundTrips: 3, lookups: 3, writes: 3},
+		bound:     costBound{beforeModel: 1, roundTrips: 3, lookups: 3, writes: 5},
 	}, {
 		// Without turn limits: the floor the limits add to.
 		name:      "plain turn, existing chat, no limits",
@@ -119,7 +123,7 @@ func TestTurnCost(t *testing.T) {
 		script:    []modeltest.Reply{modeltest.TextReply("first"), modeltest.TextReply("second")},
 		setup:     func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "hello")) },
 		run:       func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "again")) },
-		bound:     costBound{beforeModel: 1, roundTrips: 3, lookups: 2, writes: 2},
+		bound:     costBound{beforeModel: 1, roundTrips: 3, lookups: 2, writes: 4},
 	}, {
 		// With a token budget as well as the rate limits: the day's count
 		// (the sum over the user's sessions and the deleted sessions'
@@ -135,7 +139,7 @@ func TestTurnCost(t *testing.T) {
 		script:    []modeltest.Reply{modeltest.TextReply("first"), modeltest.TextReply("second")},
 		setup:     func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "hello")) },
 		run:       func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "again")) },
-		bound:     costBound{beforeModel: 1, roundTrips: 4, lookups: 5, writes: 3},
+		bound:     costBound{beforeModel: 1, roundTrips: 4, lookups: 5, writes: 5},
 	}, {
 		// A warm turn with every limit on: nothing read before the model.
 		name:      "warm plain turn, token budget",
@@ -146,7 +150,7 @@ func TestTurnCost(t *testing.T) {
 		script:    []modeltest.Reply{modeltest.TextReply("first"), modeltest.TextReply("second")},
 		setup:     func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "hello")) },
 		run:       func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "again")) },
-		bound:     costBound{beforeModel: 0, roundTrips: 4, lookups: 2, writes: 3},
+		bound:     costBound{beforeModel: 0, roundTrips: 4, lookups: 2, writes: 5},
 	}, {
 		// Agents that may keep app: or user: state: a warm turn also
 		// looks up the app and user state documents beside the model, and
@@ -157,14 +161,14 @@ func TestTurnCost(t *testing.T) {
 		script: []modeltest.Reply{modeltest.TextReply("first"), modeltest.TextReply("second")},
 		setup:  func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "hello")) },
 		run:    func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "again")) },
-		bound:  costBound{beforeModel: 0, roundTrips: 3, lookups: 2, writes: 3},
+		bound:  costBound{beforeModel: 0, roundTrips: 3, lookups: 2, writes: 5},
 	}, {
 		name:   "plain turn, existing chat, default",
 		beside: true,
 		script: []modeltest.Reply{modeltest.TextReply("first"), modeltest.TextReply("second")},
 		setup:  func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "hello")) },
 		run:    func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "again")) },
-		bound:  costBound{beforeModel: 1, roundTrips: 3, lookups: 5, writes: 3},
+		bound:  costBound{beforeModel: 1, roundTrips: 3, lookups: 5, writes: 5},
 	}, {
 		// An action on a card is checked by the turn's planner against the
 		// session the turn reads anyway: it costs what a plain turn costs.
@@ -179,14 +183,14 @@ func TestTurnCost(t *testing.T) {
 		run: func(f *httpFixture) {
 			f.stream(f.chat("ada", chatBody("c1", "tab-a", actionMessage("a1", moreAction))))
 		},
-		bound: costBound{beforeModel: 1, roundTrips: 3, lookups: 3, writes: 3},
+		bound: costBound{beforeModel: 1, roundTrips: 3, lookups: 3, writes: 5},
 	}, {
 		name:      "first turn of a new chat",
 		stateOnly: true,
 		beside:    true,
 		script:    []modeltest.Reply{modeltest.TextReply("first")},
 		run:       func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "hello")) },
-		bound:     costBound{beforeModel: 1, roundTrips: 3, lookups: 3, writes: 4},
+		bound:     costBound{beforeModel: 1, roundTrips: 3, lookups: 3, writes: 6},
 	}, {
 		name:      "turn that pauses on a browser tool",
 		stateOnly: true,
@@ -195,7 +199,7 @@ func TestTurnCost(t *testing.T) {
 			modeltest.CallReply(modeltest.Call("c1", "change_bgm", map[string]any{"track": 2}))},
 		setup: func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "hello")) },
 		run:   func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "track 2"), "c1") },
-		bound: costBound{beforeModel: 1, roundTrips: 4, lookups: 3, writes: 5},
+		bound: costBound{beforeModel: 1, roundTrips: 4, lookups: 3, writes: 8},
 	}, {
 		name:      "resume that answers it",
 		stateOnly: true,
@@ -203,7 +207,7 @@ func TestTurnCost(t *testing.T) {
 			modeltest.EchoReply},
 		setup: func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "track 2"), "c1") },
 		run:   answerTrack2,
-		bound: costBound{beforeModel: 3, roundTrips: 6, lookups: 4, writes: 5},
+		bound: costBound{beforeModel: 3, roundTrips: 6, lookups: 4, writes: 7},
 	}, {
 		// The resume marks its records resumed before its last commit, which
 		// records that none is open: the next turn goes the short way.
@@ -217,7 +221,7 @@ func TestTurnCost(t *testing.T) {
 			answerTrack2(f)
 		},
 		run:   func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "next")) },
-		bound: costBound{beforeModel: 1, roundTrips: 3, lookups: 3, writes: 3},
+		bound: costBound{beforeModel: 1, roundTrips: 3, lookups: 3, writes: 5},
 	}, {
 		// On the instance that ran the resume, the session the resume left
 		// is the chat's warm copy: nothing is read.
@@ -232,7 +236,7 @@ func TestTurnCost(t *testing.T) {
 			answerTrack2(f)
 		},
 		run:   func(f *httpFixture) { f.stream(f.turn("ada", "s1", "tab-a", "next")) },
-		bound: costBound{beforeModel: 0, roundTrips: 2, lookups: 0, writes: 3},
+		bound: costBound{beforeModel: 0, roundTrips: 2, lookups: 0, writes: 5},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

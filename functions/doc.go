@@ -1,5 +1,6 @@
 // Package functions holds Baton's HTTP entry points for functions-framework-go:
-// Chat, Turn, ToolResult, Pending and Sweep (see Names), registered in init.
+// Chat, Turn, ToolResult, Pending, Sweep, A2A and Admin (see Names),
+// registered in init.
 //
 // Each function decodes and validates its request, takes the user's identity
 // from a verified Firebase Auth ID token (never from the body), calls the
@@ -35,6 +36,20 @@
 // WebSocket holding a live conversation (package live), authenticated by
 // its first frame (live.go, livesocket.go; docs/live.md).
 //
-// Firestore paths and indexes are those of sessionstore and toolcallback;
-// this package stores nothing of its own.
+// Admin serves the operator's console (admin.go; package console holds its
+// views and actions, docs/operator.md). Who is an operator is decided here,
+// where identity is checked (operator.go): a user whose record in Firebase
+// Auth carries the operator claim or a listed verified email, checked on
+// every console request against the record rather than the token, so
+// that a removed claim counts at once and an edited token never does.
+// Blocked users are refused by their token's claim, at no cost per
+// request.
+//
+// Metrics (metrics.go): InstallMetrics sets the process's meter provider,
+// which every package records on; it exports to Cloud Monitoring with
+// BATON_METRIC_EXPORT=cloudmonitoring and is read in process for the
+// console. wrap counts every request by function and status.
+//
+// Firestore paths and indexes are those of sessionstore, ledger, limits
+// and console; this package stores nothing of its own.
 package functions

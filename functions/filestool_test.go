@@ -47,11 +47,7 @@ func TestChatToolFile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		root, err := llmagent.New(llmagent.Config{Name: "assistant", Model: f.model, Tools: []tool.Tool{draw, look}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		f.members = []toolcallback.Member{{Agent: root}}
+		f.members = []toolcallback.Member{f.world.Member(llmagent.Config{Name: "assistant", Model: f.model, Tools: []tool.Tool{draw, look}})}
 	}, nil,
 		modeltest.CallReply(modeltest.Call("d1", "draw", map[string]any{})), modeltest.TextReply("drawn"),
 		modeltest.CallReply(modeltest.Call("l1", "look", map[string]any{})), modeltest.TextReply("a fine cat"))

@@ -2,6 +2,7 @@ package functions
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -14,14 +15,11 @@ import (
 
 	"cloud.google.com/go/firestore"
 	"firebase.google.com/go/v4/auth"
-	"google.golang.org/adk/v2/agent"
-	"google.golang.org/adk/v2/agent/llmagent"
-	"google.golang.org/adk/v2/tool"
-	"google.golang.org/adk/v2/tool/functiontool"
 
 	"github.com/baton-run/baton/internal/authtest"
 	"github.com/baton-run/baton/internal/firestoretest"
 	"github.com/baton-run/baton/internal/localgcs"
+	"github.com/baton-run/baton/internal/teamtest"
 	"github.com/baton-run/baton/modeltest"
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
@@ -30,8 +28,16 @@ import (
 
 func TestMain(m *testing.M) {
 	installTestTracing()
+	var err error
+	if testMetrics, _, err = InstallMetrics(context.Background(), Config{}); err != nil {
+		panic(err)
+	}
 	firestoretest.Main(m, authtest.Stop)
 }
+
+// testMetrics is the process's meter provider, installed once (the
+// global provider forwards to the first one set).
+var testMetrics *Metrics
 
 const (
 	testProject  = "proj"
@@ -40,10 +46,13 @@ const (
 	testOrigin   = "https://app.example"
 )
 
-// httpFixture serves every function over real HTTP, against the emulator,
-// with a strict scripted model and locally minted ID tokens.
+// httpFixture serves every function over real HTTP around the members of
+// the shared test world (its demo tools on a strict scripted model, its
+// project on the emulator, its files' bucket), with locally minted ID
+// tokens.
 type httpFixture struct {
 	t        *testing.T
+	world    *teamtest.World
 	srv      *httptest.Server
 	server   *Server
 	auth     *auth.Client   // the Admin SDK's client of the Auth emulator; nil in development identity mode
@@ -54,8 +63,8 @@ type httpFixture struct {
 	counter  *firestoretest.Counter
 	cfg      Config
 	members  []toolcallback.Member
-	booked   atomic.Int32
-	cleared  atomic.Int32 // clear_notes calls that ended with the user's yes
+	booked   *atomic.Int32 // runs of book_table
+	cleared  *atomic.Int32 // clear_notes calls that ended with the user's yes
 	logs     *syncWriter
 	gcs      *localgcs.Server // the files' bucket, served in process
 
@@ -83,70 +92,29 @@ func newHTTPFixture(t *testing.T, mutate func(*Config), script ...modeltest.Repl
 // as opts (nil: none) changes them: opts may add to f.members.
 func newHTTPFixtureWith(t *testing.T, opts func(*httpFixture, *ServerOptions), mutate func(*Config), script ...modeltest.Reply) *httpFixture {
 	t.Helper()
-	f := &httpFixture{t: t, model: &modeltest.Strict{T: t, Script: script}, cfg: testConfig(), logs: &syncWriter{}}
+	f := &httpFixture{t: t, cfg: testConfig(), logs: &syncWriter{}}
 	if mutate != nil {
 		mutate(&f.cfg)
 	}
-	f.client, f.counter = firestoretest.NewCountingClient(t)
+	f.world = teamtest.New(t, &teamtest.Options{Files: true}, script...)
+	f.model, f.client, f.counter, f.gcs = f.world.Model, f.world.Client, f.world.Counter, f.world.GCS
+	f.booked, f.cleared = &f.world.Tools.Booked, &f.world.Tools.Cleared
+	f.members = f.world.Assistant()
 	f.keys = newTestKeyServer(t)
 	if !f.cfg.DevIdentity {
 		f.authAddr = authtest.Emulator(t, testProject)
 		f.auth = newTestAuthClient(t, f.authAddr)
 	}
-	type track struct {
-		Track int `json:"track"`
-	}
-	bgm, err := toolcallback.Browser[track](toolcallback.BrowserConfig{Name: "change_bgm", Description: "switch the music"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	loc, err := toolcallback.Browser[struct{}](toolcallback.BrowserConfig{Name: "get_location", Description: "where the browser is", AnyDevice: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	type table struct {
-		People int `json:"people"`
-	}
-	book, err := toolcallback.Approval(toolcallback.ApprovalConfig[table]{Name: "book_table", Description: "book a table"},
-		func(_ agent.Context, a table) (map[string]any, error) {
-			f.booked.Add(1)
-			return map[string]any{"booked": true, "people": a.People}, nil
-		})
-	if err != nil {
-		t.Fatal(err)
-	}
-	type city struct {
-		City string `json:"city"`
-	}
-	weather, err := functiontool.New(functiontool.Config{Name: "get_weather", Description: "weather"},
-		func(_ agent.Context, c city) (map[string]any, error) {
-			return map[string]any{"forecast": "sunny in " + c.City}, nil
-		})
-	if err != nil {
-		t.Fatal(err)
-	}
-	root, err := llmagent.New(llmagent.Config{Name: "assistant", Model: f.model, Tools: []tool.Tool{bgm, loc, book, weather, f.clearTool()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.members = []toolcallback.Member{{Agent: root}}
-	if f.gcs, err = localgcs.Start("files"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(f.gcs.Stop)
-	files, err := f.gcs.Artifacts(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
 	so := &ServerOptions{
 		Logger:        NewLogger(f.logs),
 		Auth:          f.auth,
 		SchedulerKeys: f.keys.Client(),
-		Files:         files,
+		Files:         f.world.Artifacts,
 	}
 	if opts != nil {
 		opts(f, so)
 	}
+	var err error
 	f.server, err = NewServer(f.cfg, sessionstore.New(f.client, &sessionstore.Options{Root: f.cfg.Root}), f.members, so)
 	if err != nil {
 		t.Fatal(err)
@@ -155,9 +123,11 @@ func newHTTPFixtureWith(t *testing.T, opts func(*httpFixture, *ServerOptions), m
 	for _, name := range Names {
 		mux.Handle("/"+name, f.server.Handler(name))
 	}
-	mux.Handle("/"+NameA2A+"/", f.server.Handler(NameA2A))   // the agent card below it
-	mux.Handle("/"+NameChat+"/", f.server.Handler(NameChat)) // the resume stream and messages
-	mux.Handle("/"+NameTurn+"/", f.server.Handler(NameTurn)) // DELETE /Turn/{sessionId}
+	mux.Handle("/"+NameA2A+"/", f.server.Handler(NameA2A))         // the agent card below it
+	mux.Handle("/"+NameChat+"/", f.server.Handler(NameChat))       // the resume stream and messages
+	mux.Handle("/"+NameTurn+"/", f.server.Handler(NameTurn))       // DELETE /Turn/{sessionId}
+	mux.Handle("/"+NameAccount+"/", f.server.Handler(NameAccount)) // GET /Account/export
+	mux.Handle("/"+NameAdmin+"/", f.server.Handler(NameAdmin))     // the console's page and API
 	f.srv = httptest.NewServer(mux)
 	t.Cleanup(f.srv.Close)
 	return f

@@ -13,7 +13,6 @@ import (
 	"google.golang.org/adk/v2/agent/llmagent"
 
 	"github.com/baton-run/baton/modeltest"
-	"github.com/baton-run/baton/toolcallback"
 	"github.com/baton-run/baton/uistream/uistreamtest"
 )
 
@@ -206,11 +205,7 @@ func TestChatHistoryIDsMatchStreams(t *testing.T) {
 func TestChatHistoryIDsAfterSwitch(t *testing.T) {
 	t.Parallel()
 	addDJ := func(f *httpFixture, _ *ServerOptions) {
-		dj, err := llmagent.New(llmagent.Config{Name: "dj", Model: f.model})
-		if err != nil {
-			t.Fatal(err)
-		}
-		f.members = append(f.members, toolcallback.Member{Agent: dj})
+		f.members = append(f.members, f.world.Member(llmagent.Config{Name: "dj", Model: f.model}))
 	}
 	f := newHTTPFixtureWith(t, addDJ, nil,
 		modeltest.CallReply(modeltest.Call("b1", "book_table", map[string]any{"people": 4})),

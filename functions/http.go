@@ -2,14 +2,11 @@ package functions
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"mime"
 	"net"
 	"net/http"
 	"os"
@@ -110,6 +107,17 @@ func (r *recorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	return conn, rw, err
 }
 
+// clientStatus is the status the metrics count for a request answered
+// with status: 499 (a client that went away, as proxies name it) for a
+// failure of a request its client cancelled, which no server fault
+// caused and no 5xx alert should count.
+func clientStatus(r *http.Request, status int) int {
+	if status >= 500 && errors.Is(r.Context().Err(), context.Canceled) {
+		return 499
+	}
+	return status
+}
+
 // endpoint is a handler that returns its error for the wrapper to answer.
 type endpoint func(w http.ResponseWriter, r *http.Request, log *slog.Logger) error
 
@@ -135,6 +143,7 @@ func (s *Server) wrap(name string, methods []string, h endpoint) http.Handler {
 			}
 			log.Log(r.Context(), level, "request", "method", r.Method, "path", r.URL.Path,
 				"status", rec.status, "latencyMs", time.Since(start).Milliseconds())
+			countRequest(r.Context(), name, r.Method, clientStatus(r, rec.status), time.Since(start))
 			endRequestSpan(span, rec.status)
 		}()
 		if !s.cors(rec, r, methods) {
@@ -165,9 +174,10 @@ func (s *Server) wrap(name string, methods []string, h endpoint) http.Handler {
 // timeout is how long a function may work on a request before its stream
 // starts. Sweep waits for the invocations it resumes, so it gets one
 // invocation deadline more; it starts no resume it could not finish. A2A
-// streams and blocking sends follow an execution, so they get the same.
+// streams and blocking sends follow an execution, so they get the same;
+// and Account, whose export and deletion grow with the account.
 func (s *Server) timeout(name string) time.Duration {
-	if (name == NameSweep || name == NameA2A) && s.cfg.RequestTimeout > 0 {
+	if (name == NameSweep || name == NameA2A || name == NameAccount) && s.cfg.RequestTimeout > 0 {
 		return s.cfg.RequestTimeout + s.cfg.InvocationTimeout
 	}
 	return s.cfg.RequestTimeout
@@ -210,35 +220,12 @@ func (s *Server) cors(w http.ResponseWriter, r *http.Request, methods []string) 
 	return false
 }
 
-// decodeJSON reads a JSON request body into v: JSON content type, size
-// limit, no unknown fields, nothing after the value, and nothing the
-// decoder would not keep as written (see usechat.CheckExactJSON). Every function
-// decodes its body here.
+// decodeJSON reads a JSON request body into v within the body limit
+// (usechat.DecodeJSON: JSON content type, no unknown fields, nothing after
+// the value, nothing the decoder would not keep as written). Every
+// function decodes its body here.
 func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
-	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if err != nil || mt != "application/json" {
-		return errMediaType
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
-	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return errBodyTooLarge
-		}
-		return fmt.Errorf("%w: read body: %v", errBadRequest, err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("%w: %v", errBadRequest, err)
-	}
-	if dec.More() {
-		return fmt.Errorf("%w: data after the JSON value", errBadRequest)
-	}
-	if err := usechat.CheckExactJSON(body, v); err != nil {
-		return fmt.Errorf("%w: %v", errBadRequest, err)
-	}
-	return nil
+	return usechat.DecodeJSON(w, r, s.cfg.MaxBodyBytes, v)
 }
 
 // identity says who sent a request.

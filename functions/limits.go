@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
+
+	"google.golang.org/adk/v2/platform"
 
 	"github.com/baton-run/baton/limits"
 )
@@ -27,13 +30,22 @@ const (
 type caller struct {
 	user string
 	kind callerKind
+	// signedIn is when the user signed in (the token's auth_time); zero
+	// when unknown.
+	signedIn time.Time
 }
 
-// TurnLimits are the limits of each kind of caller. Zero: no limit.
+// TurnLimits are the limits of each kind of caller, and the deployment's
+// caps. Zero: no limit.
 type TurnLimits struct {
 	User      limits.Limits // signed-in users (and development identity)
 	Anonymous limits.Limits // users signed in anonymously
 	Service   limits.Limits // service accounts calling A2A
+	// ServiceTokens caps every user's model tokens together per UTC day;
+	// NewAnonymous the anonymous users admitted per UTC day (limits'
+	// ServiceTokensPerDay and NewAnonymousPerDay, docs/limits.md).
+	ServiceTokens int64 // BATON_SERVICE_TOKENS_CAP
+	NewAnonymous  int64 // BATON_NEW_ANONYMOUS_PER_DAY
 }
 
 // of returns the limits of a kind of caller.
@@ -47,10 +59,11 @@ func (l TurnLimits) of(kind callerKind) limits.Limits {
 	return l.User
 }
 
-// countsTokens reports whether any kind of caller has a token budget, for
-// which every model response's tokens are counted.
+// countsTokens reports whether any kind of caller has a token budget, or
+// the deployment a cap, for which every model response's tokens are
+// counted.
 func (l TurnLimits) countsTokens() bool {
-	return l.User.UserTokensPerDay > 0 || l.Anonymous.UserTokensPerDay > 0 || l.Service.UserTokensPerDay > 0
+	return l.User.UserTokensPerDay > 0 || l.Anonymous.UserTokensPerDay > 0 || l.Service.UserTokensPerDay > 0 || l.ServiceTokens > 0
 }
 
 func (l *TurnLimits) read(get func(string) string) []error {
@@ -80,6 +93,7 @@ func (l *TurnLimits) read(get func(string) string) []error {
 		UserTokensPerDay: count("BATON_ANON_USER_TOKENS_PER_DAY"), LiveSegmentsPerUser: segments}
 	l.Service = limits.Limits{UserTurnsPerMinute: rate("BATON_SERVICE_TURNS_PER_MINUTE"), ChatTurnsPerMinute: chat,
 		UserTokensPerDay: count("BATON_SERVICE_TOKENS_PER_DAY"), LiveSegmentsPerUser: segments}
+	l.ServiceTokens, l.NewAnonymous = count("BATON_SERVICE_TOKENS_CAP"), count("BATON_NEW_ANONYMOUS_PER_DAY")
 	return errs
 }
 
@@ -89,5 +103,20 @@ func (d devIdentity) caller(ctx context.Context, r *http.Request) (caller, error
 	return caller{user: user}, err
 }
 
-// limitsOf are the turn limits of c.
-func (s *Server) limitsOf(c caller) limits.Limits { return s.cfg.TurnLimits.of(c.kind) }
+// limitsOf are the turn limits of c: its kind's, and the deployment's
+// caps. The cap on new anonymous users applies to an anonymous user who
+// signed in on the UTC day of the request (docs/limits.md).
+func (s *Server) limitsOf(ctx context.Context, c caller) limits.Limits {
+	now := platform.Now(ctx)
+	tl := s.cfg.TurnLimits
+	l := tl.of(c.kind)
+	l.ServiceTokensPerDay = tl.ServiceTokens
+	if c.kind == anonymous && tl.NewAnonymous > 0 && !c.signedIn.IsZero() && sameUTCDay(c.signedIn, now) {
+		l.NewAnonymousPerDay = tl.NewAnonymous
+	}
+	return l
+}
+
+func sameUTCDay(a, b time.Time) bool {
+	return a.UTC().Format(time.DateOnly) == b.UTC().Format(time.DateOnly)
+}

@@ -139,7 +139,7 @@ func (s *Server) liveRequest(r *http.Request, ws *websocket.Conn, chatID string)
 	if device == "" {
 		return live.Request{}, fmt.Errorf("%w: send the device id as ?device= or in the first frame", errBadRequest)
 	}
-	return live.Request{UserID: c.user, ChatID: chatID, DeviceID: device, Agent: q.Get("agent"), Limits: s.limitsOf(c)}, nil
+	return live.Request{UserID: c.user, ChatID: chatID, DeviceID: device, Agent: q.Get("agent"), Limits: s.limitsOf(r.Context(), c)}, nil
 }
 
 // openLive opens the conversation. A conversation of the chat that the

@@ -26,6 +26,10 @@ func (s *Server) Mux() *http.ServeMux {
 		mux.Handle("/"+name, h)
 		mux.Handle("/"+name+"/", h)
 	}
+	// The console at /admin, as its page names its own paths.
+	admin := s.Handler(NameAdmin)
+	mux.Handle("/admin", admin)
+	mux.Handle("/admin/", admin)
 	a2a := s.Handler(NameA2A)
 	mux.Handle(agentCardPath, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// The card takes its URL from the path it was asked at: ask at the

@@ -13,6 +13,7 @@ import (
 	"github.com/GoogleCloudPlatform/functions-framework-go/functions"
 	"google.golang.org/adk/v2/agent"
 
+	"github.com/baton-run/baton/account"
 	"github.com/baton-run/baton/mcpregistry"
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
@@ -27,15 +28,22 @@ const (
 	NameSweep      = "Sweep"
 	NameA2A        = "A2A"
 	// NameChat serves the AI SDK's useChat (DefaultChatTransport): POST
-	// /Chat, GET /Chat/{chatId} and GET /Chat/{chatId}/stream.
+	// /Chat, GET /Chat/{chatId} and GET /Chat/{chatId}/stream; and the
+	// user's chats (GET /Chat, PATCH and DELETE /Chat/{chatId}).
 	NameChat = "Chat"
+	// NameAccount serves a person's data as a whole: its export and its
+	// deletion (package account).
+	NameAccount = account.Name
+	// NameAdmin serves the operator's console: the page at /admin and
+	// its API at /admin/api/ (docs/operator.md).
+	NameAdmin = "Admin"
 	// NameWork runs background calls' work, delivered by Cloud Tasks
 	// (docs/background.md).
 	NameWork = "Work"
 )
 
 // Names lists every registered function.
-var Names = []string{NameTurn, NameToolResult, NamePending, NameSweep, NameA2A, NameChat, NameWork}
+var Names = []string{NameTurn, NameToolResult, NamePending, NameSweep, NameA2A, NameChat, NameAccount, NameAdmin, NameWork}
 
 // AgentFunc builds the agent the registered functions serve.
 type AgentFunc func(ctx context.Context) (agent.Agent, error)
@@ -102,11 +110,16 @@ var instance = sync.OnceValues(func() (*Server, error) {
 	if _, err := InstallTracing(context.Background(), cfg); err != nil {
 		return nil, err
 	}
+	// Metrics likewise: exported every minute while the instance has CPU.
+	metrics, _, err := InstallMetrics(context.Background(), cfg)
+	if err != nil {
+		return nil, err
+	}
 	sessions, err := sessionstore.Open(context.Background(), cfg.Project, cfg.Database, &sessionstore.Options{Root: cfg.Root})
 	if err != nil {
 		return nil, err
 	}
-	s, reg, err := buildServer(context.Background(), cfg, sessions)
+	s, reg, err := buildServer(context.Background(), cfg, sessions, metrics)
 	if err == nil {
 		closeOnTerm(s, reg)
 	}
@@ -115,7 +128,7 @@ var instance = sync.OnceValues(func() (*Server, error) {
 
 // buildServer builds the registered team on sessions, and the MCP registry
 // its agents use if they were registered with UseTeamWithMCP.
-func buildServer(ctx context.Context, cfg Config, sessions *sessionstore.Service) (*Server, *mcpregistry.Registry, error) {
+func buildServer(ctx context.Context, cfg Config, sessions *sessionstore.Service, metrics *Metrics) (*Server, *mcpregistry.Registry, error) {
 	registered.Lock()
 	newTeam, servers, withMCP := registered.newTeam, registered.mcp, registered.withMCP
 	registered.Unlock()
@@ -127,7 +140,7 @@ func buildServer(ctx context.Context, cfg Config, sessions *sessionstore.Service
 		if err != nil {
 			return nil, nil, fmt.Errorf("build agents: %w", err)
 		}
-		s, err := NewServer(cfg, sessions, members, nil)
+		s, err := NewServer(cfg, sessions, members, &ServerOptions{Metrics: metrics})
 		return s, nil, err
 	}
 	log := NewLogger(nil)
@@ -140,7 +153,7 @@ func buildServer(ctx context.Context, cfg Config, sessions *sessionstore.Service
 		reg.Close()
 		return nil, nil, fmt.Errorf("build agents: %w", err)
 	}
-	s, err := NewServer(cfg, sessions, members, &ServerOptions{Logger: log, MCP: reg})
+	s, err := NewServer(cfg, sessions, members, &ServerOptions{Logger: log, MCP: reg, Metrics: metrics})
 	if err != nil {
 		reg.Close()
 		return nil, nil, err

@@ -33,7 +33,7 @@ func TestUseTeamWithMCP(t *testing.T) {
 			got = reg
 			return team(reg)
 		})
-	s, reg, err := buildServer(t.Context(), cfg, sessionstore.New(client, &sessionstore.Options{Root: cfg.Root}))
+	s, reg, err := buildServer(t.Context(), cfg, sessionstore.New(client, &sessionstore.Options{Root: cfg.Root}), nil)
 	if err != nil {
 		t.Fatalf("buildServer: %v", err)
 	}
@@ -43,13 +43,13 @@ func TestUseTeamWithMCP(t *testing.T) {
 	}
 
 	UseTeam(func(context.Context) ([]toolcallback.Member, error) { return team(nil) })
-	if _, reg, err := buildServer(t.Context(), cfg, sessionstore.New(client, &sessionstore.Options{Root: cfg.Root})); err != nil || reg != nil {
+	if _, reg, err := buildServer(t.Context(), cfg, sessionstore.New(client, &sessionstore.Options{Root: cfg.Root}), nil); err != nil || reg != nil {
 		t.Errorf("after UseTeam: registry %p, error %v; want none", reg, err)
 	}
 
 	UseTeamWithMCP([]mcpregistry.Server{{Name: "no spaces allowed", URL: "http://127.0.0.1:1/"}},
 		func(_ context.Context, reg *mcpregistry.Registry) ([]toolcallback.Member, error) { return team(reg) })
-	if _, _, err := buildServer(t.Context(), cfg, sessionstore.New(client, &sessionstore.Options{Root: cfg.Root})); err == nil {
+	if _, _, err := buildServer(t.Context(), cfg, sessionstore.New(client, &sessionstore.Options{Root: cfg.Root}), nil); err == nil {
 		t.Error("an invalid MCP server name: buildServer succeeded, want an error")
 	}
 }

@@ -11,9 +11,13 @@ import (
 	cloudtasks "cloud.google.com/go/cloudtasks/apiv2"
 	"firebase.google.com/go/v4/auth"
 	"google.golang.org/adk/v2/artifact"
+	"google.golang.org/adk/v2/model"
 	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/a2aserver"
+	"github.com/baton-run/baton/account"
+	"github.com/baton-run/baton/console"
+	"github.com/baton-run/baton/limits"
 	"github.com/baton-run/baton/live"
 	"github.com/baton-run/baton/mcpregistry"
 	"github.com/baton-run/baton/sessionstore"
@@ -33,9 +37,18 @@ type Server struct {
 	a2a        *a2aserver.Server
 	log        *slog.Logger
 	usechat    *usechat.Server // Chat's routes for the AI SDK's useChat
-	live       *live.Runner    // nil when live mode is off
+	account    *account.Server // the Account function
+	// accountAuth, when set, gives the Firebase Auth client Sweep asks
+	// about the users that have data (cfg.AccountCheck).
+	accountAuth func(ctx context.Context) (*auth.Client, error)
+	live        *live.Runner // nil when live mode is off
 	// conversations are the live conversations this instance holds.
 	conversations conversations
+	// console is the operator's side (the Admin function); users reads
+	// and changes Firebase users for it (nil in development identity).
+	console *console.Console
+	users   func() (*auth.Client, error)
+	metrics *Metrics // nil: the console shows no metrics
 }
 
 // ServerOptions are the optional parts of a Server. Nil fields take the
@@ -92,6 +105,13 @@ type ServerOptions struct {
 	// is stored (toolcallback.Options.ProgressInterval). Default 3 s; the
 	// tests' is shorter.
 	ProgressInterval time.Duration
+	// TitleModel gives new chats their titles. Default: Gemini's
+	// cfg.TitleModel from the environment's credentials; none without.
+	// `go run ./local` gives its offline model.
+	TitleModel model.LLM
+	// Metrics is the process's meter provider (InstallMetrics), whose
+	// reading the console shows. Nil: none.
+	Metrics *Metrics
 }
 
 // NewServer builds the team of members on sessions (which must store under
@@ -110,27 +130,11 @@ func NewServer(cfg Config, sessions *sessionstore.Service, members []toolcallbac
 	if s.log == nil {
 		s.log = NewLogger(nil)
 	}
-	topts := &toolcallback.Options{
-		LeasePolicy:       cfg.LeasePolicy,
-		MaxWait:           cfg.LeaseMaxWait,
-		PendingPolicy:     cfg.PendingPolicy,
-		CallTimeout:       cfg.CallTimeout,
-		InvocationTimeout: cfg.InvocationTimeout,
-		TokenKey:          cfg.TokenKey,
-		IdleRetention:     cfg.IdleRetention,
-		SessionStateOnly:  opts.SessionStateOnly,
-		WarmChats:         opts.WarmChats,
-		WarmBytes:         opts.WarmBytes,
-		CountTokens:       cfg.TurnLimits.countsTokens(),
-		BackgroundPerUser: cfg.BackgroundPerUser,
-		RemotePushURL:     cfg.RemotePushURL,
-		ProgressInterval:  opts.ProgressInterval,
-		IncludeThoughts:   cfg.IncludeThoughts,
-		Logger:            s.log,
-	}
+	topts := s.teamOptions(opts)
 	if topts.Queue, err = newQueue(context.Background(), cfg, opts.Tasks); err != nil {
 		return nil, err
 	}
+	s.dataOptions(topts, opts)
 	s.followMCP(topts, opts.MCP)
 	var files *usechat.FileURLs
 	if topts.Files, files, err = newFiles(cfg, opts.Files, s.log); err != nil {
@@ -148,10 +152,14 @@ func NewServer(cfg Config, sessions *sessionstore.Service, members []toolcallbac
 	if s.workCheck, err = newWorkIdentity(ctx, cfg, opts.SchedulerKeys); err != nil {
 		return nil, err
 	}
+	s.account = account.New(team, sessions, topts.Files, func(r *http.Request) (string, error) { return s.ident.userID(r.Context(), r) }, s.log)
+	s.metrics = opts.Metrics
+	copts := s.consoleOptions(opts)
 	if cfg.DevIdentity {
 		s.ident = devIdentity{}
 		s.sweepCheck = devSchedulerCheck
 		s.a2a = s.newA2A(sessions, a2aIdentity{users: s.ident}, opts)
+		s.console = console.New(team, sessions, copts)
 		return s, nil
 	}
 	auth := opts.Auth
@@ -161,6 +169,10 @@ func NewServer(cfg Config, sessions *sessionstore.Service, members []toolcallbac
 		}
 	}
 	s.ident = firebaseIdentity{client: auth, checkRevoked: cfg.CheckRevoked}
+	s.accountAuth = accountAuthClient(cfg, opts.Auth, auth)
+	s.users = usersClient(cfg.Project, opts.Auth)
+	copts.Identity = firebaseUsers{users: s.users, checkRevoked: cfg.CheckRevoked}
+	s.console = console.New(team, sessions, copts)
 	service, err := newServiceIdentity(ctx, opts.SchedulerKeys)
 	if err != nil {
 		return nil, err
@@ -168,6 +180,29 @@ func NewServer(cfg Config, sessions *sessionstore.Service, members []toolcallbac
 	s.sweepCheck = (&schedulerIdentity{service: service, audience: cfg.SweepAudience, invoker: cfg.SweepInvoker}).check
 	s.a2a = s.newA2A(sessions, a2aIdentity{users: s.ident, services: service, audience: cfg.A2AAudience, invokers: cfg.A2AInvokers}, opts)
 	return s, nil
+}
+
+// teamOptions are the team's options from the configuration and opts.
+func (s *Server) teamOptions(opts *ServerOptions) *toolcallback.Options {
+	return &toolcallback.Options{
+		LeasePolicy:        s.cfg.LeasePolicy,
+		MaxWait:            s.cfg.LeaseMaxWait,
+		PendingPolicy:      s.cfg.PendingPolicy,
+		CallTimeout:        s.cfg.CallTimeout,
+		InvocationTimeout:  s.cfg.InvocationTimeout,
+		TokenKey:           s.cfg.TokenKey,
+		IdleRetention:      s.cfg.IdleRetention,
+		SessionStateOnly:   opts.SessionStateOnly,
+		WarmChats:          opts.WarmChats,
+		WarmBytes:          opts.WarmBytes,
+		CountTokens:        s.cfg.TurnLimits.countsTokens(),
+		CountServiceTokens: s.cfg.TurnLimits.ServiceTokens > 0,
+		BackgroundPerUser:  s.cfg.BackgroundPerUser,
+		RemotePushURL:      s.cfg.RemotePushURL,
+		ProgressInterval:   opts.ProgressInterval,
+		IncludeThoughts:    s.cfg.IncludeThoughts,
+		Logger:             s.log,
+	}
 }
 
 // followMCP makes the team's chats tell reg (nil: none) when they switch
@@ -185,6 +220,17 @@ func (s *Server) followMCP(topts *toolcallback.Options, reg *mcpregistry.Registr
 		if err := reg.CloseChat(ctx, chat); err != nil {
 			s.log.WarnContext(ctx, "end a deleted chat's MCP sessions", "chat", chat.ID, "error", err)
 		}
+	}
+}
+
+// consoleOptions are the console's settings: the limits each kind of
+// user is held to and the deployment's caps, shown against what was used.
+func (s *Server) consoleOptions(opts *ServerOptions) *console.Options {
+	tl := s.cfg.TurnLimits
+	return &console.Options{
+		Limits:  map[string]limits.Limits{"user": tl.User, "anonymous": tl.Anonymous, "service": tl.Service},
+		Service: limits.Limits{ServiceTokensPerDay: tl.ServiceTokens, NewAnonymousPerDay: tl.NewAnonymous},
+		Account: consoleAccount{team: s.team}, Logger: s.log,
 	}
 }
 
@@ -234,9 +280,13 @@ func (s *Server) Handler(name string) http.Handler {
 	case NameA2A:
 		return s.wrap(name, []string{http.MethodGet, http.MethodHead, http.MethodPost}, s.serveA2A)
 	case NameChat:
-		return s.wrap(name, []string{http.MethodPost, http.MethodGet, http.MethodDelete}, s.chat)
+		return s.wrap(name, []string{http.MethodPost, http.MethodGet, http.MethodPatch, http.MethodPut, http.MethodDelete}, s.chat)
 	case NameWork:
 		return s.wrap(name, []string{http.MethodPost}, s.work)
+	case NameAccount:
+		return s.wrap(name, []string{http.MethodGet, http.MethodDelete}, s.accountRoutes)
+	case NameAdmin:
+		return s.wrap(name, []string{http.MethodGet, http.MethodPost, http.MethodDelete}, s.admin)
 	}
 	return http.NotFoundHandler()
 }
@@ -263,7 +313,7 @@ func (s *Server) sweep(w http.ResponseWriter, r *http.Request, log *slog.Logger)
 		return err
 	}
 	log.InfoContext(r.Context(), "sweep", "expired", report.Expired, "resumed", report.Resumed, "skipped", report.Skipped, "enqueued", report.Enqueued,
-		"repaired", report.Repaired, "idle", report.Idle)
+		"repaired", report.Repaired, "idle", report.Idle, "accounts", report.Accounts, "checked", report.Checked)
 	writeJSON(w, http.StatusOK, report)
 	return nil
 }

@@ -91,7 +91,7 @@ func (s *Server) turn(w http.ResponseWriter, r *http.Request, log *slog.Logger) 
 		return err
 	}
 	inv, report, err := s.team.Turn(r.Context(), toolcallback.TurnRequest{
-		UserID: c.user, ChatID: req.SessionID, ClientID: req.ClientID, Agent: req.Agent, Content: msg, Limits: s.limitsOf(c),
+		UserID: c.user, ChatID: req.SessionID, ClientID: req.ClientID, Agent: req.Agent, Content: msg, Limits: s.limitsOf(r.Context(), c),
 	})
 	if err != nil {
 		return err
@@ -110,7 +110,7 @@ func (s *Server) turnReplace(w http.ResponseWriter, r *http.Request, log *slog.L
 	if err := sessionstore.ValidateID("message id", req.Replace); err != nil {
 		return err
 	}
-	rw := toolcallback.RewindRequest{UserID: c.user, ChatID: req.SessionID, ClientID: req.ClientID, Message: req.Replace, Limits: s.limitsOf(c)}
+	rw := toolcallback.RewindRequest{UserID: c.user, ChatID: req.SessionID, ClientID: req.ClientID, Message: req.Replace, Limits: s.limitsOf(r.Context(), c)}
 	if req.Text != "" || len(req.Parts) > 0 {
 		content, err := req.content()
 		if err != nil {

@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/gorilla/websocket"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/metric"
 	"google.golang.org/genai"
 )
 
@@ -67,12 +70,22 @@ func (s *Session) run(ctx context.Context, conn *genai.Session) {
 			return
 		}
 		s.log.Info("live: reconnecting", "reason", err)
+		reconnects().Add(ctx, 1)
 		if conn, err = s.reconnect(ctx); err != nil {
 			s.fail(err)
 			return
 		}
 	}
 }
+
+// reconnects counts a conversation's reconnects to the model
+// (baton.live.reconnects: a goAway, a dropped socket), on OpenTelemetry's
+// global meter provider.
+var reconnects = sync.OnceValue(func() metric.Int64Counter {
+	c, _ := otel.Meter("github.com/baton-run/baton/geminilive").Int64Counter("baton.live.reconnects",
+		metric.WithUnit("{reconnect}"), metric.WithDescription("Live conversations' reconnects to the model"))
+	return c
+})
 
 // reconnect connects again, backing off, up to Reconnects failures.
 func (s *Session) reconnect(ctx context.Context) (*genai.Session, error) {

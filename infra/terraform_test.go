@@ -31,8 +31,8 @@ type (
 
 var (
 	fieldIndexes  = slices.Concat(sessionstore.FieldIndexes, a2aserver.FieldIndexes)
-	ttlFields     = slices.Concat(ledger.TTLs, limits.TTLs, a2aserver.TTLs)
-	queriedFields = mergeFields(sessionstore.QueriedFields, ledger.QueriedFields, a2aserver.QueriedFields)
+	ttlFields     = slices.Concat(sessionstore.TTLs, ledger.TTLs, limits.TTLs, a2aserver.TTLs)
+	queriedFields = mergeFields(sessionstore.QueriedFields, ledger.QueriedFields, a2aserver.QueriedFields, limits.QueriedFields)
 )
 
 func mergeFields(lists ...map[string][]string) map[string][]string {
@@ -665,7 +665,7 @@ func TestTerraformCompositeIndexes(t *testing.T) {
 
 // codeIndexes lists the composite indexes every package's queries need.
 func codeIndexes() []sessionstore.Index {
-	return slices.Concat(ledger.Indexes, sessionstore.Indexes, a2aserver.Indexes)
+	return slices.Concat(ledger.Indexes, sessionstore.Indexes, a2aserver.Indexes, limits.Indexes)
 }
 
 // TestTerraformFieldIndexes: every single-field index setting a query needs
@@ -714,12 +714,14 @@ func TestTerraformRuntimeRoles(t *testing.T) {
 			}
 			runtime = email
 		}
-		allowed := []string{"roles/datastore.user"}
+		// The console reads and changes users (firebaseauth.admin); the
+		// metrics go to Cloud Monitoring by default.
+		allowed := []string{"roles/datastore.user", "roles/firebaseauth.admin"}
 		if m.vars["use_vertex_ai"].True() {
 			allowed = append(allowed, "roles/aiplatform.user")
 		}
-		if m.vars["check_revoked"].True() {
-			allowed = append(allowed, "roles/firebaseauth.viewer")
+		if m.vars["metric_export"].AsString() == "cloudmonitoring" {
+			allowed = append(allowed, "roles/monitoring.metricWriter")
 		}
 		var got []string
 		for _, in := range m.instances(t, "google_project_iam_member") {

@@ -111,6 +111,14 @@
 // field (TTLs); TTL only collects garbage, expiry is decided in code.
 // QueriedFields lists the fields whose automatic indexes must stay.
 //
+// The operator's console pages through records across an app's sessions
+// (browse.go): pending records by kind (Waiting, on the indexes (scope,
+// status, kind, created) and, for one user, (scope, user, status, kind,
+// created)), and records the sweeper should have looked at (Overdue, on
+// the sweeper's own index, and (scope, user, sweepAt) for one user). An
+// operator's expiry stores its reason (ExpireBecause), which the model
+// reads in the call's error response.
+//
 // The in-call mark is stored as "live", the name earlier versions gave
 // it, so that records in flight during a deployment are found by both.
 package ledger

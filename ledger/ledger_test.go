@@ -47,11 +47,11 @@ func (w *world) record(calls ...*ledger.Call) {
 	w.t.Helper()
 	var writes []sessionstore.Write
 	for _, c := range calls {
-		wr, err := w.ledger.Record(c)
+		wr, listing, err := w.ledger.Record(c)
 		if err != nil {
 			w.t.Fatal(err)
 		}
-		writes = append(writes, wr)
+		writes = append(append(writes, wr), listing...)
 	}
 	if _, err := w.sessions.Commit(w.t.Context(), writes...); err != nil {
 		w.t.Fatalf("commit records: %v", err)
@@ -96,7 +96,7 @@ func TestRecordRoundTrip(t *testing.T) {
 		t.Errorf("Get(unknown) error = %v, want ErrNotFound", err)
 	}
 	// A record exists once: a second Record of it fails the commit.
-	wr, err := w.ledger.Record(c)
+	wr, _, err := w.ledger.Record(c)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,6 +41,11 @@ const (
 	KindRemote Kind = "remote"
 )
 
+// Kinds lists every Kind, for readers that show or filter records by kind
+// (the operator's console). A new Kind is added here too; a test holds the
+// list to the constants declared in this package.
+var Kinds = []Kind{KindBrowser, KindApproval, KindExternal, KindInput, KindSurface, KindBackground, KindRemote}
+
 // Status is where a paused call stands: pending until a first writer
 // settles it (resolved by an answer, expired by the sweeper or its asker,
 // cancelled by a new message, a stop or a rewind); a settled call never
@@ -56,11 +61,15 @@ const (
 
 // Call is a paused call as the ledger records it.
 type Call struct {
-	ID         string // the id the answer must carry (for approvals, the confirmation call's id)
-	App        string
-	Agent      string // the root agent whose runner made the call
-	UserID     string
-	SessionID  string
+	ID        string // the id the answer must carry (for approvals, the confirmation call's id)
+	App       string
+	Agent     string // the root agent whose runner made the call
+	UserID    string
+	SessionID string
+	// Chat is the chat whose session made the call ("" for a session of
+	// no chat): its listing counts the call while it waits for a person
+	// (waiting.go).
+	Chat       string
 	Invocation string
 	ClientID   string // the client that started the turn
 	Tool       string // the tool the model called
@@ -95,10 +104,14 @@ type Call struct {
 	// ResolvedBy is the client that recorded the answer ("" for a token's
 	// holder).
 	ResolvedBy string
-	Created    time.Time
-	Expires    time.Time
-	Resolved   time.Time
-	Resumed    bool // the agent has been resumed with this call's answer
+	// Reason is why a closer settled the call without an answer, when it
+	// gave one (an operator's expiry): the model reads it in the call's
+	// error response.
+	Reason   string
+	Created  time.Time
+	Expires  time.Time
+	Resolved time.Time
+	Resumed  bool // the agent has been resumed with this call's answer
 
 	inputState string
 	answer     []byte    // the answer as stored
@@ -133,6 +146,10 @@ const (
 	fieldAnswer   = "answer"
 	fieldResolved = "resolved"
 	fieldBy       = "resolvedBy"
+	fieldReason   = "reason"
+	fieldKind     = "kind"
+	fieldUser     = "user"
+	fieldCreated  = "created"
 	fieldResumed  = "resumed"
 	fieldSweepAt  = "sweepAt"
 	fieldGCAt     = "gcAt"
@@ -140,7 +157,6 @@ const (
 	// "live" that earlier versions wrote, so that a question asked while
 	// a deployment rolls out is still found by either version.
 	fieldInCall = "live"
-	fieldKind   = "kind"
 )
 
 // record is the stored form of a Call, converted at the package's edge.
@@ -151,6 +167,7 @@ type record struct {
 	Agent      string        `firestore:"agent"`
 	User       string        `firestore:"user"`
 	Session    string        `firestore:"session"`
+	Chat       string        `firestore:"chat,omitempty"`
 	Invocation string        `firestore:"invocation"`
 	Client     string        `firestore:"client"`
 	Tool       string        `firestore:"tool"`
@@ -164,11 +181,12 @@ type record struct {
 	Surface    []byte        `firestore:"surface"`          // KindSurface: JSON of the surfaces shown
 	InputState string        `firestore:"inputState"`       // KindInput: the server's request state, never shown
 	InCall     bool          `firestore:"live"`             // fieldInCall
-	Work       *workRecord   `firestore:"work,omitempty"`   // KindBackground: fieldWork
+	Work       *workRecord   `firestore:"work,omitempty"`   // KindBackground, KindRemote: fieldWork
 	Remote     *remoteRecord `firestore:"remote,omitempty"` // KindRemote: fieldRemote
 	Status     string        `firestore:"status"`
 	Answer     []byte        `firestore:"answer"` // JSON of Answer
 	ResolvedBy string        `firestore:"resolvedBy"`
+	Reason     string        `firestore:"reason,omitempty"`
 	Created    time.Time     `firestore:"created"`
 	Expires    time.Time     `firestore:"expires"`
 	Resolved   time.Time     `firestore:"resolved"`
@@ -192,10 +210,10 @@ func (l *Ledger) recordOf(c *Call) (*record, error) {
 		return nil, fmt.Errorf("encode arguments of %q: %w", c.ID, err)
 	}
 	r := &record{
-		ID: c.ID, App: c.App, Scope: scope, Agent: c.Agent, User: c.UserID, Session: c.SessionID, Invocation: c.Invocation,
+		ID: c.ID, App: c.App, Scope: scope, Agent: c.Agent, User: c.UserID, Session: c.SessionID, Chat: c.Chat, Invocation: c.Invocation,
 		Client: c.ClientID, Tool: c.Tool, Args: args, Kind: string(c.Kind), Step: c.Step, OriginalID: c.OriginalID,
 		AnyDevice: c.AnyDevice, Hint: c.Hint, InputState: c.inputState, InCall: c.InCall, Status: string(c.Status),
-		ResolvedBy: c.ResolvedBy, Created: c.Created, Expires: c.Expires, Resolved: c.Resolved, Resumed: c.Resumed,
+		ResolvedBy: c.ResolvedBy, Reason: c.Reason, Created: c.Created, Expires: c.Expires, Resolved: c.Resolved, Resumed: c.Resumed,
 		Answer: c.answer, GCAt: c.Expires.Add(retention),
 	}
 	if c.Input != nil {
@@ -229,10 +247,10 @@ func (l *Ledger) recordOf(c *Call) (*record, error) {
 // call is r as a Call, whose updates are conditioned on version.
 func (r *record) call(version time.Time) (*Call, error) {
 	c := &Call{
-		ID: r.ID, App: r.App, Agent: r.Agent, UserID: r.User, SessionID: r.Session, Invocation: r.Invocation,
+		ID: r.ID, App: r.App, Agent: r.Agent, UserID: r.User, SessionID: r.Session, Chat: r.Chat, Invocation: r.Invocation,
 		ClientID: r.Client, Tool: r.Tool, Kind: Kind(r.Kind), Step: r.Step, OriginalID: r.OriginalID,
 		AnyDevice: r.AnyDevice, InCall: r.InCall, Hint: r.Hint, Status: Status(r.Status), ResolvedBy: r.ResolvedBy,
-		Created: r.Created, Expires: r.Expires, Resolved: r.Resolved, Resumed: r.Resumed,
+		Reason: r.Reason, Created: r.Created, Expires: r.Expires, Resolved: r.Resolved, Resumed: r.Resumed,
 		inputState: r.InputState, answer: r.Answer, version: version,
 	}
 	if r.Work != nil {

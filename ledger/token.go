@@ -26,6 +26,17 @@ func (l *Ledger) Token(c *Call) (string, error) {
 	return calltoken.Sign(l.opts.TokenKey, calltoken.For(c.ID, c.SessionID, c.UserID, args, c.Expires))
 }
 
+// TokenCallError is ByToken's failure to read the call a valid token
+// names (ErrNotFound once its session is gone): the token's user and
+// session say where the call was.
+type TokenCallError struct {
+	User, Session string
+	Err           error
+}
+
+func (e *TokenCallError) Error() string { return e.Err.Error() }
+func (e *TokenCallError) Unwrap() error { return e.Err }
+
 // ByToken verifies token and reads the call it names, which must still
 // have the arguments the token binds.
 func (l *Ledger) ByToken(ctx context.Context, token string) (*Call, error) {
@@ -48,7 +59,7 @@ func (l *Ledger) byToken(ctx context.Context, key []byte, token string) (*Call, 
 	}
 	c, err := l.Get(ctx, claims.User, claims.Session, claims.Call)
 	if err != nil {
-		return nil, err
+		return nil, &TokenCallError{User: claims.User, Session: claims.Session, Err: err}
 	}
 	args, err := json.Marshal(c.Args)
 	if err != nil || !claims.Binds(args) {

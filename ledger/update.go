@@ -16,23 +16,25 @@ import (
 
 // Record is the write that creates c's record, for the commit that stores
 // the event holding the call (sessionstore.AppendOptions.Create): the call
-// and its record are stored together or not at all. c is pending; its
-// record is swept at its expiry and collected Retention later.
-func (l *Ledger) Record(c *Call) (sessionstore.Write, error) {
+// and its record are stored together or not at all; and listing are the
+// writes of the same commit (AppendOptions.Writes) that count the call in
+// its chat's listing (waiting.go). c is pending; its record is swept at
+// its expiry and collected Retention later.
+func (l *Ledger) Record(c *Call) (create sessionstore.Write, listing []sessionstore.Write, err error) {
 	r, err := l.recordOf(c)
 	if err != nil {
-		return sessionstore.Write{}, err
+		return sessionstore.Write{}, nil, err
 	}
-	return sessionstore.Create(l.Doc(c.UserID, c.SessionID, c.ID), r), nil
+	return sessionstore.Create(l.Doc(c.UserID, c.SessionID, c.ID), r), l.waitingWrites(c, true), nil
 }
 
 // Ask creates c's record on its own: an in-call question (c.InCall),
 // written resumed so that nothing ever delivers it to the agent (its tool
 // returns the answer itself) and the sweeper never looks at it.
 func (l *Ledger) Ask(ctx context.Context, c *Call) error {
-	w, err := l.Record(c)
+	w, listing, err := l.Record(c)
 	if err == nil {
-		_, err = l.sessions.Commit(ctx, w)
+		_, err = l.sessions.Commit(ctx, append(listing, w)...)
 	}
 	if err != nil {
 		return fmt.Errorf("record question %q: %w", c.ID, err)
@@ -53,31 +55,32 @@ func (l *Ledger) Answer(ctx context.Context, c *Call, a Answer, by string, now t
 	if err != nil {
 		return nil, err
 	}
-	if err := l.commit(ctx, c, w); err != nil {
+	if err := l.commit(ctx, c, w...); err != nil {
 		return nil, fmt.Errorf("record answer to %q: %w", c.ID, err)
 	}
 	return answered, nil
 }
 
-// AnswerWrite is Answer as a write of another commit (one that also takes
+// AnswerWrite is Answer as writes of another commit (one that also takes
 // the session's lease and delivers the answer), with c as that commit
 // records it: the commit fails, writing nothing, when the record changed
 // since c was read.
-func (l *Ledger) AnswerWrite(c *Call, a Answer, by string, now time.Time) (sessionstore.Write, *Call, error) {
+func (l *Ledger) AnswerWrite(c *Call, a Answer, by string, now time.Time) ([]sessionstore.Write, *Call, error) {
 	b, err := json.Marshal(a)
 	if err != nil {
-		return sessionstore.Write{}, nil, fmt.Errorf("encode answer to %q: %w", c.ID, err)
+		return nil, nil, fmt.Errorf("encode answer to %q: %w", c.ID, err)
 	}
 	sweepAt := now.Add(l.opts.AnswerGrace)
 	answered := *c
 	answered.Status, answered.Answer, answered.answer, answered.ResolvedBy, answered.Resolved = StatusResolved, &a, b, by, now
-	return sessionstore.Update(l.Doc(c.UserID, c.SessionID, c.ID), c.version,
+	w := sessionstore.Update(l.Doc(c.UserID, c.SessionID, c.ID), c.version,
 		firestore.Update{Path: fieldStatus, Value: string(StatusResolved)},
 		firestore.Update{Path: fieldAnswer, Value: b},
 		firestore.Update{Path: fieldBy, Value: by},
 		firestore.Update{Path: fieldResolved, Value: now},
 		firestore.Update{Path: fieldSweepAt, Value: sweepAt},
-	), &answered, nil
+	)
+	return append([]sessionstore.Write{w}, l.waitingWrites(c, false)...), &answered, nil
 }
 
 // Cancel closes a pending call nobody will answer any more (a new message,
@@ -92,6 +95,26 @@ func (l *Ledger) Cancel(ctx context.Context, c *Call, now time.Time) (*Call, err
 // in-call question's asker); first writer wins, as Cancel.
 func (l *Ledger) Expire(ctx context.Context, c *Call, now time.Time) (*Call, error) {
 	return l.settle(ctx, c, StatusExpired, now)
+}
+
+// ExpireBecause closes a pending call as Expire does, for reason, which
+// the model reads in the call's error response (an operator's expiry);
+// first writer wins.
+func (l *Ledger) ExpireBecause(ctx context.Context, c *Call, reason string, now time.Time) (*Call, error) {
+	if c.Status != StatusPending {
+		return nil, fmt.Errorf("%w: call %q is %s", ErrChanged, c.ID, c.Status)
+	}
+	w := sessionstore.Update(l.Doc(c.UserID, c.SessionID, c.ID), c.version,
+		firestore.Update{Path: fieldStatus, Value: string(StatusExpired)},
+		firestore.Update{Path: fieldResolved, Value: now},
+		firestore.Update{Path: fieldReason, Value: reason},
+		firestore.Update{Path: fieldSweepAt, Value: now})
+	if err := l.commit(ctx, c, w); err != nil {
+		return nil, fmt.Errorf("expire call %q: %w", c.ID, err)
+	}
+	closed := *c
+	closed.Status, closed.Resolved, closed.Reason = StatusExpired, now, reason
+	return &closed, nil
 }
 
 // closing is the status a call closed at now takes.
@@ -111,7 +134,7 @@ func (l *Ledger) settle(ctx context.Context, c *Call, status Status, now time.Ti
 	w := sessionstore.Update(l.Doc(c.UserID, c.SessionID, c.ID), c.version,
 		firestore.Update{Path: fieldStatus, Value: string(status)},
 		firestore.Update{Path: fieldResolved, Value: now})
-	if err := l.commit(ctx, c, w); err != nil {
+	if err := l.commit(ctx, c, append([]sessionstore.Write{w}, l.waitingWrites(c, false)...)...); err != nil {
 		return nil, fmt.Errorf("close call %q: %w", c.ID, err)
 	}
 	closed := *c
@@ -119,9 +142,10 @@ func (l *Ledger) settle(ctx context.Context, c *Call, status Status, now time.Ti
 	return &closed, nil
 }
 
-// commit makes w, an update of c's record conditional on its version.
-func (l *Ledger) commit(ctx context.Context, c *Call, w sessionstore.Write) error {
-	_, err := l.sessions.Commit(ctx, w)
+// commit makes w, an update of c's record conditional on its version
+// (with what rides with it).
+func (l *Ledger) commit(ctx context.Context, c *Call, w ...sessionstore.Write) error {
+	_, err := l.sessions.Commit(ctx, w...)
 	return changed(err)
 }
 
@@ -174,6 +198,9 @@ func (l *Ledger) Closed(calls []*Call, now time.Time) []sessionstore.Write {
 			ups = append(ups, firestore.Update{Path: fieldStatus, Value: string(closing(c, now))}, firestore.Update{Path: fieldResolved, Value: now})
 		}
 		out = append(out, sessionstore.Update(l.Doc(c.UserID, c.SessionID, c.ID), c.version, ups...))
+		if c.Status == StatusPending {
+			out = append(out, l.waitingWrites(c, false)...)
+		}
 	}
 	return out
 }

@@ -136,7 +136,7 @@ func TestCommitWrites(t *testing.T) {
 		if _, err := w.ledger.Answer(ctx, asRead, ledger.Answer{Error: "first"}, "tab-1", base); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := w.sessions.Commit(ctx, write); !errors.Is(err, sessionstore.ErrConflict) {
+		if _, err := w.sessions.Commit(ctx, write...); !errors.Is(err, sessionstore.ErrConflict) {
 			t.Errorf("commit of a stale AnswerWrite error = %v, want ErrConflict", err)
 		}
 		if got := w.get("s", "c1"); got.Answer == nil || got.Answer.Error != "first" {

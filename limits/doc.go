@@ -66,6 +66,24 @@
 // Answers to paused calls (resumes) are never refused: a turn that paused
 // must be able to finish. Their tokens are counted like any.
 //
-// Both documents carry a TTL field, gcAt (sessionstore's TTLs list the
-// collection group).
+// # The deployment's caps
+//
+// Limits.ServiceTokensPerDay caps every user's tokens together per UTC
+// day, and NewAnonymousPerDay the anonymous users admitted per day; past
+// either a new turn is refused (ErrServiceBudget, ErrNewAnonymous), never
+// an answer. Both count in sharded documents under the app
+// ({root}/{app}/limits/{counter}-{day}-{shard}, Shards of them), one shard
+// chosen at random per write, so that no document is hot: a model
+// response's commit adds its tokens to one (Counter.TokensWrite, with
+// toolcallback's CountServiceTokens), and the message's commit that
+// admits a user creates their mark ({user}/limits/admitted) and adds one
+// to the day's admissions. A count is one aggregation query over the
+// day's shards (index counter, day, n: Indexes), billed as one read per
+// 1,000 shards, read beside the model as the user's budget is
+// (service.go). Refusals are counted in the metric baton.limits.refused
+// (metrics.go).
+//
+// The counts carry a TTL field, gcAt (sessionstore's TTLs list the
+// collection group); an admission mark has none: it lasts as long as the
+// user's data.
 package limits

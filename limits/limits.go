@@ -19,6 +19,14 @@ type Limits struct {
 	// LiveSegmentsPerUser bounds the live segments a user may hold at once
 	// (see Reading.CountLive).
 	LiveSegmentsPerUser int
+	// ServiceTokensPerDay caps the model tokens of the whole deployment,
+	// every user's, per UTC day (service.go).
+	ServiceTokensPerDay int64
+	// NewAnonymousPerDay caps the anonymous users the deployment admits
+	// per UTC day: a caller it applies to (the door sets it for an
+	// anonymous user who signed in that day) is admitted with its first
+	// turn, once, while the day's count is below it (service.go).
+	NewAnonymousPerDay int64
 }
 
 // Zero reports whether l limits nothing.
@@ -74,7 +82,7 @@ func checkRate(scope string, times []time.Time, limit int, now time.Time) error 
 		return nil
 	}
 	wait := recent[len(recent)-limit].Add(rateWindow).Sub(now)
-	return &LimitError{Err: ErrRateLimited, Scope: scope, Limit: int64(limit), RetryAfter: max(wait, time.Millisecond)}
+	return refuse(ErrRateLimited, scope, int64(limit), max(wait, time.Millisecond))
 }
 
 // inWindow returns the times of times within the rate window before now,
@@ -108,7 +116,7 @@ func budgetError(tokens, budget int64, now time.Time) error {
 		return nil
 	}
 	next := now.UTC().Truncate(24 * time.Hour).Add(24 * time.Hour)
-	return &LimitError{Err: ErrBudgetExhausted, Scope: "user", Limit: budget, RetryAfter: next.Sub(now)}
+	return refuse(ErrBudgetExhausted, "user", budget, next.Sub(now))
 }
 
 // TokensUsed is what a model response's usage metadata counts.
@@ -152,4 +160,11 @@ func turnsFrom(name sessionstore.DocName, doc sessionstore.StoredDoc) (*userTurn
 	}
 	u.times = d.Times
 	return u, nil
+}
+
+// DataKinds are the kinds of a person's data this package keeps (see
+// sessionstore.DataKind).
+var DataKinds = []sessionstore.DataKind{
+	{Name: "turn and token counts", Owner: "limits", Collection: sessionstore.LimitsCollection, Path: "{root}/{app}/users/{user}/limits/{turns|tokens-day}",
+		Scope: sessionstore.ScopeUser, Export: sessionstore.ExportUsage, Kept: "until the account is deleted; Firestore collects each a day after its window"},
 }

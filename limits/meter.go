@@ -27,6 +27,13 @@ type Counter struct {
 	// true until the day ends (or the budget is raised), and their later
 	// turns are refused without a read, or a model request.
 	spent map[string]spentBudget
+	// serviceSpent is the deployment's token cap this instance found
+	// reached, and on which UTC day: its later turns that day are refused
+	// without a read.
+	serviceSpent spentBudget
+	// admitted holds the anonymous users this instance knows admitted
+	// under the cap on new anonymous users (an admission is for good).
+	admitted map[string]bool
 }
 
 // spentBudget is a budget found used up on a UTC day.
@@ -55,6 +62,9 @@ type Reading struct {
 	now    time.Time
 	sum    *pending // nil: no budget
 	live   *pending // nil: live segments not counted (CountLive)
+	// service and anonymous are the deployment's counts of the day, being
+	// read; nil: that cap does not apply.
+	service, anonymous *pending
 }
 
 // pending is a count being read in the background, or known (done nil).
@@ -95,6 +105,10 @@ func (p *pending) wait() (int64, error) {
 func (c *Counter) Begin(ctx context.Context, user string, l Limits, now time.Time) *Reading {
 	return &Reading{c: c, user: user, limits: l, now: now, sum: readInBackground(l.UserTokensPerDay > 0, func() (int64, error) {
 		return c.sessions.SessionTokens(ctx, c.app, user, now)
+	}), service: readInBackground(l.ServiceTokensPerDay > 0 && !c.serviceSpentOn(now, l.ServiceTokensPerDay), func() (int64, error) {
+		return c.dayCount(ctx, counterTokens, now)
+	}), anonymous: readInBackground(l.NewAnonymousPerDay > 0 && !c.isAdmitted(user), func() (int64, error) {
+		return c.dayCount(ctx, counterAnonymous, now)
 	})}
 }
 
@@ -118,6 +132,9 @@ func (r *Reading) Docs() []sessionstore.DocName {
 	}
 	if r.limits.UserTokensPerDay > 0 {
 		docs = append(docs, r.c.sessions.DayTokensDoc(r.c.app, r.user, r.now))
+	}
+	if r.anonymous != nil {
+		docs = append(docs, r.c.admittedDoc(r.user))
 	}
 	return docs
 }
@@ -150,6 +167,14 @@ func (r *Reading) Meter(docs []sessionstore.StoredDoc) (*Meter, error) {
 			return nil, err
 		}
 		m.deleted = &pending{n: deleted}
+		docs = docs[1:]
+	}
+	if r.anonymous != nil {
+		if docs[0].Exists() {
+			r.c.admit(r.user)
+		} else {
+			m.admit = r.anonymous
+		}
 	}
 	return m, nil
 }
@@ -164,6 +189,9 @@ func (r *Reading) Cached(ctx context.Context) (_ *Meter, ok bool) {
 		return nil, true
 	}
 	m := r.meter()
+	if r.anonymous != nil {
+		return nil, false // not known admitted: the mark is read with the chat
+	}
 	if r.limits.UserTurnsPerMinute > 0 {
 		turns, ok := r.c.get(r.user)
 		if !ok {
@@ -183,7 +211,7 @@ func (r *Reading) Cached(ctx context.Context) (_ *Meter, ok bool) {
 
 // meter is the turn's meter before what it read of the user's turns.
 func (r *Reading) meter() *Meter {
-	m := &Meter{limits: r.limits, now: r.now, sum: r.sum, live: r.live}
+	m := &Meter{limits: r.limits, now: r.now, sum: r.sum, live: r.live, service: r.service, counter: r.c, user: r.user}
 	if r.limits.UserTokensPerDay > 0 {
 		m.spent = r.c.spentOn(r.user, r.now, r.limits.UserTokensPerDay)
 		m.noteSpent = func() { r.c.setSpent(r.user, r.now, r.limits.UserTokensPerDay) }
@@ -258,6 +286,13 @@ type Meter struct {
 	noteSpent func()
 	// remember keeps the user's turn times the message's commit stores.
 	remember func(userTurns)
+	// service is the deployment's tokens of the day, being read (nil: no
+	// cap, or found reached already today); admit, the day's count of new
+	// anonymous users, when this turn would admit its user (nil: it
+	// would not).
+	service, admit *pending
+	counter        *Counter
+	user           string
 }
 
 // Check refuses the turn with a *LimitError when the user, or the chat
@@ -270,6 +305,9 @@ func (m *Meter) Check(sess *sessionstore.Session) error {
 	}
 	if m.spent {
 		return budgetError(m.limits.UserTokensPerDay, m.limits.UserTokensPerDay, m.now)
+	}
+	if l := m.limits.ServiceTokensPerDay; l > 0 && m.counter.serviceSpentOn(m.now, l) {
+		return serviceError(ErrServiceBudget, l, l, m.now)
 	}
 	var times []time.Time
 	if m.turns != nil {
@@ -290,7 +328,13 @@ func (m *Meter) Check(sess *sessionstore.Session) error {
 // commit cannot be conditioned on a sum, so the turn's first commit waits
 // for it, while the model is already asked.
 func (m *Meter) CheckBudget() error {
-	if m == nil || m.sum == nil {
+	if m == nil {
+		return nil
+	}
+	if err := m.checkService(); err != nil {
+		return err
+	}
+	if m.sum == nil {
 		return nil
 	}
 	stored, err := m.sum.wait()
@@ -324,7 +368,7 @@ func (m *Meter) CheckLive(sess *sessionstore.Session) error {
 		n--
 	}
 	if limit := m.limits.LiveSegmentsPerUser; n >= int64(limit) {
-		return &LimitError{Err: ErrLiveSegments, Scope: "user", Limit: int64(limit), RetryAfter: liveRetry}
+		return refuse(ErrLiveSegments, "user", int64(limit), liveRetry)
 	}
 	return nil
 }
@@ -364,16 +408,20 @@ func (m *Meter) ChatLog(sess *sessionstore.Session) []time.Time {
 // document being as read, so that turns racing in other chats cannot both
 // pass (the loser's commit fails, writing nothing).
 func (m *Meter) Writes() []sessionstore.Write {
-	if m == nil || m.turns == nil {
+	if m == nil {
 		return nil
+	}
+	admission := m.admission(false)
+	if m.turns == nil {
+		return admission
 	}
 	name := m.turns.name
 	doc := turnsDoc{Times: logged(m.turns.times, m.now, m.limits.UserTurnsPerMinute), Expires: m.now.Add(rateWindow)}
 	if !m.turns.exists {
-		return []sessionstore.Write{sessionstore.Create(name, doc)}
+		return append(admission, sessionstore.Create(name, doc))
 	}
-	return []sessionstore.Write{sessionstore.Update(name, m.turns.version,
-		firestore.Update{Path: "times", Value: doc.Times}, firestore.Update{Path: "gcAt", Value: doc.Expires})}
+	return append(admission, sessionstore.Update(name, m.turns.version,
+		firestore.Update{Path: "times", Value: doc.Times}, firestore.Update{Path: "gcAt", Value: doc.Expires}))
 }
 
 // WritesUnderLease are the writes of the user's turns document in the
@@ -381,11 +429,15 @@ func (m *Meter) Writes() []sessionstore.Write {
 // whose commit must not fail: the turn is added to whatever the document
 // holds by then.
 func (m *Meter) WritesUnderLease() []sessionstore.Write {
-	if m == nil || m.turns == nil {
+	if m == nil {
 		return nil
 	}
-	return []sessionstore.Write{sessionstore.Merge(m.turns.name,
-		map[string]any{"times": firestore.ArrayUnion(m.now), "gcAt": m.now.Add(rateWindow)})}
+	admission := m.admission(true)
+	if m.turns == nil {
+		return admission
+	}
+	return append(admission, sessionstore.Merge(m.turns.name,
+		map[string]any{"times": firestore.ArrayUnion(m.now), "gcAt": m.now.Add(rateWindow)}))
 }
 
 // Committed tells the meter the commit that stored Writes was made at
@@ -393,6 +445,9 @@ func (m *Meter) WritesUnderLease() []sessionstore.Write {
 // its update time, so the counter now knows the user's document as
 // stored.
 func (m *Meter) Committed(commitTime time.Time) {
+	if m != nil && m.admit != nil {
+		m.counter.admit(m.user)
+	}
 	if m == nil || m.turns == nil || m.remember == nil {
 		return
 	}

@@ -12,14 +12,13 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
-	"google.golang.org/adk/v2/agent"
 	"google.golang.org/adk/v2/agent/llmagent"
 	"google.golang.org/adk/v2/session"
 	"google.golang.org/adk/v2/tool"
-	"google.golang.org/adk/v2/tool/functiontool"
 	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/internal/firestoretest"
+	"github.com/baton-run/baton/internal/teamtest"
 	"github.com/baton-run/baton/live"
 	"github.com/baton-run/baton/modeltest"
 	"github.com/baton-run/baton/sessionstore"
@@ -35,63 +34,32 @@ const (
 	device    = "tab-a"
 )
 
-// world is one project on the emulator, the Gemini Live stand-in, and the
-// tools of an app whose agent can play music (a browser tool), book a
-// table (needs approval) and tell the weather (a server tool).
+// world is the shared test world (a project on the emulator, the demo
+// tools), the Gemini Live stand-in, and the tools of an app whose agent
+// can play music (a browser tool), book a table (needs approval) and tell
+// the weather (a server tool).
 type world struct {
 	t       testing.TB
+	shared  *teamtest.World
 	client  *firestore.Client
 	counter *firestoretest.Counter
 	model   *modeltest.LiveServer
 	text    *modeltest.Strict // the agent's text model, for turns
-	booked  atomic.Int32
+	booked  *atomic.Int32
 	tools   []tool.Tool
 }
 
 func newWorld(t testing.TB, opts *modeltest.LiveOptions) *world {
 	t.Helper()
-	w := &world{t: t, text: &modeltest.Strict{T: t}}
-	w.client, w.counter = firestoretest.NewCountingClient(t)
+	shared := teamtest.New(t, nil)
+	w := &world{t: t, shared: shared, client: shared.Client, counter: shared.Counter, text: shared.Model, booked: &shared.Tools.Booked}
 	if opts.T == nil {
 		opts.T = t
 	}
 	w.model = modeltest.NewLiveServer(opts)
 	t.Cleanup(w.model.Close)
-	w.tools = w.newTools()
+	w.tools = []tool.Tool{shared.Tools.BGM, shared.Tools.Book, shared.Tools.Weather}
 	return w
-}
-
-func (w *world) newTools() []tool.Tool {
-	t := w.t
-	type track struct {
-		Track int `json:"track"`
-	}
-	bgm, err := toolcallback.Browser[track](toolcallback.BrowserConfig{Name: "change_bgm", Description: "switch the music"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	type table struct {
-		People int `json:"people"`
-	}
-	book, err := toolcallback.Approval(toolcallback.ApprovalConfig[table]{Name: "book_table", Description: "book a table"},
-		func(_ agent.Context, a table) (map[string]any, error) {
-			w.booked.Add(1)
-			return map[string]any{"booked": true, "people": a.People}, nil
-		})
-	if err != nil {
-		t.Fatal(err)
-	}
-	type city struct {
-		City string `json:"city"`
-	}
-	weather, err := functiontool.New(functiontool.Config{Name: "get_weather", Description: "weather"},
-		func(_ agent.Context, c city) (map[string]any, error) {
-			return map[string]any{"forecast": "sunny in " + c.City}, nil
-		})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return []tool.Tool{bgm, book, weather}
 }
 
 // instance is one process of the app: a team on client (nil: the world's)
@@ -106,19 +74,8 @@ func (w *world) instance(client *firestore.Client, opts *toolcallback.Options, s
 	if client == nil {
 		client = w.client
 	}
-	a, err := llmagent.New(llmagent.Config{Name: "assistant", Model: w.text, Instruction: "Answer briefly.", Tools: w.tools})
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := toolcallback.Options{TokenKey: []byte("test-key-0123456789abcdef0123456789")}
-	if opts != nil {
-		o = *opts
-		o.TokenKey = []byte("test-key-0123456789abcdef0123456789")
-	}
-	team, err := toolcallback.NewTeam(sessionstore.New(client, nil), "app", []toolcallback.Member{{Agent: a}}, &o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := teamtest.Member(t, llmagent.Config{Name: "assistant", Model: w.text, Instruction: "Answer briefly.", Tools: w.tools})
+	team := teamtest.NewTeam(t, sessionstore.New(client, nil), opts, a)
 	gc, err := genai.NewClient(context.Background(), w.model.ClientConfig())
 	if err != nil {
 		t.Fatal(err)
@@ -126,7 +83,11 @@ func (w *world) instance(client *firestore.Client, opts *toolcallback.Options, s
 	if setup == nil {
 		setup = textSetup()
 	}
-	r, err := live.New(team, live.Model{Client: gc, Name: liveModel, Setup: setup}, &live.Options{CountTokens: o.CountTokens})
+	var countTokens bool
+	if opts != nil {
+		countTokens = opts.CountTokens
+	}
+	r, err := live.New(team, live.Model{Client: gc, Name: liveModel, Setup: setup}, &live.Options{CountTokens: countTokens})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,16 +213,7 @@ func dumpMessages(msgs []live.Message) string {
 // events reads the chat's session as stored, whole.
 func (w *world) events(chatID string) []*session.Event {
 	w.t.Helper()
-	svc := sessionstore.New(w.client, nil)
-	c, err := svc.GetChat(w.t.Context(), "app", user, chatID)
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	got, err := svc.Get(w.t.Context(), &session.GetRequest{AppName: "app", UserID: user, SessionID: c.SessionID})
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	return slices.Collect(got.Session.Events().All())
+	return w.shared.History(user, chatID)
 }
 
 // storedLines is the stored conversation, one line per part: "user: hi",

@@ -77,13 +77,15 @@ func demo(ctx context.Context) (*devserver.Options, func(), error) {
 		ModelName:        m.Name(),
 		Suggestions:      localagent.Suggestions(),
 		LiveRules:        offlineRules(m),
-		SessionStateOnly: true, // the demo agents keep no app: or user: state
+		TitleModel:       offlineRules(m), // with Gemini, the functions' own title model
+		SessionStateOnly: true,            // the demo agents keep no app: or user: state
 	}, func() { srv.Close(); esrv.Close() }, nil
 }
 
-// offlineRules are the rules the live stand-in answers with: the offline
-// model's, when it answers text turns too; nil with Gemini (the live model
-// is then Gemini Live).
+// offlineRules are the rules the live stand-in answers with, and the
+// model that titles new chats: the offline model, when it answers text
+// turns too; nil with Gemini (the live model is then Gemini Live, and
+// titles come from BATON_TITLE_MODEL).
 func offlineRules(m model.LLM) model.LLM {
 	if _, ok := m.(localagent.Offline); ok {
 		return m

@@ -71,3 +71,13 @@
 // (sessionstore.SetChatMCP), written once per new session, at its first
 // tool call.
 package mcpregistry
+
+import "github.com/baton-run/baton/sessionstore"
+
+// DataKinds are the kinds of a person's data this package keeps (see
+// sessionstore.DataKind): a field of the chat's document, and what the MCP
+// server keeps for that session.
+var DataKinds = []sessionstore.DataKind{
+	{Name: "MCP session", Owner: "mcpregistry", Path: "{chat}.mcp.{server}; the server's own session", Scope: sessionstore.ScopeChat,
+		Why: "a session id with an MCP server, ended (HTTP DELETE) when the chat is deleted", Kept: "as long as its chat"},
+}

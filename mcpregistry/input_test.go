@@ -25,6 +25,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/internal/firestoretest"
+	"github.com/baton-run/baton/internal/teamtest"
 	"github.com/baton-run/baton/mcpregistry"
 	"github.com/baton-run/baton/modeltest"
 	"github.com/baton-run/baton/sessionstore"
@@ -236,26 +237,16 @@ func newInputInstanceWith(t *testing.T, client *firestore.Client, url string, op
 	}}
 	// Mode set here: ADK v2.2.0's runner sets an unset Mode on the shared
 	// agent on each Run, a data race between an instance's first two runs.
-	a, err := llmagent.New(llmagent.Config{Name: "concierge", Model: m, Toolsets: ts, Mode: llmagent.ModeChat})
-	if err != nil {
-		t.Fatal(err)
-	}
-	team, err := toolcallback.NewTeam(sessions, "app", []toolcallback.Member{{Agent: a}}, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &inputInstance{t: t, team: team, model: m}
+	a := teamtest.Member(t, llmagent.Config{Name: "concierge", Model: m, Toolsets: ts, Mode: llmagent.ModeChat})
+	return &inputInstance{t: t, team: teamtest.NewTeam(t, sessions, opts, a), model: m}
 }
 
 // events drains an invocation.
 func events(t *testing.T, inv *toolcallback.Invocation) []*session.Event {
 	t.Helper()
-	var out []*session.Event
-	for ev, err := range inv.Events() {
-		if err != nil {
-			t.Fatalf("invocation: %v", err)
-		}
-		out = append(out, ev)
+	out, err := teamtest.Collect(inv)
+	if err != nil {
+		t.Fatalf("invocation: %v", err)
 	}
 	return out
 }

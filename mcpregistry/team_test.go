@@ -1,7 +1,6 @@
 package mcpregistry_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -13,9 +12,9 @@ import (
 
 	"github.com/baton-run/baton/internal/firestoretest"
 	"github.com/baton-run/baton/internal/polltest"
+	"github.com/baton-run/baton/internal/teamtest"
 	"github.com/baton-run/baton/mcpregistry"
 	"github.com/baton-run/baton/modeltest"
-	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
 )
 
@@ -49,48 +48,32 @@ func newTeamInstance(t *testing.T, client *firestore.Client, servers []mcpregist
 	return newTeamInstanceWith(t, client, servers, whoamiModel(t))
 }
 
-// newTeamInstanceWith is newTeamInstance with the agents on llm.
+// newTeamInstanceWith is newTeamInstance with the agents on llm: a world
+// of the shared test world on client's project, whose instance has a
+// registry of servers.
 func newTeamInstanceWith(t *testing.T, client *firestore.Client, servers []mcpregistry.Server, llm model.LLM, tune ...func(*toolcallback.Options)) *teamInstance {
 	t.Helper()
-	sessions := sessionstore.New(client, nil)
-	reg := newRegistry(t, sessions, servers, nil)
-	var members []toolcallback.Member
-	for _, name := range []string{"concierge", "dj", "quiet"} {
-		cfg := llmagent.Config{Name: name, Model: llm}
-		if name != "quiet" {
-			ts, err := reg.Toolsets(name, "notes")
-			if err != nil {
-				t.Fatal(err)
-			}
-			cfg.Toolsets = ts
-		}
-		a, err := llmagent.New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		members = append(members, toolcallback.Member{Agent: a})
-	}
-	opts := &toolcallback.Options{
-		IdleRetention: time.Hour,
-		ChatSwitched: func(ctx context.Context, chat *sessionstore.Chat, from string) {
-			if err := reg.Switched(ctx, chat, from); err != nil {
-				t.Errorf("Switched: %v", err)
-			}
-		},
-		ChatDeleted: func(ctx context.Context, chat *sessionstore.Chat) {
-			if err := reg.CloseChat(ctx, chat); err != nil {
-				t.Errorf("CloseChat: %v", err)
-			}
-		},
-	}
+	opts := &toolcallback.Options{IdleRetention: time.Hour}
 	for _, f := range tune {
 		f(opts)
 	}
-	team, err := toolcallback.NewTeam(sessions, "app", members, opts)
-	if err != nil {
-		t.Fatal(err)
+	agents := func(_ *teamtest.World, in *teamtest.Instance) []toolcallback.Member {
+		var members []toolcallback.Member
+		for _, name := range []string{"concierge", "dj", "quiet"} {
+			cfg := llmagent.Config{Name: name, Model: llm}
+			if name != "quiet" {
+				ts, err := in.MCP.Toolsets(name, "notes")
+				if err != nil {
+					t.Fatal(err)
+				}
+				cfg.Toolsets = ts
+			}
+			members = append(members, teamtest.Member(t, cfg))
+		}
+		return members
 	}
-	return &teamInstance{t: t, team: team, reg: reg}
+	w := teamtest.On(t, client, nil, &teamtest.Options{Team: opts, Agents: agents, MCP: servers}, nil)
+	return &teamInstance{t: t, team: w.Team, reg: w.MCP}
 }
 
 // whoami runs a turn of chat with agent (empty: the current one) and

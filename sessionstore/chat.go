@@ -38,8 +38,42 @@ type Chat struct {
 	// MCP holds the chat's sessions with Streamable HTTP MCP servers, by
 	// server name, so that any instance continues them (see SetChatMCP).
 	MCP map[string]MCPSession
+	// Listing is what a list of the user's chats shows of it (ListChats),
+	// kept current by the commits that change it (chatlist.go).
+	Listing
+	// Deleted, when set, is when the chat's deletion began: the chat is
+	// gone for every reader from then on, and its documents are being
+	// removed (chatdelete.go).
+	Deleted *time.Time
 
 	version time.Time
+	// read is the chat's pointer as read or last saved, which SaveChat's
+	// compare-and-set compares.
+	read chatPointer
+}
+
+// chatPointer is what SaveChat's compare-and-set protects: which session
+// the chat points at and what its cleanup must find. The fields a list
+// shows (Listing) are written beside it by other commits and are not part
+// of it.
+type chatPointer struct {
+	agent, session, building string
+	switches                 int
+	retired                  string
+	// Times as Firestore keeps them: microseconds.
+	cleanupAt, deleted int64
+}
+
+func (c *Chat) pointer() chatPointer {
+	p := chatPointer{agent: c.Agent, session: c.SessionID, building: c.Building, switches: c.Switches,
+		retired: strings.Join(c.Retired, "\x00")}
+	if c.CleanupAt != nil {
+		p.cleanupAt = c.CleanupAt.UnixMicro()
+	}
+	if c.Deleted != nil {
+		p.deleted = c.Deleted.UnixMicro()
+	}
+	return p
 }
 
 // chatDoc is the stored form of a Chat, at {root}/{app}/users/{user}/chats/{id}.
@@ -59,6 +93,18 @@ type chatDoc struct {
 	CleanupAt    *time.Time `firestore:"cleanupAt"`
 	// MCP is written only by SetChatMCP, never by SaveChat.
 	MCP map[string]MCPSession `firestore:"mcp,omitempty"`
+	// The listing's fields (chatlist.go), each written by the commits
+	// that change it, never by SaveChat.
+	Title       string                 `firestore:"title,omitempty"`
+	ModelTitle  string                 `firestore:"modelTitle,omitempty"`
+	PersonTitle string                 `firestore:"personTitle,omitempty"`
+	Waiting     map[string]WaitingCall `firestore:"waiting,omitempty"`
+	ActiveUntil *time.Time             `firestore:"activeUntil,omitempty"`
+	Live        bool                   `firestore:"live,omitempty"`
+	// Deleted is the tombstone (chatdelete.go); GCAt its time to live,
+	// once the deletion finished.
+	Deleted *time.Time `firestore:"deleted,omitempty"`
+	GCAt    *time.Time `firestore:"gcAt,omitempty"`
 }
 
 func (s *Service) chatRef(app, user, id string) *firestore.DocumentRef {
@@ -74,6 +120,7 @@ func (c *Chat) doc(scope string) chatDoc {
 		App: c.App, User: c.UserID, ID: c.ID, Scope: scope, Agent: c.Agent, Session: c.SessionID,
 		Created: c.Created, LastActivity: c.LastActivity, LastSwitch: c.LastSwitch, Switches: c.Switches,
 		Building: c.Building, Retired: retired, CleanupAt: c.CleanupAt,
+		Title: c.FirstWords, ActiveUntil: c.ActiveUntil, Live: c.Live,
 	}
 }
 
@@ -82,11 +129,16 @@ func chatFrom(snap *firestore.DocumentSnapshot) (*Chat, error) {
 	if err := snap.DataTo(&d); err != nil {
 		return nil, fmt.Errorf("decode chat %s: %w", snap.Ref.ID, err)
 	}
-	return &Chat{
+	c := &Chat{
 		App: d.App, UserID: d.User, ID: d.ID, Agent: d.Agent, SessionID: d.Session,
 		Created: d.Created, LastActivity: d.LastActivity, LastSwitch: d.LastSwitch, Switches: d.Switches,
-		Building: d.Building, Retired: d.Retired, CleanupAt: d.CleanupAt, MCP: d.MCP, version: snap.UpdateTime,
-	}, nil
+		Building: d.Building, Retired: d.Retired, CleanupAt: d.CleanupAt, MCP: d.MCP, Deleted: d.Deleted,
+		Listing: Listing{FirstWords: d.Title, ModelTitle: d.ModelTitle, PersonTitle: d.PersonTitle,
+			Waiting: d.Waiting, ActiveUntil: d.ActiveUntil, Live: d.Live},
+		version: snap.UpdateTime,
+	}
+	c.read = c.pointer()
+	return c, nil
 }
 
 // GetChat reads a chat. A missing chat, or another user's, wraps
@@ -120,16 +172,27 @@ func (s *Service) CreateChat(ctx context.Context, c *Chat) error {
 	case err != nil:
 		return fmt.Errorf("create chat %q: %w", c.ID, err)
 	}
-	c.version = res.UpdateTime
+	c.version, c.read = res.UpdateTime, c.pointer()
 	return nil
 }
 
-// SaveChat writes c if the stored chat has not changed since c was read or
-// last saved; otherwise it fails with ErrConflict and writes nothing. This
-// compare-and-set is what makes a switch's pointer flip atomic.
+// maxSaveAttempts bounds how often SaveChat reads a chat again whose
+// listing changed meanwhile.
+const maxSaveAttempts = 4
+
+// SaveChat writes c if the stored chat's pointer (its agent, session,
+// switches, the sessions its cleanup must find, its tombstone) has not
+// changed since c was read or last saved; otherwise it fails with
+// ErrConflict and writes nothing. This compare-and-set is what makes a
+// switch's pointer flip atomic. It is a precondition on the document's
+// update time; the commits that keep the chat's listing current (an
+// answer, a turn's activity) also change that time, so a precondition
+// that fails reads the chat again and, when only its listing moved,
+// writes on that version.
 func (s *Service) SaveChat(ctx context.Context, c *Chat) error {
 	d := c.doc(s.scope(c.App))
-	res, err := s.chatRef(c.App, c.UserID, c.ID).Update(ctx, []firestore.Update{
+	ref := s.chatRef(c.App, c.UserID, c.ID)
+	updates := []firestore.Update{
 		{Path: "agent", Value: d.Agent},
 		{Path: "session", Value: d.Session},
 		{Path: "lastActivity", Value: d.LastActivity},
@@ -138,15 +201,29 @@ func (s *Service) SaveChat(ctx context.Context, c *Chat) error {
 		{Path: "building", Value: d.Building},
 		{Path: "retired", Value: d.Retired},
 		{Path: "cleanupAt", Value: d.CleanupAt},
-	}, firestore.LastUpdateTime(c.version))
-	switch err = FirestoreError(err); {
-	case err == nil:
-		c.version = res.UpdateTime
-		return nil
-	case errors.Is(err, ErrConflict), errors.Is(err, ErrNotFound):
-		return fmt.Errorf("%w: chat %q", ErrConflict, c.ID)
 	}
-	return fmt.Errorf("save chat %q: %w", c.ID, err)
+	if c.Deleted != nil {
+		// A deleted chat is seen by no list: its activity stays unset.
+		updates[2] = firestore.Update{Path: "lastActivity", Value: firestore.Delete}
+	}
+	version := c.version
+	for attempt := 1; ; attempt++ {
+		res, err := ref.Update(ctx, updates, firestore.LastUpdateTime(version))
+		switch err = FirestoreError(err); {
+		case err == nil:
+			c.version, c.read = res.UpdateTime, c.pointer()
+			return nil
+		case errors.Is(err, ErrNotFound):
+			return fmt.Errorf("%w: chat %q", ErrConflict, c.ID)
+		case !errors.Is(err, ErrConflict):
+			return fmt.Errorf("save chat %q: %w", c.ID, err)
+		}
+		fresh, ferr := s.GetChat(ctx, c.App, c.UserID, c.ID)
+		if ferr != nil || fresh.read != c.read || attempt == maxSaveAttempts {
+			return fmt.Errorf("%w: chat %q", ErrConflict, c.ID)
+		}
+		version = fresh.version
+	}
 }
 
 // ChatsToClean returns chats of app whose cleanup is due at now, oldest
@@ -174,6 +251,11 @@ func (s *Service) queryChats(ctx context.Context, app, field string, upTo time.T
 	if err != nil {
 		return nil, fmt.Errorf("query chats by %s: %w", field, FirestoreError(err))
 	}
+	return chatsFrom(snaps)
+}
+
+// chatsFrom decodes the chats snaps hold.
+func chatsFrom(snaps []*firestore.DocumentSnapshot) ([]*Chat, error) {
 	out := make([]*Chat, 0, len(snaps))
 	for _, snap := range snaps {
 		c, err := chatFrom(snap)
@@ -183,60 +265,6 @@ func (s *Service) queryChats(ctx context.Context, app, field string, upTo time.T
 		out = append(out, c)
 	}
 	return out, nil
-}
-
-// DeleteChat removes the chat document if it has not changed since read,
-// then everything other packages stored under it (subcollections, to any
-// depth). The document goes first, under its precondition, so a chat in use
-// keeps its documents; a crash before the rest is gone leaves documents no
-// chat points at, which their TTL fields collect.
-func (s *Service) DeleteChat(ctx context.Context, c *Chat) error {
-	ref := s.chatRef(c.App, c.UserID, c.ID)
-	_, err := ref.Delete(ctx, firestore.LastUpdateTime(c.version))
-	switch err = FirestoreError(err); {
-	case err == nil, errors.Is(err, ErrNotFound):
-		_, err := s.deleteTree(ctx, ref)
-		return err
-	case errors.Is(err, ErrConflict):
-		return fmt.Errorf("%w: chat %q", ErrConflict, c.ID)
-	}
-	return fmt.Errorf("delete chat %q: %w", c.ID, err)
-}
-
-// deleteTree deletes every subcollection of ref, to any depth (not ref
-// itself), and returns how many documents it deleted.
-func (s *Service) deleteTree(ctx context.Context, ref *firestore.DocumentRef) (int, error) {
-	deleted := 0
-	cols := ref.Collections(ctx)
-	for {
-		col, err := cols.Next()
-		if errors.Is(err, iterator.Done) {
-			return deleted, nil
-		}
-		if err != nil {
-			return deleted, fmt.Errorf("list collections of %s: %w", ref.Path, FirestoreError(err))
-		}
-		docs := col.DocumentRefs(ctx)
-		for {
-			doc, err := docs.Next()
-			if errors.Is(err, iterator.Done) {
-				break
-			}
-			if err != nil {
-				return deleted, fmt.Errorf("list %s: %w", col.Path, FirestoreError(err))
-			}
-			n, err := s.deleteTree(ctx, doc)
-			deleted += n
-			if err != nil {
-				return deleted, err
-			}
-		}
-		n, err := s.deleteCollection(ctx, col)
-		deleted += n
-		if err != nil {
-			return deleted, err
-		}
-	}
 }
 
 // maxDeleteBatch bounds one delete commit (Firestore allows 500 writes).

@@ -208,8 +208,12 @@
 // tokensDay ==, which needs the composite index (tokensDay, tokensUsed) on
 // the sessions collection: a sum is computed from index entries.
 // SessionsLive counts a user's sessions with liveUntil > now, on
-// liveUntil's automatic single-field index. All are declared in
-// infra/terraform.
+// liveUntil's automatic single-field index. The operator's console lists
+// an app's sessions by their lease's term (lease.expires) and by
+// liveUntil (browse.go: the composite indexes with scope), a user's on
+// the automatic indexes, and chats by cleanupAt (the cleanup index) and
+// a user's by lastActivity. Its pages continue after a Cursor. All are
+// declared in infra/terraform.
 //
 // # Live segments
 //
@@ -238,8 +242,9 @@ var FieldIndexes = []FieldIndex{
 // QueriedFields are the fields this package's queries filter or order on,
 // by collection group: their automatic indexes must not be exempted.
 var QueriedFields = map[string][]string{
-	"sessions": {"scope", "tokensDay", "tokensUsed", liveUntilField},
-	"chats":    {"scope", "cleanupAt", "lastActivity"},
+	"sessions":         {"scope", "tokensDay", "tokensUsed", liveUntilField, leaseExpiresField},
+	"chats":            {"scope", "cleanupAt", "lastActivity"},
+	accountsCollection: {fieldDeleting},
 }
 
 // Index is a composite index a query of this package needs.
@@ -254,4 +259,8 @@ var Indexes = []Index{
 	{CollectionGroup: "chats", QueryScope: "COLLECTION_GROUP", Fields: []string{"scope", "cleanupAt"}},
 	{CollectionGroup: "chats", QueryScope: "COLLECTION_GROUP", Fields: []string{"scope", "lastActivity"}},
 	{CollectionGroup: "sessions", QueryScope: "COLLECTION", Fields: []string{"tokensDay", "tokensUsed"}},
+	// The console (browse.go): an app's sessions by their lease's term,
+	// and by liveUntil.
+	{CollectionGroup: "sessions", QueryScope: "COLLECTION_GROUP", Fields: []string{"scope", leaseExpiresField}},
+	{CollectionGroup: "sessions", QueryScope: "COLLECTION_GROUP", Fields: []string{"scope", liveUntilField}},
 }

@@ -331,17 +331,11 @@ func (s *Service) planAppend(ctx context.Context, ss *Session, event *session.Ev
 	if err := s.addStateMerges(p.batch, ss.app, ss.user, appDelta, userDelta); err != nil {
 		return nil, err
 	}
-	for _, w := range opts.Create {
-		s.addTo(p.batch, w)
-	}
+	besides := slices.Concat(opts.Create, opts.Writes)
 	if c := opts.Claim; c != nil {
-		for _, w := range c.updates {
-			s.addTo(p.batch, w)
-		}
+		besides = append(besides, c.updates...)
 	}
-	for _, w := range opts.Writes {
-		s.addTo(p.batch, w)
-	}
+	s.addAll(p.batch, besides)
 	return p, nil
 }
 
@@ -430,6 +424,9 @@ func (s *Service) planCreate(p *appendPlan, ref *firestore.DocumentRef, ss *Sess
 	if chat := c.chat; chat != nil {
 		p.batch.Create(s.chatRef(chat.App, chat.UserID, chat.ID), chat.doc(s.scope(chat.App)))
 		p.chatWrite = p.sessionWrite + 1
+		// The user has data: the sweeper checks that the user still exists
+		// (account.go).
+		s.accountMerge(p.batch, chat.App, chat.UserID, c.created)
 	}
 }
 
@@ -532,7 +529,7 @@ func (ss *Session) applyAppend(p *appendPlan, results []*firestore.WriteResult) 
 	}
 	if c := p.claim; c != nil {
 		if p.chatWrite >= 0 {
-			c.create.chat.version = results[p.chatWrite].UpdateTime
+			c.create.chat.version, c.create.chat.read = results[p.chatWrite].UpdateTime, c.create.chat.pointer()
 		}
 		c.lease.expires = p.leaseDoc.Expires
 		ss.lease = c.lease

@@ -111,10 +111,19 @@ func (s *Service) AcquireLease(ctx context.Context, req LeaseRequest) (_ *Lease,
 	}
 	ref := s.sessionRef(app, user, id)
 	var lease *Lease
+	var took string // why the lease read was taken over ("" when it was free)
 	err = s.readModifyWrite(ctx, ref, func(doc *sessionDoc, batch *firestore.WriteBatch, pre firestore.Precondition) error {
 		now := platform.Now(ctx)
 		if cur := doc.Lease; cur.Holder != "" && cur.Expires.After(now) && (req.TakeOver == nil || !req.TakeOver(cur.Holder)) {
 			return &BusyError{SessionID: id, RetryAfter: cur.Expires.Sub(now), Holder: cur.Holder}
+		}
+		switch cur := doc.Lease; {
+		case cur.Holder == "":
+			took = ""
+		case cur.Expires.After(now):
+			took = "taken"
+		default:
+			took = "expired"
 		}
 		next := leaseDoc{Holder: holder, Fence: doc.Lease.Fence + 1, Expires: now.Add(ttl)}
 		updates := []firestore.Update{{Path: "lease", Value: next}}
@@ -141,6 +150,9 @@ func (s *Service) AcquireLease(ctx context.Context, req LeaseRequest) (_ *Lease,
 		return nil, &BusyError{SessionID: id, RetryAfter: time.Second}
 	case err != nil:
 		return nil, fmt.Errorf("acquire lease on %q: %w", id, err)
+	}
+	if took != "" {
+		countTakeover(ctx, took)
 	}
 	return lease, nil
 }

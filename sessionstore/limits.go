@@ -88,13 +88,14 @@ type dayTokensDoc struct {
 // tokensUsed), billed as one read per 1,000 sessions counted.
 func (s *Service) SessionTokens(ctx context.Context, app, user string, at time.Time) (int64, error) {
 	q := s.userRef(app, user).Collection("sessions").Where("tokensDay", "==", tokenDay(at))
-	return aggregate(ctx, q.NewAggregationQuery().WithSum("tokensUsed", "n"), "sum tokens")
+	return Aggregate(ctx, q.NewAggregationQuery().WithSum("tokensUsed", "n"), "sum tokens")
 }
 
-// aggregate runs q, an aggregation whose result is named n, and returns
+// Aggregate runs q, an aggregation whose result is named n, and returns
 // that integer: a count, or a sum over integers (a double once it
-// overflows).
-func aggregate(ctx context.Context, q *firestore.AggregationQuery, what string) (int64, error) {
+// overflows). The owners of documents beside the sessions aggregate
+// their own with it (package limits' counts across users).
+func Aggregate(ctx context.Context, q *firestore.AggregationQuery, what string) (int64, error) {
 	res, err := q.Get(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", what, FirestoreError(err))

@@ -35,5 +35,5 @@ func (ss *Session) LiveUntil() time.Time {
 // liveUntil, billed as one read per 1,000 sessions counted.
 func (s *Service) SessionsLive(ctx context.Context, app, user string, now time.Time) (int64, error) {
 	q := s.userRef(app, user).Collection("sessions").Where(liveUntilField, ">", now)
-	return aggregate(ctx, q.NewAggregationQuery().WithCount("n"), "count live sessions")
+	return Aggregate(ctx, q.NewAggregationQuery().WithCount("n"), "count live sessions")
 }

@@ -17,11 +17,11 @@ import (
 	"google.golang.org/adk/v2/session"
 	"google.golang.org/adk/v2/session/sessiontestsuite"
 	"google.golang.org/adk/v2/tool"
-	"google.golang.org/adk/v2/tool/functiontool"
 	"google.golang.org/adk/v2/tool/toolconfirmation"
 	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/internal/firestoretest"
+	"github.com/baton-run/baton/internal/teamtest"
 	"github.com/baton-run/baton/modeltest"
 	"github.com/baton-run/baton/sessionstore"
 )
@@ -228,16 +228,7 @@ func TestRunnerSeesAppendedEvents(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	svc := newService(t)
-	type args struct {
-		City string `json:"city"`
-	}
-	weather, err := functiontool.New(functiontool.Config{Name: "get_weather", Description: "weather for a city"},
-		func(_ agent.Context, a args) (map[string]any, error) {
-			return map[string]any{"forecast": "sunny in " + a.City}, nil
-		})
-	if err != nil {
-		t.Fatal(err)
-	}
+	weather := teamtest.NewTools(t).Weather
 	llm := &modeltest.Strict{T: t, Script: []modeltest.Reply{
 		modeltest.CallReply(modeltest.Call("call-1", "get_weather", map[string]any{"city": "Tokyo"})),
 		modeltest.TextReply("It is sunny in Tokyo."),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -73,6 +74,7 @@ func (s *Service) flushLocked(ctx context.Context, ss *Session, upTo *StagedEven
 		opts.staged = true
 		if release != nil && n == 1 {
 			opts.release, opts.DocsClosed = true, opts.DocsClosed || release.DocsClosed
+			opts.Writes = slices.Concat(opts.Writes, release.Writes)
 		}
 		if err := s.appendLocked(ctx, ss, next.event, opts); err != nil {
 			ss.mu.Lock()
@@ -93,6 +95,9 @@ type ReleaseOptions struct {
 	// the session is open any more (see AppendOptions.DocsClosed), when the
 	// releasing commit creates none.
 	DocsClosed bool
+	// Writes are writes of documents beside the session made in the same
+	// commit, unconditional ones (the chat's listing: ChatIdle).
+	Writes []Write
 }
 
 // ReleaseSession stores the events staged on sess, releasing its lease in
@@ -121,7 +126,14 @@ func (s *Service) ReleaseSession(ctx context.Context, ss *Session, opts ReleaseO
 	}
 	l.mu.Lock()
 	current := l.revision == ss.revision // no other handle appended under the lease
-	res, err := ref.Update(ctx, updates, firestore.LastUpdateTime(l.version))
+	batch := s.client.Batch()
+	batch.Update(ref, updates, firestore.LastUpdateTime(l.version))
+	s.addAll(batch, opts.Writes)
+	var res *firestore.WriteResult
+	results, err := batch.Commit(ctx)
+	if err = FirestoreError(err); err == nil {
+		res = results[0]
+	}
 	l.mu.Unlock()
 	if err == nil && current {
 		ss.mu.Lock()

@@ -97,3 +97,41 @@ func (s *Service) AwaitStop(ctx context.Context, l *Lease) error {
 		}
 	}
 }
+
+// StoredLease is the lease on the session as it was read: its holder
+// ("" when released or never taken), its fence (the number of
+// acquisitions) and when it runs out unless renewed (zero once
+// released), whether or not that time has passed.
+func (ss *Session) StoredLease() (holder string, fence int64, expires time.Time) {
+	ss.mu.RLock()
+	defer ss.mu.RUnlock()
+	return ss.stored.Holder, ss.stored.Fence, ss.stored.Expires
+}
+
+// StopRequest is a stop asked of the invocation that held a session's
+// lease with Fence, at Requested.
+type StopRequest struct {
+	Fence     int64
+	Requested time.Time
+}
+
+// Stops returns the stop requests made for a session, oldest first (a
+// chat's timeline): one query of the session's stops collection.
+func (s *Service) Stops(ctx context.Context, app, user, id string) ([]StopRequest, error) {
+	if err := validateKey(app, user, id); err != nil {
+		return nil, err
+	}
+	snaps, err := s.sessionRef(app, user, id).Collection(stopsCollection).OrderBy("requested", firestore.Asc).Documents(ctx).GetAll()
+	if err != nil {
+		return nil, fmt.Errorf("read stops of %q: %w", id, FirestoreError(err))
+	}
+	out := make([]StopRequest, 0, len(snaps))
+	for _, snap := range snaps {
+		var d stopDoc
+		if err := snap.DataTo(&d); err != nil {
+			return nil, fmt.Errorf("decode stop of %q: %w", id, err)
+		}
+		out = append(out, StopRequest{Fence: d.Fence, Requested: d.Requested})
+	}
+	return out, nil
+}

@@ -9,3 +9,7 @@ type TTL struct {
 	CollectionGroup string
 	Field           string
 }
+
+// TTLs lists the time-to-live fields of this package's documents: a
+// deleted chat's tombstone (chatdelete.go).
+var TTLs = []TTL{{CollectionGroup: "chats", Field: "gcAt"}}

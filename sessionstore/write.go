@@ -3,6 +3,7 @@ package sessionstore
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -48,6 +49,12 @@ func (s *Service) ChatDoc(app, user, id string) DocName {
 	return DocName{path: s.chatRef(app, user, id).Path[len(s.dbPrefix()):]}
 }
 
+// AppDoc names an app's state document, under which the deployment's
+// counts across users live (package limits, LimitsCollection).
+func (s *Service) AppDoc(app string) DocName {
+	return DocName{path: s.appRef(app).Path[len(s.dbPrefix()):]}
+}
+
 // UserDoc names a user's state document, under which the turn limits keep
 // their counts (LimitsCollection).
 func (s *Service) UserDoc(app, user string) DocName {
@@ -89,6 +96,7 @@ const (
 	opCreate writeOp = iota
 	opUpdate
 	opMerge
+	opDelete
 )
 
 // Write is a write of a document beside a session that a commit the
@@ -119,12 +127,48 @@ func Merge(doc DocName, fields map[string]any) Write {
 	return Write{doc: doc, op: opMerge, data: fields}
 }
 
+// Delete is a write that deletes doc, whether or not it exists.
+func Delete(doc DocName) Write { return Write{doc: doc, op: opDelete} }
+
+// coalesced folds the unconditional updates of one document in writes
+// into the first of them: several owners may each update a chat's listing
+// in one commit (the ledger for each record it creates, a turn for its
+// activity), and a commit writes a document once.
+func coalesced(writes []Write) []Write {
+	out := make([]Write, 0, len(writes))
+	at := map[string]int{}
+	for _, w := range writes {
+		if w.op != opUpdate || !w.since.IsZero() {
+			out = append(out, w)
+			continue
+		}
+		if i, ok := at[w.doc.path]; ok {
+			merged := out[i]
+			merged.updates = append(slices.Clone(merged.updates), w.updates...)
+			out[i] = merged
+			continue
+		}
+		at[w.doc.path] = len(out)
+		out = append(out, w)
+	}
+	return out
+}
+
+// addAll adds writes to batch, coalesced.
+func (s *Service) addAll(batch *firestore.WriteBatch, writes []Write) {
+	for _, w := range coalesced(writes) {
+		s.addTo(batch, w)
+	}
+}
+
 // addTo adds w to batch.
 func (s *Service) addTo(batch *firestore.WriteBatch, w Write) {
 	ref := s.client.Doc(w.doc.path)
 	switch w.op {
 	case opCreate:
 		batch.Create(ref, w.data)
+	case opDelete:
+		batch.Delete(ref)
 	case opMerge:
 		batch.Set(ref, w.data, firestore.MergeAll)
 	default:
@@ -144,9 +188,7 @@ func (s *Service) Commit(ctx context.Context, writes ...Write) (time.Time, error
 		return time.Time{}, nil
 	}
 	batch := s.client.Batch()
-	for _, w := range writes {
-		s.addTo(batch, w)
-	}
+	s.addAll(batch, writes)
 	res, err := batch.Commit(ctx)
 	if err != nil {
 		return time.Time{}, FirestoreError(err)

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"cloud.google.com/go/cloudtasks/apiv2/cloudtaskspb"
+	"cloud.google.com/go/firestore"
+	"cloud.google.com/go/firestore/apiv1/firestorepb"
 	"google.golang.org/adk/v2/platform"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -223,5 +226,55 @@ func TestBackgroundStopDeletesWaitingTask(t *testing.T) {
 	}
 	if n := f.runs.Load(); n != 1 {
 		t.Errorf("the work ran %d times, want once", n)
+	}
+}
+
+// TestBackgroundCancelRacesHold: a new message whose cancel of a running
+// background call races a write of the call's attempt (its hold renewed,
+// its progress: the record changes and stays pending) cancels it all the
+// same: the work's context ends, and the model hears once that it was
+// cancelled.
+func TestBackgroundCancelRacesHold(t *testing.T) {
+	t.Parallel()
+	f := newBGFixture(t, nil, nil, playlistCall, echoReply)
+	started, ended := make(chan struct{}, 1), make(chan error, 1)
+	f.setWork(blockingWork(started, ended))
+	if _, err := f.turnEvents("chat", "make me a playlist"); err != nil {
+		t.Fatal(err)
+	}
+	await(t, started, "the work to start")
+	// Right before the cancel's commit, the attempt's hold is renewed (by
+	// another client, as the worker's instance would).
+	other, _ := firestoretest.Reopen(t, f.client)
+	record := other.Doc(f.sessions.SessionDoc("app", "user-1", activeSession(t, f.sessions, "chat")).Child("calls", "c1").Path())
+	var raced atomic.Bool
+	f.counter.SetHook(func(method string, req any) error {
+		commit, _ := req.(*firestorepb.CommitRequest)
+		for _, w := range commit.GetWrites() {
+			if strings.HasSuffix(w.GetUpdate().GetName(), "/calls/c1") && containsPath(w.GetUpdateMask().GetFieldPaths(), "status") &&
+				raced.CompareAndSwap(false, true) {
+				if _, err := record.Update(t.Context(), []firestore.Update{{Path: "work.heldUntil", Value: time.Now().Add(time.Minute)}}); err != nil {
+					t.Errorf("renew the hold: %v", err)
+				}
+			}
+		}
+		return nil
+	})
+	if _, err := f.turnEvents("chat", "never mind"); err != nil {
+		t.Fatalf("new message error = %v", err)
+	}
+	if !raced.Load() {
+		t.Fatal("the cancel was never committed")
+	}
+	await(t, ended, "the work's context to end")
+	if got := f.responses("chat", "c1"); len(got) != 1 || !strings.Contains(toJSON(got[0]), "cancelled") {
+		t.Errorf("responses to c1 = %v, want one saying it was cancelled", got)
+	}
+	snap, err := record.Get(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := snap.DataAt("status"); st != string(toolcallback.StatusCancelled) {
+		t.Errorf("c1's record is %v, want cancelled", st)
 	}
 }

@@ -2,8 +2,7 @@ package toolcallback
 
 import (
 	"context"
-	"errors"
-	"slices"
+	"time"
 
 	"github.com/baton-run/baton/sessionstore"
 )
@@ -11,9 +10,14 @@ import (
 // chatBatch bounds the chats one sweep handles per kind of cleanup.
 const chatBatch = 20
 
-// repairChat deletes the session a dead switch was building and the
-// retired sessions still present, then clears the chat's cleanup mark.
+// repairChat finishes the deletion of a chat marked deleted; for any other
+// chat it deletes the session a dead switch was building and the retired
+// sessions still present, then clears the chat's cleanup mark.
 func (t *Team) repairChat(ctx context.Context, chat *sessionstore.Chat) error {
+	if chat.Deleted != nil {
+		_, err := t.finishDelete(ctx, chat)
+		return err
+	}
 	if chat.Building != "" && chat.Building != chat.SessionID {
 		if _, err := t.sessions.PurgeSession(ctx, t.app, chat.UserID, chat.Building); err != nil {
 			return err
@@ -31,34 +35,20 @@ func (t *Team) repairChat(ctx context.Context, chat *sessionstore.Chat) error {
 	return t.sessions.SaveChat(ctx, chat)
 }
 
-// deleteChat removes an idle chat and every document under it: its active
-// session, the sessions it retired (with their ledgers), its files and the
-// chat itself. A chat in use (its session leased) is left alone.
-func (t *Team) deleteChat(ctx context.Context, chat *sessionstore.Chat) (bool, error) {
-	t.memory.forget(chat.UserID, chat.ID)
-	e := t.engine(chat.Agent)
-	h, err := e.acquire(ctx, chat.UserID, chat.SessionID, "sweeper", 0)
-	switch {
-	case errors.Is(err, sessionstore.ErrBusy):
-		return false, nil
-	case errors.Is(err, sessionstore.ErrNotFound):
-	case err != nil:
-		return false, err
-	default:
-		defer h.stop() // the lease is deleted with the session
-	}
-	for _, sid := range append(slices.Clone(chat.Retired), chat.Building, chat.SessionID) {
-		if sid == "" {
-			continue
-		}
-		if _, err := t.sessions.PurgeSession(ctx, t.app, chat.UserID, sid); err != nil {
+// deleteIdleChat deletes a chat idle beyond Options.IdleRetention as
+// DeleteChat does. A chat used since (its claiming commits write its
+// activity) is left alone.
+func (t *Team) deleteIdleChat(ctx context.Context, chat *sessionstore.Chat, now time.Time) (bool, error) {
+	if chat.Deleted == nil {
+		fresh, err := t.sessions.GetChat(ctx, t.app, chat.UserID, chat.ID)
+		if err != nil || now.Sub(fresh.LastActivity) < t.opts.IdleRetention {
 			return false, err
 		}
+		if chat, err = t.sessions.MarkChatDeleted(ctx, sessionstore.ChatKey{App: t.app, User: chat.UserID, ID: chat.ID}, now, now.Add(deleteGrace)); err != nil {
+			return false, err
+		}
+		t.memory.forget(chat.UserID, chat.ID)
 	}
-	// Files go before the chat: a failure leaves the chat for the next
-	// sweep to try again.
-	if err := t.opts.Files.DeleteChat(ctx, chat); err != nil {
-		return false, err
-	}
-	return true, t.sessions.DeleteChat(ctx, chat)
+	r, err := t.finishDelete(ctx, chat)
+	return err == nil && r.Chats == 1, err
 }

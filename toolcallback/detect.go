@@ -163,18 +163,17 @@ func approvalRequest(prior session.Events, ev *session.Event, fc *genai.Function
 }
 
 // records are the ledger records of the calls ev pauses (pausedBy), as the
-// calls they record and the writes that create them in the commit storing
-// ev; client started the invocation.
-func (e *engine) records(ctx context.Context, sess *sessionstore.Session, ev *session.Event, tools *pausingTools, client string) ([]sessionstore.Write, []*Call, error) {
-	var writes []sessionstore.Write
-	var calls []*Call
+// calls they record, the writes that create them in the commit storing ev
+// and the writes of that commit that count them in chat's listing; client
+// started the invocation.
+func (e *engine) records(ctx context.Context, sess *sessionstore.Session, ev *session.Event, tools *pausingTools, client, chat string) (creates, listing []sessionstore.Write, calls []*Call, err error) {
 	paused, err := e.admitWork(ctx, sess.UserID(), pausedBy(tools, sess.Events(), ev), tools)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	for _, d := range paused {
 		if err := sessionstore.ValidateID("call id", d.id); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		if d.spec.Kind == KindBackground || d.spec.Kind == KindRemote {
 			// Readers show it as server work under way (transcript).
@@ -184,13 +183,14 @@ func (e *engine) records(ctx context.Context, sess *sessionstore.Session, ev *se
 		if c.Work != nil {
 			c.Work.TokensPerDay = tokenBudget(ctx) // the turn's: the work's own model calls are held to it
 		}
-		w, err := e.ledger.Record(c)
+		c.Chat = chat
+		w, l, err := e.ledger.Record(c)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
-		writes, calls = append(writes, w), append(calls, c)
+		creates, listing, calls = append(creates, w), append(listing, l...), append(calls, c)
 	}
-	return writes, calls, nil
+	return creates, listing, calls, nil
 }
 
 // newCall is the pending call d, which the agent's invocation in session

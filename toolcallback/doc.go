@@ -269,6 +269,23 @@
 // the sweeper's reads (PollEvery) apply the task as the remote describes
 // it when read, first writer wins. docs/remote-agents.md has the states.
 //
+// # Operators
+//
+// The operator's console (package console) acts through the same paths:
+// an answer is Resume with ResumeRequest.Operator (no client check, the
+// record names the operator; first writer wins as for any answer), a stop
+// is Stop, a sweep is Sweep. ExpireCall closes a call with a reason the
+// model reads, first writer wins, and resumes its step as a sweep would;
+// ReleaseLease takes a chat's lease over and releases it, so that a
+// holder alive after all loses its writes to the fence (operator.go).
+//
+// # Metrics
+//
+// The team records invocations and their first-event latency, token
+// usage, calls paused and resumed by kind, duplicate answers, live
+// segments and sweeps on OpenTelemetry's global meter provider
+// (metrics.go; docs/operator.md lists them), with bounded attributes.
+//
 // # Ledger records
 //
 // The records themselves, their queries, their first-writer-wins updates,

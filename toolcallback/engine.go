@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -15,6 +16,7 @@ import (
 	"google.golang.org/adk/v2/session"
 	"google.golang.org/genai"
 
+	"github.com/baton-run/baton/feedback"
 	"github.com/baton-run/baton/ledger"
 	"github.com/baton-run/baton/limits"
 	"github.com/baton-run/baton/runguard"
@@ -32,6 +34,7 @@ type engine struct {
 	agent    string // the root agent's name
 	sessions *sessionstore.Service
 	ledger   *ledger.Ledger
+	feedback *feedback.Store
 	limits   *limits.Counter // the team's: a background tool's own model calls are held to the budget
 	opts     *Options
 	// work are the member's background tools, by name: the worker finds
@@ -44,7 +47,7 @@ type engine struct {
 // newEngine returns the engine running m's agent for t.
 func newEngine(t *Team, m Member) (*engine, error) {
 	root := m.Agent
-	e := &engine{app: t.app, root: root, agent: root.Name(), sessions: t.sessions, ledger: t.ledger, limits: t.limits, opts: t.opts,
+	e := &engine{app: t.app, root: root, agent: root.Name(), sessions: t.sessions, ledger: t.ledger, feedback: t.feedback, limits: t.limits, opts: t.opts,
 		background: map[string]*BackgroundTool{}, remote: map[string]*RemoteTool{}}
 	for _, rt := range m.Remote {
 		if _, dup := e.remote[rt.Name()]; dup {
@@ -66,6 +69,21 @@ func newEngine(t *Team, m Member) (*engine, error) {
 	return e, nil
 }
 
+// countTokens counts the n model tokens an event reported at at in the
+// commit that stores it: the session's day (Options.CountTokens) and the
+// deployment's (Options.CountServiceTokens).
+func (e *engine) countTokens(opts *sessionstore.AppendOptions, n int64, at time.Time) {
+	if n <= 0 {
+		return
+	}
+	if e.opts.CountTokens {
+		opts.Tokens = sessionstore.TokenUse{N: n, At: at}
+	}
+	if e.opts.CountServiceTokens {
+		opts.Writes = append(opts.Writes, e.limits.TokensWrite(n, at)...)
+	}
+}
+
 // runOptions stores the client's message id with the user message, so a
 // second turn for the same message is refused (ErrMessageTaken).
 func runOptions(messageID string) []runner.RunOption {
@@ -78,8 +96,16 @@ func runOptions(messageID string) []runner.RunOption {
 // invocationRun is one run of the agent to start.
 type invocationRun struct {
 	user, session, client string
-	msg                   *genai.Content
-	opts                  []runner.RunOption
+	// chat is the chat whose session the run is on ("" for none): the
+	// commits that claim and release the session keep its listing
+	// current (sessionstore.Listing). newChat: the claiming commit creates
+	// the chat, listing and all.
+	chat    string
+	newChat bool
+	// title, when not nil, is the chat's title being made beside the run.
+	title *titleJob
+	msg   *genai.Content
+	opts  []runner.RunOption
 	// handle is the session as the request read it, which the runner uses
 	// instead of reading it again; nil: the runner reads it.
 	handle *sessionstore.Session
@@ -125,9 +151,10 @@ type invocationRun struct {
 // pauses calls is stored with their ledger records (invocationSessions): a
 // reader never sees a call that has no record.
 func (e *engine) start(ctx context.Context, run invocationRun) (*Invocation, error) {
-	svc := e.sessionsFor(run)
+	svc := e.sessionsFor(ctx, run)
 	inv := newInvocation()
-	svc.tools.asker = &questionAsker{e: e, client: run.client, push: inv.push}
+	inv.first = countInvocation(ctx, e.agent, run.resumed, time.Now())
+	svc.tools.asker = &questionAsker{e: e, client: run.client, chat: run.chat, push: inv.push}
 	// The run is detached from the request's cancellation, not from its
 	// trace: its span, and ADK's under it, stay in the request's trace.
 	ctx, span := tracer.Start(ctx, "baton.invocation", trace.WithAttributes(attribute.String("baton.session.id", run.session)))
@@ -157,9 +184,13 @@ func (e *engine) start(ctx context.Context, run invocationRun) (*Invocation, err
 }
 
 // sessionsFor is the session service of run's invocation.
-func (e *engine) sessionsFor(run invocationRun) *invocationSessions {
-	svc := &invocationSessions{Service: e.sessions, e: e, client: run.client, tools: &pausingTools{}, handle: run.handle,
-		first: sessionstore.AppendOptions{Claim: run.claim, DocsClosed: run.docsClosed, TurnLog: run.turnLog, Writes: run.writes,
+func (e *engine) sessionsFor(ctx context.Context, run invocationRun) *invocationSessions {
+	writes := run.writes
+	if run.chat != "" && !run.newChat {
+		writes = append(slices.Clone(writes), e.activity(ctx, run.user, run.chat, false))
+	}
+	svc := &invocationSessions{Service: e.sessions, e: e, client: run.client, chat: run.chat, title: run.title, tools: &pausingTools{}, handle: run.handle,
+		first: sessionstore.AppendOptions{Claim: run.claim, DocsClosed: run.docsClosed, TurnLog: run.turnLog, Writes: writes,
 			Committed: run.committed},
 		stageClaim: run.speculative && run.claim != nil, gate: run.gate, claimStored: make(chan struct{}), held: run.held}
 	if run.claim != nil {

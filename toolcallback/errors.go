@@ -37,6 +37,16 @@ var (
 	// ErrPendingCalls: a new message arrived while calls are pending and the
 	// policy is PendingReject. The *PendingCallsError lists them.
 	ErrPendingCalls = errors.New("calls are pending")
+	// ErrChatDeleted: the chat was deleted (or is being deleted): a turn
+	// or an answer to one of its calls comes too late. Reading the chat
+	// finds nothing instead (sessionstore.ErrNotFound).
+	ErrChatDeleted = errors.New("chat deleted")
+	// ErrInvalidTitle: a chat's new title is empty, too long or not text.
+	ErrInvalidTitle = errors.New("invalid title")
+	// ErrDeletionPending: a deletion is under way and could not finish
+	// within the request (something held the chat); the chat is gone for
+	// every reader already, and the sweeper finishes it.
+	ErrDeletionPending = errors.New("deletion under way")
 )
 
 // AlreadyResolvedError is returned when an answer arrives for a call that

@@ -2,6 +2,7 @@ package toolcallback
 
 import (
 	"context"
+	"fmt"
 	"iter"
 
 	"github.com/baton-run/baton/internal/eventlist"
@@ -17,7 +18,7 @@ type FollowedChat struct {
 }
 
 // Follow reads the chat, for a reader that follows it. An unknown chat,
-// or another user's, is sessionstore.ErrNotFound.
+// another user's, or a deleted one is sessionstore.ErrNotFound.
 func (t *Team) Follow(ctx context.Context, user, chatID string) (*FollowedChat, error) {
 	if err := validIDs("user id", user, "chat id", chatID); err != nil {
 		return nil, err
@@ -25,6 +26,9 @@ func (t *Team) Follow(ctx context.Context, user, chatID string) (*FollowedChat, 
 	chat, err := t.sessions.GetChat(ctx, t.app, user, chatID)
 	if err != nil {
 		return nil, err
+	}
+	if chat.Deleted != nil {
+		return nil, fmt.Errorf("%w: chat %q", sessionstore.ErrNotFound, chatID)
 	}
 	return &FollowedChat{Chat: chat, t: t}, nil
 }

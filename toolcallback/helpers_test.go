@@ -10,15 +10,15 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"cloud.google.com/go/firestore"
-	"google.golang.org/adk/v2/agent"
+	"google.golang.org/adk/v2/agent/llmagent"
+	"google.golang.org/adk/v2/model"
 	"google.golang.org/adk/v2/session"
 	"google.golang.org/adk/v2/tool"
-	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/internal/firestoretest"
+	"github.com/baton-run/baton/internal/teamtest"
 	"github.com/baton-run/baton/modeltest"
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
@@ -37,21 +37,20 @@ var (
 	dumpContents = modeltest.DumpContents
 )
 
-type bgmArgs struct {
-	Track int `json:"track"`
-}
+// The demo tools' arguments, as the shared test world declares them.
+type (
+	bgmArgs   = teamtest.BGMArgs
+	tableArgs = teamtest.TableArgs
+)
 
-type tableArgs struct {
-	People int    `json:"people"`
-	Name   string `json:"name"`
-}
-
-// fixture is a one-agent team (the agent "assistant") with a browser tool,
-// an any-device browser tool, an external tool and an approval-gated tool,
-// on a fresh Firestore project. Tests talk to it through Team only, with
-// chat ids; what they read back from storage they read through the chat.
+// fixture is a one-agent team (the agent "assistant") with the demo tools
+// of the shared test world (a browser tool, an any-device browser tool, an
+// external tool, an approval-gated tool, ...), on a fresh Firestore
+// project. Tests talk to it through Team only, with chat ids; what they
+// read back from storage they read through the chat.
 type fixture struct {
 	t        testing.TB
+	world    *teamtest.World
 	client   *firestore.Client
 	counter  *firestoretest.Counter
 	model    *modeltest.Strict
@@ -59,48 +58,15 @@ type fixture struct {
 	opts     *toolcallback.Options
 	team     *toolcallback.Team
 	sessions *sessionstore.Service
-	booked   atomic.Int32 // runs of the approval-gated tool
-	bookArgs atomic.Value // its last arguments
+	booked   *atomic.Int32 // runs of the approval-gated tool
+	bookArgs *atomic.Value // its last arguments
 }
 
 func newFixture(t testing.TB, opts *toolcallback.Options, script ...reply) *fixture {
 	t.Helper()
-	f := &fixture{t: t, model: &modeltest.Strict{T: t, Script: script}}
-	f.client, f.counter = firestoretest.NewCountingClient(t)
-	if opts == nil {
-		opts = &toolcallback.Options{}
-	}
-	if opts.TokenKey == nil {
-		opts.TokenKey = []byte("test-key-0123456789abcdef0123456789")
-	}
-	f.opts = opts
-	bgm, err := toolcallback.Browser[bgmArgs](toolcallback.BrowserConfig{Name: "change_bgm", Description: "switch the page's music track"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	loc, err := toolcallback.Browser[struct{}](toolcallback.BrowserConfig{Name: "get_location", Description: "the browser's location", AnyDevice: true, Timeout: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ext, err := toolcallback.External[struct {
-		Query string `json:"query"`
-	}](toolcallback.ExternalConfig{Name: "ask_crm", Description: "ask the CRM"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	book, err := toolcallback.Approval(toolcallback.ApprovalConfig[tableArgs]{Name: "book_table", Description: "book a table"},
-		func(_ agent.Context, a tableArgs) (map[string]any, error) {
-			f.booked.Add(1)
-			f.bookArgs.Store(a)
-			return map[string]any{"booked": true, "people": a.People}, nil
-		})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.tools = []tool.Tool{bgm, loc, ext, book}
-	f.sessions = sessionstore.New(f.client, nil)
-	f.team = f.newInstance()
-	return f
+	w := teamtest.New(t, &teamtest.Options{Team: opts}, script...)
+	return &fixture{t: t, world: w, client: w.Client, counter: w.Counter, model: w.Model, tools: w.Tools.All(),
+		opts: w.TeamOptions(), team: w.Team, sessions: w.Sessions, booked: &w.Tools.Booked, bookArgs: &w.Tools.BookArgs}
 }
 
 // newInstance builds another Team, with its own runner and session
@@ -114,6 +80,13 @@ func (f *fixture) instanceOn(client *firestore.Client) *toolcallback.Team {
 	return f.instanceWith(client, f.model)
 }
 
+// instanceWith is an instance of f's app over client whose agent answers
+// with m.
+func (f *fixture) instanceWith(client *firestore.Client, m model.LLM) *toolcallback.Team {
+	f.t.Helper()
+	return f.world.TeamOn(client, f.world.Member(llmagent.Config{Name: "assistant", Model: m, Tools: f.tools}))
+}
+
 // turn sends user-1's message to chat from client and returns the
 // invocation's events.
 func (f *fixture) turn(team *toolcallback.Team, chat, client, text string) ([]*session.Event, error) {
@@ -122,66 +95,18 @@ func (f *fixture) turn(team *toolcallback.Team, chat, client, text string) ([]*s
 	return events, err
 }
 
-// runTurn is team.Turn with what the invocation streamed in place of the
-// invocation: every event, or, when the stream fails, the events before
-// the failure and its error. A refused turn streams nothing. A test that
-// needs the invocation itself (to read events as they come, or to race
-// it) calls Turn and collect.
-func runTurn(ctx context.Context, team *toolcallback.Team, req toolcallback.TurnRequest) ([]*session.Event, *toolcallback.SwitchReport, error) {
-	inv, report, err := team.Turn(ctx, req)
-	if err != nil {
-		return nil, nil, err
-	}
-	events, err := collect(inv)
-	return events, report, err
-}
-
-// runRewind is team.Rewind as runTurn is team.Turn.
-func runRewind(ctx context.Context, team *toolcallback.Team, req toolcallback.RewindRequest) ([]*session.Event, error) {
-	inv, err := team.Rewind(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	return collect(inv)
-}
-
-// collect reads inv's events to the end: all of them, or those before the
-// stream's error, with it.
-func collect(inv *toolcallback.Invocation) ([]*session.Event, error) {
-	var out []*session.Event
-	for ev, err := range inv.Events() {
-		if err != nil {
-			return out, err
-		}
-		out = append(out, ev)
-	}
-	return out, nil
-}
-
-// finalText is the text of the last event that has some.
-func finalText(events []*session.Event) string {
-	text := ""
-	for _, ev := range events {
-		if ev.Partial || ev.Content == nil {
-			continue
-		}
-		for _, p := range ev.Content.Parts {
-			if p.Text != "" {
-				text = p.Text
-			}
-		}
-	}
-	return text
-}
+// Shorthands for the shared world's collected turns.
+var (
+	runTurn   = teamtest.Turn
+	runRewind = teamtest.Rewind
+	collect   = teamtest.Collect
+	finalText = teamtest.FinalText
+)
 
 // pending lists the calls of chat that client may answer.
 func (f *fixture) pending(chat, client string) []*toolcallback.Call {
 	f.t.Helper()
-	state, err := f.team.Pending(f.t.Context(), toolcallback.PendingRequest{UserID: "user-1", ChatID: chat, ClientID: client})
-	if err != nil {
-		f.t.Fatalf("Pending() error = %v", err)
-	}
-	return state.Calls
+	return f.world.Pending("user-1", chat, client)
 }
 
 // sessionOf returns the ADK session user-1's chat points at.
@@ -204,15 +129,7 @@ func (f *fixture) history(chat string) []*session.Event {
 // storedEvents returns user-1's stored session sid's events.
 func storedEvents(t testing.TB, sessions *sessionstore.Service, sid string) []*session.Event {
 	t.Helper()
-	got, err := sessions.Get(t.Context(), &session.GetRequest{AppName: "app", UserID: "user-1", SessionID: sid})
-	if err != nil {
-		t.Fatalf("Get(%q) error = %v", sid, err)
-	}
-	var out []*session.Event
-	for ev := range got.Session.Events().All() {
-		out = append(out, ev)
-	}
-	return out
+	return teamtest.Stored(t, sessions, "user-1", sid)
 }
 
 // callField reads a field of a ledger record of the chat straight from
@@ -234,15 +151,7 @@ func (f *fixture) callStatus(chat, callID string) string {
 
 // resume answers user-1's call in chat and returns the resumed events.
 func resume(team *toolcallback.Team, ctx context.Context, chat, callID, client string, a toolcallback.Answer) (*toolcallback.ResumeOutcome, []*session.Event, error) {
-	res, err := team.Resume(ctx, toolcallback.ResumeRequest{UserID: "user-1", ChatID: chat, CallID: callID, ClientID: client, Answer: a})
-	if err != nil {
-		return res, nil, err
-	}
-	if res.Invocation == nil {
-		return res, nil, nil
-	}
-	events, err := collect(res.Invocation)
-	return res, events, err
+	return teamtest.Resume(ctx, team, toolcallback.ResumeRequest{UserID: "user-1", ChatID: chat, CallID: callID, ClientID: client, Answer: a})
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -250,7 +159,7 @@ func ptr[T any](v T) *T { return &v }
 func asError[T error](err error, target *T) bool { return errors.As(err, target) }
 
 func textTurn(chat, client, text string) toolcallback.TurnRequest {
-	return toolcallback.TurnRequest{UserID: "user-1", ChatID: chat, ClientID: client, Content: genai.NewContentFromText(text, genai.RoleUser)}
+	return teamtest.TextTurn("user-1", chat, client, text)
 }
 
 // mustStored is sess as sessionstore's handle.

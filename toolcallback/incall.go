@@ -26,6 +26,7 @@ var ErrNotInInvocation = errors.New("no invocation to ask in")
 type questionAsker struct {
 	e      *engine
 	client string
+	chat   string
 	push   func(*session.Event)
 }
 
@@ -64,7 +65,7 @@ func AskInCall(ctx agent.Context, tool string, req userinput.Request, wait time.
 	now := platform.Now(ctx)
 	id := "live-" + platform.NewUUID(ctx) // the id's prefix is kept as earlier versions made it
 	asked := &Call{
-		ID: id, App: qa.e.app, Agent: qa.e.agent, UserID: ctx.UserID(), SessionID: ctx.SessionID(),
+		ID: id, App: qa.e.app, Agent: qa.e.agent, UserID: ctx.UserID(), SessionID: ctx.SessionID(), Chat: qa.chat,
 		Invocation: ctx.InvocationID(), ClientID: qa.client, Tool: tool, Kind: KindInput, Step: id,
 		OriginalID: ctx.FunctionCallID(), Input: &shown, InCall: true, Status: StatusPending,
 		Created: now, Expires: now.Add(wait), Resumed: true,

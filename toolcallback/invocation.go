@@ -16,6 +16,9 @@ type Invocation struct {
 	events []*session.Event
 	err    error
 	done   bool
+	// first, when set, is called with the first event pushed (the
+	// invocation's first-event latency, metrics.go).
+	first func()
 }
 
 func newInvocation() *Invocation {
@@ -25,6 +28,9 @@ func newInvocation() *Invocation {
 }
 
 func (inv *Invocation) push(ev *session.Event) {
+	if inv.first != nil {
+		inv.first()
+	}
 	inv.mu.Lock()
 	inv.events = append(inv.events, ev)
 	inv.mu.Unlock()

@@ -28,7 +28,12 @@ type invocationSessions struct {
 	*sessionstore.Service
 	e      *engine
 	client string        // the client that started the invocation
+	chat   string        // the chat whose session it runs on ("" for none)
 	tools  *pausingTools // the pausing tools its model requests offered
+	// title, when not nil, is the chat's title being made beside the
+	// invocation: stored with the lease's release when it is ready by
+	// then (title.go).
+	title *titleJob
 
 	mu sync.Mutex
 	// handle is the session as the request read it, which the runner's
@@ -131,16 +136,15 @@ func (s *invocationSessions) AppendEvent(ctx context.Context, handle session.Ses
 	again := userinput.HideStates(ev)
 	s.tools.surfaces.Follow(sess)
 	s.tools.surfaces.NoteShows(ev)
-	records, calls, err := s.ledgerRecords(ctx, sess, ev)
+	records, listing, calls, err := s.e.records(ctx, sess, ev, s.tools, s.client, s.chat)
 	if err == nil {
 		err = s.e.opts.Files.SaveEventFiles(ctx, sess.UserID(), sess.ID(), ev)
 	}
-	if n := limits.TokensUsed(ev.UsageMetadata); n > 0 && s.e.opts.CountTokens {
-		// The tokens are counted with the event that reports them, in
-		// the session document (package limits).
-		opts.Tokens = sessionstore.TokenUse{N: n, At: platform.Now(ctx)}
-	}
+	// The tokens are counted with the event that reports them (package
+	// limits).
+	s.e.countTokens(&opts, limits.TokensUsed(ev.UsageMetadata), platform.Now(ctx))
 	opts.Create = records
+	opts.Writes = slices.Concat(opts.Writes, listing)
 	if len(records) > 0 {
 		s.mu.Lock()
 		s.created = true
@@ -167,6 +171,8 @@ func (s *invocationSessions) AppendEvent(ctx context.Context, handle session.Ses
 	if err != nil {
 		return fmt.Errorf("append event %q: %w", ev.ID, err)
 	}
+	countPaused(ctx, calls)
+	countTokenUsage(ctx, s.e.agent, ev.ModelVersion, ev.UsageMetadata)
 	if len(again) > 0 {
 		return s.followUp(ctx, sess, ev, again)
 	}
@@ -285,7 +291,12 @@ func (s *invocationSessions) finish(ctx context.Context, inv *Invocation) *sessi
 	h.stop()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if err := s.Service.ReleaseSession(ctx, sess, sessionstore.ReleaseOptions{DocsClosed: closed}); err != nil {
+	release := sessionstore.ReleaseOptions{DocsClosed: closed}
+	if s.chat != "" {
+		release.Writes = []sessionstore.Write{s.Service.ChatIdle(sessionstore.ChatKey{App: s.e.app, User: sess.UserID(), ID: s.chat}, s.title.take())}
+	}
+	if err := s.Service.ReleaseSession(ctx, sess, release); err != nil {
+		s.title.leave()
 		s.e.opts.Logger.Warn("release lease", "session", sess.ID(), "error", err)
 		if len(held) > 0 {
 			inv.fail(fmt.Errorf("store the reply: %w", err))
@@ -332,12 +343,6 @@ func (s *invocationSessions) takeFollowUps() []*session.Event {
 	out := s.followUps
 	s.followUps = nil
 	return out
-}
-
-// ledgerRecords are the records of the calls ev pauses, for the commit
-// that stores it, and the calls they record.
-func (s *invocationSessions) ledgerRecords(ctx context.Context, sess *sessionstore.Session, ev *session.Event) ([]sessionstore.Write, []*Call, error) {
-	return s.e.records(ctx, sess, ev, s.tools, s.client)
 }
 
 // errNoClaimingAppend is the claim's outcome when the invocation ended

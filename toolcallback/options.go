@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"google.golang.org/adk/v2/agent"
+	"google.golang.org/adk/v2/model"
 
 	"github.com/baton-run/baton/chatfiles"
 	"github.com/baton-run/baton/sessionstore"
@@ -94,6 +95,11 @@ type Options struct {
 	// own; see package limits). A TurnRequest's Limits.UserTokensPerDay
 	// needs it.
 	CountTokens bool
+	// CountServiceTokens also counts every model response's tokens toward
+	// the deployment's day, in a shard of package limits' sharded count
+	// (one more small document in the commit that stores the response):
+	// a TurnRequest's Limits.ServiceTokensPerDay needs it.
+	CountServiceTokens bool
 	// IncludeThoughts asks the model, on every request of a turn or a
 	// resume, for a summary of its thinking (genai's
 	// ThinkingConfig.IncludeThoughts): thought parts stored with the
@@ -132,10 +138,23 @@ type Options struct {
 	// to the call. Empty: no push is asked for, and remote calls are heard
 	// by the sweeper's reads only (RemoteConfig.PollEvery).
 	RemotePushURL string
-	// ChatDeleted, when set, is called after Sweep deleted an idle chat,
-	// with the chat as it was stored, for the same parts.
+	// ChatDeleted, when set, is called once a chat's deletion (DeleteChat,
+	// DeleteAccount, or Sweep's of an idle chat) removed its sessions, with
+	// the chat as it was stored, for the same parts.
 	ChatDeleted func(ctx context.Context, chat *sessionstore.Chat)
-	Logger      *slog.Logger
+	// TitleModel, when set, gives each new chat a short title after its
+	// first exchange (title.go); without it a chat's title is the first
+	// words of its first message.
+	TitleModel model.LLM
+	// AccountGone, when set, tells Sweep which of the users it names no
+	// longer exist for the identity provider (a user deleted in Firebase
+	// Authentication): their data is deleted (accounts.go). It is asked
+	// about at most accountBatch users at a time.
+	AccountGone func(ctx context.Context, users []string) ([]string, error)
+	// AccountCheckEvery is how often Sweep walks every account asking
+	// AccountGone about it. Default 24 hours.
+	AccountCheckEvery time.Duration
+	Logger            *slog.Logger
 
 	// awaitingClaim, when set (by tests, export_test.go), is called when
 	// the run starts waiting for the invocation's staged claim.
@@ -171,6 +190,7 @@ func (o *Options) withDefaults() Options {
 	if out.BackgroundPerUser == 0 {
 		out.BackgroundPerUser = 5
 	}
+	def(&out.AccountCheckEvery, 24*time.Hour)
 	if out.WarmChats == 0 {
 		out.WarmChats = 1000
 	}

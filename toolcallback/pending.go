@@ -122,11 +122,7 @@ func (e *engine) closeOpenCalls(ctx context.Context, sess *sessionstore.Session)
 		if d.Status != StatusPending {
 			continue
 		}
-		closed, err := e.ledger.Cancel(ctx, d, now)
-		if errors.Is(err, ledger.ErrChanged) {
-			// An answer (or another closer) got there first.
-			closed, err = e.ledger.Get(ctx, user, sid, d.ID)
-		}
+		closed, err := e.cancel(ctx, d, now)
 		if err != nil {
 			return nil, err
 		}
@@ -134,6 +130,25 @@ func (e *engine) closeOpenCalls(ctx context.Context, sess *sessionstore.Session)
 	}
 	e.dropWork(ctx, docs)
 	return docs, nil
+}
+
+// cancel cancels d, a pending call, and returns it as now recorded: an
+// answer (or another closer) that got there first wins. A background
+// call's running attempt writes its record every few seconds (its
+// progress, its hold) and leaves it pending: such a change is read again
+// and the cancel tried again, so that the work cannot outrun a stop or a
+// new message.
+func (e *engine) cancel(ctx context.Context, d *Call, now time.Time) (*Call, error) {
+	for range 5 {
+		closed, err := e.ledger.Cancel(ctx, d, now)
+		if !errors.Is(err, ledger.ErrChanged) {
+			return closed, err
+		}
+		if d, err = e.ledger.Get(ctx, d.UserID, d.SessionID, d.ID); err != nil || d.Status != StatusPending {
+			return d, err
+		}
+	}
+	return nil, fmt.Errorf("%w: call %q keeps changing", ledger.ErrChanged, d.ID)
 }
 
 // rejectIfPending fails with a *PendingCallsError when the session has

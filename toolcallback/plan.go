@@ -142,9 +142,6 @@ func (t *Team) turn(ctx context.Context, req turnRequest, carry carrier) (starte
 			}
 			report.To = p.chat.Agent
 			t.memory.points(req.UserID, req.ChatID, p.chat.SessionID)
-			if !report.Switched {
-				t.touch(ctx, p.chat) // once the turn runs: a refused turn writes nothing
-			}
 			return s, report, nil
 		}
 		if err := t.switchAgent(ctx, p.chat, req.Agent); err != nil {
@@ -202,8 +199,11 @@ func (t *Team) newChat(ctx context.Context, req TurnRequest, sid string) *sessio
 		agentName = t.names[0]
 	}
 	now := platform.Now(ctx)
+	// The commit that creates the chat stores its listing whole: the
+	// first words of the message, and that a turn holds it.
+	until := now.Add(t.opts.InvocationTimeout + t.opts.LeaseTTL)
 	return &sessionstore.Chat{App: t.app, UserID: req.UserID, ID: req.ChatID, Agent: agentName, SessionID: sid,
-		Created: now, LastActivity: now}
+		Created: now, LastActivity: now, Listing: sessionstore.Listing{FirstWords: firstWords(req.Content), ActiveUntil: &until}}
 }
 
 // newChat is the chat the plan's first commit creates, nil when it
@@ -245,8 +245,8 @@ func (t *Team) look(ctx context.Context, req turnRequest, useCopy bool) (turnVie
 		return turnView{}, err
 	}
 	v := turnView{chat: st.Chat, sess: st.Session, meter: meter, first: first}
-	if v.chat == nil || v.sess != nil {
-		return v, nil
+	if v.chat == nil || v.sess != nil || v.chat.Deleted != nil {
+		return v, nil // a deleted chat is refused (planUnclaimed)
 	}
 	v.sess, err = t.sessions.Read(ctx, sessionstore.ReadRequest{App: t.app, User: req.UserID, SessionID: v.chat.SessionID,
 		Shared: !t.opts.SessionStateOnly})
@@ -318,6 +318,8 @@ func refusal(err error) turnPlan { return turnPlan{way: wayRefuse, err: err} }
 // reports false for a turn on a stored session of the chat's agent.
 func (t *Team) planUnclaimed(ctx context.Context, req turnRequest, v turnView) (turnPlan, bool) {
 	switch {
+	case v.chat != nil && v.chat.Deleted != nil:
+		return refusal(fmt.Errorf("%w: %q", ErrChatDeleted, req.ChatID)), true
 	case v.chat == nil && req.rewind != nil:
 		return refusal(fmt.Errorf("%w: chat %q", sessionstore.ErrNotFound, req.ChatID)), true
 	case v.chat == nil:
@@ -353,6 +355,7 @@ type rewindPlan struct {
 	before    string          // the invocation of the turn's user message
 	key       string          // the request, stored with the mark
 	calls     map[string]bool // the call ids (model and confirmation) in the part taken back
+	turns     []string        // the turns taken back: the ids of their assistant messages
 	content   *genai.Content  // the user message to run
 	messageID string          // the client's id for it
 	stored    bool            // the mark is stored: the same request died before its turn
@@ -377,6 +380,11 @@ func planRewind(sess *sessionstore.Session, req rewindRequest) (*rewindPlan, err
 		return nil, fmt.Errorf("%w: %q", ErrMessageTaken, req.message)
 	}
 	p := &rewindPlan{request: req, before: msg.InvocationID, key: req.key(), calls: transcript.CallIDs(events[at:]), content: req.edit, messageID: transcript.ClientMessageID(msg)}
+	for _, ev := range events[at:] {
+		if transcript.StartsTurn(ev) {
+			p.turns = append(p.turns, ev.InvocationID)
+		}
+	}
 	if p.content == nil {
 		p.content = msg.Content
 	}
@@ -435,8 +443,12 @@ func (t *Team) carryOut(ctx context.Context, req turnRequest, p turnPlan) (start
 	} else {
 		ctx = withoutChatRead(ctx)
 	}
-	run := invocationRun{user: req.UserID, session: p.chat.SessionID, client: req.ClientID, msg: p.content,
+	run := invocationRun{user: req.UserID, session: p.chat.SessionID, chat: p.chat.ID, newChat: p.createChat, client: req.ClientID, msg: p.content,
 		opts: runOptions(p.messageID), handle: p.sess, keep: t.memory.keeper(p.chat)}
+	if p.createChat {
+		// A new chat's title is made beside its first turn (title.go).
+		run.title = t.startTitle(ctx, sessionstore.ChatKey{App: t.app, User: req.UserID, ID: req.ChatID}, messageText(p.content))
+	}
 	var inv *Invocation
 	var err error
 	switch p.way {

@@ -6,11 +6,11 @@ import (
 	"strings"
 	"testing"
 
-	"google.golang.org/adk/v2/agent"
 	"google.golang.org/adk/v2/agent/llmagent"
 	"google.golang.org/adk/v2/session"
 	"google.golang.org/adk/v2/tool"
 
+	"github.com/baton-run/baton/internal/teamtest"
 	"github.com/baton-run/baton/modeltest"
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
@@ -40,25 +40,9 @@ func TestSwitchRecordsWhatRan(t *testing.T) {
 			conciergeModel := &modeltest.Strict{T: t, Script: []reply{
 				callReply(call("b1", "book_table", map[string]any{"people": 4, "name": "Ada"})), echoReply,
 			}}
-			book, err := toolcallback.Approval(toolcallback.ApprovalConfig[tableArgs]{Name: "book_table", Description: "book a table"},
-				func(_ agent.Context, a tableArgs) (map[string]any, error) {
-					return map[string]any{"booked": true, "people": a.People}, nil
-				})
-			if err != nil {
-				t.Fatal(err)
-			}
-			concierge, err := llmagent.New(llmagent.Config{Name: "concierge", Model: conciergeModel, Tools: []tool.Tool{book}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			dj, err := llmagent.New(llmagent.Config{Name: "dj", Model: f.dj})
-			if err != nil {
-				t.Fatal(err)
-			}
-			f.team, err = toolcallback.NewTeam(f.sessions, "app", []toolcallback.Member{{Agent: concierge}, {Agent: dj}}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			f.team = teamtest.NewTeam(t, f.sessions, nil,
+				teamtest.Member(t, llmagent.Config{Name: "concierge", Model: conciergeModel, Tools: []tool.Tool{teamtest.NewTools(t).Book}}),
+				teamtest.Member(t, llmagent.Config{Name: "dj", Model: f.dj}))
 			f.dj.Script = []reply{textReply("Noted.")}
 
 			if _, _, err := f.turn("chat", "", "book a table for 4"); err != nil {

@@ -26,9 +26,18 @@ type ResumeRequest struct {
 	ClientID string
 	// Token, when set, identifies and authorises the call instead of the
 	// ids above (see Team.Token). No client check applies.
-	Token  string
-	Answer Answer
+	Token string
+	// Operator, when set, names the operator who answers for the user
+	// (the console): no client check applies, ClientID is not needed, and
+	// the record says who answered ("operator:" and the name). Everything
+	// else is a client's answer: first writer wins, the same resume.
+	Operator string
+	Answer   Answer
 }
+
+// OperatorPrefix begins the answering client recorded for an operator's
+// answer (ResumeRequest.Operator).
+const OperatorPrefix = "operator:"
 
 // ResumeOutcome is what an accepted answer led to.
 type ResumeOutcome struct {
@@ -62,7 +71,12 @@ func (t *Team) Resume(ctx context.Context, r ResumeRequest) (_ *ResumeOutcome, e
 		return nil, err
 	}
 	ctx, span := startResume(ctx, v.call)
-	defer func() { endSpan(span, err) }()
+	defer func() {
+		endSpan(span, err)
+		if errors.As(err, new(*AlreadyResolvedError)) {
+			instruments().duplicates.Add(ctx, 1, kindAttr(v.call.Kind))
+		}
+	}()
 	e := t.engine(v.call.Agent)
 	if v.step, err = e.lookStep(ctx, v); err != nil {
 		return nil, err
@@ -104,10 +118,18 @@ func (t *Team) findCall(ctx context.Context, r ResumeRequest) (resumeView, error
 		// The token is verified here, once, and the record it names read
 		// once.
 		c, err := t.ledger.ByToken(ctx, r.Token)
+		if errors.Is(err, ErrCallNotFound) {
+			err = t.goneWithChat(ctx, err)
+		}
 		return resumeView{call: c, token: true}, err
 	}
-	if err := validIDs("user id", r.UserID, "chat id", r.ChatID, "client id", r.ClientID, "call id", r.CallID); err != nil {
+	if err := validIDs("user id", r.UserID, "chat id", r.ChatID, "call id", r.CallID); err != nil {
 		return resumeView{}, err
+	}
+	if r.Operator == "" {
+		if err := validIDs("client id", r.ClientID); err != nil {
+			return resumeView{}, err
+		}
 	}
 	t.memory.forget(r.UserID, r.ChatID) // the resume writes the session
 	guess := t.memory.guess(r.UserID, r.ChatID)
@@ -119,6 +141,10 @@ func (t *Team) findCall(ctx context.Context, r ResumeRequest) (resumeView, error
 	if st.Chat == nil {
 		return resumeView{}, fmt.Errorf("%w: chat %q", sessionstore.ErrNotFound, r.ChatID)
 	}
+	if st.Chat.Deleted != nil {
+		// A late answer to a deleted chat's call.
+		return resumeView{}, fmt.Errorf("%w: %q", ErrChatDeleted, r.ChatID)
+	}
 	t.memory.points(r.UserID, r.ChatID, st.Chat.SessionID)
 	if st.Session == nil || !st.Also[0].Exists() {
 		c, err := t.resumeFound(ctx, r.UserID, r.CallID, st.Chat)
@@ -126,6 +152,23 @@ func (t *Team) findCall(ctx context.Context, r ResumeRequest) (resumeView, error
 	}
 	c, err := ledger.Found(st.Also[0])
 	return resumeView{call: c, sess: st.Session, keep: t.memory.keeper(st.Chat)}, err
+}
+
+// goneWithChat is err, a token's call not found, or ErrChatDeleted when
+// the call's chat was deleted with it.
+func (t *Team) goneWithChat(ctx context.Context, err error) error {
+	var te *ledger.TokenCallError
+	if !errors.As(err, &te) {
+		return err
+	}
+	chatID, ok := sessionstore.ChatOfSession(te.Session)
+	if !ok {
+		return err
+	}
+	if chat, cerr := t.sessions.GetChat(ctx, t.app, te.User, chatID); cerr == nil && chat.Deleted != nil {
+		return fmt.Errorf("%w: %q", ErrChatDeleted, chatID)
+	}
+	return err
 }
 
 // resumeFound finds a call the read did not find with the chat: one of
@@ -193,7 +236,7 @@ type resumePlan struct {
 	// session's open records; turn is the turn the step belongs to.
 	sess       *sessionstore.Session
 	keep       func(*sessionstore.Session)
-	write      sessionstore.Write
+	write      []sessionstore.Write
 	answered   *Call
 	resumed    []*Call
 	todo       []*Call
@@ -204,10 +247,14 @@ type resumePlan struct {
 // planResume decides how r's answer to the call v found is taken. It
 // reads and writes nothing.
 func (e *engine) planResume(ctx context.Context, r ResumeRequest, v resumeView) resumePlan {
-	if err := e.acceptable(ctx, v.call, r.Answer, r.ClientID, v.token); err != nil {
+	by := r.ClientID
+	if r.Operator != "" {
+		by = OperatorPrefix + r.Operator
+	}
+	if err := e.acceptable(ctx, v.call, r.Answer, by, v.token || r.Operator != ""); err != nil {
 		return resumePlan{way: resumeRefuse, err: err}
 	}
-	p := resumePlan{way: resumeRecord, call: v.call, answer: r.Answer, by: r.ClientID, client: r.ClientID}
+	p := resumePlan{way: resumeRecord, call: v.call, answer: r.Answer, by: by, client: r.ClientID}
 	if p.client == "" {
 		p.client = v.call.ClientID
 	}
@@ -217,7 +264,7 @@ func (e *engine) planResume(ctx context.Context, r ResumeRequest, v resumeView) 
 		// agent: its answer is only recorded.
 		return p
 	}
-	write, answered, err := e.ledger.AnswerWrite(v.call, r.Answer, r.ClientID, platform.Now(ctx))
+	write, answered, err := e.ledger.AnswerWrite(v.call, r.Answer, by, platform.Now(ctx))
 	if err != nil {
 		return resumePlan{way: resumeRefuse, err: err}
 	}
@@ -246,9 +293,9 @@ func (e *engine) planResume(ctx context.Context, r ResumeRequest, v resumeView) 
 	return p
 }
 
-// acceptable checks answer a, from client by (or a token's holder), to
-// the call c, as read.
-func (e *engine) acceptable(ctx context.Context, c *Call, a Answer, by string, token bool) error {
+// acceptable checks answer a, from client by (or, anyClient, a token's
+// holder or an operator), to the call c, as read.
+func (e *engine) acceptable(ctx context.Context, c *Call, a Answer, by string, anyClient bool) error {
 	answer, err := json.Marshal(a)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidAnswer, err)
@@ -259,7 +306,7 @@ func (e *engine) acceptable(ctx context.Context, c *Call, a Answer, by string, t
 	if err := CheckAnswer(c, a); err != nil {
 		return err
 	}
-	if !token && !c.AnyDevice && by != c.ClientID {
+	if !anyClient && !c.AnyDevice && by != c.ClientID {
 		return fmt.Errorf("%w: call %q", ErrWrongClient, c.ID)
 	}
 	if err := settledError(c, a); err != nil {

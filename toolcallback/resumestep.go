@@ -43,13 +43,13 @@ func (e *engine) carryOutResume(ctx context.Context, p resumePlan) (*ResumeOutco
 // The session the invocation leaves is kept as the chat's warm copy, as a
 // turn's is, so the turn after the answer reads nothing.
 func (e *engine) resumeAtOnce(ctx context.Context, p resumePlan) (*ResumeOutcome, error) {
-	claim, err := e.sessions.ClaimLease(ctx, p.sess, holderID(ctx, p.client), e.opts.LeaseTTL, p.write)
+	claim, err := e.sessions.ClaimLease(ctx, p.sess, holderID(ctx, p.client), e.opts.LeaseTTL, p.write...)
 	if err != nil {
 		return nil, err
 	}
 	c := p.answered
 	msg := &genai.Content{Role: genai.RoleUser, Parts: responseParts(p.todo, true)}
-	inv, err := e.start(ctx, invocationRun{user: c.UserID, session: c.SessionID, client: p.client, msg: msg, handle: p.sess, claim: claim,
+	inv, err := e.start(ctx, invocationRun{user: c.UserID, session: c.SessionID, chat: c.Chat, client: p.client, msg: msg, handle: p.sess, claim: claim,
 		resumed: p.resumed, closesDocs: p.closesDocs, keep: p.keep})
 	if err != nil {
 		return nil, err
@@ -150,7 +150,7 @@ func (e *engine) resumeStep(ctx context.Context, doc *Call, client string, wait 
 	}
 	msg := &genai.Content{Role: genai.RoleUser, Parts: responseParts(todo, true)}
 	res.Turn = transcript.TurnOf(sess.Events(), doc.Step, doc.Invocation)
-	res.Invocation, err = e.start(ctx, invocationRun{user: doc.UserID, session: doc.SessionID, client: client, msg: msg, held: h,
+	res.Invocation, err = e.start(ctx, invocationRun{user: doc.UserID, session: doc.SessionID, chat: doc.Chat, client: client, msg: msg, held: h,
 		resumed: open, closesDocs: len(unresumed) == len(open)})
 	return res, err
 }
@@ -204,6 +204,9 @@ func responseParts(calls []*Call, resuming bool) []*genai.Part {
 }
 
 func settledReason(c *Call) string {
+	if c.Reason != "" {
+		return c.Reason
+	}
 	if c.Status == StatusExpired {
 		return fmt.Sprintf("no result within %s", durationText(c.Expires.Sub(c.Created)))
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"google.golang.org/adk/v2/platform"
 	"google.golang.org/genai"
@@ -91,7 +92,7 @@ func (t *Team) Rewind(ctx context.Context, req RewindRequest) (*Invocation, erro
 // turn under it.
 func (e *engine) claimedRewind(ctx context.Context, run invocationRun, p turnPlan, claim *sessionstore.LeaseClaim) (*Invocation, error) {
 	counts := sessionstore.AppendOptions{TurnLog: run.turnLog, Writes: run.writes}
-	if err := e.commitRewind(ctx, p.sess, p.rewind, claim, counts); err != nil {
+	if err := e.commitRewind(ctx, p.sess, p.rewind, claim, counts, run.chat); err != nil {
 		return nil, err
 	}
 	h := &heldLease{lease: claim.Lease()}
@@ -121,7 +122,7 @@ func (e *engine) rewindHeld(ctx context.Context, h *heldLease, run invocationRun
 		// The lease is taken: the counts join whatever is stored by now.
 		counts := sessionstore.AppendOptions{TurnLog: p.meter.ChatLog(sess), Writes: p.meter.WritesUnderLease()}
 		if !plan.stored {
-			err = e.commitRewind(ctx, sess, plan, nil, counts)
+			err = e.commitRewind(ctx, sess, plan, nil, counts, run.chat)
 			if errors.Is(err, sessionstore.ErrConflict) && !errors.Is(err, sessionstore.ErrLeaseLost) && attempt < 3 {
 				continue
 			}
@@ -138,9 +139,11 @@ func (e *engine) rewindHeld(ctx context.Context, h *heldLease, run invocationRun
 
 // commitRewind stores the mark of plan in sess, closing in the same commit
 // every ledger record still open: each belongs to a call of the part taken
-// back (a turn settles the calls before it), and none will be delivered.
-// With claim, the commit takes the session's lease.
-func (e *engine) commitRewind(ctx context.Context, sess *sessionstore.Session, plan *rewindPlan, claim *sessionstore.LeaseClaim, counts sessionstore.AppendOptions) error {
+// back (a turn settles the calls before it), and none will be delivered;
+// and deleting the user's ratings of the assistant messages taken back
+// (package feedback) of chat. With claim, the commit takes the session's
+// lease.
+func (e *engine) commitRewind(ctx context.Context, sess *sessionstore.Session, plan *rewindPlan, claim *sessionstore.LeaseClaim, counts sessionstore.AppendOptions, chat string) error {
 	docs, err := e.ledger.Unresumed(ctx, sess.UserID(), sess.ID())
 	if err != nil {
 		return err
@@ -150,7 +153,10 @@ func (e *engine) commitRewind(ctx context.Context, sess *sessionstore.Session, p
 			return fmt.Errorf("rewind session %q: call %q is open outside the part taken back", sess.ID(), d.ID)
 		}
 	}
-	writes := append(counts.Writes, e.ledger.Closed(docs, platform.Now(ctx))...)
+	writes := slices.Concat(counts.Writes, e.ledger.Closed(docs, platform.Now(ctx)))
+	if chat != "" {
+		writes = append(writes, e.feedback.Removed(sess.UserID(), chat, plan.turns)...)
+	}
 	_, err = e.sessions.RewindSession(ctx, sess, e.agent, sessionstore.RewindMark{Before: plan.before, Request: plan.key},
 		sessionstore.AppendOptions{Writes: writes, DocsClosed: true, Claim: claim, TurnLog: counts.TurnLog})
 	if err == nil {

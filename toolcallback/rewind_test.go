@@ -12,6 +12,7 @@ import (
 	"google.golang.org/adk/v2/session"
 	"google.golang.org/genai"
 
+	"github.com/baton-run/baton/feedback"
 	"github.com/baton-run/baton/internal/eventlist"
 	"github.com/baton-run/baton/modeltest"
 	"github.com/baton-run/baton/sessionstore"
@@ -297,9 +298,14 @@ func TestRewindCost(t *testing.T) {
 		// The most round trips, lookups and writes it may take.
 		roundTrips, lookups, writes int64
 	}{
-		{"regenerate a plain answer", textReply("two"), 6, 3, 4},
+		// Besides the session's: the chat's listing in the commits that
+		// take and release the lease (its activity), and the rating of
+		// the message taken back, deleted with the mark (package
+		// feedback); with calls, the listing's waiting calls go in the
+		// commit that closes their records.
+		{"regenerate a plain answer", textReply("two"), 6, 3, 6},
 		{"regenerate a step paused on two calls", callReply(call("c1", "change_bgm", map[string]any{"track": 3}),
-			call("b1", "book_table", map[string]any{"people": 4, "name": "Ada"})), 6, 4, 6},
+			call("b1", "book_table", map[string]any{"people": 4, "name": "Ada"})), 6, 4, 9},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -400,5 +406,40 @@ func TestRewindEnqueueWaitsForTheTurn(t *testing.T) {
 	}
 	if got := f.userTexts("s1"); strings.Join(got, "|") != "first, edited" {
 		t.Errorf("user messages after the rewind = %q, want the edited one alone", got)
+	}
+}
+
+// TestRegenerateDropsItsRating: a rating of the answer a regenerate takes
+// back is deleted with it; a rating of an earlier answer stays.
+func TestRegenerateDropsItsRating(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, &toolcallback.Options{SessionStateOnly: true}, textReply("one"), textReply("two"), textReply("two again"))
+	f.idTurn("s1", "m1", "first")
+	f.idTurn("s1", "m2", "second")
+	ratings := feedback.New(f.sessions, "app")
+	ctx := t.Context()
+	var answers []string
+	for _, ev := range f.history("s1") {
+		if transcript.StartsTurn(ev) {
+			answers = append(answers, ev.InvocationID)
+		}
+	}
+	if len(answers) != 2 {
+		t.Fatalf("turns: %v, want two", answers)
+	}
+	for _, id := range answers {
+		if err := ratings.Put(ctx, "user-1", "s1", id, feedback.Rating{Rating: "up", Updated: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := f.rewind(toolcallback.RewindRequest{Message: "m2"}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ratings.Ratings(ctx, "user-1", "s1", answers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, kept := got[answers[0]]; !kept || len(got) != 1 {
+		t.Errorf("ratings after the regenerate: %v; want only the first answer's", got)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
 	"google.golang.org/adk/v2/agent"
 	"google.golang.org/adk/v2/platform"
 	"google.golang.org/adk/v2/plugin"
@@ -77,6 +78,9 @@ func (t *Team) OpenLive(ctx context.Context, req TurnRequest) (*LiveSegment, *Sw
 	}
 	req.Content, req.MessageID = nil, ""
 	s, report, err := t.turn(ctx, turnRequest{TurnRequest: req, live: true}, t.carryOutLive)
+	if err == nil && s.live != nil {
+		instruments().segments.Add(ctx, 1, metric.WithAttributes(agentAttr(s.live.e.agent)))
+	}
 	return s.live, report, err
 }
 
@@ -98,6 +102,12 @@ func (e *engine) openLive(ctx context.Context, req turnRequest, p turnPlan) (*Li
 	}
 	holder := newHolder(ctx, req.ClientID, true).String()
 	opts := sessionstore.AppendOptions{TurnLog: p.meter.ChatLog(p.sess), Writes: p.meter.Writes(), Committed: p.meter.Committed}
+	if c := p.newChat(); c != nil {
+		until := platform.Now(ctx).Add(liveActiveBound)
+		c.ActiveUntil, c.Live = &until, true
+	} else {
+		opts.Writes = append(opts.Writes, e.activity(ctx, req.UserID, req.ChatID, true))
+	}
 	var sess *sessionstore.Session
 	var err error
 	if p.way == wayFirst {
@@ -121,6 +131,10 @@ func (e *engine) openLive(ctx context.Context, req turnRequest, p turnPlan) (*Li
 	e.keep(ctx, h)
 	return e.newLive(ctx, p, sess, req.ClientID, h, nil), nil
 }
+
+// OpensLive reports whether ev is the event that opened a live segment
+// (a chat's timeline shows where each began).
+func OpensLive(ev *session.Event) bool { return ev != nil && ev.CustomMetadata[liveKey] != nil }
 
 // marker is the event that opens a live segment (liveKey), by agent.
 func marker(ctx context.Context, agent string) *session.Event {
@@ -163,7 +177,8 @@ func (e *engine) settledLive(ctx context.Context, req turnRequest, p turnPlan, m
 		err = e.repairTail(ctx, sess, nil, knownCalls(docs))
 	}
 	if err == nil {
-		err = e.sessions.AppendEventWith(ctx, sess, marker, sessionstore.AppendOptions{TurnLog: p.meter.ChatLog(sess), Writes: p.meter.WritesUnderLease()})
+		err = e.sessions.AppendEventWith(ctx, sess, marker, sessionstore.AppendOptions{TurnLog: p.meter.ChatLog(sess),
+			Writes: append(p.meter.WritesUnderLease(), e.activity(ctx, req.UserID, req.ChatID, true))})
 	}
 	if err != nil {
 		e.release(ctx, h)
@@ -237,18 +252,24 @@ func (l *liveSessions) AppendEvent(context.Context, session.Session, *session.Ev
 // requests for approvals, as in a turn) in one commit; it returns those
 // calls, which the caller shows to the client and does not run.
 func (s *LiveSegment) Append(ctx context.Context, ev *session.Event, opts sessionstore.AppendOptions) ([]*Call, error) {
-	writes, calls, err := s.e.records(withTokenBudget(ctx, s.meter.Budget()), s.Session, ev, s.tools, s.client)
+	creates, listing, calls, err := s.e.records(withTokenBudget(ctx, s.meter.Budget()), s.Session, ev, s.tools, s.client, s.Chat.ID)
 	if err != nil {
 		return nil, err
 	}
-	opts.Create = append(opts.Create, writes...)
+	opts.Create = append(opts.Create, creates...)
+	opts.Writes = append(opts.Writes, listing...)
 	if err := s.e.opts.Files.SaveEventFiles(ctx, s.Session.UserID(), s.Session.ID(), ev); err != nil {
 		return nil, err
+	}
+	if n := opts.Tokens.N; n > 0 && s.e.opts.CountServiceTokens {
+		opts.Writes = append(opts.Writes, s.e.limits.TokensWrite(n, opts.Tokens.At)...)
 	}
 	if err := s.e.sessions.AppendEventWith(ctx, s.Session, ev, opts); err != nil {
 		return calls, err
 	}
 	s.e.enqueueWork(ctx, calls) // stored: the background calls' work goes to the queue
+	countPaused(ctx, calls)
+	countTokenUsage(ctx, s.e.agent, ev.ModelVersion, ev.UsageMetadata)
 	return calls, nil
 }
 
@@ -309,12 +330,21 @@ func (s *LiveSegment) TokensLeft() (int64, bool) { return s.meter.TokensLeft() }
 // f receives the event of the question, a call of userinput.ToolName. Set
 // it before the agent's tools run.
 func (s *LiveSegment) OnAsk(f func(*session.Event)) {
-	s.tools.asker = &questionAsker{e: s.e, client: s.client, push: f}
+	s.tools.asker = &questionAsker{e: s.e, client: s.client, chat: s.Chat.ID, push: f}
 }
 
 // Close ends the segment's hold on the chat: the lease is released (any
 // later append through the segment fails) and Done closes.
 func (s *LiveSegment) Close(ctx context.Context) {
 	s.cancel()
+	// The listing says nothing holds the chat any more: a write of its
+	// own, once per segment, made while the lease is still held so that
+	// it cannot land after the next holder's claim.
+	idleCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	key := sessionstore.ChatKey{App: s.e.app, User: s.Chat.UserID, ID: s.Chat.ID}
+	if _, err := s.e.sessions.Commit(idleCtx, s.e.sessions.ChatIdle(key, "")); err != nil {
+		s.e.opts.Logger.Warn("record a live segment's end in its chat's listing", "chat", s.Chat.ID, "error", err)
+	}
 	s.e.release(ctx, s.held)
 }

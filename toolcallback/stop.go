@@ -57,6 +57,9 @@ func (t *Team) Stop(ctx context.Context, user, chatID string, wait time.Duration
 	if chat == nil {
 		return nil, fmt.Errorf("%w: chat %q", sessionstore.ErrNotFound, chatID)
 	}
+	if chat.Finished() {
+		return &StopReport{}, nil // deleted: nothing is left to run
+	}
 	t.memory.points(user, chatID, chat.SessionID)
 	e := t.engine(chat.Agent)
 	if sess == nil {

@@ -9,9 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"cloud.google.com/go/firestore"
 	"google.golang.org/adk/v2/agent"
-	"google.golang.org/adk/v2/agent/llmagent"
 	"google.golang.org/adk/v2/model"
 	"google.golang.org/adk/v2/platform"
 	"google.golang.org/adk/v2/session"
@@ -62,21 +60,6 @@ func (m *stallingModel) GenerateContent(ctx context.Context, req *model.LLMReque
 		m.ended <- time.Now()
 		yield(nil, ctx.Err())
 	}
-}
-
-// instanceWith is an instance of f's app over client whose agent answers
-// with m.
-func (f *fixture) instanceWith(client *firestore.Client, m model.LLM) *toolcallback.Team {
-	f.t.Helper()
-	a, err := llmagent.New(llmagent.Config{Name: "assistant", Model: m, Tools: f.tools})
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	team, err := toolcallback.NewTeam(sessionstore.New(client, nil), "app", []toolcallback.Member{{Agent: a}}, f.opts)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	return team
 }
 
 // await receives from ch, failing the test after a generous bound.

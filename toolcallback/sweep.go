@@ -18,7 +18,20 @@ type SweepReport struct {
 	Idle     int `json:"idle"`     // idle chats deleted with all their documents
 	Enqueued int `json:"enqueued"` // background calls whose task a crash or a failure left uncreated, created
 	Polled   int `json:"polled"`   // remote agents' tasks read (RemoteConfig.PollEvery)
+	// Accounts are accounts whose deletion the sweep finished: asked for
+	// and left unfinished, or of users the identity provider no longer
+	// has (Options.AccountGone).
+	Accounts int `json:"accounts"`
+	// Checked are the accounts the sweep asked AccountGone about.
+	Checked int `json:"checked"`
+	// Overdue counts the calls this sweep found due for longer than
+	// overdueAfter: sweeps that did not run, or could not keep up.
+	Overdue int `json:"overdue"`
 }
+
+// overdueAfter is how long past its due time a call counts as overdue
+// for the baton.calls.overdue metric (the console's stuck calls).
+const overdueAfter = 5 * time.Minute
 
 // sweepBatch bounds the records one Sweep handles, so that it finishes
 // within its deadline; the scheduler runs it again.
@@ -37,6 +50,11 @@ func (e *engine) sweep(ctx context.Context, now time.Time) (SweepReport, error) 
 	}
 	type stepKey struct{ user, session, step string }
 	seen := map[stepKey]bool{}
+	for _, d := range docs {
+		if due := dueAt(d, e.opts.AnswerGrace); now.Sub(due) > overdueAfter {
+			report.Overdue++
+		}
+	}
 	for _, d := range docs {
 		if ctx.Err() != nil {
 			break
@@ -98,8 +116,20 @@ func (e *engine) sweep(ctx context.Context, now time.Time) (SweepReport, error) 
 	return report, nil
 }
 
+// dueAt is when the sweeper was due to look at c: its expiry while
+// pending, grace after its answer.
+func dueAt(c *Call, grace time.Duration) time.Time {
+	if c.Status == StatusPending {
+		return c.Expires
+	}
+	return c.Resolved.Add(grace)
+}
+
 // Sweep expires overdue calls for every agent, removes what switches that
-// died left behind, and deletes chats idle beyond Options.IdleRetention.
+// died left behind, finishes the deletions of chats and accounts that
+// died or were held, deletes chats idle beyond Options.IdleRetention, and
+// deletes the data of users the identity provider no longer has
+// (Options.AccountGone).
 func (t *Team) Sweep(ctx context.Context, now time.Time) (SweepReport, error) {
 	var report SweepReport
 	for _, name := range t.names {
@@ -109,10 +139,12 @@ func (t *Team) Sweep(ctx context.Context, now time.Time) (SweepReport, error) {
 		report.Skipped += r.Skipped
 		report.Enqueued += r.Enqueued
 		report.Polled += r.Polled
+		report.Overdue += r.Overdue
 		if err != nil {
 			return report, err
 		}
 	}
+	defer func() { countSweep(ctx, report, report.Overdue) }()
 	due, err := t.sessions.ChatsToClean(ctx, t.app, now, chatBatch)
 	if err != nil {
 		return report, err
@@ -135,19 +167,16 @@ func (t *Team) Sweep(ctx context.Context, now time.Time) (SweepReport, error) {
 		if ctx.Err() != nil {
 			return report, nil
 		}
-		deleted, err := t.deleteChat(ctx, chat)
+		deleted, err := t.deleteIdleChat(ctx, chat, now)
 		if err != nil {
 			t.opts.Logger.Warn("idle chat cleanup", "chat", chat.ID, "error", err)
 			continue
 		}
 		if deleted {
 			report.Idle++
-			if t.opts.ChatDeleted != nil {
-				t.opts.ChatDeleted(ctx, chat)
-			}
 		}
 	}
-	return report, nil
+	return report, t.sweepAccounts(ctx, now, &report)
 }
 
 // expire expires d, a pending call whose time ran out by now, and returns

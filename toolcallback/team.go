@@ -5,12 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	"google.golang.org/adk/v2/agent"
-	"google.golang.org/adk/v2/platform"
 	"google.golang.org/adk/v2/session"
 
+	"github.com/baton-run/baton/feedback"
 	"github.com/baton-run/baton/ledger"
 	"github.com/baton-run/baton/limits"
 	"github.com/baton-run/baton/sessionstore"
@@ -51,6 +50,7 @@ type Team struct {
 	opts     *Options
 	memory   chatMemory
 	limits   *limits.Counter
+	feedback *feedback.Store
 }
 
 // NewTeam returns a Team of members for app; the first member is the agent
@@ -61,7 +61,7 @@ func NewTeam(sessions *sessionstore.Service, app string, members []Member, opts 
 	}
 	o := opts.withDefaults()
 	t := &Team{app: app, sessions: sessions, engines: map[string]*engine{}, members: map[string]Member{}, opts: &o,
-		limits: limits.NewCounter(sessions, app),
+		limits: limits.NewCounter(sessions, app), feedback: feedback.New(sessions, app),
 		ledger: ledger.New(sessions, app, &ledger.Options{Retention: o.Retention, AnswerGrace: o.AnswerGrace, TokenKey: o.TokenKey,
 			EnqueueGrace: o.EnqueueGrace})}
 	if o.WarmChats > 0 {
@@ -94,6 +94,10 @@ func (t *Team) Members() []Member {
 	return out
 }
 
+// Feedback is the store of the people's ratings of the team's answers,
+// which a rewind deletes with the answers it takes back.
+func (t *Team) Feedback() *feedback.Store { return t.feedback }
+
 // App returns the app whose sessions the team serves.
 func (t *Team) App() string { return t.app }
 
@@ -115,19 +119,6 @@ func (t *Team) engine(name string) *engine {
 		return e
 	}
 	return t.engines[t.names[0]]
-}
-
-// touch records activity, at most hourly: idle cleanup needs no finer
-// grain, and a write per turn would cost more than it tells.
-func (t *Team) touch(ctx context.Context, chat *sessionstore.Chat) {
-	now := platform.Now(ctx)
-	if now.Sub(chat.LastActivity) < time.Hour {
-		return
-	}
-	chat.LastActivity = now
-	if err := t.sessions.SaveChat(ctx, chat); err != nil && !errors.Is(err, sessionstore.ErrConflict) {
-		t.opts.Logger.Warn("record chat activity", "chat", chat.ID, "error", err)
-	}
 }
 
 // PendingState is what a reloaded page needs of a chat.

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/internal/firestoretest"
+	"github.com/baton-run/baton/internal/teamtest"
 	"github.com/baton-run/baton/modeltest"
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
@@ -39,32 +40,17 @@ type teamFixture struct {
 func newTeamFixture(t *testing.T, options ...func(*toolcallback.Options)) *teamFixture {
 	t.Helper()
 	f := &teamFixture{t: t, concierge: &modeltest.Strict{T: t}, dj: &modeltest.Strict{T: t}}
-	f.client, f.counter = firestoretest.NewCountingClient(t)
-	f.sessions = sessionstore.New(f.client, nil)
-	bgm, err := toolcallback.Browser[bgmArgs](toolcallback.BrowserConfig{Name: "change_bgm", Description: "switch the music"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	loc, err := toolcallback.Browser[struct{}](toolcallback.BrowserConfig{Name: "get_location", Description: "where the browser is"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	concierge, err := llmagent.New(llmagent.Config{Name: "concierge", Model: f.concierge, Tools: []tool.Tool{loc}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dj, err := llmagent.New(llmagent.Config{Name: "dj", Model: f.dj, Tools: []tool.Tool{bgm}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	opts := &toolcallback.Options{IdleRetention: 24 * time.Hour}
 	for _, o := range options {
 		o(opts)
 	}
-	f.team, err = toolcallback.NewTeam(f.sessions, "app", []toolcallback.Member{{Agent: concierge}, {Agent: dj}}, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := teamtest.New(t, &teamtest.Options{Team: opts, Agents: func(w *teamtest.World, _ *teamtest.Instance) []toolcallback.Member {
+		return []toolcallback.Member{
+			w.Member(llmagent.Config{Name: "concierge", Model: f.concierge, Tools: []tool.Tool{w.Tools.Location}}),
+			w.Member(llmagent.Config{Name: "dj", Model: f.dj, Tools: []tool.Tool{w.Tools.BGM}}),
+		}
+	}})
+	f.client, f.counter, f.sessions, f.team = w.Client, w.Counter, w.Sessions, w.Team
 	return f
 }
 
@@ -420,12 +406,13 @@ func TestIdleCleanup(t *testing.T) {
 		t.Errorf("Sweep() = %+v, want one idle chat deleted", report)
 	}
 	after := countDocs(t, ctx, user)
-	if _, err := f.sessions.GetChat(ctx, "app", "user-1", "old"); !errors.Is(err, sessionstore.ErrNotFound) {
+	if _, err := f.team.Follow(ctx, "user-1", "old"); !errors.Is(err, sessionstore.ErrNotFound) {
 		t.Errorf("idle chat still readable: %v", err)
 	}
-	// What remains is exactly the active chat's documents.
-	if want := withNew - before; after != want {
-		t.Errorf("documents after cleanup = %d, want %d (the active chat's only; %d before)", after, want, withNew)
+	// What remains is exactly the active chat's documents, and the idle
+	// chat's bare tombstone.
+	if want := withNew - before + 1; after != want {
+		t.Errorf("documents after cleanup = %d, want %d (the active chat's and a tombstone; %d before)", after, want, withNew)
 	}
 	if _, err := f.sessions.GetChat(ctx, "app", "user-1", "new"); err != nil {
 		t.Errorf("active chat was deleted: %v", err)
@@ -446,19 +433,9 @@ func TestSwitchCarriesState(t *testing.T) {
 			t.Parallel()
 			f := newTeamFixture(t)
 			if drop {
-				dj, err := llmagent.New(llmagent.Config{Name: "dj", Model: f.dj})
-				if err != nil {
-					t.Fatal(err)
-				}
-				concierge, err := llmagent.New(llmagent.Config{Name: "concierge", Model: f.concierge})
-				if err != nil {
-					t.Fatal(err)
-				}
-				f.team, err = toolcallback.NewTeam(f.sessions, "app",
-					[]toolcallback.Member{{Agent: concierge}, {Agent: dj, DropState: true}}, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
+				dj := teamtest.Member(t, llmagent.Config{Name: "dj", Model: f.dj})
+				dj.DropState = true
+				f.team = teamtest.NewTeam(t, f.sessions, nil, teamtest.Member(t, llmagent.Config{Name: "concierge", Model: f.concierge}), dj)
 			}
 			f.concierge.Script = []reply{textReply("Hi.")}
 			f.dj.Script = []reply{textReply("DJ.")}

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/internal/firestoretest"
+	"github.com/baton-run/baton/internal/teamtest"
 	"github.com/baton-run/baton/modeltest"
 	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
@@ -226,8 +227,6 @@ type sharedStateWorld struct {
 }
 
 func newSharedStateWorld(t *testing.T, opts *toolcallback.Options) *sharedStateWorld {
-	client, counter := firestoretest.NewCountingClient(t)
-	m := &modeltest.Strict{T: t, Repeat: sharedStateReply}
 	remember, err := functiontool.New(functiontool.Config{Name: "remember", Description: "remembers the user's name"},
 		func(ctx agent.Context, a struct {
 			Name string `json:"name"`
@@ -240,18 +239,12 @@ func newSharedStateWorld(t *testing.T, opts *toolcallback.Options) *sharedStateW
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := llmagent.New(llmagent.Config{Name: "assistant", Model: m, Tools: []tool.Tool{remember},
-		Instruction: "The user is {user:name?}, visits {user:visits?}."})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sessions := sessionstore.New(client, nil)
-	opts.TokenKey = []byte("test-key-0123456789abcdef0123456789")
-	team, err := toolcallback.NewTeam(sessions, "app", []toolcallback.Member{{Agent: a}}, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &sharedStateWorld{t: t, counter: counter, model: m, sessions: sessions, team: team}
+	w := teamtest.New(t, &teamtest.Options{Team: opts, Agents: func(w *teamtest.World, _ *teamtest.Instance) []toolcallback.Member {
+		return []toolcallback.Member{w.Member(llmagent.Config{Name: "assistant", Model: w.Model, Tools: []tool.Tool{remember},
+			Instruction: "The user is {user:name?}, visits {user:visits?}."})}
+	}})
+	w.Model.Repeat = sharedStateReply
+	return &sharedStateWorld{t: t, counter: w.Counter, model: w.Model, sessions: w.Sessions, team: w.Team}
 }
 
 // say runs text in chat s1 and checks its answer and that it made one of

@@ -142,6 +142,9 @@ func (s *Server) chatMessages(w http.ResponseWriter, r *http.Request, chatID str
 		return fmt.Errorf("%w: before %q", toolcallback.ErrMessageNotFound, q.before)
 	}
 	s.signFileParts(r, user, p.messages)
+	if err := s.withRatings(r, user, chatID, p.messages); err != nil {
+		return err
+	}
 	writeJSON(w, http.StatusOK, chatView{Agent: state.Agent, Agents: s.team.Agents(), Messages: p.messages, Earlier: p.earlier})
 	return nil
 }

@@ -13,7 +13,8 @@ locals {
     ],
     var.use_vertex_ai ? ["aiplatform.googleapis.com"] : [],
     var.trace_export == "cloudtrace" ? ["cloudtrace.googleapis.com"] : [],
-    var.check_revoked ? ["identitytoolkit.googleapis.com"] : [], # revocation checks
+    ["identitytoolkit.googleapis.com"], # the console's users; revocation checks
+    var.metric_export == "cloudmonitoring" ? ["monitoring.googleapis.com"] : [],
   )
 }
 

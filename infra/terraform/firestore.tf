@@ -33,6 +33,19 @@ resource "google_firestore_field" "calls_ttl" {
   index_config {}
 }
 
+# A deleted chat's tombstone (sessionstore.TTLs: users/{user}/chats/{chat})
+# is garbage once late answers to its calls can no longer come.
+resource "google_firestore_field" "chats_ttl" {
+  project    = var.project
+  database   = google_firestore_database.baton.name
+  collection = "chats"
+  field      = "gcAt"
+
+  ttl_config {}
+
+  index_config {}
+}
+
 # The turn limits' counts (toolcallback.TTLs: users/{user}/limits/*) are
 # garbage once their window has passed.
 resource "google_firestore_field" "limits_ttl" {
@@ -253,4 +266,76 @@ resource "google_firestore_field" "unindexed" {
   field      = split("/", each.key)[1]
 
   index_config {}
+}
+
+# The deployment's caps (limits.Indexes): the sum of n over the shards of
+# one counter's day, limits collection under the app's document.
+resource "google_firestore_index" "limits_counter_day_n" {
+  project     = var.project
+  database    = google_firestore_database.baton.name
+  collection  = "limits"
+  query_scope = "COLLECTION"
+
+  fields {
+    field_path = "counter"
+    order      = "ASCENDING"
+  }
+
+  fields {
+    field_path = "day"
+    order      = "ASCENDING"
+  }
+
+  fields {
+    field_path = "n"
+    order      = "ASCENDING"
+  }
+}
+
+# The console (ledger.Indexes, browse.go): pending calls across sessions
+# by kind, oldest first, with and without a user; one user's overdue
+# calls.
+resource "google_firestore_index" "calls_console" {
+  for_each = {
+    waiting      = ["scope", "status", "kind", "created"]
+    waiting_user = ["scope", "user", "status", "kind", "created"]
+    overdue_user = ["scope", "user", "sweepAt"]
+  }
+
+  project     = var.project
+  database    = google_firestore_database.baton.name
+  collection  = "calls"
+  query_scope = "COLLECTION_GROUP"
+
+  dynamic "fields" {
+    for_each = each.value
+    content {
+      field_path = fields.value
+      order      = "ASCENDING"
+    }
+  }
+}
+
+# The console (sessionstore.Indexes, browse.go): an app's sessions by
+# their lease's term (running, stuck) and by liveUntil (live).
+resource "google_firestore_index" "sessions_console" {
+  for_each = {
+    lease = "lease.expires"
+    live  = "liveUntil"
+  }
+
+  project     = var.project
+  database    = google_firestore_database.baton.name
+  collection  = "sessions"
+  query_scope = "COLLECTION_GROUP"
+
+  fields {
+    field_path = "scope"
+    order      = "ASCENDING"
+  }
+
+  fields {
+    field_path = each.value
+    order      = "ASCENDING"
+  }
 }

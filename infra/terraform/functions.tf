@@ -37,6 +37,13 @@ locals {
     # Cloud Run keeps for at most the request timeout: the longer of the
     # two (docs/deployment.md, "Live mode").
     Chat = merge(local.browser, { timeout = max(local.invocation_request_timeout, var.live_timeout_seconds), browser = true, affinity = true })
+    # A person's data as a whole: the export streams every chat and file,
+    # the deletion takes every chat apart, so both get a turn's time; they
+    # read no chat's warm session, so affinity would do nothing.
+    Account = merge(local.browser, { timeout = local.invocation_request_timeout, browser = true, affinity = false })
+    # The operator's console: its page and API (docs/operator.md). An
+    # operator's answer waits for the resumed agent, like a resume.
+    Admin = merge(local.browser, { timeout = local.invocation_request_timeout, browser = true, affinity = false })
     # One sweep at a time: a scheduler run that finds Sweep busy is turned
     # away (429) instead of running alongside it. The scheduler has no
     # cookie jar: affinity would do nothing.
@@ -80,6 +87,8 @@ locals {
     BATON_KEEPALIVE           = var.keepalive
     BATON_REQUEST_TIMEOUT     = "${var.request_timeout_seconds}s"
     BATON_IDLE_RETENTION      = var.idle_retention
+    BATON_ACCOUNT_CHECK       = var.account_check
+    BATON_TITLE_MODEL         = var.title_model
     BATON_SWEEP_AUDIENCE      = local.sweep_audience
     BATON_SWEEP_INVOKER       = google_service_account.scheduler.email
     BATON_A2A_AUDIENCE        = local.a2a_audience
@@ -105,7 +114,15 @@ locals {
     BATON_SERVICE_TOKENS_PER_DAY     = format("%d", var.service_tokens_per_day)
 
     BATON_LIVE_SEGMENTS_PER_USER = format("%d", var.live_segments_per_user)
-    BATON_LIVE_MODEL             = coalesce(var.live_model, "gemini-3.8-live")
+    BATON_SERVICE_TOKENS_CAP     = format("%d", var.service_tokens_cap)
+    BATON_NEW_ANONYMOUS_PER_DAY  = format("%d", var.new_anonymous_per_day)
+
+    BATON_OPERATORS        = join(",", var.operators)
+    BATON_OPERATOR_CLAIM   = var.operator_claim
+    BATON_FIREBASE_API_KEY = var.firebase_api_key
+    BATON_METRIC_EXPORT    = var.metric_export
+
+    BATON_LIVE_MODEL = coalesce(var.live_model, "gemini-3.8-live")
     # On Vertex AI, Live models are served from regions, not from global.
     BATON_LIVE_LOCATION = var.use_vertex_ai ? coalesce(var.vertex_live_location, var.region) : ""
     # A conversation ends before Cloud Run cuts its socket.

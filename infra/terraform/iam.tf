@@ -25,12 +25,23 @@ resource "google_project_iam_member" "runtime_trace" {
   member  = google_service_account.runtime.member
 }
 
-# Revocation checks read the user's account from the Firebase Auth API.
+# The console reads operators' and users' accounts and blocks users by a
+# custom claim (docs/operator.md); revocation checks and Sweep's check of
+# the users that have data (account_check) read accounts too. Admin covers
+# all (viewer cannot set claims).
 resource "google_project_iam_member" "runtime_firebase_auth" {
-  count = var.check_revoked ? 1 : 0
+  project = var.project
+  role    = "roles/firebaseauth.admin"
+  member  = google_service_account.runtime.member
+}
+
+# Metrics go to Cloud Monitoring (metric_export), which the dashboard and
+# the alerts read (monitoring.tf).
+resource "google_project_iam_member" "runtime_metrics" {
+  count = var.metric_export == "cloudmonitoring" ? 1 : 0
 
   project = var.project
-  role    = "roles/firebaseauth.viewer"
+  role    = "roles/monitoring.metricWriter"
   member  = google_service_account.runtime.member
 }
 

@@ -52,3 +52,8 @@ output "source_object" {
   description = "The uploaded archive, named by its SHA-256."
   value       = "gs://${google_storage_bucket.source.name}/${google_storage_bucket_object.source.name}"
 }
+
+output "admin_url" {
+  description = "The operator's console: open <url>/admin (docs/operator.md)."
+  value       = "${google_cloud_run_v2_service.fn["Admin"].uri}/admin"
+}

@@ -181,6 +181,23 @@ variable "idle_retention" {
   }
 }
 
+variable "account_check" {
+  description = "How often Sweep asks Firebase Authentication about every user that has data, deleting the data of users it no longer has (BATON_ACCOUNT_CHECK, a Go duration such as 24h, or off). The runtime account gets roles/firebaseauth.viewer for it."
+  type        = string
+  default     = "24h"
+
+  validation {
+    condition     = var.account_check == "off" || can(regex("^[0-9]+(h|m|s)$", var.account_check))
+    error_message = "account_check must be off or a whole number of hours, minutes or seconds, e.g. 24h."
+  }
+}
+
+variable "title_model" {
+  description = "The Gemini model that gives each new chat a short title after its first exchange (BATON_TITLE_MODEL), or off: the first words of the first message stay its title."
+  type        = string
+  default     = "gemini-3.8-flash"
+}
+
 variable "call_timeout" {
   description = "Default expiry of a paused call (BATON_CALL_TIMEOUT), a Go duration such as \"10m\"."
   type        = string
@@ -425,6 +442,92 @@ variable "live_segments_per_user" {
     condition     = var.live_segments_per_user >= 0 && floor(var.live_segments_per_user) == var.live_segments_per_user
     error_message = "live_segments_per_user: a whole number, 0 for no bound."
   }
+}
+
+# The deployment's caps (docs/limits.md, "The deployment's caps"): 0 sets
+# none.
+
+variable "service_tokens_cap" {
+  description = "Model tokens every user together may use per UTC day (BATON_SERVICE_TOKENS_CAP); past it new messages get 429 service_cap, answers to paused calls still go through; 0: no cap. Counted in 1,000 shards, one more small write per model response."
+  type        = number
+  default     = 0
+
+  validation {
+    condition     = var.service_tokens_cap >= 0 && floor(var.service_tokens_cap) == var.service_tokens_cap
+    error_message = "service_tokens_cap: a whole number, 0 for no cap."
+  }
+}
+
+variable "new_anonymous_per_day" {
+  description = "Anonymous users who may start their first turn per UTC day (BATON_NEW_ANONYMOUS_PER_DAY); 0: no cap."
+  type        = number
+  default     = 0
+
+  validation {
+    condition     = var.new_anonymous_per_day >= 0 && floor(var.new_anonymous_per_day) == var.new_anonymous_per_day
+    error_message = "new_anonymous_per_day: a whole number, 0 for no cap."
+  }
+}
+
+# The operator's console (docs/operator.md).
+
+variable "operators" {
+  description = "Verified emails of the Firebase users who may use the console at <admin_url>/admin (BATON_OPERATORS); users with the custom claim operator_claim set to true are operators too."
+  type        = list(string)
+  default     = []
+}
+
+variable "operator_claim" {
+  description = "The Firebase custom claim that makes a user an operator when true (BATON_OPERATOR_CLAIM)."
+  type        = string
+  default     = "baton_operator"
+}
+
+variable "firebase_api_key" {
+  description = "The Firebase Web API key the console page signs operators in with (BATON_FIREBASE_API_KEY; not a secret: Firebase web apps ship it). Empty: the page says the console is not set up."
+  type        = string
+  default     = ""
+}
+
+variable "metric_export" {
+  description = "Where the functions send their metrics (BATON_METRIC_EXPORT): cloudmonitoring (Cloud Monitoring in this project, which the dashboard and the alerts read; enables its API and grants the runtime account roles/monitoring.metricWriter), or none."
+  type        = string
+  default     = "cloudmonitoring"
+
+  validation {
+    condition     = contains(["none", "cloudmonitoring"], var.metric_export)
+    error_message = "metric_export: none or cloudmonitoring."
+  }
+}
+
+variable "notification_channels" {
+  description = "Cloud Monitoring notification channels (projects/P/notificationChannels/ID) the alert policies notify; empty: the alerts open incidents in the console only."
+  type        = list(string)
+  default     = []
+}
+
+variable "alert_5xx_ratio" {
+  description = "The share of a function's requests answered 5xx over 5 minutes above which the 5xx alert fires."
+  type        = number
+  default     = 0.05
+}
+
+variable "alert_overdue_calls" {
+  description = "Calls the last sweep found overdue (due for more than five minutes) above which the overdue-calls alert fires, held for 10 minutes."
+  type        = number
+  default     = 0
+}
+
+variable "alert_refusals_per_minute" {
+  description = "Turns refused per minute for budgets and caps (baton.limits.refused of user_budget, service_tokens, new_anonymous) above which the budget-exhaustion alert fires."
+  type        = number
+  default     = 20
+}
+
+variable "alert_sweep_absent_seconds" {
+  description = "How long without a sweep run (baton.sweep.runs) before the no-sweep alert fires: two runs of the every-minute schedule, and a minute for the metrics' export."
+  type        = number
+  default     = 180
 }
 
 variable "work_deadline_seconds" {

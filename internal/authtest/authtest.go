@@ -158,14 +158,29 @@ func SignUp(tb testing.TB, addr string) User {
 // addr, and returns its uid and ID token.
 func SignUpWithEmail(tb testing.TB, addr, email string) User {
 	tb.Helper()
+	return withPassword(tb, addr, "signUp", email)
+}
+
+// SignIn signs in again a user signed up with SignUpWithEmail, and
+// returns a fresh ID token: one that carries the custom claims set on
+// the user since (an operator's claim, a block).
+func SignIn(tb testing.TB, addr, email string) User {
+	tb.Helper()
+	return withPassword(tb, addr, "signInWithPassword", email)
+}
+
+// withPassword calls the emulator's accounts:method with email and the
+// tests' password.
+func withPassword(tb testing.TB, addr, method, email string) User {
+	tb.Helper()
 	var out struct {
 		LocalID string `json:"localId"`
 		IDToken string `json:"idToken"`
 	}
-	post(tb, "http://"+addr+"/identitytoolkit.googleapis.com/v1/accounts:signUp?key="+APIKey, false,
+	post(tb, "http://"+addr+"/identitytoolkit.googleapis.com/v1/accounts:"+method+"?key="+APIKey, false,
 		map[string]any{"email": email, "password": "secret-password", "returnSecureToken": true}, &out)
 	if out.LocalID == "" || out.IDToken == "" {
-		tb.Fatalf("signUp %s: no localId or idToken in the answer", email)
+		tb.Fatalf("%s %s: no localId or idToken in the answer", method, email)
 	}
 	return User{UID: out.LocalID, IDToken: out.IDToken}
 }

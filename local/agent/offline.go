@@ -44,6 +44,12 @@ func (o Offline) GenerateContent(ctx context.Context, req *model.LLMRequest, str
 	if err := modeltest.CheckSignatures(OfflineModelName, req.Contents); err != nil {
 		return func(yield func(*model.LLMResponse, error) bool) { yield(nil, err) }
 	}
+	if asksTitle(req) {
+		return func(yield func(*model.LLMResponse, error) bool) {
+			yield(&model.LLMResponse{Content: text(title(req.Contents)), TurnComplete: true, FinishReason: genai.FinishReasonStop,
+				ModelVersion: OfflineModelName}, nil)
+		}
+	}
 	content := modeltest.Sign(OfflineModelName, withTools(respond(req.Contents), req.Tools))
 	delay := o.PieceDelay
 	if slow(req.Contents) {

@@ -47,6 +47,10 @@ type Options struct {
 	Addr string
 	// ModelName is what the page shows as the model. Default: none.
 	ModelName string
+	// TitleModel gives new chats their titles (toolcallback.Options.TitleModel).
+	// Default: the functions' own (BATON_TITLE_MODEL on Gemini, when the
+	// environment configures Gemini; none otherwise).
+	TitleModel model.LLM
 	// Suggestions are what the page offers to try with each agent, by the
 	// agent's name: chips under the message box. Default: none.
 	Suggestions map[string][]string
@@ -114,6 +118,8 @@ var localDefaults = map[string]string{
 	"BATON_PENDING_POLICY":             "cancel",
 	"BATON_ANON_USER_TURNS_PER_MINUTE": "60",
 	"BATON_CHAT_TURNS_PER_MINUTE":      "60",
+	// The local operator (console.go): the id development identity names.
+	"BATON_OPERATORS": localOperatorDevID,
 }
 
 // Run serves until ctx ends, then stops what it started.
@@ -163,6 +169,16 @@ func Run(ctx context.Context, opts *Options) error {
 		return err
 	}
 	defer stopTracing(context.Background())
+	metrics, stopMetrics, err := functions.InstallMetrics(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics(context.Background())
+	if emus.signIn != nil {
+		if err := ensureOperator(ctx, cfg.Project, cfg.OperatorClaim); err != nil {
+			return err
+		}
+	}
 	if len(cfg.TokenKey) == 0 {
 		cfg.TokenKey = randomKey()
 	}
@@ -176,7 +192,7 @@ func Run(ctx context.Context, opts *Options) error {
 		return err
 	}
 	defer live.stop()
-	server, closeMCP, err := newServer(ctx, cfg, client, &o, serverParts{live: live.client, tasks: work})
+	server, closeMCP, err := newServer(ctx, cfg, client, &o, serverParts{live: live.client, tasks: work, metrics: metrics})
 	if err != nil {
 		return err
 	}
@@ -211,18 +227,21 @@ func (e *environment) lookup(k string) (string, bool) {
 	return v, ok
 }
 
-// newServer builds the agents the options name, and the MCP registry
-// TeamWithMCP uses; the returned func closes it.
-// serverParts are what the local runner serves besides Firestore: the
-// live model's client and the background calls' queue.
+// serverParts are what Run made for the server besides Firestore: the
+// live model's client, the background calls' queue and the process's
+// metrics.
 type serverParts struct {
-	live  *genai.Client
-	tasks *localWork
+	live    *genai.Client
+	tasks   *localWork
+	metrics *functions.Metrics
 }
 
+// newServer builds the agents the options name, and the MCP registry
+// TeamWithMCP uses; the returned func closes it.
+
 func newServer(ctx context.Context, cfg functions.Config, client *firestore.Client, o *Options, parts serverParts) (*functions.Server, func(), error) {
-	sopts := &functions.ServerOptions{Logger: o.Logger, SessionStateOnly: o.SessionStateOnly, Live: parts.live,
-		Tasks: parts.tasks.server.Client(), SchedulerKeys: parts.tasks.keys}
+	sopts := &functions.ServerOptions{Logger: o.Logger, SessionStateOnly: o.SessionStateOnly, Live: parts.live, Metrics: parts.metrics,
+		TitleModel: o.TitleModel, Tasks: parts.tasks.server.Client(), SchedulerKeys: parts.tasks.keys}
 	files, err := localFiles(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -264,9 +283,10 @@ func newServer(ctx context.Context, cfg functions.Config, client *firestore.Clie
 
 // routes adds to the functions' routes the page, what it reads at
 // /config.json and, when it signs in through the Auth emulator, the
-// Firebase JS SDK.
+// Firebase JS SDK; and what the console signs in with.
 func routes(server *functions.Server, signIn *pageAuth, cfg functions.Config, o *Options) (*http.ServeMux, error) {
 	mux := server.Mux()
+	mux.Handle("GET /admin/config.json", consoleConfig(cfg, signIn))
 	page, err := web.Files()
 	if err != nil {
 		return nil, err
@@ -303,8 +323,8 @@ func serve(ctx context.Context, o *Options, ln net.Listener, mux http.Handler, s
 	}
 	took := time.Since(start).Round(time.Millisecond)
 	o.Logger.Info("Baton is running", "url", url, "model", o.ModelName, "liveModel", liveModel, "identity", identity, "startup", took.String())
-	fmt.Fprintf(os.Stderr, "\n  Baton is running at %s\n  A2A agent card: %s/.well-known/agent-card.json (and %s/A2A/.well-known/agent-card.json)\n"+
-		"  Model: %s\n  Live model: %s\n  Users: %s\n  Started in %s. Ctrl-C stops it.\n\n", url, url, url, o.ModelName, liveModel, identity, took)
+	fmt.Fprintf(os.Stderr, "\n  Baton is running at %s\n  Operator's console: %s/admin/\n  A2A agent card: %s/.well-known/agent-card.json (and %s/A2A/.well-known/agent-card.json)\n"+
+		"  Model: %s\n  Live model: %s\n  Users: %s\n  Started in %s. Ctrl-C stops it.\n\n", url, url, url, url, o.ModelName, liveModel, identity, took)
 	if o.Ready != nil {
 		o.Ready(url)
 	}

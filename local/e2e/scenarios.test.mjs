@@ -18,6 +18,8 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { closeSync, mkdirSync, openSync, rmSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { inflateRawSync } from 'node:zlib';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -1837,4 +1839,273 @@ scenario('accessibility: axe-core finds nothing serious or critical with an open
   if (sent !== 'surface') problems.push(`after sending the form from the keyboard the focus is on ${sent}, not the form`);
   assert.deepEqual(problems, [], 'accessibility problems');
   noPageErrors(page);
+});
+
+// --- a person's chats and data (docs/data.md) -----------------------------------
+
+/** The sidebar's entry of the chat whose title matches re. */
+function chatEntry(page, re) {
+  return page.locator(sel('chat-item')).filter({ has: page.locator(sel('chat-title'), { hasText: re }) });
+}
+
+/** Waits until the sidebar's entry titled re is in the state wanted ('idle', 'waiting', …). */
+async function entryState(page, re, state) {
+  await chatEntry(page, re).and(page.locator(`[data-state="${state}"]`)).waitFor({ timeout: WAIT });
+}
+
+/** The files of a ZIP (stored or deflated, as Go's archive/zip writes them), by name. */
+function unzip(buf) {
+  const eocd = buf.lastIndexOf(Buffer.from([0x50, 0x4b, 0x05, 0x06]));
+  assert.ok(eocd >= 0, 'not a ZIP: no end of central directory');
+  const files = new Map();
+  let at = buf.readUInt32LE(eocd + 16);
+  for (let n = buf.readUInt16LE(eocd + 10); n > 0; n--) {
+    assert.equal(buf.readUInt32LE(at), 0x02014b50, 'a central directory entry');
+    const method = buf.readUInt16LE(at + 10);
+    const size = buf.readUInt32LE(at + 20);
+    const nameLen = buf.readUInt16LE(at + 28);
+    const skip = nameLen + buf.readUInt16LE(at + 30) + buf.readUInt16LE(at + 32);
+    const name = buf.toString('utf8', at + 46, at + 46 + nameLen);
+    const local = buf.readUInt32LE(at + 42);
+    const start = local + 30 + buf.readUInt16LE(local + 26) + buf.readUInt16LE(local + 28);
+    const data = buf.subarray(start, start + size);
+    files.set(name, method === 8 ? inflateRawSync(data) : data);
+    at += 46 + skip;
+  }
+  return files;
+}
+
+scenario('the chat list: titles, what waits for the person in each chat and across them, a chat opened from another tab, rename, delete after a confirmation, the drawer on a phone', 'chats', async (t) => {
+  const context = await t.newContext();
+  const page = await openTab(context);
+  await page.setViewportSize({ width: 1280, height: 800 });
+  assert.ok(await page.isVisible(sel('sidebar')), 'the chat list is beside the chat on a wide screen');
+
+  // A chat with an approval left open, then a second chat: each gets its
+  // title from the offline model, and the first says what waits in it.
+  await chooseAgent(page, 'concierge');
+  await send(page, 'book a table for 4');
+  await page.waitForSelector(sel('approve'), { timeout: WAIT });
+  await entryState(page, /^A table reservation$/, 'waiting');
+  assert.match(await chatEntry(page, /^A table reservation$/).locator(sel('chat-state')).textContent(), /Waiting for you: 1 approval/);
+  await page.click(sel('new-chat'));
+  await ready(page);
+  await send(page, "what's the weather in Tokyo?");
+  await assistantSays(page, /Tokyo/);
+  await entryState(page, /^Weather in Tokyo$/, 'idle');
+  const titles = () => page.locator(sel('chat-title')).allTextContents();
+  assert.deepEqual(await titles(), ['Weather in Tokyo', 'A table reservation'], 'most recent activity first');
+  assert.equal(await page.textContent(sel('waiting-total')), '1', 'the count of what waits across chats');
+
+  // Another tab (another device of the same person): the approval is the
+  // first tab's to answer, which its list says; opened there, the chat
+  // shows the call waiting without buttons.
+  const other = await openTab(context);
+  await other.setViewportSize({ width: 1280, height: 800 });
+  await entryState(other, /^A table reservation$/, 'waiting');
+  assert.match(await chatEntry(other, /^A table reservation$/).locator(sel('chat-state')).textContent(), /1 on another tab/);
+  assert.equal(await count(other, sel('waiting-total')), 0, 'nothing this tab can answer is counted');
+  await chatEntry(other, /^A table reservation$/).locator(sel('chat-open')).click();
+  await other.waitForSelector(sel('tool-call', '[data-tool-name="book_table"][data-status="waiting"]'), { timeout: WAIT });
+  assert.equal(await count(other, sel('approve')), 0, 'another device answers a call only its asker may');
+  await screenshot(other, 'chats-other-tab');
+
+  // The first tab follows the profile's chat; it answers, and the list says so.
+  await front(page);
+  await page.waitForSelector(sel('approve'), { timeout: WAIT });
+  await page.click(sel('approve'));
+  await assistantSays(page, /table for 4\b/);
+  await entryState(page, /^A table reservation$/, 'idle');
+  await page.waitForSelector(sel('waiting-total'), { state: 'detached', timeout: WAIT });
+  await front(other);
+  await other.reload();
+  await ready(other);
+  await entryState(other, /^A table reservation$/, 'idle');
+
+  // Rename: kept, and shown after a reload.
+  await front(page);
+  await chatEntry(page, /^Weather in Tokyo$/).locator(sel('chat-rename')).click();
+  await page.fill(sel('rename-input'), '  Tokyo trip ');
+  await page.keyboard.press('Enter');
+  await chatEntry(page, /^Tokyo trip$/).waitFor({ timeout: WAIT });
+  await page.reload();
+  await ready(page);
+  await chatEntry(page, /^Tokyo trip$/).waitFor({ timeout: WAIT });
+  const renamed = await chatEntry(page, /^Tokyo trip$/).getAttribute('data-chat-id');
+
+  // Delete: asked first; a cancel keeps the chat, a confirmation deletes it
+  // and everything in it.
+  const desktop = await axe(page);
+  await chatEntry(page, /^Tokyo trip$/).locator(sel('chat-delete')).click();
+  await page.waitForSelector(sel('confirm-delete-chat'), { timeout: WAIT });
+  const dialog = await axe(page);
+  await page.keyboard.press('Escape');
+  await page.waitForSelector(sel('confirm-delete-chat'), { state: 'detached', timeout: WAIT });
+  assert.equal(await chatEntry(page, /^Tokyo trip$/).count(), 1, 'a cancelled deletion deleted');
+  await chatEntry(page, /^Tokyo trip$/).locator(sel('chat-delete')).click();
+  await page.click(sel('confirm-delete-chat-ok'));
+  await chatEntry(page, /^Tokyo trip$/).waitFor({ state: 'detached', timeout: WAIT });
+  await page.reload();
+  await ready(page);
+  await chatEntry(page, /^A table reservation$/).waitFor({ timeout: WAIT });
+  assert.deepEqual(await titles(), ['A table reservation'], 'the chats after the deletion');
+  const gone = await page.evaluate(async (id) => (await fetch(`/Chat/${id}`, { headers: await window.batonHeaders() })).status, renamed);
+  assert.equal(gone, 404, 'GET /Chat/{chatId} of the deleted chat');
+
+  // A phone: the list is a drawer, opened from the header, closed by a pick or Escape.
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.waitForSelector(sel('sidebar'), { state: 'hidden', timeout: WAIT }); // closed at first on a phone
+  await page.click(sel('chats-toggle'));
+  await page.waitForSelector(sel('sidebar', '[data-open="true"]'), { state: 'visible', timeout: WAIT });
+  const phone = await axe(page);
+  await screenshot(page, 'chats-drawer');
+  await page.keyboard.press('Escape');
+  await page.waitForSelector(sel('sidebar'), { state: 'hidden', timeout: WAIT });
+  await page.click(sel('chats-toggle'));
+  await chatEntry(page, /^A table reservation$/).locator(sel('chat-open')).click();
+  await page.waitForSelector(sel('sidebar'), { state: 'hidden', timeout: WAIT });
+  await assistantSays(page, /table for 4\b/);
+  assert.equal(await page.textContent(sel('session-id')), await chatEntry(page, /^A table reservation$/).getAttribute('data-chat-id'));
+
+  const problems = [];
+  for (const [name, found] of [['the list', desktop], ['the deletion\'s confirmation', dialog], ['the drawer on a phone', phone]]) {
+    for (const v of found.severe) problems.push(`axe-core, serious or critical, on ${name}: ${v}`);
+  }
+  assert.deepEqual(problems, [], 'accessibility problems');
+  noPageErrors(page, other);
+});
+
+scenario('a person\'s data: an answer rated and kept after a reload, "Download my data" saves a ZIP with the chat and the rating, "Delete my data" deletes every chat after a confirmation', 'my-data', async (t) => {
+  const context = await t.newContext();
+  const page = await openTab(context);
+  await hello(page);
+  const chatId = await page.textContent(sel('session-id'));
+
+  // A rating: pressed, kept after a reload, replaced, taken back.
+  await page.click(sel('rate-up'));
+  await page.waitForSelector(sel('rating', '[data-rating="up"]'), { timeout: WAIT });
+  await page.reload();
+  await ready(page);
+  await page.waitForSelector(sel('rating', '[data-rating="up"]'), { timeout: WAIT });
+  assert.equal(await page.getAttribute(sel('rate-up'), 'aria-pressed'), 'true');
+  await page.click(sel('rate-down'));
+  await page.waitForSelector(sel('rating', '[data-rating="down"]'), { timeout: WAIT });
+
+  // The download: a ZIP with the chat's messages and the rating. The data
+  // menu is at the foot of the chat list, a drawer at this width.
+  await page.click(sel('chats-toggle'));
+  await page.waitForSelector(sel('sidebar', '[data-open="true"]'), { state: 'visible', timeout: WAIT });
+  await page.click(sel('account-menu'));
+  const menu = await axe(page);
+  const [download] = await Promise.all([page.waitForEvent('download', { timeout: WAIT }), page.click(sel('download-data'))]);
+  assert.match(download.suggestedFilename(), /\.zip$/);
+  const files = unzip(await readFile(await download.path()));
+  assert.ok(files.has('README.txt') && files.has('chats.ndjson'), `the export's files: ${[...files.keys()]}`);
+  const chats = files.get('chats.ndjson').toString().trim().split('\n').map((l) => JSON.parse(l));
+  assert.deepEqual(chats.map((c) => c.id), [chatId], 'the chats exported');
+  const messages = files.get(`${chats[0].dir}/messages.ndjson`)?.toString() ?? '';
+  assert.match(messages, /"hello"/, 'the user\'s message is in the export');
+  assert.match(messages, /offline demo model/, 'the answer is in the export');
+  assert.match(messages, /"rating":"down"/, 'the rating is in the export');
+  await page.waitForSelector(sel('page-notice', '[data-kind="info"]'), { timeout: WAIT });
+
+  // Delete my data: asked first, then every chat goes.
+  await page.keyboard.press('Escape');
+  await page.waitForSelector(sel('sidebar'), { state: 'hidden', timeout: WAIT });
+  await page.click(sel('page-notice-dismiss'));
+  await page.click(sel('chats-toggle'));
+  await page.click(sel('account-menu'));
+  await page.click(sel('delete-data'));
+  await page.waitForSelector(sel('confirm-delete-data'), { timeout: WAIT });
+  const dialog = await axe(page);
+  await screenshot(page, 'delete-data');
+  await page.click(sel('confirm-delete-data-ok'));
+  await page.waitForSelector(sel('page-notice', '[data-kind="info"]'), { timeout: WAIT });
+  assert.match(await page.textContent(sel('page-notice')), /All your data was deleted|being deleted/);
+  await page.waitForSelector(sel('no-chats'), { state: 'attached', timeout: WAIT });
+  assert.equal(await count(page, sel('chat-item', `[data-chat-id="${chatId}"]`)), 0, 'the deleted chat is still listed');
+  assert.notEqual(await page.textContent(sel('session-id')), chatId, 'a new chat after the deletion');
+  await page.reload();
+  await ready(page);
+  await page.waitForSelector(sel('no-chats'), { state: 'attached', timeout: WAIT });
+  const gone = await page.evaluate(async (id) => (await fetch(`/Chat/${id}`, { headers: await window.batonHeaders() })).status, chatId);
+  assert.equal(gone, 404, 'GET /Chat/{chatId} after the deletion');
+
+  const problems = [];
+  for (const [name, found] of [['the data menu', menu], ['the deletion\'s confirmation', dialog]]) {
+    for (const v of found.severe) problems.push(`axe-core, serious or critical, on ${name}: ${v}`);
+  }
+  assert.deepEqual(problems, [], 'accessibility problems');
+  noPageErrors(page);
+});
+
+// --- the operator's console (/admin) --------------------------------------------
+
+/** Opens the console in a new tab of context and signs in as the local operator. */
+async function openConsole(context) {
+  const page = await context.newPage();
+  const errors = [];
+  page.on('pageerror', (err) => errors.push(err.message));
+  page.errors = errors;
+  await page.goto(`${BASE}/admin/`);
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+  await page.getByRole('heading', { name: /^Overview of / }).waitFor({ timeout: WAIT });
+  return page;
+}
+
+scenario('the operator\'s console: find the chat whose approval waits, read its timeline, approve it for the user, and the user\'s next turn goes on; axe finds nothing serious', 'console', async (t) => {
+  const context = await t.newContext();
+  const page = await openTab(context);
+  await chooseAgent(page, 'concierge');
+  await send(page, 'book a table for 4');
+  await page.waitForSelector(sel('approve'), { timeout: WAIT });
+  const { user } = await ids(page);
+
+  const ops = await openConsole(await t.newContext());
+  const overview = await axe(ops);
+  await screenshot(ops, 'console-overview');
+  // The chats waiting for an answer, filtered by the user.
+  await ops.getByRole('link', { name: 'Chats', exact: true }).click();
+  await ops.getByRole('button', { name: 'Waiting for an answer' }).click();
+  await ops.getByLabel('User').fill(user);
+  await ops.getByRole('button', { name: 'Filter' }).click();
+  // The list unfiltered can still show while the filtered page loads: the
+  // row is this user's (other scenarios leave approvals waiting too).
+  const row = ops.locator('tbody tr', { hasText: 'book_table (approval, pending)' }).filter({ hasText: user });
+  await row.waitFor({ timeout: WAIT });
+  const list = await axe(ops);
+  await screenshot(ops, 'console-waiting');
+  // The stuck lists open too (nothing is stuck here: the sweeper runs).
+  for (const name of ['Stuck: lease', 'Stuck: call', 'Stuck: cleanup']) {
+    await ops.getByRole('button', { name }).click();
+    await ops.getByText('No chat in this state.').waitFor({ timeout: WAIT });
+  }
+  await ops.getByRole('button', { name: 'Waiting for an answer' }).click();
+  await row.waitFor({ timeout: WAIT });
+  await row.getByRole('link').nth(1).click();
+  // The timeline: the message, the call, its record.
+  await ops.getByRole('heading', { name: /^Chat / }).waitFor({ timeout: WAIT });
+  await ops.locator('.timeline .entry.call-paused', { hasText: 'book_table' }).waitFor({ timeout: WAIT });
+  await ops.locator('.timeline .entry.message', { hasText: 'book a table for 4' }).waitFor({ timeout: WAIT });
+  const timeline = await axe(ops);
+  await screenshot(ops, 'console-timeline');
+  await ops.getByRole('button', { name: 'Approve' }).click();
+  await ops.locator('.timeline .entry.call-settled', { hasText: 'by operator:operator@baton.local' }).waitFor({ timeout: WAIT });
+  await screenshot(ops, 'console-approved');
+
+  // The user's tab: the booking went through, and the next turn goes on.
+  await page.reload();
+  await ready(page);
+  await assistantSays(page, /table for 4\b/);
+  await send(page, 'thanks, what time is it?');
+  await assistantSays(page, /time|o'clock|\d:\d\d/i);
+  // The action is in the record.
+  await ops.getByRole('link', { name: 'Actions', exact: true }).click();
+  await ops.locator('tbody tr', { hasText: 'answer' }).filter({ hasText: 'done' }).first().waitFor({ timeout: WAIT });
+  const actions = await axe(ops);
+  await screenshot(ops, 'console-actions');
+  for (const [name, found] of [['the overview', overview], ['the chats', list], ['a timeline', timeline], ['the actions', actions]]) {
+    assert.deepEqual(found.severe, [], `axe-core's serious and critical findings on ${name}`);
+  }
+  noPageErrors(page, ops);
 });

@@ -11,7 +11,7 @@
 // same messages, and its calls are run or asked here and answered over its
 // socket.
 
-import { Fragment, useCallback, useEffect, useMemo, useRef, useState } from 'react';
+import { Fragment, useCallback, useEffect, useId, useMemo, useRef, useState } from 'react';
 import { useChat } from '@ai-sdk/react';
 import {
   lastAssistantMessageIsCompleteWithApprovalResponses,
@@ -33,6 +33,9 @@ import { liveMessageIds, withAnswer, withToolCall } from './livemessages.js';
 import { callPart, SURFACE_TOOL, surfacesOf } from './Surface.jsx';
 import { useFollow } from './follow.js';
 import { useReconnect } from './reconnect.js';
+import { Sidebar, useChatList } from './Sidebar.jsx';
+import { AccountMenu } from './AccountMenu.jsx';
+import { rate, waitingHere } from './chats.js';
 
 export function newId(prefix) {
   const bytes = crypto.getRandomValues(new Uint8Array(6));
@@ -63,12 +66,20 @@ function tabDevice() {
 /**
  * The page: the chat session belongs to the browser profile (localStorage),
  * the device id to this tab (sessionStorage): only the tab that started a
- * turn runs its browser tools and answers its approvals.
+ * turn runs its browser tools and answers its approvals. Beside the chat,
+ * the person's chats (Sidebar.jsx: a column on a wide screen, a drawer the
+ * header's Chats button opens on a narrow one) and the menu of their data
+ * (AccountMenu.jsx).
  */
 export function App({ config, identity }) {
   const [chatId, setChatId] = useState(currentChat);
   const device = useMemo(tabDevice, []);
   const [loaded, setLoaded] = useState(null);
+  const list = useChatList(identity, device);
+  const [drawer, setDrawer] = useState(false);
+  const [notice, setNotice] = useState(null); // what the list or the menu has to say
+  const sidebarId = useId();
+  const toggle = useRef(null);
 
   useEffect(() => {
     let current = true;
@@ -97,16 +108,63 @@ export function App({ config, identity }) {
     markNewChat(id);
     localStorage.setItem('baton.session', id);
     setChatId(id);
+    setDrawer(false);
   };
-  if (loaded?.chatId !== chatId) {
-    return <div className="app" data-testid="app" data-ready="false" data-state="working" />;
-  }
+  /** Shows the chat of that id (from the list): this profile's chat from now on. */
+  const openChat = (id) => {
+    setDrawer(false);
+    toggle.current?.focus();
+    if (id === chatId) return;
+    localStorage.setItem('baton.session', id);
+    setChatId(id);
+  };
+  const closeDrawer = () => {
+    setDrawer(false);
+    toggle.current?.focus();
+  };
+  const { refresh } = list;
+  const waiting = waitingHere(list.chats);
+  const chrome = (
+    <button type="button" ref={toggle} className="drawer-toggle" data-testid="chats-toggle" aria-controls={sidebarId} aria-expanded={drawer}
+      onClick={() => setDrawer((o) => !o)}>
+      Chats{waiting > 0 && <span className="count" data-testid="waiting-badge"> {waiting}<span className="visually-hidden"> waiting for you</span></span>}
+    </button>
+  );
+  // The data menu sits at the foot of the chat list, as in the chat apps
+  // people know, which also keeps the header on one line.
+  const account = (
+    <AccountMenu identity={identity} notify={setNotice} onDeleted={() => {
+      newChat();
+      refresh();
+    }} />
+  );
   return (
-    <ChatPage key={chatId} config={config} identity={identity} device={device} chatId={chatId} initial={loaded} onNewChat={newChat} />
+    <div className="shell" data-drawer={drawer ? 'open' : 'closed'}>
+      <Sidebar id={sidebarId} list={list} identity={identity} current={chatId} isNew={isNewChat(chatId)} open={drawer}
+        onOpen={openChat} onNewChat={newChat} onClose={closeDrawer} notify={setNotice} footer={account}
+        onDeleted={(id) => id === chatId && newChat()} />
+      {loaded?.chatId !== chatId ? (
+        <div className="app" data-testid="app" data-ready="false" data-state="working" />
+      ) : (
+        <ChatPage key={chatId} config={config} identity={identity} device={device} chatId={chatId} initial={loaded} onNewChat={newChat}
+          chrome={chrome} onActivity={refresh}
+          notice={notice && <PageNotice notice={notice} onDismiss={() => setNotice(null)} />} />
+      )}
+    </div>
   );
 }
 
-function ChatPage({ config, identity, device, chatId, initial, onNewChat }) {
+/** What the chat list or the data menu has to say, until dismissed. */
+function PageNotice({ notice, onDismiss }) {
+  return (
+    <div className="system page-notice" data-testid="page-notice" data-kind={notice.kind} role={notice.kind === 'error' ? 'alert' : 'status'}>
+      <span className="text">{notice.text}</span>
+      <button type="button" className="link" data-testid="page-notice-dismiss" onClick={onDismiss}>Dismiss</button>
+    </div>
+  );
+}
+
+function ChatPage({ config, identity, device, chatId, initial, onNewChat, chrome, notice, onActivity }) {
   const agents = initial.agents?.length ? initial.agents : config.agents ?? [];
   // The chat's agent as the server last reported it, and the one picked
   // for the next message; a different pick switches the chat.
@@ -200,6 +258,10 @@ function ChatPage({ config, identity, device, chatId, initial, onNewChat }) {
   });
   const { messages, status, setMessages, addToolOutput, addToolApprovalResponse, sendMessage, regenerate, stop, resumeStream } = chat;
   shown.current = setMessages;
+  // The chat list says what this chat does: read again as its turns start and end.
+  useEffect(() => {
+    onActivity?.();
+  }, [status, onActivity]);
   const latest = useRef(messages);
   latest.current = messages;
   /**
@@ -512,7 +574,8 @@ function ChatPage({ config, identity, device, chatId, initial, onNewChat }) {
   return (
     <div className="app" data-testid="app" data-ready="true" data-state={busy || running.size ? 'working' : 'idle'}
       data-ai-sdk={__AI_SDK_VERSION__}>
-      <Header config={config} agents={agents} picked={picked} onPick={setPicked} onNewChat={onNewChat} />
+      <Header config={config} agents={agents} picked={picked} onPick={setPicked} onNewChat={onNewChat} chrome={chrome} />
+      {notice}
       <main className="chat" aria-label="Chat with the agent">
         <div className="view">
           <div className="messages" data-testid="log" ref={follow.ref} onScroll={follow.onScroll} role="log" aria-label="Conversation">
@@ -534,6 +597,7 @@ function ChatPage({ config, identity, device, chatId, initial, onNewChat }) {
                     onAnswer={answerInput} surfaces={surfaces} callOf={callOf} onSurfaceAnswer={answerSurface} onCardAction={cardAction} />
                   {!unsent.has(m.id) && <MessageActions message={m} last={m.id === lastAssistant} busy={busy || running.size > 0 || liveMode.on}
                     onRegenerate={(messageId) => { live.current?.(); regenerate({ messageId }); }}
+                    onRate={(messageId, rating) => rate(identity, chatId, messageId, rating)}
                     onEdit={(messageId, text) => {
                       live.current?.();
                       // The edited message keeps its files: sent back as the URLs
@@ -592,7 +656,7 @@ function ChatPage({ config, identity, device, chatId, initial, onNewChat }) {
   );
 }
 
-function Header({ config, agents, picked, onPick, onNewChat }) {
+function Header({ config, agents, picked, onPick, onNewChat, chrome }) {
   const modelName = config.model ? String(config.model).split(' (')[0] : 'unknown';
   return (
     <header className="top">
@@ -612,6 +676,7 @@ function Header({ config, agents, picked, onPick, onNewChat }) {
         <button type="button" className="link" data-testid="bgm-stop" hidden onClick={() => playTrack(0)}>Stop</button>
       </div>
       <button type="button" data-testid="new-chat" onClick={onNewChat}>New chat</button>
+      {chrome}
     </header>
   );
 }

@@ -7,9 +7,14 @@
 // conversation again).
 
 import { useState } from 'react';
+import { Rating } from './Feedback.jsx';
 
-/** The controls under one message; nothing while a turn runs here. */
-export function MessageActions({ message, last, busy, onRegenerate, onEdit }) {
+/**
+ * The controls under one message; nothing while a turn runs here. An
+ * assistant message also gets its rating buttons (Feedback.jsx) once it is
+ * not being written.
+ */
+export function MessageActions({ message, last, busy, onRegenerate, onEdit, onRate }) {
   const [editing, setEditing] = useState(null); // the text being edited, or null
   if (message.role === 'user') {
     const text = message.parts.filter((p) => p.type === 'text').map((p) => p.text).join('');
@@ -38,11 +43,14 @@ export function MessageActions({ message, last, busy, onRegenerate, onEdit }) {
       </div>
     );
   }
-  if (message.role !== 'assistant' || !last || message.id.startsWith('switch-')) return null;
+  if (message.role !== 'assistant' || message.id.startsWith('switch-')) return null;
+  const writing = busy && last;
+  if (!last && !onRate) return null;
   return (
     <div className="msg-actions" data-testid="message-actions" data-role="assistant">
-      <button type="button" className="link" data-testid="regenerate" disabled={busy} title="Answer the last message again"
-        onClick={() => onRegenerate(message.id)}>Regenerate</button>
+      {last && <button type="button" className="link" data-testid="regenerate" disabled={busy} title="Answer the last message again"
+        onClick={() => onRegenerate(message.id)}>Regenerate</button>}
+      {!writing && onRate && <Rating message={message} onRate={onRate} />}
     </div>
   );
 }

@@ -28,6 +28,9 @@ export function useFollow(newest, onTop) {
 
   const pin = useCallback(() => {
     const el = ref.current;
+    // The log is gone (the page moved to another chat) before its
+    // observer is: nothing to pin.
+    if (!el) return;
     el.scrollTop = el.scrollHeight;
     pinned.current = el.scrollTop;
   }, []);
