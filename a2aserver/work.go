@@ -23,7 +23,7 @@ const workRecent = 50
 // (the server's work, which no caller answers) and the others.
 func splitBackground(calls []*toolcallback.Call) (work, others []*toolcallback.Call) {
 	for _, c := range calls {
-		if c.Kind == toolcallback.KindBackground {
+		if toolcallback.IsWork(c.Kind) {
 			work = append(work, c)
 		} else {
 			others = append(others, c)

@@ -30,9 +30,10 @@ const (
 var States = []State{StateRunning, StateLive, StateWaiting, StateBackground, StateStuckLease, StateStuckCall, StateStuckCleanup}
 
 // workKinds are the kinds of paused calls answered by work the deployment
-// runs itself (a queue's worker: background tools), as opposed to a
-// person, a browser or a token's holder.
-var workKinds = []ledger.Kind{ledger.KindBackground}
+// runs itself or waits on for another system it called (a queue's worker:
+// background tools; a remote A2A agent's task), as opposed to a person, a
+// browser or a token's holder.
+var workKinds = []ledger.Kind{ledger.KindBackground, ledger.KindRemote}
 
 // personKinds are the ledger's other kinds.
 func personKinds() []ledger.Kind {

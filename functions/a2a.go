@@ -107,7 +107,10 @@ func (s *Server) newA2A(sessions *sessionstore.Service, ident a2aIdentity, opts 
 
 // serveA2A hands the request to the A2A server, which answers JSON-RPC
 // errors itself.
-func (s *Server) serveA2A(w http.ResponseWriter, r *http.Request, _ *slog.Logger) error {
+func (s *Server) serveA2A(w http.ResponseWriter, r *http.Request, log *slog.Logger) error {
+	if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, RemotePushPath) {
+		return s.remotePush(w, r, log)
+	}
 	s.a2a.ServeHTTP(w, r)
 	return nil
 }

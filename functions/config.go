@@ -60,6 +60,10 @@ type Config struct {
 	// A2APushAllow lists the URL prefixes A2A push notifications may go
 	// to, each ending in "/". Empty turns push notifications off.
 	A2APushAllow []string // BATON_A2A_PUSH_ALLOW: comma-separated
+	// RemotePushURL is where remote agents send their push notifications
+	// (docs/remote-agents.md): the A2A function's URL with the path
+	// RemotePushPath. Empty: remote calls are heard by polling only.
+	RemotePushURL string // BATON_REMOTE_PUSH_URL
 
 	// CheckRevoked also asks the Firebase Auth API, on every request, whether
 	// the user's tokens were revoked or the user was disabled or deleted
@@ -181,6 +185,7 @@ var EnvVars = []EnvVar{
 	{Name: "BATON_A2A_AUDIENCE"},
 	{Name: "BATON_A2A_INVOKERS"},
 	{Name: "BATON_A2A_PUSH_ALLOW"},
+	{Name: "BATON_REMOTE_PUSH_URL"},
 	{Name: "BATON_CHECK_REVOKED", Default: "false"},
 	{Name: "BATON_INCLUDE_THOUGHTS", Default: "false"},
 	{Name: "BATON_USER_TURNS_PER_MINUTE", Default: "30"},
@@ -253,6 +258,7 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (Config, error) {
 		A2AAudience:       get("BATON_A2A_AUDIENCE"),
 		A2AInvokers:       list(get("BATON_A2A_INVOKERS")),
 		A2APushAllow:      list(get("BATON_A2A_PUSH_ALLOW")),
+		RemotePushURL:     get("BATON_REMOTE_PUSH_URL"),
 		TraceExport:       get("BATON_TRACE_EXPORT"),
 		LiveModel:         get("BATON_LIVE_MODEL"),
 		LiveLocation:      get("BATON_LIVE_LOCATION"),

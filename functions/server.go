@@ -130,24 +130,7 @@ func NewServer(cfg Config, sessions *sessionstore.Service, members []toolcallbac
 	if s.log == nil {
 		s.log = NewLogger(nil)
 	}
-	topts := &toolcallback.Options{
-		LeasePolicy:        cfg.LeasePolicy,
-		MaxWait:            cfg.LeaseMaxWait,
-		PendingPolicy:      cfg.PendingPolicy,
-		CallTimeout:        cfg.CallTimeout,
-		InvocationTimeout:  cfg.InvocationTimeout,
-		TokenKey:           cfg.TokenKey,
-		IdleRetention:      cfg.IdleRetention,
-		SessionStateOnly:   opts.SessionStateOnly,
-		WarmChats:          opts.WarmChats,
-		WarmBytes:          opts.WarmBytes,
-		CountTokens:        cfg.TurnLimits.countsTokens(),
-		CountServiceTokens: cfg.TurnLimits.ServiceTokens > 0,
-		BackgroundPerUser:  cfg.BackgroundPerUser,
-		ProgressInterval:   opts.ProgressInterval,
-		IncludeThoughts:    cfg.IncludeThoughts,
-		Logger:             s.log,
-	}
+	topts := s.teamOptions(opts)
 	if topts.Queue, err = newQueue(context.Background(), cfg, opts.Tasks); err != nil {
 		return nil, err
 	}
@@ -197,6 +180,29 @@ func NewServer(cfg Config, sessions *sessionstore.Service, members []toolcallbac
 	s.sweepCheck = (&schedulerIdentity{service: service, audience: cfg.SweepAudience, invoker: cfg.SweepInvoker}).check
 	s.a2a = s.newA2A(sessions, a2aIdentity{users: s.ident, services: service, audience: cfg.A2AAudience, invokers: cfg.A2AInvokers}, opts)
 	return s, nil
+}
+
+// teamOptions are the team's options from the configuration and opts.
+func (s *Server) teamOptions(opts *ServerOptions) *toolcallback.Options {
+	return &toolcallback.Options{
+		LeasePolicy:        s.cfg.LeasePolicy,
+		MaxWait:            s.cfg.LeaseMaxWait,
+		PendingPolicy:      s.cfg.PendingPolicy,
+		CallTimeout:        s.cfg.CallTimeout,
+		InvocationTimeout:  s.cfg.InvocationTimeout,
+		TokenKey:           s.cfg.TokenKey,
+		IdleRetention:      s.cfg.IdleRetention,
+		SessionStateOnly:   opts.SessionStateOnly,
+		WarmChats:          opts.WarmChats,
+		WarmBytes:          opts.WarmBytes,
+		CountTokens:        s.cfg.TurnLimits.countsTokens(),
+		CountServiceTokens: s.cfg.TurnLimits.ServiceTokens > 0,
+		BackgroundPerUser:  s.cfg.BackgroundPerUser,
+		RemotePushURL:      s.cfg.RemotePushURL,
+		ProgressInterval:   opts.ProgressInterval,
+		IncludeThoughts:    s.cfg.IncludeThoughts,
+		Logger:             s.log,
+	}
 }
 
 // followMCP makes the team's chats tell reg (nil: none) when they switch

@@ -55,6 +55,27 @@
 // pending background calls over every session (the per-user bound);
 // Working follows a session's pending ones (their progress) for readers.
 //
+// # Remote calls
+//
+// A remote agent's call's record (KindRemote) holds a Work, used for its
+// sends only (to be enqueued, enqueued: the same repair as a background
+// call's), and a Remote: the remote task's id, its last state applied and
+// the remote's time of it, the messages sent, the question it asked
+// last and the last one answered, the push token's id, and whether its
+// cancel was sent. RemoteSent records the first message sent;
+// RemoteState applies a newer state of the task (its progress, its
+// question, an answer sent); Polled moves the sweeper's next read;
+// CancelSent marks the cancel. While the call is pending and its task
+// known, its sweep time is its next poll (Remote.PollEvery), so the
+// sweeper's one query finds the calls to read. PushToken signs the token
+// a remote echoes with its notifications, with a key derived from
+// TokenKey (a push token is never a call token, nor the reverse), and
+// ByPushToken checks it against the call and its TokenID. The question a
+// remote task asks is an in-call KindInput record whose OriginalID is the
+// remote call's id. Working follows remote calls with background ones
+// (kind in [background, remote]: Firestore serves equalities, "in"
+// included, from its automatic indexes).
+//
 // # First writer wins
 //
 // Every update of a record's status is conditional on the record's update

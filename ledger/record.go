@@ -35,12 +35,16 @@ const (
 	// queue delivers it to a worker, whose result answers the call (see
 	// Work).
 	KindBackground Kind = "background"
+	// KindRemote calls are a remote A2A agent's task: the queue sends the
+	// call's message, and the remote's notifications (or the sweeper's
+	// reads) answer it (see Remote).
+	KindRemote Kind = "remote"
 )
 
 // Kinds lists every Kind, for readers that show or filter records by kind
 // (the operator's console). A new Kind is added here too; a test holds the
 // list to the constants declared in this package.
-var Kinds = []Kind{KindBrowser, KindApproval, KindExternal, KindInput, KindSurface, KindBackground}
+var Kinds = []Kind{KindBrowser, KindApproval, KindExternal, KindInput, KindSurface, KindBackground, KindRemote}
 
 // Status is where a paused call stands: pending until a first writer
 // settles it (resolved by an answer, expired by the sweeper or its asker,
@@ -90,7 +94,11 @@ type Call struct {
 	Surfaces [][]a2ui.Message
 	// Work is what a KindBackground call's record says of its work; nil
 	// for other kinds.
-	Work   *Work
+	Work *Work
+	// Remote is what a KindRemote call's record says of its remote task;
+	// nil for other kinds. A remote call has a Work too: its sends go
+	// through the queue as a background call's work does.
+	Remote *Remote
 	Status Status
 	Answer *Answer // the recorded answer, once resolved
 	// ResolvedBy is the client that recorded the answer ("" for a token's
@@ -153,35 +161,36 @@ const (
 
 // record is the stored form of a Call, converted at the package's edge.
 type record struct {
-	ID         string      `firestore:"id"`
-	App        string      `firestore:"app"`
-	Scope      string      `firestore:"scope"` // "{root}/{app}/{agent}", the sweeper's equality filter
-	Agent      string      `firestore:"agent"`
-	User       string      `firestore:"user"`
-	Session    string      `firestore:"session"`
-	Chat       string      `firestore:"chat,omitempty"`
-	Invocation string      `firestore:"invocation"`
-	Client     string      `firestore:"client"`
-	Tool       string      `firestore:"tool"`
-	Args       []byte      `firestore:"args"` // JSON
-	Kind       string      `firestore:"kind"`
-	Step       string      `firestore:"step"`
-	OriginalID string      `firestore:"originalId"`
-	AnyDevice  bool        `firestore:"anyDevice"`
-	Hint       string      `firestore:"hint"`
-	Input      []byte      `firestore:"input"`          // KindInput: JSON of the userinput.Request shown
-	Surface    []byte      `firestore:"surface"`        // KindSurface: JSON of the surfaces shown
-	InputState string      `firestore:"inputState"`     // KindInput: the server's request state, never shown
-	InCall     bool        `firestore:"live"`           // fieldInCall
-	Work       *workRecord `firestore:"work,omitempty"` // KindBackground: fieldWork
-	Status     string      `firestore:"status"`
-	Answer     []byte      `firestore:"answer"` // JSON of Answer
-	ResolvedBy string      `firestore:"resolvedBy"`
-	Reason     string      `firestore:"reason,omitempty"`
-	Created    time.Time   `firestore:"created"`
-	Expires    time.Time   `firestore:"expires"`
-	Resolved   time.Time   `firestore:"resolved"`
-	Resumed    bool        `firestore:"resumed"`
+	ID         string        `firestore:"id"`
+	App        string        `firestore:"app"`
+	Scope      string        `firestore:"scope"` // "{root}/{app}/{agent}", the sweeper's equality filter
+	Agent      string        `firestore:"agent"`
+	User       string        `firestore:"user"`
+	Session    string        `firestore:"session"`
+	Chat       string        `firestore:"chat,omitempty"`
+	Invocation string        `firestore:"invocation"`
+	Client     string        `firestore:"client"`
+	Tool       string        `firestore:"tool"`
+	Args       []byte        `firestore:"args"` // JSON
+	Kind       string        `firestore:"kind"`
+	Step       string        `firestore:"step"`
+	OriginalID string        `firestore:"originalId"`
+	AnyDevice  bool          `firestore:"anyDevice"`
+	Hint       string        `firestore:"hint"`
+	Input      []byte        `firestore:"input"`            // KindInput: JSON of the userinput.Request shown
+	Surface    []byte        `firestore:"surface"`          // KindSurface: JSON of the surfaces shown
+	InputState string        `firestore:"inputState"`       // KindInput: the server's request state, never shown
+	InCall     bool          `firestore:"live"`             // fieldInCall
+	Work       *workRecord   `firestore:"work,omitempty"`   // KindBackground, KindRemote: fieldWork
+	Remote     *remoteRecord `firestore:"remote,omitempty"` // KindRemote: fieldRemote
+	Status     string        `firestore:"status"`
+	Answer     []byte        `firestore:"answer"` // JSON of Answer
+	ResolvedBy string        `firestore:"resolvedBy"`
+	Reason     string        `firestore:"reason,omitempty"`
+	Created    time.Time     `firestore:"created"`
+	Expires    time.Time     `firestore:"expires"`
+	Resolved   time.Time     `firestore:"resolved"`
+	Resumed    bool          `firestore:"resumed"`
 	// SweepAt is when the sweeper must next look at the call: its expiry
 	// while pending, a grace period after an answer until the agent is
 	// resumed. It is removed once the agent has the answer (or, for an
@@ -220,6 +229,9 @@ func (l *Ledger) recordOf(c *Call) (*record, error) {
 	if c.Work != nil {
 		r.Work = l.workRecordOf(c)
 	}
+	if c.Remote != nil {
+		r.Remote = remoteRecordOf(c.Remote)
+	}
 	if !c.Resumed {
 		sweepAt := c.Expires
 		if r.Work != nil && r.Work.Enqueued.IsZero() {
@@ -243,6 +255,9 @@ func (r *record) call(version time.Time) (*Call, error) {
 	}
 	if r.Work != nil {
 		c.Work = r.Work.work()
+	}
+	if r.Remote != nil {
+		c.Remote = r.Remote.remote()
 	}
 	if len(r.Args) > 0 {
 		if err := json.Unmarshal(r.Args, &c.Args); err != nil {

@@ -219,14 +219,15 @@ func (l *Ledger) Running(ctx context.Context, user string) (_ int64, err error) 
 	}
 }
 
-// Working follows a session's background calls while they are pending,
+// Working follows a session's background and remote calls while they are pending,
 // from any instance, until ctx ends: it yields each one pending when it
 // starts, each change of those (their progress), and each once settled,
 // as then recorded. It listens to the session's pending background
 // records: a read per record yielded, none while nothing changes.
 func (l *Ledger) Working(ctx context.Context, user, sid string) iter.Seq2[*Call, error] {
 	return func(yield func(*Call, error) bool) {
-		q := l.calls(user, sid).Where(fieldKind, "==", string(KindBackground)).Where(fieldStatus, "==", string(StatusPending))
+		q := l.calls(user, sid).Where(fieldKind, "in", []string{string(KindBackground), string(KindRemote)}).
+			Where(fieldStatus, "==", string(StatusPending))
 		it := q.Snapshots(ctx)
 		defer it.Stop()
 		for {

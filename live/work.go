@@ -16,7 +16,7 @@ import (
 func (c *Conversation) followWork(calls []*toolcallback.Call) {
 	background := false
 	for _, call := range calls {
-		background = background || (call.Kind == toolcallback.KindBackground && call.Status == toolcallback.StatusPending)
+		background = background || (toolcallback.IsWork(call.Kind) && call.Status == toolcallback.StatusPending)
 	}
 	c.mu.Lock()
 	start := background && !c.following && !c.ended

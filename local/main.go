@@ -21,6 +21,7 @@ import (
 
 	localagent "github.com/baton-run/baton/local/agent"
 	"github.com/baton-run/baton/local/devserver"
+	"github.com/baton-run/baton/local/events"
 	"github.com/baton-run/baton/local/notes"
 	"github.com/baton-run/baton/mcpregistry"
 	"github.com/baton-run/baton/toolcallback"
@@ -51,17 +52,34 @@ func demo(ctx context.Context) (*devserver.Options, func(), error) {
 	}
 	srv := &http.Server{Handler: notes.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
+	// The events agent, an A2A agent of its own on a port of its own, as
+	// another team's agent would run elsewhere; the concierge delegates
+	// to it (docs/remote-agents.md).
+	eln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		srv.Close()
+		return nil, nil, err
+	}
+	eventsURL := "http://" + eln.Addr().String()
+	esrv := &http.Server{Handler: events.Handler(eventsURL), ReadHeaderTimeout: 10 * time.Second}
+	go esrv.Serve(eln)
+	eventsTool, err := localagent.EventsTool(eventsURL)
+	if err != nil {
+		srv.Close()
+		esrv.Close()
+		return nil, nil, err
+	}
 	return &devserver.Options{
 		MCPServers: []mcpregistry.Server{{Name: localagent.NotesServer, URL: "http://" + ln.Addr().String() + "/"}},
 		TeamWithMCP: func(_ context.Context, reg *mcpregistry.Registry) ([]toolcallback.Member, error) {
-			return localagent.TeamWithMCP(m, reg)
+			return localagent.TeamWithMCP(m, reg, eventsTool)
 		},
 		ModelName:        m.Name(),
 		Suggestions:      localagent.Suggestions(),
 		LiveRules:        offlineRules(m),
 		TitleModel:       offlineRules(m), // with Gemini, the functions' own title model
 		SessionStateOnly: true,            // the demo agents keep no app: or user: state
-	}, func() { srv.Close() }, nil
+	}, func() { srv.Close(); esrv.Close() }, nil
 }
 
 // offlineRules are the rules the live stand-in answers with, and the

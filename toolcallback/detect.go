@@ -175,7 +175,7 @@ func (e *engine) records(ctx context.Context, sess *sessionstore.Session, ev *se
 		if err := sessionstore.ValidateID("call id", d.id); err != nil {
 			return nil, nil, nil, err
 		}
-		if d.spec.Kind == KindBackground {
+		if d.spec.Kind == KindBackground || d.spec.Kind == KindRemote {
 			// Readers show it as server work under way (transcript).
 			transcript.NoteBackground(ev, d.id)
 		}
@@ -209,8 +209,14 @@ func (e *engine) newCall(user, sid string, d pausedCall, client string) *Call {
 		Created: d.created, Expires: d.created.Add(timeout),
 	}
 	c.SetInputState(d.state)
-	if d.spec.Kind == KindBackground {
+	if d.spec.Kind == KindBackground || d.spec.Kind == KindRemote {
 		c.Work = &ledger.Work{MaxAttempts: d.spec.attempts}
+	}
+	if d.spec.Kind == KindRemote {
+		c.Remote = &ledger.Remote{PollEvery: d.spec.poll}
+		if _, id, err := e.ledger.PushToken(c); err == nil {
+			c.Remote.TokenID = id
+		}
 	}
 	return c
 }

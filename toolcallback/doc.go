@@ -9,9 +9,10 @@
 //
 // # Tools
 //
-// The calls that pause are those of Browser, External, Surface and
-// Background tools (the tool announces itself when the model request is
-// built) and ADK's
+// The calls that pause are those of Browser, External, Surface,
+// Background and Remote tools (the tool announces itself when the model
+// request is built; Background and Remote calls are work off the request,
+// which the queue carries) and ADK's
 // tool confirmations (an Approval, a question asked with userinput.Ask);
 // AskInCall asks a person while its tool runs, and the turn stays open.
 // Each declaration says how it pauses.
@@ -253,6 +254,20 @@
 // answer's path, so the agent is resumed once. Progress is stored on the
 // record, never on the session document, whose writes would fence the
 // lease holder; readers follow it with FollowedChat.Working.
+//
+// # Remote agents
+//
+// A remote A2A agent is a tool (Remote), not an ADK sub-agent: a
+// sub-agent (ADK's agent/remoteagent) takes the conversation over and
+// streams the remote task inside the caller's invocation, holding the
+// instance and the chat for as long as the remote works, and has no way
+// to put a remote's question to the person. A remote call pauses like a
+// background call: its record (ledger.KindRemote, with the remote task's
+// state) is stored with the event that holds it; the queue's worker
+// (Team.Work) sends its message, and later its answers to the remote's
+// questions and its cancel; the remote's push notifications (Notify) and
+// the sweeper's reads (PollEvery) apply the task as the remote describes
+// it when read, first writer wins. docs/remote-agents.md has the states.
 //
 // # Operators
 //

@@ -40,13 +40,21 @@ type engine struct {
 	// work are the member's background tools, by name: the worker finds
 	// a call's tool here, on any instance.
 	background map[string]*BackgroundTool
+	// remote are the member's remote agents, by tool name.
+	remote map[string]*RemoteTool
 }
 
 // newEngine returns the engine running m's agent for t.
 func newEngine(t *Team, m Member) (*engine, error) {
 	root := m.Agent
 	e := &engine{app: t.app, root: root, agent: root.Name(), sessions: t.sessions, ledger: t.ledger, feedback: t.feedback, limits: t.limits, opts: t.opts,
-		background: map[string]*BackgroundTool{}}
+		background: map[string]*BackgroundTool{}, remote: map[string]*RemoteTool{}}
+	for _, rt := range m.Remote {
+		if _, dup := e.remote[rt.Name()]; dup {
+			return nil, fmt.Errorf("two remote agents named %q", rt.Name())
+		}
+		e.remote[rt.Name()] = rt
+	}
 	for _, bt := range m.Background {
 		if _, dup := e.background[bt.Name()]; dup {
 			return nil, fmt.Errorf("two background tools named %q", bt.Name())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"google.golang.org/adk/v2/platform"
@@ -24,6 +25,12 @@ func (e *engine) admitWork(ctx context.Context, user string, paused []pausedCall
 		if d.spec.Kind == KindBackground {
 			n++
 		}
+		if d.spec.Kind == KindRemote && e.opts.Queue == nil {
+			tools.refuse(d.id, "refused: this deployment sends nothing to remote agents (no queue is configured)")
+		}
+	}
+	if e.opts.Queue == nil {
+		paused = slices.DeleteFunc(slices.Clone(paused), func(d pausedCall) bool { return d.spec.Kind == KindRemote })
 	}
 	if n == 0 {
 		return paused, nil
@@ -66,7 +73,7 @@ func taskOf(c *Call) workqueue.Task {
 // to be enqueued past the grace.
 func (e *engine) enqueueWork(ctx context.Context, calls []*Call) {
 	for _, c := range calls {
-		if c.Kind != KindBackground {
+		if !offRequest(c.Kind) {
 			continue
 		}
 		if err := e.enqueue(ctx, c); err != nil {
@@ -106,7 +113,7 @@ func (e *engine) enqueue(ctx context.Context, c *Call) error {
 // been created by now and is not marked so: a crash between its commit
 // and its enqueue, or a queue that failed.
 func (e *engine) toEnqueue(c *Call, now time.Time) bool {
-	return c.Kind == KindBackground && c.Status == StatusPending && c.Work != nil && c.Work.Enqueued.IsZero() &&
+	return offRequest(c.Kind) && c.Status == StatusPending && c.Work != nil && c.Work.Enqueued.IsZero() &&
 		!now.Before(c.Created.Add(e.opts.EnqueueGrace)) && now.Before(c.Expires)
 }
 
@@ -134,6 +141,10 @@ func (e *engine) dropWork(ctx context.Context, calls []*Call) {
 		return
 	}
 	for _, c := range calls {
+		if c.Kind == KindRemote && c.Status != StatusResolved {
+			e.cancelRemote(ctx, c)
+			continue
+		}
 		if c.Kind != KindBackground || c.Status == StatusResolved {
 			continue
 		}

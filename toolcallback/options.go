@@ -133,6 +133,11 @@ type Options struct {
 	// sweeper (or the chat's next request) waits for its task to be
 	// created before it creates it itself. Default 30s.
 	EnqueueGrace time.Duration
+	// RemotePushURL is the deployment's push callback for remote agents
+	// (the RemotePush function): given to each remote with a token bound
+	// to the call. Empty: no push is asked for, and remote calls are heard
+	// by the sweeper's reads only (RemoteConfig.PollEvery).
+	RemotePushURL string
 	// ChatDeleted, when set, is called once a chat's deletion (DeleteChat,
 	// DeleteAccount, or Sweep's of an idle chat) removed its sessions, with
 	// the chat as it was stored, for the same parts.

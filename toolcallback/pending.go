@@ -41,6 +41,9 @@ func (e *engine) pending(ctx context.Context, user, sid, client string, all bool
 	// same query finds them, open only while it runs.
 	_, running := sess.LiveLease(ctx)
 	docs, err := e.ledger.Open(ctx, user, sid, running)
+	if err == nil && !running {
+		docs, err = e.remoteQuestions(ctx, docs)
+	}
 	if err != nil {
 		return nil, nil, false, err
 	}

@@ -82,7 +82,11 @@ func (t *Team) Resume(ctx context.Context, r ResumeRequest) (_ *ResumeOutcome, e
 		return nil, err
 	}
 	p := e.planResume(ctx, r, v)
-	return e.carryOutResume(ctx, p)
+	out, err := e.carryOutResume(ctx, p)
+	if err == nil && isRemoteQuestion(out.Call) {
+		e.remoteAnswered(ctx, out.Call)
+	}
+	return out, err
 }
 
 // startResume starts the span of resuming c's model step.
@@ -254,8 +258,11 @@ func (e *engine) planResume(ctx context.Context, r ResumeRequest, v resumeView) 
 	if p.client == "" {
 		p.client = v.call.ClientID
 	}
-	if v.step == nil {
-		return p // not read with its session (a token's, a late answer's), or settled
+	if v.step == nil || v.call.InCall {
+		// Not read with its session (a token's, a late answer's), or
+		// settled; or an in-call question, which nothing delivers to the
+		// agent: its answer is only recorded.
+		return p
 	}
 	write, answered, err := e.ledger.AnswerWrite(v.call, r.Answer, by, platform.Now(ctx))
 	if err != nil {
@@ -327,6 +334,9 @@ func settledError(c *Call, a Answer) error {
 func checkAnswer(kind Kind, a Answer) error {
 	if kind == KindBackground {
 		return fmt.Errorf("%w: a background call is answered by its work only", ErrWrongClient)
+	}
+	if kind == KindRemote {
+		return fmt.Errorf("%w: a remote agent's call is answered by its remote only", ErrWrongClient)
 	}
 	if kind == KindApproval {
 		if a.Approved == nil || a.Output != nil || a.Error != "" {

@@ -17,6 +17,7 @@ type SweepReport struct {
 	Repaired int `json:"repaired"` // chats whose switch leftovers were removed
 	Idle     int `json:"idle"`     // idle chats deleted with all their documents
 	Enqueued int `json:"enqueued"` // background calls whose task a crash or a failure left uncreated, created
+	Polled   int `json:"polled"`   // remote agents' tasks read (RemoteConfig.PollEvery)
 	// Accounts are accounts whose deletion the sweep finished: asked for
 	// and left unfinished, or of users the identity provider no longer
 	// has (Options.AccountGone).
@@ -80,6 +81,11 @@ func (e *engine) sweep(ctx context.Context, now time.Time) (SweepReport, error) 
 			report.Enqueued++
 			continue
 		}
+		if toPoll(d, now) {
+			e.sweepPoll(ctx, d, now)
+			report.Polled++
+			continue
+		}
 		k := stepKey{d.UserID, d.SessionID, d.Step}
 		if seen[k] || d.Status == StatusPending {
 			continue
@@ -132,6 +138,7 @@ func (t *Team) Sweep(ctx context.Context, now time.Time) (SweepReport, error) {
 		report.Resumed += r.Resumed
 		report.Skipped += r.Skipped
 		report.Enqueued += r.Enqueued
+		report.Polled += r.Polled
 		report.Overdue += r.Overdue
 		if err != nil {
 			return report, err
@@ -189,4 +196,20 @@ func (e *engine) expire(ctx context.Context, d *Call, now time.Time) (*Call, err
 		}
 	}
 	return nil, fmt.Errorf("%w: call %q keeps changing", ledger.ErrChanged, d.ID)
+}
+
+// sweepPoll reads d's remote task and applies it (poll), waiting for the
+// agent it resumes, if any. Failures are logged: the next sweep reads it
+// again.
+func (e *engine) sweepPoll(ctx context.Context, d *Call, now time.Time) {
+	out, err := e.poll(ctx, d, now)
+	if err != nil {
+		e.opts.Logger.Warn("sweep: read a remote agent's task", "call", d.ID, "error", err)
+		return
+	}
+	if out.Invocation != nil {
+		if err := out.Invocation.Wait(); err != nil {
+			e.opts.Logger.Error("sweep: agent resumed with a remote agent's result", "call", d.ID, "error", err)
+		}
+	}
 }

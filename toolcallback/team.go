@@ -27,6 +27,10 @@ type Member struct {
 	// with the tool of that name found here (ADK does not expose an
 	// agent's tools).
 	Background []*BackgroundTool
+	// Remote are the remote agents among the agent's tools: the worker
+	// sends a call's messages, and the push callback reads its task,
+	// through the remote of that name found here.
+	Remote []*RemoteTool
 }
 
 // Team serves chat sessions that can move between agents. A chat id is what

@@ -42,6 +42,9 @@ type pauseSpec struct {
 	decide func(prior session.Events, id string, args map[string]any) (a2ui.Shown, bool)
 	// attempts bounds a background call's attempts (BackgroundConfig).
 	attempts int
+	// poll is how often the sweeper reads a remote call's task
+	// (RemoteConfig.PollEvery).
+	poll time.Duration
 }
 
 // BrowserConfig declares a tool that runs in the user's browser.

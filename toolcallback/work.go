@@ -72,10 +72,15 @@ func (t *Team) Work(ctx context.Context, req WorkRequest) (_ *WorkOutcome, err e
 		if err != nil {
 			return nil, err
 		}
-		if c.Kind != KindBackground || c.Work == nil {
+		var out *WorkOutcome
+		switch {
+		case c.Kind == KindRemote && c.Remote != nil:
+			out, err = t.engine(c.Agent).remoteWork(ctx, c)
+		case c.Kind != KindBackground || c.Work == nil:
 			return &WorkOutcome{What: "gone"}, nil // not a background call: no work to run, ever
+		default:
+			out, err = t.engine(c.Agent).work(ctx, c, req.Deadline)
 		}
-		out, err := t.engine(c.Agent).work(ctx, c, req.Deadline)
 		if !errors.Is(err, errWorkChanged) {
 			return out, err
 		}

@@ -253,7 +253,7 @@ func newToolPart(item HistoryItem, open *toolcallback.Call) toolPart {
 	case open != nil && (open.Kind == toolcallback.KindBrowser || open.Kind == toolcallback.KindSurface):
 		p.State, p.ProviderExecuted = "input-available", false
 		p.CallProviderMetadata = deviceOf(open)
-	case open != nil && open.Kind == toolcallback.KindBackground && open.Work != nil && len(open.Work.Progress) > 0:
+	case open != nil && toolcallback.IsWork(open.Kind) && open.Work != nil && len(open.Work.Progress) > 0:
 		// Running: its latest progress is its output until the result
 		// replaces it, as the streams show it.
 		p.State, p.Output, p.Preliminary = "output-available", open.Work.Progress, true

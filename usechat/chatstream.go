@@ -254,7 +254,7 @@ func (s *Server) streamTurn(ctx context.Context, w http.ResponseWriter, log *slo
 	qctx, stopQuestions := context.WithCancel(ctx)
 	defer stopQuestions()
 	defer work.stop()
-	questions := cw.followQuestions(qctx, log, func(c *toolcallback.Call) {
+	questions := cw.followQuestions(qctx, log, work.waiting(), func(c *toolcallback.Call) {
 		enc.SetDevice(c.ClientID) // the device that may answer it
 		rp.write(enc, log, toolcallback.InCallQuestionEvent(ctx, c))
 		enc.SetDevice(rp.device)

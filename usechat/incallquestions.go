@@ -31,10 +31,12 @@ type inCallQuestions struct {
 }
 
 // followQuestions follows the running turn's in-call questions until ctx
-// ends, showing each with show; none when no turn is running.
-func (cw *chatWatch) followQuestions(ctx context.Context, log *slog.Logger, show func(*toolcallback.Call)) *inCallQuestions {
+// ends, showing each with show; none when no turn is running and the
+// turn waits on no work (a remote agent's task asks its questions while
+// the turn waits on it: docs/remote-agents.md).
+func (cw *chatWatch) followQuestions(ctx context.Context, log *slog.Logger, waitsOnWork bool, show func(*toolcallback.Call)) *inCallQuestions {
 	lq := &inCallQuestions{open: map[string]*toolcallback.Call{}, show: show, log: log}
-	if !cw.busy || cw.chat == nil {
+	if (!cw.busy && !waitsOnWork) || cw.chat == nil {
 		return lq
 	}
 	in := make(chan inCallQuestion)

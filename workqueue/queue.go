@@ -87,6 +87,11 @@ type Task struct {
 	User    string `json:"user"`
 	Session string `json:"session"`
 	Call    string `json:"call"`
+	// Step names one of several tasks of a call (a remote call's reply to
+	// a question, its cancel); "" for the call's first. It only changes
+	// the task's name: the worker decides what to do from the call's
+	// record.
+	Step string `json:"step,omitempty"`
 }
 
 // ID is the task's id within the queue: a hash of the call, so that the

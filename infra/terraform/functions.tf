@@ -94,6 +94,7 @@ locals {
     BATON_A2A_AUDIENCE        = local.a2a_audience
     BATON_A2A_INVOKERS        = join(",", var.a2a_invokers)
     BATON_A2A_PUSH_ALLOW      = join(",", var.a2a_push_allow)
+    BATON_REMOTE_PUSH_URL     = "https://${var.name_prefix}-a2a-${data.google_project.this.number}.${var.region}.run.app/remote-push"
     BATON_TRACE_EXPORT        = var.trace_export
     BATON_CHECK_REVOKED       = tostring(var.check_revoked)
     BATON_WORK_QUEUE          = local.work_queue

@@ -30,7 +30,8 @@ and get_current_time run on the server; get_location asks the user's browser whe
 book_table books a restaurant table once a person approves; show_surface shows the user a form (A2UI) and,
 with wait, returns what they did with it; notes_add_note and notes_list_notes
 keep notes for the conversation, and notes_clear_notes forgets them after asking the user, when the
-notes server is connected. Earlier turns may hold records like
+notes server is connected; ask_events delegates to the events agent, which may ask the user a question
+before it answers. Earlier turns may hold records like
 "[dj called change_bgm(track=2): ...]" of what another agent did. Answer briefly.`
 	djInstruction = `You are the DJ of Baton's demo. change_bgm switches the music playing in the
 user's page (tracks 1 to 3); get_location tells where the user is, to pick music for the place;
@@ -90,8 +91,9 @@ const NotesServer = "notes"
 
 // TeamWithMCP returns the demo's agents on m; with reg, both use the
 // NotesServer through it, so a chat keeps one MCP session whichever agent
-// it talks to.
-func TeamWithMCP(m model.LLM, reg *mcpregistry.Registry) ([]toolcallback.Member, error) {
+// it talks to. The concierge also delegates to the remote agents given
+// (EventsTool).
+func TeamWithMCP(m model.LLM, reg *mcpregistry.Registry, remote ...*toolcallback.RemoteTool) ([]toolcallback.Member, error) {
 	playlist, err := PlaylistTool()
 	if err != nil {
 		return nil, err
@@ -101,9 +103,10 @@ func TeamWithMCP(m model.LLM, reg *mcpregistry.Registry) ([]toolcallback.Member,
 		name       string
 		new        func(model.LLM, ...tool.Toolset) (agent.Agent, error)
 		background []*toolcallback.BackgroundTool
+		remote     []*toolcallback.RemoteTool
 	}{
-		{"concierge", Concierge, nil},
-		{"dj", func(m model.LLM, sets ...tool.Toolset) (agent.Agent, error) { return dj(m, playlist, sets...) }, []*toolcallback.BackgroundTool{playlist}},
+		{"concierge", func(m model.LLM, sets ...tool.Toolset) (agent.Agent, error) { return concierge(m, remote, sets...) }, nil, remote},
+		{"dj", func(m model.LLM, sets ...tool.Toolset) (agent.Agent, error) { return dj(m, playlist, sets...) }, []*toolcallback.BackgroundTool{playlist}, nil},
 	} {
 		var sets []tool.Toolset
 		if reg != nil {
@@ -115,8 +118,9 @@ func TeamWithMCP(m model.LLM, reg *mcpregistry.Registry) ([]toolcallback.Member,
 		if err != nil {
 			return nil, err
 		}
-		// The worker finds the DJ's background tool here, on any instance.
-		members = append(members, toolcallback.Member{Agent: a, Background: build.background})
+		// The worker finds the DJ's background tool here, and the push
+		// callback the concierge's remote agents, on any instance.
+		members = append(members, toolcallback.Member{Agent: a, Background: build.background, Remote: build.remote})
 	}
 	return members, nil
 }
@@ -125,7 +129,7 @@ func TeamWithMCP(m model.LLM, reg *mcpregistry.Registry) ([]toolcallback.Member,
 // the agent's name: only things that agent's own tools do.
 func Suggestions() map[string][]string {
 	return map[string][]string{
-		"concierge": {"what's the weather in Tokyo?", "book a table for 4", "reserve a table with a form", "what is 12*7?", "what time is it in Paris?", "where am I?"},
+		"concierge": {"what's the weather in Tokyo?", "book a table for 4", "reserve a table with a form", "what is 12*7?", "what time is it in Paris?", "where am I?", "ask the events agent what is on tonight"},
 		"dj":        {"change the music to track 2", "prepare a calm playlist of 10 songs", "play track 3", "where am I?", "play track 1 and tell me where I am"},
 	}
 }
@@ -133,16 +137,28 @@ func Suggestions() map[string][]string {
 // Concierge has the server tools, the location and the table booking, and
 // the toolsets given.
 func Concierge(m model.LLM, toolsets ...tool.Toolset) (agent.Agent, error) {
+	return concierge(m, nil, toolsets...)
+}
+
+func concierge(m model.LLM, remote []*toolcallback.RemoteTool, toolsets ...tool.Toolset) (agent.Agent, error) {
 	tools, err := Tools()
 	if err != nil {
 		return nil, err
 	}
+	own := pick(tools, "get_weather", "calculate", "get_current_time", "get_location", "book_table", "show_surface")
+	for _, rt := range remote {
+		own = append(own, rt)
+	}
+	// No spare capacity, as pick leaves none: ADK appends the toolsets'
+	// tools to the agent's slice on each request, which would write into
+	// a backing array that concurrent invocations share.
+	own = slices.Clip(own)
 	return llmagent.New(llmagent.Config{
 		Name:        "concierge",
 		Description: "Weather, time, arithmetic, your location and restaurant bookings",
 		Model:       m,
 		Instruction: conciergeInstruction,
-		Tools:       pick(tools, "get_weather", "calculate", "get_current_time", "get_location", "book_table", "show_surface"),
+		Tools:       own,
 		Toolsets:    toolsets,
 		// Set here: ADK v2.2.0's runner sets an unset root mode on every
 		// run, a write that races between an instance's first concurrent

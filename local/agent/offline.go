@@ -176,6 +176,7 @@ var (
 	reNoteList = regexp.MustCompile(`(?i)\b(?:(?:show|list|read)(?: me)? (?:the |my )?notes|what are my notes|my notes\??$)`)
 	reNoteClr  = regexp.MustCompile(`(?i)\b(?:clear|delete|forget|erase)\b(?: all)?(?: of)? (?:the |my )?notes\b`)
 	reNoteAdd  = regexp.MustCompile(`(?i)^\s*(?:note|remember|take a note|add a note|write down)\b(?:\s+that)?[\s:,-]*(.+)$`)
+	reEvents   = regexp.MustCompile(`(?i)\bevents agent\b|\bwhat(?:'s| is) on tonight\b`)
 	reTZ       = regexp.MustCompile(`(?i)\bin\s+(tokyo|london|paris|new york|sydney|berlin)\b`)
 	rePlaylist = regexp.MustCompile(`(?i)\b(?:prepare|make|build|create)\b(?:\s+(?:me|a|an|the))*(?:\s+([\p{L}]+))?\s+playlist\b(?:.*?\b(\d+)\s+(?:songs|tracks)\b)?`)
 )
@@ -229,6 +230,8 @@ func answer(msg string, history []*genai.Content) *genai.Content {
 		return call("notes_list_notes", map[string]any{})
 	case reNoteAdd.MatchString(msg):
 		return call("notes_add_note", map[string]any{"text": strings.TrimSpace(reNoteAdd.FindStringSubmatch(msg)[1])})
+	case reEvents.MatchString(msg):
+		return call("ask_events", map[string]any{"message": "What is on tonight?"})
 	case rePlaylist.MatchString(msg):
 		m := rePlaylist.FindStringSubmatch(msg)
 		args := map[string]any{"mood": strings.ToLower(m[1])}
@@ -304,6 +307,8 @@ func describe(r *genai.FunctionResponse) string {
 			return fmt.Sprintf("I couldn't get your location: %v.", e)
 		case r.Name == "prepare_playlist":
 			return fmt.Sprintf("The playlist was not prepared: %v.", e)
+		case r.Name == "ask_events":
+			return fmt.Sprintf("The events agent could not answer: %v.", e)
 		}
 		return fmt.Sprintf("%s failed: %v.", r.Name, e)
 	}
@@ -328,6 +333,8 @@ func describe(r *genai.FunctionResponse) string {
 			}
 		}
 		return fmt.Sprintf("Your %v playlist is ready: %s.", resp["mood"], strings.Join(tracks, ", "))
+	case "ask_events":
+		return fmt.Sprintf("The events agent says: %v", resp["text"])
 	case "show_surface":
 		return describeSurface(resp)
 	case "notes_add_note", "notes_list_notes":

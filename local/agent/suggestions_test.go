@@ -51,7 +51,13 @@ func (w *toolWatch) GenerateContent(ctx context.Context, req *model.LLMRequest, 
 // it lacks: none is answered "this agent has no … tool".
 func TestSuggestionsCallOnlyTheAgentsTools(t *testing.T) {
 	watch := &toolWatch{}
-	members, err := TeamWithModel(watch)
+	// The events agent as the local runner gives it (nothing is dialled
+	// until a call is sent).
+	events, err := EventsTool("http://127.0.0.1:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	members, err := TeamWithMCP(watch, nil, events)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,6 +39,10 @@ func ensureOperator(ctx context.Context, project, claim string) error {
 	rec, err := client.GetUserByEmail(ctx, localOperatorEmail)
 	if auth.IsUserNotFound(err) {
 		rec, err = client.CreateUser(ctx, (&auth.UserToCreate{}).Email(localOperatorEmail).Password(localOperatorPassword).EmailVerified(true))
+		if auth.IsEmailAlreadyExists(err) {
+			// Another runner on the same Auth emulator made it meanwhile.
+			rec, err = client.GetUserByEmail(ctx, localOperatorEmail)
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("local operator: %w", err)

@@ -151,6 +151,10 @@ func Run(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
+	if _, set := env.lookup("BATON_REMOTE_PUSH_URL"); !set {
+		// Remote agents notify this runner's A2A function.
+		env.overrides["BATON_REMOTE_PUSH_URL"] = "http://" + ln.Addr().String() + "/" + functions.NameA2A + functions.RemotePushPath
+	}
 	defer work.stop()
 	cfg, err := functions.ConfigFromEnv(env.lookup)
 	if err != nil {

@@ -15,12 +15,13 @@ import (
 	"google.golang.org/adk/v2/agent/llmagent"
 
 	"github.com/baton-run/baton/functions"
+	"github.com/baton-run/baton/internal/authtest"
 	"github.com/baton-run/baton/internal/firestoretest"
 	"github.com/baton-run/baton/modeltest"
 	"github.com/baton-run/baton/toolcallback"
 )
 
-func TestMain(m *testing.M) { firestoretest.Main(m) }
+func TestMain(m *testing.M) { firestoretest.Main(m, authtest.Stop) }
 
 // start runs opts on a free port against the test emulator, in development
 // identity mode, and stops it when the test ends.

@@ -973,6 +973,29 @@ scenario('a background playlist stopped midway: its work ends, the agent is told
   noPageErrors(page);
 });
 
+scenario('ask the events agent: the remote agent asks which part of town, the answer goes back to it, the concierge tells what is on', 'remote-agent', async (t) => {
+  const context = await t.newContext();
+  const page = await openTab(context);
+  await send(page, 'ask the events agent what is on tonight');
+  // The events agent (an A2A agent of its own, local/events) asks first:
+  // its question reaches the page through the ledger, as an MCP server's.
+  await page.waitForSelector(sel('input-form'), { timeout: WAIT });
+  assert.match(await page.textContent(sel('input-message')), /Which part of town: the old town or the harbour\?/);
+  await screenshot(page, 'remote-agent-question');
+  await front(page);
+  await page.locator(sel('input-field-answer')).fill('the old town');
+  await page.click(sel('input-accept'));
+  await assistantSays(page, /The events agent says: Tonight in the old town: a string quartet at St\. Mary's/);
+  await page.waitForSelector(sel('tool-call', '[data-tool-name="ask_events"][data-status="done"]'), { timeout: WAIT });
+  // A reload shows the same conversation, the question answered.
+  await page.reload();
+  await ready(page);
+  await assistantSays(page, /The events agent says: Tonight in the old town/);
+  assert.equal(await count(page, sel('input-form')), 0, 'an answered question is still a form');
+  await screenshot(page, 'remote-agent');
+  noPageErrors(page);
+});
+
 // An 8×8 PNG, small enough to spell out.
 const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAgAAAAICAIAAABLbSncAAAAEUlEQVR4nGMwDL+KFTEMLQkA7rdXQTtkwCoAAAAASUVORK5CYII=', 'base64');
 

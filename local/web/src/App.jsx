@@ -439,7 +439,11 @@ function ChatPage({ config, identity, device, chatId, initial, onNewChat, chrome
 
   /** A person's answer to a tool's question (InputForm.jsx). */
   async function answerInput(part, output) {
-    live.current?.();
+    // A question asked during a call (input.live) is answered on its own
+    // (ToolResult): the turn it belongs to goes on in the stream this tab
+    // follows, which may be the idle tab's wait (a remote agent's question
+    // while the turn waits on it), so that wait goes on too.
+    if (!part.input?.live || liveCalls.current.has(part.toolCallId)) live.current?.();
     if (liveCalls.current.has(part.toolCallId)) {
       setMessages((ms) => withAnswer(ms, part.toolCallId, { output }));
       await answerLive(part.toolCallId, { toolCallId: part.toolCallId, output });

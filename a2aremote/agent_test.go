@@ -1,0 +1,112 @@
+package a2aremote
+
+import (
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+)
+
+// TestGuard: the dialer's check refuses loopback, private, link-local
+// (the metadata server's 169.254.169.254 among them), multicast and
+// unspecified addresses, and lets public ones through.
+func TestGuard(t *testing.T) {
+	for _, tc := range []struct {
+		addr    string
+		blocked bool
+	}{
+		{"127.0.0.1:80", true},
+		{"[::1]:443", true},
+		{"10.1.2.3:80", true},
+		{"192.168.0.10:80", true},
+		{"172.16.5.4:80", true},
+		{"169.254.169.254:80", true},
+		{"[fe80::1]:80", true},
+		{"0.0.0.0:80", true},
+		{"224.0.0.1:80", true},
+		{"[fc00::1]:80", true},
+		{"8.8.8.8:443", false},
+		{"[2001:4860:4860::8888]:443", false},
+	} {
+		err := guard("tcp", tc.addr, nil)
+		if got := errors.Is(err, ErrBlockedAddress); got != tc.blocked {
+			t.Errorf("guard(%s) = %v, want blocked %v", tc.addr, err, tc.blocked)
+		}
+	}
+}
+
+// cardServer serves a card naming endpoint (the server's own URL when
+// "").
+func cardServer(t *testing.T, endpoint string) *httptest.Server {
+	mux := http.NewServeMux()
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	if endpoint == "" {
+		endpoint = srv.URL
+	}
+	card := &a2a.AgentCard{Name: "peer", Version: "1", SupportedInterfaces: []*a2a.AgentInterface{
+		a2a.NewAgentInterface(endpoint, a2a.TransportProtocolJSONRPC)}, Capabilities: a2a.AgentCapabilities{PushNotifications: true}}
+	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(card))
+	return srv
+}
+
+// TestRemoteAddresses: a remote on a loopback address, by IP or by a name
+// that resolves to one, is refused when the connection is made, unless
+// the remote is configured with AllowPrivate; a card that names an
+// endpoint on another host is refused.
+func TestRemoteAddresses(t *testing.T) {
+	srv := cardServer(t, "")
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "http://"))
+	for _, tc := range []struct {
+		name, url string
+		allow     bool
+		want      error
+	}{
+		{"loopback IP", srv.URL, false, ErrBlockedAddress},
+		{"a name of loopback", "http://localhost:" + port, false, ErrBlockedAddress},
+		{"allowed", srv.URL, true, nil},
+		{"card naming another host", cardServer(t, "http://peer.example:8080/").URL, true, ErrBlockedAddress},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, err := New(Config{CardURL: tc.url, AllowPrivate: tc.allow})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pushes, err := a.Pushes(t.Context())
+			if tc.want == nil && (err != nil || !pushes) {
+				t.Errorf("Pushes() = %v, %v; want true", pushes, err)
+			}
+			if tc.want != nil && !errors.Is(err, tc.want) {
+				t.Errorf("Pushes() error = %v, want %v", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestDecodeNotification: the bodies a push notification may carry (A2A
+// 1.0's stream responses, 0.3's task) give their task's id; others are
+// refused.
+func TestDecodeNotification(t *testing.T) {
+	for _, tc := range []struct {
+		name, body string
+		want       Notified
+		err        bool
+	}{
+		{"task", `{"task":{"id":"t1","contextId":"c","status":{"state":"TASK_STATE_WORKING"}}}`, Notified{TaskID: "t1", State: Working}, false},
+		{"status", `{"statusUpdate":{"taskId":"t1","contextId":"c","status":{"state":"TASK_STATE_COMPLETED"}}}`, Notified{TaskID: "t1", State: Completed}, false},
+		{"artifact", `{"artifactUpdate":{"taskId":"t1","contextId":"c","artifact":{"artifactId":"a","parts":[{"text":"x"}]}}}`, Notified{TaskID: "t1"}, false},
+		{"0.3 task", `{"kind":"task","id":"t1","contextId":"c","status":{"state":"working"}}`, Notified{TaskID: "t1"}, false},
+		{"no task", `{"hello":"world"}`, Notified{}, true},
+		{"not JSON", `<html>`, Notified{}, true},
+	} {
+		got, err := DecodeNotification([]byte(tc.body))
+		if (err != nil) != tc.err || got != tc.want {
+			t.Errorf("%s: DecodeNotification() = %+v, %v; want %+v (error %v)", tc.name, got, err, tc.want, tc.err)
+		}
+	}
+}

@@ -1,0 +1,102 @@
+package events
+
+import (
+	"context"
+	"iter"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+	"github.com/a2aproject/a2a-go/v2/a2asrv/push"
+)
+
+// Question is what the agent asks before it answers.
+const Question = "Which part of town: the old town or the harbour?"
+
+// LookFor is how long it looks for events once it knows where.
+const LookFor = 2 * time.Second
+
+// listings are what is on tonight, by part of town.
+var listings = map[string]string{
+	"old town": "a string quartet at St. Mary's at 19:30, and late-night jazz at the Blue Room from 22:00",
+	"harbour":  "an open-air film on the pier at 21:00, and a fish market street party from 18:00",
+}
+
+// Handler serves the events agent whose card names url (where the
+// handler is reachable): the card at /.well-known/agent-card.json, the
+// agent's JSON-RPC at /. Its push notifications may go to loopback
+// addresses: the local runner's push callback is one.
+func Handler(url string) http.Handler {
+	card := &a2a.AgentCard{
+		Name: "events", Description: "What is on in town tonight", Version: "1",
+		SupportedInterfaces: []*a2a.AgentInterface{a2a.NewAgentInterface(url, a2a.TransportProtocolJSONRPC)},
+		DefaultInputModes:   []string{"text"}, DefaultOutputModes: []string{"text"},
+		Capabilities: a2a.AgentCapabilities{PushNotifications: true},
+		Skills: []a2a.AgentSkill{{ID: "tonight", Name: "What is on tonight", Description: "Events in the old town or the harbour",
+			Tags: []string{"events"}}},
+	}
+	handler := a2asrv.NewHandler(executor{}, a2asrv.WithPushNotifications(push.NewInMemoryStore(),
+		push.NewHTTPPushSender(&push.HTTPSenderConfig{AllowPrivateNetworks: true})))
+	mux := http.NewServeMux()
+	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(card))
+	mux.Handle("/", a2asrv.NewJSONRPCHandler(handler))
+	return mux
+}
+
+type executor struct{}
+
+var _ a2asrv.AgentExecutor = executor{}
+
+func says(s string) *a2a.Message { return a2a.NewMessage(a2a.MessageRoleAgent, a2a.NewTextPart(s)) }
+
+// place is the part of town text names, "" when none.
+func place(text string) string {
+	t := strings.ToLower(text)
+	switch {
+	case strings.Contains(t, "old"):
+		return "old town"
+	case strings.Contains(t, "harbo"):
+		return "harbour"
+	}
+	return ""
+}
+
+// Execute asks where, unless the message says it, then looks and answers.
+func (executor) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		var text strings.Builder
+		for _, p := range ec.Message.Parts {
+			text.WriteString(p.Text())
+		}
+		if ec.StoredTask == nil && !yield(a2a.NewSubmittedTask(ec, ec.Message), nil) {
+			return
+		}
+		where := place(text.String())
+		if where == "" {
+			yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateInputRequired, says(Question)), nil)
+			return
+		}
+		if !yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, says("Looking at tonight's listings for the "+where+"…")), nil) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(LookFor):
+		}
+		answer := "Tonight in the " + where + ": " + listings[where] + "."
+		if !yield(a2a.NewArtifactEvent(ec, a2a.NewTextPart(answer)), nil) {
+			return
+		}
+		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCompleted, nil), nil)
+	}
+}
+
+// Cancel ends the task.
+func (executor) Cancel(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCanceled, nil), nil)
+	}
+}
