@@ -2041,6 +2041,30 @@ scenario('a person\'s data: an answer rated and kept after a reload, "Download m
 
 // --- the operator's console (/admin) --------------------------------------------
 
+/**
+ * Leaves the lease of user's only session an hour past its term, held by a
+ * holder that died: written to the Firestore emulator the runner uses
+ * (FIRESTORE_EMULATOR_HOST, which go test ./local passes on; by hand, the
+ * address the runner logs as "emulator started"). Returns the holder.
+ */
+async function leaveLeaseStuck(user) {
+  const host = process.env.FIRESTORE_EMULATOR_HOST;
+  assert.ok(host, 'FIRESTORE_EMULATOR_HOST names the runner\'s Firestore emulator, where the stuck lease is left');
+  const headers = { Authorization: 'Bearer owner', 'Content-Type': 'application/json' };
+  const sessions = `http://${host}/v1/projects/baton-local/databases/(default)/documents/baton/baton/users/${user}/sessions`;
+  const { documents = [] } = await (await fetch(sessions, { headers })).json();
+  assert.equal(documents.length, 1, 'the user has one session');
+  const fence = Number(documents[0].fields.lease?.mapValue?.fields?.fence?.integerValue ?? 0) + 1;
+  const holder = 'ghost-tab/died-an-hour-ago';
+  const lease = { holder: { stringValue: holder }, fence: { integerValue: String(fence) },
+    expires: { timestampValue: new Date(Date.now() - 3600_000).toISOString() } };
+  const resp = await fetch(`http://${host}/v1/${documents[0].name}?updateMask.fieldPaths=lease`, {
+    method: 'PATCH', headers, body: JSON.stringify({ fields: { lease: { mapValue: { fields: lease } } } }),
+  });
+  assert.equal(resp.status, 200, `the stuck lease was not written: ${await resp.text()}`);
+  return holder;
+}
+
 /** Opens the console in a new tab of context and signs in as the local operator. */
 async function openConsole(context) {
   const page = await context.newPage();
@@ -2053,7 +2077,7 @@ async function openConsole(context) {
   return page;
 }
 
-scenario('the operator\'s console: find the chat whose approval waits, read its timeline, approve it for the user, and the user\'s next turn goes on; axe finds nothing serious', 'console', async (t) => {
+scenario('the operator\'s console: find the chat whose approval waits, find it stuck when its holder died, read its timeline, release its lease, approve it for the user, and the user\'s next turn goes on; axe finds nothing serious', 'console', async (t) => {
   const context = await t.newContext();
   const page = await openTab(context);
   await chooseAgent(page, 'concierge');
@@ -2075,20 +2099,29 @@ scenario('the operator\'s console: find the chat whose approval waits, read its 
   await row.waitFor({ timeout: WAIT });
   const list = await axe(ops);
   await screenshot(ops, 'console-waiting');
-  // The stuck lists open too (nothing is stuck here: the sweeper runs).
-  for (const name of ['Stuck: lease', 'Stuck: call', 'Stuck: cleanup']) {
+  // The chat's holder dies with the lease taken: the stuck-lease list
+  // finds the chat; the other stuck lists have nothing of this user.
+  const holder = await leaveLeaseStuck(user);
+  for (const name of ['Stuck: call', 'Stuck: cleanup']) {
     await ops.getByRole('button', { name }).click();
     await ops.getByText('No chat in this state.').waitFor({ timeout: WAIT });
   }
-  await ops.getByRole('button', { name: 'Waiting for an answer' }).click();
-  await row.waitFor({ timeout: WAIT });
-  await row.getByRole('link').nth(1).click();
-  // The timeline: the message, the call, its record.
+  await ops.getByRole('button', { name: 'Stuck: lease' }).click();
+  const stuck = ops.locator('tbody tr', { hasText: holder }).filter({ hasText: user });
+  await stuck.waitFor({ timeout: WAIT });
+  await screenshot(ops, 'console-stuck');
+  await stuck.getByRole('link').nth(1).click();
+  // The timeline: the message, the call, its record, the lease expired.
   await ops.getByRole('heading', { name: /^Chat / }).waitFor({ timeout: WAIT });
   await ops.locator('.timeline .entry.call-paused', { hasText: 'book_table' }).waitFor({ timeout: WAIT });
   await ops.locator('.timeline .entry.message', { hasText: 'book a table for 4' }).waitFor({ timeout: WAIT });
+  await ops.locator('dd', { hasText: `expired (held by ${holder}` }).waitFor({ timeout: WAIT });
   const timeline = await axe(ops);
   await screenshot(ops, 'console-timeline');
+  // Released (after the console's confirmation), fenced: the chat is free.
+  ops.once('dialog', (d) => d.accept());
+  await ops.getByRole('button', { name: 'Release the lease' }).click();
+  await ops.locator('dd', { hasText: /^released, fence \d+$/ }).waitFor({ timeout: WAIT });
   await ops.getByRole('button', { name: 'Approve' }).click();
   await ops.locator('.timeline .entry.call-settled', { hasText: 'by operator:operator@baton.local' }).waitFor({ timeout: WAIT });
   await screenshot(ops, 'console-approved');
