@@ -6,7 +6,7 @@ import "github.com/baton-run/baton/sessionstore"
 // deployment declares each of them.
 var Indexes = []sessionstore.Index{
 	{CollectionGroup: collection, QueryScope: "COLLECTION_GROUP", Fields: []string{fieldScope, fieldSweepAt}},
-	{CollectionGroup: collection, QueryScope: "COLLECTION_GROUP", Fields: []string{fieldWorkOwner, fieldStatus}},
+	{CollectionGroup: collection, QueryScope: "COLLECTION_GROUP", Fields: []string{fieldWorkOwner, fieldStatus, fieldKind}},
 	// The console (browse.go): Waiting, with and without a user, and
 	// Overdue of one user.
 	{CollectionGroup: collection, QueryScope: "COLLECTION_GROUP", Fields: []string{fieldScope, fieldStatus, fieldKind, fieldCreated}},

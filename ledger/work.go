@@ -198,13 +198,14 @@ func (l *Ledger) change(ctx context.Context, c, out *Call, what string, updates 
 
 // Running counts user's background calls still pending, over every
 // session of the app: one aggregation query (a read per thousand records
-// counted) on the records' work owner and status.
+// counted) on the records' work owner, status and kind.
 func (l *Ledger) Running(ctx context.Context, user string) (_ int64, err error) {
 	ctx, span := tracer.Start(ctx, "baton.ledger.running")
 	defer func() { endSpan(span, err) }()
 	q := l.client.CollectionGroup(collection).
 		Where(fieldWorkOwner, "==", l.owner(user)).
-		Where(fieldStatus, "==", string(StatusPending))
+		Where(fieldStatus, "==", string(StatusPending)).
+		Where(fieldKind, "==", string(KindBackground)) // a remote agent's call carries work too, and is not counted
 	res, err := q.NewAggregationQuery().WithCount("n").Get(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("count background calls: %w", sessionstore.FirestoreError(err))

@@ -138,7 +138,7 @@ func TestWorkFirstWriterWins(t *testing.T) {
 }
 
 // TestRunning: a user's pending background calls, over sessions, and
-// nothing else.
+// nothing else (a remote agent's call carries work too, and is not one).
 func TestRunning(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
@@ -146,7 +146,9 @@ func TestRunning(t *testing.T) {
 	other := work("s3", "w4")
 	other.UserID = "someone-else"
 	w.record(work("s1", "w1"), work("s1", "w2"), work("s2", "w3"), call("s1", "browser", 0))
-	w.record(other)
+	remote := work("s2", "r1")
+	remote.Kind, remote.Tool, remote.Remote = ledger.KindRemote, "ask_events", &ledger.Remote{}
+	w.record(other, remote)
 	if _, err := w.ledger.Answer(ctx, w.get("s1", "w2"), ledger.Answer{Output: map[string]any{"ok": true}}, "", base); err != nil {
 		t.Fatal(err)
 	}

@@ -137,7 +137,8 @@ resource "google_firestore_index" "calls_scope_sweep_at" {
 }
 
 # The per-user bound on background calls: collection group "calls",
-# work.owner == X and status == "pending", counted (ledger.Indexes).
+# work.owner == X, status == "pending" and kind == "background", counted
+# (ledger.Indexes).
 resource "google_firestore_index" "calls_work_owner_status" {
   project     = var.project
   database    = google_firestore_database.baton.name
@@ -151,6 +152,11 @@ resource "google_firestore_index" "calls_work_owner_status" {
 
   fields {
     field_path = "status"
+    order      = "ASCENDING"
+  }
+
+  fields {
+    field_path = "kind"
     order      = "ASCENDING"
   }
 }
