@@ -3,14 +3,14 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/baton-run/baton/internal/bundletest"
 )
 
 // TestWebBundle holds the committed demo page (local/web/dist, which go run
@@ -65,41 +65,7 @@ func TestWebBundle(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	built, committed := tree(t, out), tree(t, filepath.Join(dir, "dist"))
-	for name, b := range built {
-		c, ok := committed[name]
-		switch {
-		case !ok:
-			t.Errorf("dist/%s is missing", name)
-		case !bytes.Equal(b, c):
-			t.Errorf("dist/%s differs from what the source builds", name)
-		}
-	}
-	for name := range committed {
-		if _, ok := built[name]; !ok {
-			t.Errorf("dist/%s is not built from the source any more", name)
-		}
-	}
-	if t.Failed() {
+	if !bundletest.Same(t, out, filepath.Join(dir, "dist")) {
 		t.Log("the committed page is stale: run npm run build in local/web and commit local/web/dist")
 	}
-}
-
-// tree reads every file under root, by slash-separated relative path.
-func tree(t *testing.T, root string) map[string][]byte {
-	t.Helper()
-	files := map[string][]byte{}
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(path)
-		rel, _ := filepath.Rel(root, path)
-		files[filepath.ToSlash(rel)] = b
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return files
 }

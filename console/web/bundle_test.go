@@ -3,14 +3,14 @@
 package web
 
 import (
-	"bytes"
 	"context"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/baton-run/baton/internal/bundletest"
 )
 
 // TestConsoleBundle holds the committed console page (dist, which the
@@ -55,41 +55,7 @@ func TestConsoleBundle(t *testing.T) {
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("vite build: %v\n%s", err, b)
 	}
-	built, committed := tree(t, out), tree(t, "dist")
-	for name, b := range built {
-		c, ok := committed[name]
-		switch {
-		case !ok:
-			t.Errorf("dist/%s is missing", name)
-		case !bytes.Equal(b, c):
-			t.Errorf("dist/%s differs from what the source builds", name)
-		}
-	}
-	for name := range committed {
-		if _, ok := built[name]; !ok {
-			t.Errorf("dist/%s is not built from the source any more", name)
-		}
-	}
-	if t.Failed() {
+	if !bundletest.Same(t, out, "dist") {
 		t.Log("the committed console is stale: run npm run build in console/web and commit console/web/dist")
 	}
-}
-
-// tree reads every file under root, by slash-separated relative path.
-func tree(t *testing.T, root string) map[string][]byte {
-	t.Helper()
-	files := map[string][]byte{}
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(path)
-		rel, _ := filepath.Rel(root, path)
-		files[filepath.ToSlash(rel)] = b
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return files
 }
