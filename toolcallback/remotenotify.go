@@ -200,8 +200,10 @@ func remoteAnswer(task *a2aremote.Task) Answer {
 // askRemote records the question task asks as qid, an in-call question
 // of c's chat (the same form an MCP server's question shows, answerable
 // from any of the user's devices, on any instance, after a reload): its
-// answer is sent back to the task (remoteAnswered). Asking again (a
-// notification repeated) finds it recorded and changes nothing.
+// answer is sent back to the task (remoteAnswered). It names c's chat,
+// so that the chat's listing counts it as waiting for the person until
+// it is answered or closed. Asking again (a notification repeated) finds
+// it recorded and changes nothing.
 func (e *engine) askRemote(ctx context.Context, c *Call, qid string, task *a2aremote.Task) error {
 	text := a2aremote.Text(task.Message)
 	if text == "" {
@@ -216,7 +218,7 @@ func (e *engine) askRemote(ctx context.Context, c *Call, qid string, task *a2are
 	}}
 	now := platform.Now(ctx)
 	q := &Call{
-		ID: qid, App: c.App, Agent: c.Agent, UserID: c.UserID, SessionID: c.SessionID, Invocation: c.Invocation,
+		ID: qid, App: c.App, Agent: c.Agent, UserID: c.UserID, SessionID: c.SessionID, Chat: c.Chat, Invocation: c.Invocation,
 		ClientID: c.ClientID, Tool: c.Tool, Kind: KindInput, Step: qid, OriginalID: c.ID, AnyDevice: true,
 		Input: &req, InCall: true, Status: StatusPending, Created: now, Expires: c.Expires, Resumed: true,
 	}
@@ -231,8 +233,10 @@ func (e *engine) askRemote(ctx context.Context, c *Call, qid string, task *a2are
 }
 
 // closeRemoteQuestion cancels the question c's task left open, if any:
-// the task ended without its answer. Best effort: the question expires
-// with the call anyway.
+// the task ended without its answer, or c was closed (a stop, a new
+// message, its expiry), and the chat's listing stops counting it. Best
+// effort: the question expires with the call anyway, and the listing
+// counts no expired question.
 func (e *engine) closeRemoteQuestion(ctx context.Context, c *Call) {
 	r := c.Remote
 	if r.Question == "" || r.Question == r.Replied {
