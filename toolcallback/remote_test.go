@@ -53,6 +53,10 @@ type remotePeer struct {
 	srv     *httptest.Server
 	release chan struct{} // closed: a working task completes
 
+	// result, when set, gives the parts of the result's artifact, given
+	// the peer's URL (it serves GET /files/menu.txt).
+	result func(url string) []*a2a.Part
+
 	mu       sync.Mutex
 	messages []string // ids of the messages it took
 	texts    []string
@@ -77,6 +81,10 @@ func newRemotePeer(t testing.TB, mode peerMode) *remotePeer {
 	}
 	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(card))
 	mux.Handle("/", a2asrv.NewJSONRPCHandler(a2asrv.NewHandler(p, opts...)))
+	mux.HandleFunc("GET /files/menu.txt", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte(menuText))
+	})
 	return p
 }
 
@@ -120,7 +128,11 @@ func (p *remotePeer) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) it
 		if p.mode == peerAsks {
 			answer += " in " + text
 		}
-		if !yield(a2a.NewArtifactEvent(ec, a2a.NewTextPart(answer), a2a.NewDataPart(map[string]any{"venue": "Blue Room"})), nil) {
+		parts := []*a2a.Part{a2a.NewTextPart(answer), a2a.NewDataPart(map[string]any{"venue": "Blue Room"})}
+		if p.result != nil {
+			parts = p.result(p.srv.URL)
+		}
+		if !yield(a2a.NewArtifactEvent(ec, parts...), nil) {
 			return
 		}
 		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCompleted, nil), nil)

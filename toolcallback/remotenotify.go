@@ -138,7 +138,7 @@ func (e *engine) applyOnce(ctx context.Context, c *Call, task *a2aremote.Task) (
 	switch {
 	case task.State.Terminal():
 		e.closeRemoteQuestion(ctx, c)
-		return e.finishWork(ctx, c, remoteAnswer(task), "answered")
+		return e.finishWork(ctx, c, e.remoteResult(ctx, c, e.remote[c.Tool], task), "answered")
 	case task.State.Asks():
 		// Named by the message it follows: the call's (a notification may
 		// come before the send is recorded, Sent 0) or an answer's.
@@ -159,42 +159,6 @@ func (e *engine) applyOnce(ctx context.Context, c *Call, task *a2aremote.Task) (
 		return &WorkOutcome{What: "asked"}, nil
 	}
 	return &WorkOutcome{What: "applied"}, nil
-}
-
-// remoteAnswer is the answer a remote task in a terminal state gives its
-// call: the result's text, data and files for a completed task; an error
-// the model reads for a failed, rejected or cancelled one.
-func remoteAnswer(task *a2aremote.Task) Answer {
-	why := a2aremote.Text(task.Message)
-	switch task.State {
-	case a2aremote.Failed:
-		return Answer{Error: "the remote agent's task failed: " + why}
-	case a2aremote.Rejected:
-		return Answer{Error: "the remote agent rejected the task: " + why}
-	case a2aremote.Canceled:
-		return Answer{Error: "the remote agent's task was cancelled: " + why}
-	}
-	parts := task.Parts
-	if len(parts) == 0 {
-		parts = task.Message
-	}
-	out := map[string]any{"state": string(task.State), "text": a2aremote.Text(parts)}
-	var data, files []any
-	for _, p := range parts {
-		switch {
-		case p.Data != nil:
-			data = append(data, p.Data)
-		case p.URL != "" || p.Raw != nil:
-			files = append(files, map[string]any{"name": p.Filename, "mediaType": p.MediaType, "url": p.URL, "bytes": len(p.Raw)})
-		}
-	}
-	if data != nil {
-		out["data"] = data
-	}
-	if files != nil {
-		out["files"] = files
-	}
-	return Answer{Output: out}
 }
 
 // askRemote records the question task asks as qid, an in-call question
