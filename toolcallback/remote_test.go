@@ -56,6 +56,9 @@ type remotePeer struct {
 	// result, when set, gives the parts of the result's artifact, given
 	// the peer's URL (it serves GET /files/menu.txt).
 	result func(url string) []*a2a.Part
+	// question, when set, are parts of its question's message after its
+	// text.
+	question []*a2a.Part
 
 	mu       sync.Mutex
 	messages []string // ids of the messages it took
@@ -110,7 +113,9 @@ func (p *remotePeer) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) it
 				return
 			}
 			if p.mode == peerAsks {
-				yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateInputRequired, agentSays("Which part of town?")), nil)
+				asks := agentSays("Which part of town?")
+				asks.Parts = append(asks.Parts, p.question...)
+				yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateInputRequired, asks), nil)
 				return
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -170,6 +171,11 @@ func (e *engine) applyOnce(ctx context.Context, c *Call, task *a2aremote.Task) (
 // it recorded and changes nothing.
 func (e *engine) askRemote(ctx context.Context, c *Call, qid string, task *a2aremote.Task) error {
 	text := a2aremote.Text(task.Message)
+	if rt := e.remote[c.Tool]; rt != nil {
+		if s := rt.questionSurfaces(task.Message); s != "" {
+			text = strings.TrimSpace(text + "\n\n" + s)
+		}
+	}
 	if text == "" {
 		text = "The remote agent needs more information to go on."
 	}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 
 	"google.golang.org/adk/v2/session"
 	"google.golang.org/genai"
@@ -160,20 +161,7 @@ func (r *remoteResultOf) surfaces(ui []any) {
 	if len(ui) == 0 {
 		return
 	}
-	var flat []any
-	for _, v := range ui {
-		if list, ok := v.([]any); ok {
-			flat = append(flat, list...)
-			continue
-		}
-		flat = append(flat, v)
-	}
-	raw, err := json.Marshal(flat)
-	if err != nil {
-		r.notes = append(r.notes, "the remote agent's A2UI surface was not shown: "+err.Error())
-		return
-	}
-	msgs, err := r.rt.catalog.Decode(raw, &a2ui.Surfaces{})
+	msgs, err := decodeA2UI(r.rt.catalog, ui)
 	if err != nil {
 		r.notes = append(r.notes, "the remote agent's A2UI surface was not shown: "+err.Error())
 		return
@@ -187,6 +175,56 @@ func (r *remoteResultOf) surfaces(ui []any) {
 	}
 	r.shows = msgs
 	r.out["surfaces"] = ids
+}
+
+// decodeA2UI checks ui, A2UI messages (each data part one message, or a
+// list of them), against catalog, on their own.
+func decodeA2UI(catalog *a2ui.Catalog, ui []any) ([]a2ui.Message, error) {
+	var flat []any
+	for _, v := range ui {
+		if list, ok := v.([]any); ok {
+			flat = append(flat, list...)
+			continue
+		}
+		flat = append(flat, v)
+	}
+	raw, err := json.Marshal(flat)
+	if err != nil {
+		return nil, err
+	}
+	return catalog.Decode(raw, &a2ui.Surfaces{})
+}
+
+// questionSurfaces is the text of the A2UI surfaces parts, the message
+// of a remote's question, draw: the question's form is Baton's own (one
+// answer, sent back as the reply's text), so a surface there is shown as
+// its text (a2ui.Surface.Text), not drawn, and takes no presses. ""
+// when the parts draw none, or the catalog refuses them.
+func (rt *RemoteTool) questionSurfaces(parts []a2aremote.Part) string {
+	var ui []any
+	for _, p := range parts {
+		if p.Data != nil && isA2UI(p) {
+			ui = append(ui, p.Data)
+		}
+	}
+	if len(ui) == 0 {
+		return ""
+	}
+	msgs, err := decodeA2UI(rt.catalog, ui)
+	if err != nil {
+		return ""
+	}
+	shown := &a2ui.Surfaces{}
+	if shown.Apply(msgs...) != nil {
+		return ""
+	}
+	var out []string
+	for _, id := range shown.IDs() {
+		if sf, ok := shown.Surface(id); ok {
+			out = append(out, sf.Text())
+		}
+	}
+	return strings.Join(out, "\n\n")
 }
 
 // remoteSurfaceID renames the surface m names to one of call's own, and

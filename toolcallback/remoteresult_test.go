@@ -144,3 +144,33 @@ func TestRemoteAgentRefusedSurface(t *testing.T) {
 		t.Errorf("surfaces shown = %+v, want none", drawn)
 	}
 }
+
+// TestRemoteQuestionSurface: an A2UI surface in a remote's question is
+// shown as its text in the question the person answers (the form is
+// Baton's own; the surface is not drawn), and the answer goes back as the
+// reply's text.
+func TestRemoteQuestionSurface(t *testing.T) {
+	t.Parallel()
+	f := newRemoteFixture(t, peerAsks, nil, eventsCall, echoReply)
+	f.peer.question = []*a2a.Part{
+		a2uiPart(map[string]any{"version": "v0.9", "createSurface": map[string]any{"surfaceId": "where", "catalogId": a2ui.BasicCatalogID}}),
+		a2uiPart(map[string]any{"version": "v0.9", "updateComponents": map[string]any{"surfaceId": "where", "components": []any{
+			map[string]any{"id": "root", "component": "Text", "text": "Old town or harbour?"}}}}),
+	}
+	if _, err := f.turnEvents("chat", "ask the events agent what is on tonight"); err != nil {
+		t.Fatal(err)
+	}
+	q := f.openQuestion("chat")
+	if !strings.Contains(q.Input.Message, "Which part of town?") || !strings.Contains(q.Input.Message, "Old town or harbour?") {
+		t.Errorf("question = %q, want the remote's text and its surface's", q.Input.Message)
+	}
+	if _, err := f.answerQuestion("chat", q.ID, "Soho"); err != nil {
+		t.Fatal(err)
+	}
+	if got := toJSON(f.waitResponse("chat", "c1")); !strings.Contains(got, "jazz at the Blue Room in Soho") {
+		t.Errorf("response = %s", got)
+	}
+	if drawn := a2ui.DrawnIn(eventlistOf(f.history("chat"))); len(drawn) != 0 {
+		t.Errorf("surfaces drawn = %+v, want none", drawn)
+	}
+}
