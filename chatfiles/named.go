@@ -12,9 +12,9 @@ import (
 // SaveOnce saves blob as the file name of user's chat unless a file of
 // that name is stored already, and returns the reference to the file as
 // stored: its first version (versions count from 1, and a file's
-// versions are deleted only all together). A caller that may store the same file again
-// (a delivery repeated, a process that died after the save) names it
-// after what it is, so that the file is stored once. Two savers at the
+// versions are deleted only all together). A caller that may store the
+// same file again (a delivery repeated, a process that died after the
+// save) names it after what it is, so that the file is stored once. Two savers at the
 // same moment may both store a version; both refer to the first, and the
 // other is deleted with the chat.
 func (s *Store) SaveOnce(ctx context.Context, user, chat, name string, blob *genai.Blob) (Ref, error) {
