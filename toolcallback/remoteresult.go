@@ -41,6 +41,9 @@ func (e *engine) remoteResult(ctx context.Context, c *Call, rt *RemoteTool, task
 	case a2aremote.Canceled:
 		return Answer{Error: "the remote agent's task was cancelled: " + why}
 	}
+	if rt == nil {
+		return Answer{Error: fmt.Sprintf("the tool %q is not declared as a remote agent of this deployment", c.Tool)}
+	}
 	parts := task.Parts
 	if len(parts) == 0 {
 		parts = task.Message
@@ -104,7 +107,11 @@ func (r *remoteResultOf) file(ctx context.Context, i int, p a2aremote.Part) map[
 	}
 	limit := r.e.opts.MaxFileBytes
 	if r.e.opts.Files == nil {
-		r.notes = append(r.notes, fmt.Sprintf("the file %q was not kept: this deployment stores no files (its URL: %q)", name, p.URL))
+		note := fmt.Sprintf("the file %q was not kept: this deployment stores no files", name)
+		if p.URL != "" {
+			note += fmt.Sprintf(" (the remote gave its URL: %q)", p.URL)
+		}
+		r.notes = append(r.notes, note)
 		return nil
 	}
 	data, mediaType := p.Raw, p.MediaType

@@ -174,3 +174,25 @@ func TestRemoteQuestionSurface(t *testing.T) {
 		t.Errorf("surfaces drawn = %+v, want none", drawn)
 	}
 }
+
+// TestRemoteAgentFileWithoutStore: a deployment with no file store keeps
+// no file of a remote's result; the answer says so, with the URL the
+// remote gave, and the call is answered.
+func TestRemoteAgentFileWithoutStore(t *testing.T) {
+	t.Parallel()
+	f := newRemoteFixture(t, peerWorks, nil, eventsCall, echoReply)
+	f.peer.result = func(url string) []*a2a.Part {
+		menu := a2a.NewFileURLPart(a2a.URL(url+"/files/menu.txt"), "text/plain")
+		menu.Filename = "menu.txt"
+		return []*a2a.Part{a2a.NewTextPart("here is the menu"), menu}
+	}
+	close(f.peer.release)
+	if _, err := f.turnEvents("chat", "ask the events agent what is on tonight"); err != nil {
+		t.Fatal(err)
+	}
+	got := toJSON(f.waitResponse("chat", "c1"))
+	if !strings.Contains(got, `the file \"menu.txt\" was not kept: this deployment stores no files`) || !strings.Contains(got, "/files/menu.txt") ||
+		strings.Contains(got, `"files"`) {
+		t.Errorf("response = %s, want a note naming the file and its URL, and no files", got)
+	}
+}
