@@ -44,6 +44,9 @@ type Agent struct {
 	cfg  Config
 	base *url.URL
 	http *http.Client
+	// bare is http without the configured headers: for files on a host
+	// other than the card's.
+	bare *http.Client
 
 	mu     sync.Mutex
 	client *a2aclient.Client
@@ -61,10 +64,11 @@ func New(cfg Config) (*Agent, error) {
 		cfg.Timeout = 30 * time.Second
 	}
 	hc := httpClient(cfg.AllowPrivate, cfg.Timeout)
+	bare := *hc
 	if len(cfg.Header) > 0 {
 		hc.Transport = headers{next: hc.Transport, h: cfg.Header}
 	}
-	return &Agent{cfg: cfg, base: u, http: hc}, nil
+	return &Agent{cfg: cfg, base: u, http: hc, bare: &bare}, nil
 }
 
 // headers adds a remote's configured headers to each request.

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -108,5 +109,50 @@ func TestDecodeNotification(t *testing.T) {
 		if (err != nil) != tc.err || got != tc.want {
 			t.Errorf("%s: DecodeNotification() = %+v, %v; want %+v (error %v)", tc.name, got, err, tc.want, tc.err)
 		}
+	}
+}
+
+// TestFetch: a file of a remote's result is fetched by the remote's own
+// rules: a loopback address is refused unless the remote allows private
+// addresses, a file over the limit is refused without being read whole,
+// and the remote's headers go to its own host only.
+func TestFetch(t *testing.T) {
+	var sawKey atomic.Value
+	files := http.NewServeMux()
+	files.HandleFunc("GET /menu.txt", func(w http.ResponseWriter, r *http.Request) {
+		sawKey.Store(r.Header.Get("X-Key"))
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("jazz at nine"))
+	})
+	own := httptest.NewServer(files)
+	t.Cleanup(own.Close)
+	other := httptest.NewServer(files)
+	t.Cleanup(other.Close)
+	// other's URL by another name of the same address: another host.
+	otherURL := strings.Replace(other.URL, "127.0.0.1", "localhost", 1)
+
+	a, err := New(Config{CardURL: own.URL, AllowPrivate: true, Header: http.Header{"X-Key": {"secret"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, mt, err := a.Fetch(t.Context(), own.URL+"/menu.txt", 100)
+	if err != nil || string(b) != "jazz at nine" || mt != "text/plain" || sawKey.Load() != "secret" {
+		t.Errorf("Fetch(own host) = %q, %q, %v (key %v); want the file, its type, the remote's headers sent", b, mt, err, sawKey.Load())
+	}
+	if _, _, err := a.Fetch(t.Context(), otherURL+"/menu.txt", 100); err != nil || sawKey.Load() != "" {
+		t.Errorf("Fetch(other host) error %v, key sent %q; want the file without the remote's headers", err, sawKey.Load())
+	}
+	if _, _, err := a.Fetch(t.Context(), own.URL+"/menu.txt", 5); !errors.Is(err, ErrFileTooLarge) {
+		t.Errorf("Fetch(over the limit) error = %v, want ErrFileTooLarge", err)
+	}
+	guarded, err := New(Config{CardURL: "https://events.example.com/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := guarded.Fetch(t.Context(), own.URL+"/menu.txt", 100); !errors.Is(err, ErrBlockedAddress) {
+		t.Errorf("Fetch(loopback, not allowed) error = %v, want ErrBlockedAddress", err)
+	}
+	if _, _, err := guarded.Fetch(t.Context(), "file:///etc/passwd", 100); !errors.Is(err, ErrRefused) {
+		t.Errorf("Fetch(file URL) error = %v, want ErrRefused", err)
 	}
 }

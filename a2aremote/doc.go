@@ -21,7 +21,9 @@
 // otherwise (a local runner, a test, a peer on the same private network).
 // Checking the resolved address, not the URL's text, closes the way a
 // name that resolves to 127.0.0.1 or to the metadata server would open.
-// Redirects are not followed.
+// Redirects are not followed. A file a remote's result names by URL is
+// fetched through the same client (Fetch), size-limited, with the
+// remote's headers only on the card's own host.
 //
 // It is a folder of its own because toolcallback (which decides when to
 // send) and functions (the push callback's door) both use it, and the

@@ -36,6 +36,12 @@
 // message. The model is not sent them: what a tool saved reaches the model
 // only if the tool returns it or loads it.
 //
+// A remote agent's files are saved by name (SaveOnce: remote-{call}-{part},
+// stored once however often its result is applied) and referred to from
+// the function response that answers the call, among its parts
+// (ResponseRefs reads them); Plugin gives the model their bytes as inline
+// parts of the same content, which is how a model reads a user's file.
+//
 // Deleting a chat deletes its files (Store.DeleteChat). A file saved for a
 // message that was then refused before anything was written is deleted
 // again (Store.Drop); one whose turn died in between stays under the

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -272,42 +273,66 @@ const userFilesSession = "baton-account"
 
 // Plugin returns the plugin of one invocation's runner that hands the
 // model the bytes of the files its requests refer to (see the package
-// doc). It keeps what it loaded for the invocation's later model calls,
-// so build one per invocation.
+// doc): a reference part becomes the file's inline bytes, and a reference
+// a function response holds among its parts (a remote agent's file,
+// ResponseFiles) becomes an inline part of the same content, after the
+// responses, as a user's file reaches the model. It keeps what it loaded
+// for the invocation's later model calls, so build one per invocation.
 func (s *Store) Plugin() (*plugin.Plugin, error) {
 	var mu sync.Mutex
 	loaded := map[string]*genai.Blob{}
+	// inline is the part the model gets for the file ref names; a file no
+	// longer stored is a line saying so, so the transcript stays valid.
+	inline := func(ctx agent.Context, uri string, ref Ref) (*genai.Part, error) {
+		mu.Lock()
+		blob := loaded[uri]
+		mu.Unlock()
+		if blob == nil {
+			var err error
+			blob, err = s.load(ctx, ctx.UserID(), ref)
+			if errors.Is(err, ErrNotFound) {
+				return genai.NewPartFromText("[a file that is no longer stored]"), nil
+			}
+			if err != nil {
+				return nil, err
+			}
+			mu.Lock()
+			loaded[uri] = blob
+			mu.Unlock()
+		}
+		// No display name: the Gemini API refuses one, and ADK's
+		// processor that removes it has run before this callback.
+		return &genai.Part{InlineData: &genai.Blob{Data: blob.Data, MIMEType: cmp.Or(ref.MIMEType, blob.MIMEType)}}, nil
+	}
 	return plugin.New(plugin.Config{
 		Name: "baton-files",
 		BeforeModelCallback: func(ctx agent.Context, req *model.LLMRequest) (*model.LLMResponse, error) {
 			for _, c := range req.Contents {
+				var attached []*genai.Part
 				for i, p := range c.Parts {
-					ref, ok := RefOf(p)
-					if !ok {
-						continue
-					}
-					mu.Lock()
-					blob := loaded[p.FileData.FileURI]
-					mu.Unlock()
-					if blob == nil {
-						var err error
-						blob, err = s.load(ctx, ctx.UserID(), ref)
-						if errors.Is(err, ErrNotFound) {
-							// A transcript that names a lost file stays valid.
-							c.Parts[i] = genai.NewPartFromText("[a file that is no longer stored]")
-							continue
-						}
+					if ref, ok := RefOf(p); ok {
+						got, err := inline(ctx, p.FileData.FileURI, ref)
 						if err != nil {
 							return nil, err
 						}
-						mu.Lock()
-						loaded[p.FileData.FileURI] = blob
-						mu.Unlock()
+						c.Parts[i] = got
 					}
-					// No display name: the Gemini API refuses one, and ADK's
-					// processor that removes it has run before this callback.
-					c.Parts[i] = &genai.Part{InlineData: &genai.Blob{Data: blob.Data, MIMEType: cmp.Or(ref.MIMEType, blob.MIMEType)}}
+					refs := responseRefs(p)
+					for _, ref := range refs {
+						got, err := inline(ctx, ref.uri(), ref)
+						if err != nil {
+							return nil, err
+						}
+						attached = append(attached, got)
+					}
+					if len(refs) > 0 {
+						p.FunctionResponse.Parts = slices.DeleteFunc(p.FunctionResponse.Parts, func(fp *genai.FunctionResponsePart) bool {
+							_, ok := responseRef(fp)
+							return ok
+						})
+					}
 				}
+				c.Parts = append(c.Parts, attached...)
 			}
 			return nil, nil
 		},

@@ -304,3 +304,42 @@ func TestSavedFiles(t *testing.T) {
 		t.Errorf("SavedFiles() of an event whose tools saved nothing = %v, want nil", got)
 	}
 }
+
+// TestSaveOnce: saving a file under the same name again (a result stored
+// twice) stores nothing more and refers to the file first stored; the
+// reference loads the bytes, and a function response's file parts read
+// back as references.
+func TestSaveOnce(t *testing.T) {
+	b := newBucket(t)
+	ctx := t.Context()
+	first, err := b.store.SaveOnce(ctx, "user-1", "chat", "remote-c1-1", &genai.Blob{Data: []byte("poster"), MIMEType: "image/png", DisplayName: "poster.png"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := b.store.SaveOnce(ctx, "user-1", "chat", "remote-c1-1", &genai.Blob{Data: []byte("poster"), MIMEType: "image/png", DisplayName: "poster.png"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(first, again); diff != "" || first.Version != 1 {
+		t.Errorf("SaveOnce() again (-first +again):\n%s (version %d, want 1)", diff, first.Version)
+	}
+	if got := b.objects(); len(got) != 1 {
+		t.Errorf("objects = %v, want one", got)
+	}
+	blob, err := b.store.Load(ctx, "user-1", first)
+	if err != nil || string(blob.Data) != "poster" {
+		t.Errorf("Load() = %v, %v; want the poster", blob, err)
+	}
+	part := first.Part()
+	resp := &genai.Part{FunctionResponse: &genai.FunctionResponse{ID: "c1", Name: "ask_events", Parts: []*genai.FunctionResponsePart{
+		{FileData: &genai.FunctionResponseFileData{FileURI: part.FileData.FileURI, MIMEType: "image/png", DisplayName: "poster.png"}},
+		{FileData: &genai.FunctionResponseFileData{FileURI: "https://elsewhere.example/x.png", MIMEType: "image/png"}},
+	}}}
+	refs := chatfiles.ResponseRefs(resp)
+	if len(refs) != 1 {
+		t.Fatalf("ResponseRefs() = %v, want the stored file alone", refs)
+	}
+	if got, ok := chatfiles.RefOf(refs[0]); !ok || got != first {
+		t.Errorf("ResponseRefs()[0] = %+v, want %+v", got, first)
+	}
+}

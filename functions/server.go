@@ -199,6 +199,7 @@ func (s *Server) teamOptions(opts *ServerOptions) *toolcallback.Options {
 		CountServiceTokens: s.cfg.TurnLimits.ServiceTokens > 0,
 		BackgroundPerUser:  s.cfg.BackgroundPerUser,
 		RemotePushURL:      s.cfg.RemotePushURL,
+		MaxFileBytes:       s.cfg.MaxFileBytes,
 		ProgressInterval:   opts.ProgressInterval,
 		IncludeThoughts:    s.cfg.IncludeThoughts,
 		Logger:             s.log,

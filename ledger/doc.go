@@ -72,9 +72,12 @@
 // TokenKey (a push token is never a call token, nor the reverse), and
 // ByPushToken checks it against the call and its TokenID. The question a
 // remote task asks is an in-call KindInput record whose OriginalID is the
-// remote call's id. Working follows remote calls with background ones
-// (kind in [background, remote]: Firestore serves equalities, "in"
-// included, from its automatic indexes).
+// remote call's id; its chat is the call's, so that the chat's listing
+// counts it as waiting for the person. A remote call's answer may carry
+// files (Answer.Files: references into the chat's file store) and A2UI
+// messages (Answer.Surfaces), set by Baton only. Working follows remote
+// calls with background ones (kind in [background, remote]: Firestore
+// serves equalities, "in" included, from its automatic indexes).
 //
 // # First writer wins
 //

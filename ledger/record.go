@@ -135,6 +135,24 @@ type Answer struct {
 	Error    string         `json:"error,omitempty"`
 	Approved *bool          `json:"approved,omitempty"`
 	Payload  any            `json:"payload,omitempty"` // approvals: the approver's optional payload
+	// Files, beside an Output, are files the answer brings, kept in the
+	// chat's file store (a remote agent's result): they reach the model
+	// and the pages with the call's response. Set by Baton, never by a
+	// client's answer.
+	Files []File `json:"files,omitempty"`
+	// Surfaces, beside an Output, are A2UI messages the answer shows the
+	// person (a remote agent's result), checked against the catalog when
+	// recorded. Set by Baton, never by a client's answer.
+	Surfaces []a2ui.Message `json:"surfaces,omitempty"`
+}
+
+// File is a file an answer brings: the reference part's URI of a file of
+// the chat's file store (package chatfiles), its media type, and the name
+// its sender gave it.
+type File struct {
+	URI       string `json:"uri"`
+	MediaType string `json:"mediaType,omitempty"`
+	Name      string `json:"name,omitempty"`
 }
 
 // The stored record's field names, named here once: every query, update

@@ -325,6 +325,14 @@ func CheckFiles(contents []*genai.Content) error {
 			case p.FileData != nil && !strings.HasPrefix(p.FileData.FileURI, "gs://") && !strings.HasPrefix(p.FileData.FileURI, "https://"):
 				return fmt.Errorf("content %d part %d: file URI %q is not one the model can fetch", i, j, p.FileData.FileURI)
 			}
+			if p.FunctionResponse == nil {
+				continue
+			}
+			for _, fp := range p.FunctionResponse.Parts {
+				if fp != nil && fp.FileData != nil && !strings.HasPrefix(fp.FileData.FileURI, "gs://") && !strings.HasPrefix(fp.FileData.FileURI, "https://") {
+					return fmt.Errorf("content %d part %d: the function response's file URI %q is not one the model can fetch", i, j, fp.FileData.FileURI)
+				}
+			}
 		}
 	}
 	return nil

@@ -269,6 +269,19 @@
 // the sweeper's reads (PollEvery) apply the task as the remote describes
 // it when read, first writer wins. docs/remote-agents.md has the states.
 //
+// A completed task's result becomes the call's answer in one place
+// (remoteresult.go): its files are stored in the chat's file store under
+// names derived from the call and the part (so that a result applied
+// twice stores each once) and ride as references among the function
+// response's parts, which the files plugin turns into bytes for the
+// model; its A2UI parts are checked against the remote tool's catalog
+// and kept on the answer, then noted, as a Go tool's surfaces are, on
+// the event that delivers the response (noteRemoteShows), where pages
+// find them. What cannot be kept is a line of the answer, never a
+// failure of the call: the remote's work is done, and the model can say
+// what is missing. A question's A2UI is shown as text in the question:
+// its form is Baton's own.
+//
 // # Operators
 //
 // The operator's console (package console) acts through the same paths:

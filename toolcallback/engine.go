@@ -190,6 +190,7 @@ func (e *engine) sessionsFor(ctx context.Context, run invocationRun) *invocation
 		writes = append(slices.Clone(writes), e.activity(ctx, run.user, run.chat, false))
 	}
 	svc := &invocationSessions{Service: e.sessions, e: e, client: run.client, chat: run.chat, title: run.title, tools: &pausingTools{}, handle: run.handle,
+		resumed: run.resumed,
 		first: sessionstore.AppendOptions{Claim: run.claim, DocsClosed: run.docsClosed, TurnLog: run.turnLog, Writes: writes,
 			Committed: run.committed},
 		stageClaim: run.speculative && run.claim != nil, gate: run.gate, claimStored: make(chan struct{}), held: run.held}

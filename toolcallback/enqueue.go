@@ -134,7 +134,8 @@ func (e *engine) repairEnqueues(ctx context.Context, calls []*Call) {
 
 // dropWork deletes the tasks of the background calls among calls, which
 // the caller just closed (those answered are left alone): a task not yet
-// delivered never is. Best effort: a delivery that comes anyway finds the
+// delivered never is. A remote call's task is cancelled instead, and the
+// question it left open closed. Best effort: a delivery that comes anyway finds the
 // call closed and does nothing.
 func (e *engine) dropWork(ctx context.Context, calls []*Call) {
 	if e.opts.Queue == nil {
@@ -142,6 +143,7 @@ func (e *engine) dropWork(ctx context.Context, calls []*Call) {
 	}
 	for _, c := range calls {
 		if c.Kind == KindRemote && c.Status != StatusResolved {
+			e.closeRemoteQuestion(ctx, c)
 			e.cancelRemote(ctx, c)
 			continue
 		}

@@ -30,6 +30,9 @@ type invocationSessions struct {
 	client string        // the client that started the invocation
 	chat   string        // the chat whose session it runs on ("" for none)
 	tools  *pausingTools // the pausing tools its model requests offered
+	// resumed are the records whose answers the invocation delivers: a
+	// remote agent's may show surfaces with its response.
+	resumed []*Call
 	// title, when not nil, is the chat's title being made beside the
 	// invocation: stored with the lease's release when it is ready by
 	// then (title.go).
@@ -135,6 +138,7 @@ func (s *invocationSessions) AppendEvent(ctx context.Context, handle session.Ses
 	}
 	again := userinput.HideStates(ev)
 	s.tools.surfaces.Follow(sess)
+	s.e.noteRemoteShows(sess.Events(), ev, s.resumed, &s.tools.surfaces)
 	s.tools.surfaces.NoteShows(ev)
 	records, listing, calls, err := s.e.records(ctx, sess, ev, s.tools, s.client, s.chat)
 	if err == nil {

@@ -111,6 +111,10 @@ type Options struct {
 	// references; the runner's tools save their artifacts there too. Nil:
 	// files stay inline in the session, as ADK stores them.
 	Files *chatfiles.Store
+	// MaxFileBytes bounds a file a remote agent's result brings (kept in
+	// Files): a larger one is not kept, and its answer says so. Default
+	// 10 MiB (BATON_MAX_FILE_BYTES).
+	MaxFileBytes int64
 	// ChatSwitched, when set, is called after a Team's turn moved a chat
 	// to another agent (chat.Agent; from is the previous one). It lets
 	// parts that keep resources per chat, such as MCP connections, follow
@@ -199,6 +203,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if out.MaxAnswerBytes <= 0 {
 		out.MaxAnswerBytes = 256 << 10
+	}
+	if out.MaxFileBytes <= 0 {
+		out.MaxFileBytes = 10 << 20
 	}
 	if out.StreamingMode == "" {
 		out.StreamingMode = agent.StreamingModeSSE

@@ -7,6 +7,7 @@ import (
 	"google.golang.org/adk/v2/tool"
 
 	"github.com/baton-run/baton/a2aremote"
+	"github.com/baton-run/baton/a2ui"
 	"github.com/baton-run/baton/ledger"
 )
 
@@ -32,6 +33,9 @@ type RemoteConfig struct {
 	// notification (a2a-go's sender, for one, does not retry). The sweeper
 	// reads a call at most once per its own run. Default 1 minute.
 	PollEvery time.Duration
+	// Catalog checks the A2UI messages of the remote's results, shown to
+	// the person as surfaces; default a2ui.BasicCatalog.
+	Catalog *a2ui.Catalog
 }
 
 // RemoteTool is a remote A2A agent as a tool: the model's call pauses the
@@ -45,8 +49,9 @@ type RemoteConfig struct {
 // member's Remote, where the worker and the push callback find it.
 type RemoteTool struct {
 	*pausing
-	agent *a2aremote.Agent
-	poll  time.Duration
+	agent   *a2aremote.Agent
+	poll    time.Duration
+	catalog *a2ui.Catalog
 }
 
 // remoteArgs is what the model gives a remote agent: the message.
@@ -69,7 +74,13 @@ func Remote(cfg RemoteConfig) (*RemoteTool, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &RemoteTool{pausing: p.(*pausing), agent: agent, poll: poll}, nil
+	catalog := cfg.Catalog
+	if catalog == nil {
+		if catalog, err = a2ui.BasicCatalog(); err != nil {
+			return nil, err
+		}
+	}
+	return &RemoteTool{pausing: p.(*pausing), agent: agent, poll: poll, catalog: catalog}, nil
 }
 
 var _ tool.Tool = (*RemoteTool)(nil)

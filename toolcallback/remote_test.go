@@ -26,6 +26,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/baton-run/baton/a2aremote"
+	"github.com/baton-run/baton/console"
 	"github.com/baton-run/baton/internal/firestoretest"
 	"github.com/baton-run/baton/internal/localtasks"
 	"github.com/baton-run/baton/internal/polltest"
@@ -52,6 +53,13 @@ type remotePeer struct {
 	srv     *httptest.Server
 	release chan struct{} // closed: a working task completes
 
+	// result, when set, gives the parts of the result's artifact, given
+	// the peer's URL (it serves GET /files/menu.txt).
+	result func(url string) []*a2a.Part
+	// question, when set, are parts of its question's message after its
+	// text.
+	question []*a2a.Part
+
 	mu       sync.Mutex
 	messages []string // ids of the messages it took
 	texts    []string
@@ -76,6 +84,10 @@ func newRemotePeer(t testing.TB, mode peerMode) *remotePeer {
 	}
 	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(card))
 	mux.Handle("/", a2asrv.NewJSONRPCHandler(a2asrv.NewHandler(p, opts...)))
+	mux.HandleFunc("GET /files/menu.txt", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte(menuText))
+	})
 	return p
 }
 
@@ -101,7 +113,9 @@ func (p *remotePeer) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) it
 				return
 			}
 			if p.mode == peerAsks {
-				yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateInputRequired, agentSays("Which part of town?")), nil)
+				asks := agentSays("Which part of town?")
+				asks.Parts = append(asks.Parts, p.question...)
+				yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateInputRequired, asks), nil)
 				return
 			}
 		}
@@ -119,7 +133,11 @@ func (p *remotePeer) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) it
 		if p.mode == peerAsks {
 			answer += " in " + text
 		}
-		if !yield(a2a.NewArtifactEvent(ec, a2a.NewTextPart(answer), a2a.NewDataPart(map[string]any{"venue": "Blue Room"})), nil) {
+		parts := []*a2a.Part{a2a.NewTextPart(answer), a2a.NewDataPart(map[string]any{"venue": "Blue Room"})}
+		if p.result != nil {
+			parts = p.result(p.srv.URL)
+		}
+		if !yield(a2a.NewArtifactEvent(ec, parts...), nil) {
 			return
 		}
 		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCompleted, nil), nil)
@@ -575,5 +593,83 @@ func TestRemoteSendRepairedAndIdempotent(t *testing.T) {
 	}
 	if n := len(f.responses("chat", "c1")); n != 1 {
 		t.Errorf("%d responses to c1, want one", n)
+	}
+}
+
+// listedWaiting is how many questions chat's listing says wait for the
+// person, and the chat's state there.
+func (f *remoteFixture) listedWaiting(chat string) (int, toolcallback.ChatState) {
+	f.t.Helper()
+	list, err := f.team.ListChats(f.t.Context(), toolcallback.ListRequest{UserID: "user-1", ClientID: "tab-2", Limit: 10})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for _, c := range list.Chats {
+		if c.ID == chat {
+			return c.Waiting.Questions, c.State
+		}
+	}
+	f.t.Fatalf("chat %q not listed", chat)
+	return 0, ""
+}
+
+// consoleWaiting reports whether the operator's console lists chat among
+// the chats waiting for a person, with a pending question.
+func (f *remoteFixture) consoleWaiting(chat string) bool {
+	f.t.Helper()
+	page, err := console.New(f.team, f.sessions, nil).Chats(f.t.Context(), console.ChatQuery{State: console.StateWaiting, Limit: 10})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for _, r := range page.Rows {
+		if r.Chat == chat {
+			return true
+		}
+	}
+	return false
+}
+
+// TestRemoteQuestionListed: a remote task's question counts in the chat
+// list as a question waiting for the person (on any of their devices),
+// and the chat is "waiting", as in the console's list of chats waiting
+// for a person; once answered it no longer counts. A question still open
+// when the call is stopped stops counting too.
+func TestRemoteQuestionListed(t *testing.T) {
+	t.Parallel()
+	f := newRemoteFixture(t, peerAsks, nil, eventsCall, echoReply, eventsCall)
+	if _, err := f.turnEvents("chat", "ask the events agent what is on tonight"); err != nil {
+		t.Fatal(err)
+	}
+	q := f.openQuestion("chat")
+	if n, state := f.listedWaiting("chat"); n != 1 || state != toolcallback.ChatWaiting {
+		t.Errorf("listed while the remote asks: %d questions, state %q; want 1, %q", n, state, toolcallback.ChatWaiting)
+	}
+	if !f.consoleWaiting("chat") {
+		t.Error("the console does not list the chat as waiting for a person")
+	}
+	if _, err := f.answerQuestion("chat", q.ID, "Soho"); err != nil {
+		t.Fatal(err)
+	}
+	f.waitResponse("chat", "c1")
+	if n, state := f.listedWaiting("chat"); n != 0 || state == toolcallback.ChatWaiting {
+		t.Errorf("listed once answered: %d questions, state %q; want none", n, state)
+	}
+
+	// Stopped while it asks: the question closes with the call.
+	if _, err := f.turnEvents("chat-2", "ask the events agent again"); err != nil {
+		t.Fatal(err)
+	}
+	f.openQuestion("chat-2")
+	if n, _ := f.listedWaiting("chat-2"); n != 1 {
+		t.Fatalf("listed while the remote asks: %d questions, want 1", n)
+	}
+	if _, err := f.team.Stop(t.Context(), "user-1", "chat-2", 0); err != nil {
+		t.Fatal(err)
+	}
+	if n, state := f.listedWaiting("chat-2"); n != 0 || state == toolcallback.ChatWaiting {
+		t.Errorf("listed once stopped: %d questions, state %q; want none", n, state)
+	}
+	if f.consoleWaiting("chat-2") {
+		t.Error("the console lists the stopped chat as waiting for a person")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -138,7 +139,7 @@ func (e *engine) applyOnce(ctx context.Context, c *Call, task *a2aremote.Task) (
 	switch {
 	case task.State.Terminal():
 		e.closeRemoteQuestion(ctx, c)
-		return e.finishWork(ctx, c, remoteAnswer(task), "answered")
+		return e.finishWork(ctx, c, e.remoteResult(ctx, c, e.remote[c.Tool], task), "answered")
 	case task.State.Asks():
 		// Named by the message it follows: the call's (a notification may
 		// come before the send is recorded, Sent 0) or an answer's.
@@ -161,49 +162,20 @@ func (e *engine) applyOnce(ctx context.Context, c *Call, task *a2aremote.Task) (
 	return &WorkOutcome{What: "applied"}, nil
 }
 
-// remoteAnswer is the answer a remote task in a terminal state gives its
-// call: the result's text, data and files for a completed task; an error
-// the model reads for a failed, rejected or cancelled one.
-func remoteAnswer(task *a2aremote.Task) Answer {
-	why := a2aremote.Text(task.Message)
-	switch task.State {
-	case a2aremote.Failed:
-		return Answer{Error: "the remote agent's task failed: " + why}
-	case a2aremote.Rejected:
-		return Answer{Error: "the remote agent rejected the task: " + why}
-	case a2aremote.Canceled:
-		return Answer{Error: "the remote agent's task was cancelled: " + why}
-	}
-	parts := task.Parts
-	if len(parts) == 0 {
-		parts = task.Message
-	}
-	out := map[string]any{"state": string(task.State), "text": a2aremote.Text(parts)}
-	var data, files []any
-	for _, p := range parts {
-		switch {
-		case p.Data != nil:
-			data = append(data, p.Data)
-		case p.URL != "" || p.Raw != nil:
-			files = append(files, map[string]any{"name": p.Filename, "mediaType": p.MediaType, "url": p.URL, "bytes": len(p.Raw)})
-		}
-	}
-	if data != nil {
-		out["data"] = data
-	}
-	if files != nil {
-		out["files"] = files
-	}
-	return Answer{Output: out}
-}
-
 // askRemote records the question task asks as qid, an in-call question
 // of c's chat (the same form an MCP server's question shows, answerable
 // from any of the user's devices, on any instance, after a reload): its
-// answer is sent back to the task (remoteAnswered). Asking again (a
-// notification repeated) finds it recorded and changes nothing.
+// answer is sent back to the task (remoteAnswered). It names c's chat,
+// so that the chat's listing counts it as waiting for the person until
+// it is answered or closed. Asking again (a notification repeated) finds
+// it recorded and changes nothing.
 func (e *engine) askRemote(ctx context.Context, c *Call, qid string, task *a2aremote.Task) error {
 	text := a2aremote.Text(task.Message)
+	if rt := e.remote[c.Tool]; rt != nil {
+		if s := rt.questionSurfaces(task.Message); s != "" {
+			text = strings.TrimSpace(text + "\n\n" + s)
+		}
+	}
 	if text == "" {
 		text = "The remote agent needs more information to go on."
 	}
@@ -216,7 +188,7 @@ func (e *engine) askRemote(ctx context.Context, c *Call, qid string, task *a2are
 	}}
 	now := platform.Now(ctx)
 	q := &Call{
-		ID: qid, App: c.App, Agent: c.Agent, UserID: c.UserID, SessionID: c.SessionID, Invocation: c.Invocation,
+		ID: qid, App: c.App, Agent: c.Agent, UserID: c.UserID, SessionID: c.SessionID, Chat: c.Chat, Invocation: c.Invocation,
 		ClientID: c.ClientID, Tool: c.Tool, Kind: KindInput, Step: qid, OriginalID: c.ID, AnyDevice: true,
 		Input: &req, InCall: true, Status: StatusPending, Created: now, Expires: c.Expires, Resumed: true,
 	}
@@ -231,8 +203,10 @@ func (e *engine) askRemote(ctx context.Context, c *Call, qid string, task *a2are
 }
 
 // closeRemoteQuestion cancels the question c's task left open, if any:
-// the task ended without its answer. Best effort: the question expires
-// with the call anyway.
+// the task ended without its answer, or c was closed (a stop, a new
+// message, its expiry), and the chat's listing stops counting it. Best
+// effort: the question expires with the call anyway, and the listing
+// counts no expired question.
 func (e *engine) closeRemoteQuestion(ctx context.Context, c *Call) {
 	r := c.Remote
 	if r.Question == "" || r.Question == r.Replied {

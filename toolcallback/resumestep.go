@@ -193,7 +193,7 @@ func responseParts(calls []*Call, resuming bool) []*genai.Part {
 		case c.Status == StatusResolved && a.Error != "":
 			fr.Response = map[string]any{"error": a.Error}
 		case c.Status == StatusResolved:
-			fr.Response = a.Output
+			fr.Response, fr.Parts = a.Output, responseFiles(a)
 		default:
 			fr.ID = c.OriginalID
 			fr.Response = map[string]any{"error": settledReason(c)}

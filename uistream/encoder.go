@@ -638,10 +638,29 @@ func (s *Encoder) response(resp *genai.FunctionResponse, confirming bool) error 
 	}
 	output, err := uiJSON(v)
 	s.chunk(ToolOutputAvailable{ToolCallID: resp.ID, Output: output, ProviderExecuted: (live || s.background[resp.ID]) && s.forPage})
+	s.responseFiles(resp)
 	if err != nil {
 		return fmt.Errorf("output of call %q: %w", resp.ID, err)
 	}
 	return nil
+}
+
+// responseFiles sends a file chunk for each file resp holds among its
+// parts (a remote agent's files, stored by reference), after its output:
+// a file of the message, as a model's is (see SetFiles).
+func (s *Encoder) responseFiles(resp *genai.FunctionResponse) {
+	if s.fileURL == nil {
+		return
+	}
+	for _, fp := range resp.Parts {
+		if fp == nil || fp.FileData == nil {
+			continue
+		}
+		p := &genai.Part{FileData: &genai.FileData{FileURI: fp.FileData.FileURI, MIMEType: fp.FileData.MIMEType, DisplayName: fp.FileData.DisplayName}}
+		if url, mediaType := s.fileURL(p); url != "" {
+			s.chunk(File{URL: url, MediaType: mediaType})
+		}
+	}
 }
 
 // uiJSON encodes v, or null when it cannot be encoded.

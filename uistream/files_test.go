@@ -61,3 +61,35 @@ func TestEncoderFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestEncoderResponseFiles: the files a function response holds among
+// its parts (a remote agent's, stored by reference) follow the call's
+// output as file chunks, at the URLs SetFiles gives; a part it gives no
+// URL is left out.
+func TestEncoderResponseFiles(t *testing.T) {
+	resp := &session.Event{InvocationID: "inv-1", Author: "user", LLMResponse: model.LLMResponse{Content: &genai.Content{Role: genai.RoleUser,
+		Parts: []*genai.Part{{FunctionResponse: &genai.FunctionResponse{ID: "c1", Name: "ask_events", Response: map[string]any{"text": "on tonight"},
+			Parts: []*genai.FunctionResponsePart{
+				{FileData: &genai.FunctionResponseFileData{FileURI: "baton-file:c/remote-c1-1/1", MIMEType: "image/png"}},
+				{FileData: &genai.FunctionResponseFileData{FileURI: "gone"}},
+			}}}}}}}
+	var c Collector
+	enc := NewEncoder(&c, "")
+	enc.SetFiles(func(p *genai.Part) (string, string) {
+		if p.FileData.FileURI == "baton-file:c/remote-c1-1/1" {
+			return "https://baton.example/Chat/c/files/remote-c1-1?v=1", p.FileData.MIMEType
+		}
+		return "", ""
+	})
+	if err := enc.Event(resp, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := enc.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	want := []Chunk{Start{}, StartStep{}, ToolOutputAvailable{ToolCallID: "c1", Output: []byte(`{"text":"on tonight"}`)},
+		File{URL: "https://baton.example/Chat/c/files/remote-c1-1?v=1", MediaType: "image/png"}, FinishStep{}, Finish{}}
+	if diff := cmp.Diff(want, c.Chunks); diff != "" {
+		t.Errorf("chunks (-want +got):\n%s", diff)
+	}
+}

@@ -150,7 +150,7 @@ func switchItem(sw sessionstore.Switch, turn string) HistoryItem {
 // eventItems are the items of one event: text parts, and tool calls,
 // whether function calls or the records an agent switch made of them.
 func eventItems(ev *session.Event, turn string, records []sessionstore.MovedCall, calls *callStates, decisions map[string]transcript.ApprovalDecision) []HistoryItem {
-	role := "assistant"
+	role, message := "assistant", turn
 	if ev.Author == "user" {
 		role, turn = "user", ""
 	}
@@ -200,6 +200,13 @@ func eventItems(ev *session.Event, turn string, records []sessionstore.MovedCall
 	}
 	for _, p := range chatfiles.SavedFiles(ev) {
 		out = append(out, HistoryItem{Role: role, MessageID: turn, Time: ev.Timestamp, File: newHistoryFile(p)})
+	}
+	// A call's response may bring files (a remote agent's): files of the
+	// assistant's message that made the call, as its streams show them.
+	for _, p := range ev.Content.Parts {
+		for _, f := range chatfiles.ResponseRefs(p) {
+			out = append(out, HistoryItem{Role: "assistant", MessageID: message, Time: ev.Timestamp, File: newHistoryFile(f)})
+		}
 	}
 	return out
 }

@@ -152,6 +152,10 @@ func respond(contents []*genai.Content) *genai.Content {
 		for _, r := range responses {
 			lines = append(lines, describe(r))
 		}
+		if files := received(last); files != "" {
+			// A response's files (a remote agent's) come beside it.
+			lines = append(lines, "With it I received "+files+".")
+		}
 		return text(strings.Join(lines, " "))
 	}
 	return answer(strings.Join(said, " "), contents)

@@ -987,11 +987,29 @@ scenario('ask the events agent: the remote agent asks which part of town, the an
   await page.click(sel('input-accept'));
   await assistantSays(page, /The events agent says: Tonight in the old town: a string quartet at St\. Mary's/);
   await page.waitForSelector(sel('tool-call', '[data-tool-name="ask_events"][data-status="done"]'), { timeout: WAIT });
+  // Its result brings a poster (a file, kept in the chat's file store: the
+  // model gets its bytes) and a card (A2UI, shown as a surface of the
+  // call's message, under an id of the call's own).
+  await assistantSays(page, /With it I received a file of 74 bytes \(image\/png\)/);
+  const remoteShown = async (what) => {
+    const src = await page.waitForFunction(() => {
+      const img = document.querySelector('[data-role="assistant"] [data-testid="message-file"]');
+      return img && img.complete && img.naturalWidth === 8 ? img.src : false;
+    }, null, { timeout: WAIT }).then((h) => h.jsonValue()).catch((err) => {
+      throw new Error(`${what}: the remote's poster is not shown: ${err.message}`);
+    });
+    assert.match(src, /\/Chat\/[^/?]+\/files\/remote-[^?]+\?/, `${what}: the poster comes from its signed URL`);
+    const card = page.locator(sel('surface', '[data-surface-id^="remote-"][data-surface-id$="-tonight"]'));
+    await card.waitFor({ timeout: WAIT });
+    assert.match(await card.innerText(), /Tonight in the old town[\s\S]*string quartet/, `${what}: the remote's card`);
+  };
+  await remoteShown('the turn');
   // A reload shows the same conversation, the question answered.
   await page.reload();
   await ready(page);
   await assistantSays(page, /The events agent says: Tonight in the old town/);
   assert.equal(await count(page, sel('input-form')), 0, 'an answered question is still a form');
+  await remoteShown('after a reload');
   await screenshot(page, 'remote-agent');
   noPageErrors(page);
 });

@@ -2,6 +2,7 @@ package events
 
 import (
 	"context"
+	"encoding/base64"
 	"iter"
 	"net/http"
 	"strings"
@@ -22,6 +23,42 @@ const LookFor = 2 * time.Second
 var listings = map[string]string{
 	"old town": "a string quartet at St. Mary's at 19:30, and late-night jazz at the Blue Room from 22:00",
 	"harbour":  "an open-air film on the pier at 21:00, and a fish market street party from 18:00",
+}
+
+// Poster is the image the agent sends with its answer (an 8×8 PNG), as
+// the bytes of a file part of its result.
+var Poster, _ = base64.StdEncoding.DecodeString("iVBORw0KGgoAAAANSUhEUgAAAAgAAAAICAIAAABLbSncAAAAEUlEQVR4nGMwDL+KFTEMLQkA7rdXQTtkwCoAAAAASUVORK5CYII=")
+
+// a2uiMediaType marks a data part holding an A2UI message.
+const a2uiMediaType = "application/json+a2ui"
+
+// a2uiPart is one A2UI message as a data part, marked as A2UI's A2A
+// extension marks it (the part's media type, and its metadata for A2A
+// 0.3 readers).
+func a2uiPart(msg map[string]any) *a2a.Part {
+	p := a2a.NewDataPart(msg)
+	p.MediaType = a2uiMediaType
+	p.Metadata = map[string]any{"mimeType": a2uiMediaType}
+	return p
+}
+
+// result is the agent's answer for where: the listing as text, the
+// poster as a file, and the listing as an A2UI card.
+func result(where string) []*a2a.Part {
+	answer := "Tonight in the " + where + ": " + listings[where] + "."
+	poster := a2a.NewRawPart(Poster)
+	poster.Filename, poster.MediaType = "poster.png", "image/png"
+	card := []any{
+		map[string]any{"id": "root", "component": "Card", "child": "body"},
+		map[string]any{"id": "body", "component": "Column", "children": []any{"title", "listing"}},
+		map[string]any{"id": "title", "component": "Text", "text": "Tonight in the " + where, "variant": "h3"},
+		map[string]any{"id": "listing", "component": "Text", "text": listings[where]},
+	}
+	return []*a2a.Part{a2a.NewTextPart(answer), poster,
+		a2uiPart(map[string]any{"version": "v0.9", "createSurface": map[string]any{"surfaceId": "tonight",
+			"catalogId": "https://a2ui.org/specification/v0_9/catalogs/basic/catalog.json"}}),
+		a2uiPart(map[string]any{"version": "v0.9", "updateComponents": map[string]any{"surfaceId": "tonight", "components": card}}),
+	}
 }
 
 // Handler serves the events agent whose card names url (where the
@@ -86,8 +123,7 @@ func (executor) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Se
 			return
 		case <-time.After(LookFor):
 		}
-		answer := "Tonight in the " + where + ": " + listings[where] + "."
-		if !yield(a2a.NewArtifactEvent(ec, a2a.NewTextPart(answer)), nil) {
+		if !yield(a2a.NewArtifactEvent(ec, result(where)...), nil) {
 			return
 		}
 		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCompleted, nil), nil)
