@@ -57,10 +57,14 @@ func status(err error) (int, apiErrorBody) {
 }
 
 // writeError answers err as JSON, with Retry-After where it applies, and
-// logs the detail of server errors.
+// logs the detail of server errors; a failure because the client went
+// away is logged as information (clientStatus).
 func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
 	code, body := status(err)
-	if code >= 500 {
+	switch {
+	case clientStatus(r.Context(), code) != code:
+		log.InfoContext(r.Context(), "request ended: the client went away", "error", err.Error())
+	case code >= 500:
 		log.ErrorContext(r.Context(), "request failed", "error", err.Error())
 	}
 	if body.RetryAfterSeconds > 0 {

@@ -107,12 +107,17 @@ func (r *recorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	return conn, rw, err
 }
 
-// clientStatus is the status the metrics count for a request answered
-// with status: 499 (a client that went away, as proxies name it) for a
-// failure of a request its client cancelled, which no server fault
-// caused and no 5xx alert should count.
-func clientStatus(r *http.Request, status int) int {
-	if status >= 500 && errors.Is(r.Context().Err(), context.Canceled) {
+// clientStatus is the status the log and the metrics give a request
+// answered with status: 499 (a client that went away, as proxies name it)
+// for a failure of a request its client cancelled (a closed tab, a
+// reload), which no server fault caused and no 5xx alert or error log
+// should count.
+//
+// client is the request's own context, not one wrap derives from it: the
+// function's timeout is cancelled when the handler returns, before the
+// request is logged and counted.
+func clientStatus(client context.Context, status int) int {
+	if status >= 500 && errors.Is(client.Err(), context.Canceled) {
 		return 499
 	}
 	return status
@@ -128,6 +133,7 @@ func (s *Server) wrap(name string, methods []string, h endpoint) http.Handler {
 		start := time.Now()
 		ctx, span := startRequestSpan(r, name)
 		r = r.WithContext(ctx)
+		client := r.Context()
 		log := requestLogger(s.log, s.cfg.Project, r).With("function", name)
 		rec := &recorder{ResponseWriter: w}
 		defer func() {
@@ -137,13 +143,14 @@ func (s *Server) wrap(name string, methods []string, h endpoint) http.Handler {
 					writeError(rec, r, slog.New(slog.DiscardHandler), fmt.Errorf("panic: %v", p))
 				}
 			}
+			status := clientStatus(client, rec.status)
 			level := slog.LevelInfo
-			if rec.status >= 500 {
+			if status >= 500 {
 				level = slog.LevelError
 			}
 			log.Log(r.Context(), level, "request", "method", r.Method, "path", r.URL.Path,
-				"status", rec.status, "latencyMs", time.Since(start).Milliseconds())
-			countRequest(r.Context(), name, r.Method, clientStatus(r, rec.status), time.Since(start))
+				"status", status, "latencyMs", time.Since(start).Milliseconds())
+			countRequest(r.Context(), name, r.Method, status, time.Since(start))
 			endRequestSpan(span, rec.status)
 		}()
 		if !s.cors(rec, r, methods) {

@@ -2,8 +2,10 @@ package functions
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -235,5 +237,36 @@ func TestLogLines(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "disk on fire") {
 		t.Errorf("5xx detail not logged: %s", logs.String())
+	}
+}
+
+// TestClientGoneIsNotAnError: a request that fails because its client went
+// away (a closed tab, a reload mid-request) is logged as information with
+// status 499, not as a server error an alert on error logs would count.
+func TestClientGoneIsNotAnError(t *testing.T) {
+	t.Parallel()
+	var logs bytes.Buffer
+	s := &Server{cfg: testConfig(), log: NewLogger(&logs)}
+	h := s.wrap("Chat", []string{http.MethodGet}, func(_ http.ResponseWriter, r *http.Request, _ *slog.Logger) error {
+		return fmt.Errorf("read chat: %w", r.Context().Err())
+	})
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel() // the client is gone before the read
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequestWithContext(ctx, http.MethodGet, "/Chat", nil))
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	for _, l := range lines {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("log line %q is not JSON: %v", l, err)
+		}
+		if m["severity"] != "INFO" {
+			t.Errorf("a request its client cancelled logged %v", m)
+		}
+		if m["message"] == "request" && m["status"] != float64(499) {
+			t.Errorf("request line status = %v, want 499", m["status"])
+		}
+	}
+	if !strings.Contains(logs.String(), "the client went away") {
+		t.Errorf("no line says the client went away:\n%s", logs.String())
 	}
 }

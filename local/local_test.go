@@ -247,8 +247,10 @@ func TestStartAndInterrupt(t *testing.T) {
 	}
 	defer cmd.Process.Kill()
 	emulatorPID, emulatorAddr, authPID := 0, "", 0
+	var said []string // what the runner wrote, shown if it did not start
 	lines := bufio.NewScanner(stderr)
 	for lines.Scan() {
+		said = append(said, lines.Text())
 		var rec map[string]any
 		if json.Unmarshal(lines.Bytes(), &rec) == nil && rec["message"] == "emulator started" {
 			emulatorPID = int(rec["pid"].(float64))
@@ -263,7 +265,8 @@ func TestStartAndInterrupt(t *testing.T) {
 	}
 	t.Logf("started in %s (emulator included)", time.Since(start).Round(time.Millisecond))
 	if emulatorPID == 0 || authPID == 0 {
-		t.Fatalf("the runner did not report starting both emulators (Firestore pid %d, Auth pid %d)", emulatorPID, authPID)
+		t.Fatalf("the runner did not report starting both emulators (Firestore pid %d, Auth pid %d); it wrote:\n%s",
+			emulatorPID, authPID, strings.Join(said, "\n"))
 	}
 	if resp, err := http.Get("http://127.0.0.1:" + port + "/"); err != nil || resp.StatusCode != 200 {
 		t.Fatalf("GET / after start: %v", err)

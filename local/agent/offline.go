@@ -194,6 +194,10 @@ var zones = map[string]string{
 // the page in the middle of it.
 const slowPieceDelay = 700 * time.Millisecond
 
+// maxSlowCount bounds "count slowly to N": about 84 s of streaming, room
+// for a browser scenario to reload in the middle on a loaded machine.
+const maxSlowCount = 360
+
 // slow reports whether the last user message asks to count slowly.
 func slow(contents []*genai.Content) bool {
 	if len(contents) == 0 {
@@ -221,8 +225,8 @@ func answer(msg string, history []*genai.Content) *genai.Content {
 	switch {
 	case reSlow.MatchString(msg):
 		n, _ := strconv.Atoi(reSlow.FindStringSubmatch(msg)[1])
-		nums := make([]string, 0, min(n, 50))
-		for i := 1; i <= min(n, 50); i++ {
+		nums := make([]string, 0, min(n, maxSlowCount))
+		for i := 1; i <= min(n, maxSlowCount); i++ {
 			nums = append(nums, strconv.Itoa(i))
 		}
 		return text("Counting: " + strings.Join(nums, ", ") + ". Done counting.")

@@ -37,7 +37,9 @@ func startEmulators(env *environment, log *slog.Logger, start time.Time) (*emula
 		}()
 	}
 	if os.Getenv("FIRESTORE_EMULATOR_HOST") == "" {
-		emu, err := emulator.Start("", 30*time.Second)
+		// Java starts the emulator in about 5 s on a quiet machine; on a
+		// busy one (a test suite beside it) 30 s was not enough.
+		emu, err := emulator.Start("", 2*time.Minute)
 		if err != nil {
 			<-authDone
 			e.stop()
