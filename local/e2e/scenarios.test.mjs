@@ -477,6 +477,38 @@ scenario('agent switch: the concierge answers from what the DJ did, and a reload
   noPageErrors(page);
 });
 
+scenario('an agent switch in one tab: the other tab\'s picker follows it, and its next message stays with the new agent', 'switch-elsewhere', async (t) => {
+  const context = await t.newContext();
+  const first = await openTab(context);
+  await chooseAgent(first, 'concierge');
+  await send(first, 'hello');
+  await assistantSays(first, /offline demo model/);
+  await first.waitForSelector(sel('send', ':enabled'), { timeout: WAIT });
+  const second = await openTab(context);
+  assert.equal(await second.inputValue(sel('agent')), 'concierge', 'the second tab opens on the chat\'s agent');
+
+  await chooseAgent(first, 'dj');
+  await send(first, 'change the music to track 2');
+  await assistantSays(first, /now playing track 2/);
+  await second.waitForSelector(`${sel('system-message', '[data-kind="agent"]')}:has-text("Switched to dj from concierge.")`, { timeout: WAIT });
+  await second.waitForFunction(() => document.querySelector('[data-testid="agent"]').value === 'dj', null, { timeout: WAIT })
+    .catch((err) => {
+      throw new Error(`the second tab's picker did not follow the switch to dj: ${err.message}`);
+    });
+  await second.waitForSelector(sel('send', ':enabled'), { timeout: WAIT });
+  await screenshot(second, 'switch-elsewhere');
+
+  // The second tab's next message goes to the dj: no switch back.
+  await send(second, 'hello');
+  await second.waitForFunction(() => [...document.querySelectorAll('[data-testid="message"][data-role="assistant"]')]
+    .filter((m) => /offline demo model/.test(m.innerText)).length === 2, null, { timeout: WAIT });
+  await second.waitForSelector(sel('send', ':enabled'), { timeout: WAIT });
+  const switches = (await conversation(second)).filter((b) => b.system === 'agent').map((b) => b.text);
+  assert.deepEqual(switches, ['Switched to dj from concierge.'], 'the chat stayed with the dj');
+  assert.equal(await second.inputValue(sel('agent')), 'dj');
+  noPageErrors(first, second);
+});
+
 scenario('parallel calls: two browser tools of one step run, and their answers resume the agent once', 'parallel', async (t) => {
   const context = await t.newContext();
   await context.grantPermissions(['geolocation'], { origin: BASE });
@@ -947,9 +979,12 @@ scenario('a background playlist: its progress shows in the call\'s card and goes
   await page.waitForSelector(`${card} ${sel('tool-progress')}`, { timeout: WAIT });
   const before = await progressOf(page, 'prepare_playlist');
   assert.ok(before >= 1 && before < 6, `the progress before the reload, ${before} of 6`);
+  await turnNotOver(page, 'while the playlist is prepared');
   await screenshot(page, 'background-progress');
   await page.reload();
   await ready(page);
+  await page.waitForSelector(`${card} ${sel('tool-progress')}`, { timeout: WAIT });
+  await turnNotOver(page, 'after a reload, while the playlist is prepared');
   // The reloaded page shows the progress as stored, then follows it.
   await page.waitForFunction(([c, v]) => {
     const bar = document.querySelector(`${c} [data-testid="tool-progress"]`);
@@ -961,9 +996,26 @@ scenario('a background playlist: its progress shows in the call\'s card and goes
   await page.waitForSelector(`${card}[data-status="done"]`, { timeout: WAIT });
   assert.equal(await count(page, sel('tool-progress')), 0, 'the result replaced the progress');
   assert.equal(await count(page, sel('message', '[data-role="assistant"]')), 1, 'one assistant message for the turn');
+  // The turn is over: the answer's controls come.
+  await page.waitForSelector(sel('regenerate', ':enabled'), { timeout: WAIT });
+  await page.waitForSelector(sel('rating'), { timeout: WAIT });
+  assert.ok(await page.isEnabled(sel('edit')), 'Edit is offered again once the turn is over');
   await screenshot(page, 'background-done');
+  await page.setViewportSize({ width: 390, height: 844 });
+  await screenshot(page, 'background-done-phone');
   noPageErrors(page);
 });
+
+/**
+ * Checks that page offers none of a finished answer's controls while its
+ * turn waits for a background call: no rating, and Regenerate and Edit
+ * not pressable.
+ */
+async function turnNotOver(page, when) {
+  assert.equal(await count(page, sel('rating')), 0, `no rating buttons ${when}`);
+  assert.equal(await count(page, sel('regenerate', ':enabled')), 0, `no Regenerate to press ${when}`);
+  assert.equal(await count(page, sel('edit', ':enabled')), 0, `no Edit to press ${when}`);
+}
 
 scenario('a background playlist stopped midway: its work ends, the agent is told it was stopped, the chat goes on', 'background-stop', async (t) => {
   const context = await t.newContext();
@@ -1789,13 +1841,23 @@ scenario('live mode in one tab: a tab opened meanwhile says why it cannot send, 
   await other.waitForSelector(why, { timeout: WAIT });
   assert.match(await other.innerText(why), /Another tab is in a live conversation in this chat: Send and Live wait until it ends/);
   assert.ok(await other.isDisabled(sel('send')), 'the second tab can send');
+  // Regenerate and Edit would fail as Send would: disabled, saying why.
+  for (const control of ['regenerate', 'edit']) {
+    assert.ok(await other.isDisabled(sel(control)), `the second tab can press ${control}`);
+    assert.match(await other.getAttribute(sel(control), 'title'), /Another tab is in a live conversation in this chat/,
+      `${control} says why it waits`);
+  }
   await screenshot(other, 'live-elsewhere');
+  await other.setViewportSize({ width: 390, height: 844 });
+  await screenshot(other, 'live-elsewhere-phone');
 
   await front(page);
   await page.click(sel('live'));
   await page.waitForSelector(sel('live-status', '[data-state="ended"]'), { timeout: WAIT });
   await other.waitForSelector(why, { state: 'detached', timeout: WAIT });
   await other.waitForSelector(sel('send', ':enabled'), { timeout: WAIT });
+  await other.waitForSelector(sel('regenerate', ':enabled'), { timeout: WAIT });
+  assert.ok(await other.isEnabled(sel('edit')), 'Edit is offered again once the conversation ended');
   await send(other, 'play track 1');
   await assistantSays(other, /now playing track 1/);
   noPageErrors(page, other);

@@ -191,7 +191,19 @@ function ChatPage({ config, identity, device, chatId, initial, onNewChat, chrome
     earlierThan.current.set(fresh.messages[0]?.id, !!fresh.earlier);
     shown.current((ms) => withEarlier(ms, fresh));
     leftLive.current(fresh.messages);
-  }, []);
+    followAgent(fresh.agent);
+  }, []); // eslint-disable-line react-hooks/exhaustive-deps
+  /**
+   * The chat is with agent now (a load, or a stream, said so): a switch
+   * made elsewhere (another tab) moves the picker too, so that this tab's
+   * next message does not switch back. A pick of this tab's for the next
+   * message stays while the chat's agent does not change.
+   */
+  function followAgent(to) {
+    if (!to || to === agent.current.current) return;
+    agent.current.current = to;
+    setPicked(to);
+  }
   const reload = useCallback(async () => {
     showLatest(await loadChat(chatId, identity));
   }, [chatId, identity, showLatest]);
@@ -571,6 +583,10 @@ function ChatPage({ config, identity, device, chatId, initial, onNewChat, chrome
   // A live conversation of another tab (or device), which this tab's
   // resumed stream follows (the server said so): Send and Live wait for it.
   const liveElsewhere = busy && followsLive && !liveMode.on;
+  // What keeps a message's controls (Regenerate, Edit, the rating of the
+  // last answer) back: a turn that is not over, here, in the background or
+  // in a live conversation of this tab or another.
+  const held = busy || working || running.size > 0 || liveMode.on;
   return (
     <div className="app" data-testid="app" data-ready="true" data-state={busy || running.size ? 'working' : 'idle'}
       data-ai-sdk={__AI_SDK_VERSION__}>
@@ -595,7 +611,8 @@ function ChatPage({ config, identity, device, chatId, initial, onNewChat, chrome
                   {notices.render(i)}
                   <Message message={m} live={liveIds.has(m.id)} unsent={unsent.has(m.id)} device={device} running={running} onDecide={decide}
                     onAnswer={answerInput} surfaces={surfaces} callOf={callOf} onSurfaceAnswer={answerSurface} onCardAction={cardAction} />
-                  {!unsent.has(m.id) && <MessageActions message={m} last={m.id === lastAssistant} busy={busy || running.size > 0 || liveMode.on}
+                  {!unsent.has(m.id) && <MessageActions message={m} last={m.id === lastAssistant} busy={held}
+                    waiting={liveElsewhere ? LIVE_ELSEWHERE : undefined}
                     onRegenerate={(messageId) => { live.current?.(); regenerate({ messageId }); }}
                     onRate={(messageId, rating) => rate(identity, chatId, messageId, rating)}
                     onEdit={(messageId, text) => {
@@ -655,6 +672,8 @@ function ChatPage({ config, identity, device, chatId, initial, onNewChat, chrome
     </div>
   );
 }
+
+const LIVE_ELSEWHERE = 'Another tab is in a live conversation in this chat: this waits until it ends.';
 
 function Header({ config, agents, picked, onPick, onNewChat, chrome }) {
   const modelName = config.model ? String(config.model).split(' (')[0] : 'unknown';

@@ -10,11 +10,12 @@ import { useState } from 'react';
 import { Rating } from './Feedback.jsx';
 
 /**
- * The controls under one message; nothing while a turn runs here. An
- * assistant message also gets its rating buttons (Feedback.jsx) once it is
- * not being written.
+ * The controls under one message; none to press while a turn runs (busy:
+ * here, in the background, or in a live conversation), and why, when the
+ * page says so (waiting). An assistant message also gets its rating
+ * buttons (Feedback.jsx) once its turn is over.
  */
-export function MessageActions({ message, last, busy, onRegenerate, onEdit, onRate }) {
+export function MessageActions({ message, last, busy, waiting, onRegenerate, onEdit, onRate }) {
   const [editing, setEditing] = useState(null); // the text being edited, or null
   if (message.role === 'user') {
     const text = message.parts.filter((p) => p.type === 'text').map((p) => p.text).join('');
@@ -31,14 +32,14 @@ export function MessageActions({ message, last, busy, onRegenerate, onEdit, onRa
           <label htmlFor={`edit-${message.id}`} className="visually-hidden">Edit your message</label>
           <input id={`edit-${message.id}`} data-testid="edit-input" value={editing} autoFocus
             onChange={(e) => setEditing(e.target.value)} />
-          <button type="submit" data-testid="edit-save" disabled={busy}>Send</button>
+          <button type="submit" data-testid="edit-save" disabled={busy} title={waiting}>Send</button>
           <button type="button" className="link" data-testid="edit-cancel" onClick={() => setEditing(null)}>Cancel</button>
         </form>
       );
     }
     return (
       <div className="msg-actions" data-testid="message-actions" data-role="user">
-        <button type="button" className="link" data-testid="edit" disabled={busy} title="Edit this message: what followed it is replaced"
+        <button type="button" className="link" data-testid="edit" disabled={busy} title={waiting || 'Edit this message: what followed it is replaced'}
           onClick={() => setEditing(text)}>Edit</button>
       </div>
     );
@@ -48,7 +49,7 @@ export function MessageActions({ message, last, busy, onRegenerate, onEdit, onRa
   if (!last && !onRate) return null;
   return (
     <div className="msg-actions" data-testid="message-actions" data-role="assistant">
-      {last && <button type="button" className="link" data-testid="regenerate" disabled={busy} title="Answer the last message again"
+      {last && <button type="button" className="link" data-testid="regenerate" disabled={busy} title={waiting || 'Answer the last message again'}
         onClick={() => onRegenerate(message.id)}>Regenerate</button>}
       {!writing && onRate && <Rating message={message} onRate={onRate} />}
     </div>
