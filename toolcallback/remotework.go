@@ -190,19 +190,34 @@ func (e *engine) sendCancel(ctx context.Context, c *Call) (*WorkOutcome, error) 
 		e.opts.Logger.Info("remote agent: cancel failed; the queue retries it", "call", c.ID, "error", err)
 		return &WorkOutcome{What: "retry", Retry: true}, nil
 	}
-	if _, err := e.ledger.CancelSent(ctx, c); errors.Is(err, ledger.ErrChanged) {
-		return nil, errWorkChanged
-	} else if err != nil {
-		return nil, err
+	// The record changes under a cancel just sent (the closer's mark that
+	// it queued it, the mark that the agent was told): record the cancel
+	// on the record as it now is, never sending it again.
+	for range 3 {
+		_, err := e.ledger.CancelSent(ctx, c, platform.Now(ctx))
+		if !errors.Is(err, ledger.ErrChanged) {
+			if err != nil {
+				return nil, err
+			}
+			return &WorkOutcome{What: "cancelled"}, nil
+		}
+		if c, err = e.ledger.Get(ctx, c.UserID, c.SessionID, c.ID); err != nil {
+			return nil, err
+		}
+		if c.Remote == nil || c.Remote.CancelSent {
+			return &WorkOutcome{What: "cancelled"}, nil
+		}
 	}
-	return &WorkOutcome{What: "cancelled"}, nil
+	return nil, fmt.Errorf("%w: call %q keeps changing", ledger.ErrChanged, c.ID)
 }
 
 // cancelRemote queues the cancel of c's remote task, a call just closed
-// (its task's step "cancel": a named task, created once). A call whose
-// message was never sent has nothing to cancel: its first task, if not
-// delivered yet, finds it closed. Best effort: the remote's own timeout
-// ends a task whose cancel is lost.
+// (its task's step "cancel": a named task, created once), and marks it
+// queued. A call whose message was never sent has nothing to cancel: its
+// first task, if not delivered yet, finds it closed. The write that
+// closed the call left its cancel "to be enqueued" (ledger's CancelDue):
+// a closer that dies, or a queue that fails, before the mark leaves the
+// cancel to the sweeper after the grace.
 func (e *engine) cancelRemote(ctx context.Context, c *Call) {
 	if e.opts.Queue == nil || c.Remote == nil || c.Remote.CancelSent {
 		return
@@ -213,10 +228,8 @@ func (e *engine) cancelRemote(ctx context.Context, c *Call) {
 		}
 		return
 	}
-	t := taskOf(c)
-	t.Step = "cancel"
-	if err := e.opts.Queue.Enqueue(ctx, t); err != nil {
-		e.opts.Logger.Warn("queue the cancel of a remote task", "call", c.ID, "error", err)
+	if err := e.enqueue(ctx, c, cancelTaskOf(c)); err != nil {
+		e.opts.Logger.Warn("queue the cancel of a remote task; the sweeper will", "call", c.ID, "error", err)
 	}
 }
 
