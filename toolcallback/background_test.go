@@ -343,7 +343,7 @@ func (d *workDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusBadRequest)
 		return
 	}
-	out, err := team.Work(ctx, toolcallback.WorkRequest{UserID: task.User, SessionID: task.Session, CallID: task.Call})
+	out, err := team.Work(ctx, toolcallback.WorkRequest{UserID: task.User, SessionID: task.Session, CallID: task.Call, Step: task.Step})
 	if err != nil {
 		d.log.Info("delivery", "call", task.Call, "error", err)
 		w.WriteHeader(http.StatusInternalServerError)

@@ -72,7 +72,7 @@ func taskOf(c *Call) workqueue.Task {
 // "cancel", a named task created once.
 func cancelTaskOf(c *Call) workqueue.Task {
 	t := taskOf(c)
-	t.Step = "cancel"
+	t.Step = cancelStep
 	return t
 }
 

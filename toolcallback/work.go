@@ -20,6 +20,13 @@ import (
 // now is).
 type WorkRequest struct {
 	UserID, SessionID, CallID string
+	// Step is the task's step (workqueue.Task.Step): "" for the call's
+	// work (a remote call's first message), "cancel" for the cancel of a
+	// remote call's task, "reply-" and a question's id for the answer to a
+	// remote task's question. A remote call's delivery does its own
+	// step's send alone, so that two of its tasks delivered at once never
+	// send the same thing twice.
+	Step string
 	// Deadline bounds this attempt's run of the tool (the delivery's own
 	// deadline, less the time to record the result and resume the agent);
 	// zero: only the call's expiry does.
@@ -75,7 +82,7 @@ func (t *Team) Work(ctx context.Context, req WorkRequest) (_ *WorkOutcome, err e
 		var out *WorkOutcome
 		switch {
 		case c.Kind == KindRemote && c.Remote != nil:
-			out, err = t.engine(c.Agent).remoteWork(ctx, c)
+			out, err = t.engine(c.Agent).remoteWork(ctx, c, req.Step)
 		case c.Kind != KindBackground || c.Work == nil:
 			return &WorkOutcome{What: "gone"}, nil // not a background call: no work to run, ever
 		default:
