@@ -96,6 +96,7 @@ func newQueuedFixture(t *testing.T, member func(m model.LLM) toolcallback.Member
 		body, _ := io.ReadAll(r.Body)
 		out, err := team.Notify(r.Context(), r.Header.Get("A2A-Notification-Token"), body)
 		if err != nil {
+			t.Logf("push refused: %v", err)
 			w.WriteHeader(http.StatusUnauthorized)
 			return
 		}
@@ -172,7 +173,7 @@ func streamTask(ctx context.Context, t *testing.T, f *fixture, text, call string
 	var p, a strings.Builder
 	for ev, err := range f.client(0, "ada").SendStreamingMessage(ctx, textMessage(text)) {
 		if err != nil {
-			t.Fatalf("SendStreamingMessage: %v", err)
+			t.Fatalf("SendStreamingMessage: %v (states %v, progress %q, artifact %q)", err, states, p.String(), a.String())
 		}
 		switch e := ev.(type) {
 		case *a2a.TaskStatusUpdateEvent:
