@@ -3,9 +3,14 @@ package toolcallback_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"cloud.google.com/go/firestore"
+	"cloud.google.com/go/firestore/apiv1/firestorepb"
 
 	"google.golang.org/adk/v2/platform"
 	"google.golang.org/genai"
@@ -13,6 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/baton-run/baton/internal/a2apeer"
+	"github.com/baton-run/baton/internal/firestoretest"
 	"github.com/baton-run/baton/internal/localtasks"
 	"github.com/baton-run/baton/internal/polltest"
 	"github.com/baton-run/baton/sessionstore"
@@ -172,5 +178,50 @@ func TestRemoteExpiry(t *testing.T) {
 	}
 	if text := finalText(f.history("chat")); !strings.Contains(text, "no result within 1h") {
 		t.Errorf("the model's answer %q does not read the expiry", text)
+	}
+}
+
+// TestRemoteAnswerRacesAWrite: a remote's terminal state whose answer
+// finds the record changed under it twice (a notification or a reply
+// recorded meanwhile; seen in TestRemoteAgentAsks under load) is applied
+// to the record as it then is: the call is answered once and the agent
+// resumed, rather than the remote's last state dropped until a poll.
+func TestRemoteAnswerRacesAWrite(t *testing.T) {
+	t.Parallel()
+	f := newRemoteFixture(t, a2apeer.Works, nil, eventsCall, echoReply)
+	f.startRemote("chat")
+	other, _ := firestoretest.Reopen(t, f.client)
+	const racedAnswers = 2
+	var raced atomic.Int32
+	f.counter.SetHook(func(method string, req any) error {
+		commit, _ := req.(*firestorepb.CommitRequest)
+		for _, w := range commit.GetWrites() {
+			name := w.GetUpdate().GetName()
+			if !strings.HasSuffix(name, "/calls/c1") || !containsPath(w.GetUpdateMask().GetFieldPaths(), "answer") {
+				continue
+			}
+			n := raced.Add(1)
+			if n > racedAnswers {
+				continue
+			}
+			// Another writer gets there first (with a value of its own:
+			// a write that changes nothing leaves the version as it was).
+			_, path, _ := strings.Cut(name, "/documents/")
+			if _, err := other.Doc(path).Update(t.Context(), []firestore.Update{{Path: "hint", Value: fmt.Sprint("raced ", n)}}); err != nil {
+				t.Errorf("the racing write: %v", err)
+			}
+		}
+		return nil
+	})
+	f.peer.Release()
+	got := f.waitResponse("chat", "c1")
+	if !strings.Contains(toJSON(got), "jazz at the Blue Room") {
+		t.Errorf("response = %s, want the remote's result", toJSON(got))
+	}
+	if n := raced.Load(); n <= racedAnswers {
+		t.Errorf("the answer was tried %d times, want %d lost to the racing write and one that took", n, racedAnswers)
+	}
+	if n := len(f.responses("chat", "c1")); n != 1 {
+		t.Errorf("%d responses to c1, want one", n)
 	}
 }

@@ -224,7 +224,11 @@ func (e *engine) finishWork(ctx context.Context, c *Call, a Answer, what string)
 		}
 	}
 	if errors.Is(err, ledger.ErrChanged) {
-		if what == "gave-up" {
+		if what == "gave-up" || c.Kind == KindRemote {
+			// A remote call's record changes under its answer (a
+			// notification, a reply recorded): the caller reads it
+			// again, and answers it while it is still pending, rather
+			// than dropping the remote's last state.
 			return nil, errWorkChanged
 		}
 		return &WorkOutcome{What: "cancelled"}, nil
