@@ -281,6 +281,11 @@ func (c *remoteCrash) recover() {
 // call's outcome, and every message has an answer.
 func (c *remoteCrash) check() {
 	t := c.t
+	if c.dead.Load() && c.reader == c.team {
+		// It died at one of its last writes (the resumed agent's), after
+		// the chat looked settled: the next instance takes over.
+		c.recover()
+	}
 	state, err := c.reader.Pending(t.Context(), toolcallback.PendingRequest{UserID: "user-1", ChatID: "chat", History: -1})
 	if err != nil {
 		t.Fatal(err)
