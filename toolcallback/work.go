@@ -217,6 +217,7 @@ func errorText(err error) string {
 // and resumes the agent through the answer's path once the call's model
 // step is complete.
 func (e *engine) finishWork(ctx context.Context, c *Call, a Answer, what string) (*WorkOutcome, error) {
+	remote := c.Kind == KindRemote
 	answered, err := e.ledger.Answer(ctx, c, a, "", platform.Now(ctx))
 	if errors.Is(err, ledger.ErrChanged) {
 		if c, err = e.stillHeld(ctx, c); err == nil {
@@ -224,7 +225,7 @@ func (e *engine) finishWork(ctx context.Context, c *Call, a Answer, what string)
 		}
 	}
 	if errors.Is(err, ledger.ErrChanged) {
-		if what == "gave-up" || c.Kind == KindRemote {
+		if what == "gave-up" || remote {
 			// A remote call's record changes under its answer (a
 			// notification, a reply recorded): the caller reads it
 			// again, and answers it while it is still pending, rather
