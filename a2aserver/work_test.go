@@ -17,6 +17,8 @@ import (
 	"google.golang.org/genai"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/baton-run/baton/a2aremote"
+	"github.com/baton-run/baton/internal/a2apeer"
 	"github.com/baton-run/baton/internal/firestoretest"
 	"github.com/baton-run/baton/internal/localtasks"
 	"github.com/baton-run/baton/modeltest"
@@ -31,6 +33,26 @@ import (
 func newWorkFixture(t *testing.T, work func(ctx context.Context, a struct {
 	Mood string `json:"mood"`
 }) (map[string]any, error), script ...modeltest.Reply) *fixture {
+	t.Helper()
+	playlist, err := toolcallback.Background(toolcallback.BackgroundConfig{Name: "prepare_playlist", Description: "prepare a playlist"}, work)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newQueuedFixture(t, func(m model.LLM) toolcallback.Member {
+		root, err := llmagent.New(llmagent.Config{Name: "dj", Description: "plays music", Model: m, Tools: []tool.Tool{playlist}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return toolcallback.Member{Agent: root, Background: []*toolcallback.BackgroundTool{playlist}}
+	}, script...)
+}
+
+// newQueuedFixture is a one-instance deployment of the team member
+// member makes with the fixture's model, with a Cloud Tasks API served in
+// process delivering its calls' tasks to the team's Work, and a push
+// door (the A2A function's /remote-push) serving the remote agents'
+// notifications to the team's Notify.
+func newQueuedFixture(t *testing.T, member func(m model.LLM) toolcallback.Member, script ...modeltest.Reply) *fixture {
 	t.Helper()
 	f := &fixture{t: t, model: &modeltest.Strict{T: t, Script: script}}
 	issuer, err := localtasks.NewIssuer()
@@ -55,7 +77,7 @@ func newWorkFixture(t *testing.T, work func(ctx context.Context, a struct {
 			w.WriteHeader(http.StatusBadRequest)
 			return
 		}
-		out, err := team.Work(r.Context(), toolcallback.WorkRequest{UserID: task.User, SessionID: task.Session, CallID: task.Call})
+		out, err := team.Work(r.Context(), toolcallback.WorkRequest{UserID: task.User, SessionID: task.Session, CallID: task.Call, Step: task.Step})
 		if err != nil || out.Retry {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			return
@@ -70,18 +92,24 @@ func newWorkFixture(t *testing.T, work func(ctx context.Context, a struct {
 	if err != nil {
 		t.Fatal(err)
 	}
-	playlist, err := toolcallback.Background(toolcallback.BackgroundConfig{Name: "prepare_playlist", Description: "prepare a playlist"}, work)
-	if err != nil {
-		t.Fatal(err)
-	}
-	root, err := llmagent.New(llmagent.Config{Name: "dj", Description: "plays music", Model: f.model, Tools: []tool.Tool{playlist}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	push := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		out, err := team.Notify(r.Context(), r.Header.Get("A2A-Notification-Token"), body)
+		if err != nil {
+			t.Logf("push refused: %v", err)
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		if out.Invocation != nil {
+			_ = out.Invocation.Wait()
+		}
+	}))
+	t.Cleanup(push.Close)
 	client, counter := firestoretest.NewCountingClient(t)
 	sessions := sessionstore.New(client, nil)
-	team, err = toolcallback.NewTeam(sessions, "app", []toolcallback.Member{{Agent: root, Background: []*toolcallback.BackgroundTool{playlist}}},
-		&toolcallback.Options{InvocationTimeout: 30 * time.Second, Queue: queue, ProgressInterval: 50 * time.Millisecond})
+	team, err = toolcallback.NewTeam(sessions, "app", []toolcallback.Member{member(f.model)},
+		&toolcallback.Options{InvocationTimeout: 30 * time.Second, Queue: queue, ProgressInterval: 50 * time.Millisecond,
+			TokenKey: []byte("test-key"), RemotePushURL: push.URL + "/remote-push"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,6 +117,84 @@ func newWorkFixture(t *testing.T, work func(ctx context.Context, a struct {
 	t.Cleanup(srv.Close)
 	f.instances = append(f.instances, &instance{srv: srv, client: client, counter: counter, team: team})
 	return f
+}
+
+// TestTaskRemoteProgress: a task whose turn pauses on a remote agent's
+// call (an a2a-go agent that pushes) stays working, and the remote's
+// working status reaches Baton's A2A caller as a working status with a
+// message naming the call; the remote's result resumes the agent, whose
+// answer is the task's artifact, and the task completes.
+func TestTaskRemoteProgress(t *testing.T) {
+	t.Parallel()
+	peer := a2apeer.Start(t, a2apeer.Works)
+	events, err := toolcallback.Remote(toolcallback.RemoteConfig{Name: "ask_events", Description: "ask the events agent",
+		Agent: a2aremote.Config{CardURL: peer.URL(), AllowPrivate: true}, Timeout: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newQueuedFixture(t, func(m model.LLM) toolcallback.Member {
+		root, err := llmagent.New(llmagent.Config{Name: "concierge", Description: "knows the town", Model: m, Tools: []tool.Tool{events}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return toolcallback.Member{Agent: root, Remote: []*toolcallback.RemoteTool{events}}
+	}, modeltest.CallReply(modeltest.Call("c1", "ask_events", map[string]any{"message": "what is on tonight?"})), modeltest.EchoReply)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	states, progress, artifact := streamTask(ctx, t, f, "ask the events agent what is on tonight", "c1", peer.Release)
+	if !strings.Contains(progress, "looking at the listings") {
+		t.Errorf("progress the caller saw = %q, want the remote's working message", progress)
+	}
+	if !strings.Contains(artifact, "jazz at the Blue Room") {
+		t.Errorf("artifact = %q, want the resumed agent's answer on the remote's result", artifact)
+	}
+	checkWorkedThrough(t, states, "a remote call")
+}
+
+// checkWorkedThrough checks that a task whose turn paused on what (a
+// call no caller answers) never asked its caller, and completed last.
+func checkWorkedThrough(t *testing.T, states []a2a.TaskState, what string) {
+	t.Helper()
+	for _, s := range states {
+		if s == a2a.TaskStateInputRequired {
+			t.Errorf("states = %v: %s is no caller's to answer", states, what)
+		}
+	}
+	if n := len(states); n == 0 || states[n-1] != a2a.TaskStateCompleted {
+		t.Errorf("states = %v, want the task completed last", states)
+	}
+}
+
+// streamTask sends text to f's first instance as ada, streaming, and
+// returns the task's states, the progress of call it saw (seen is called
+// once the first came), and its artifacts' text.
+func streamTask(ctx context.Context, t *testing.T, f *fixture, text, call string, seen func()) (states []a2a.TaskState, progress, artifact string) {
+	t.Helper()
+	var p, a strings.Builder
+	for ev, err := range f.client(0, "ada").SendStreamingMessage(ctx, textMessage(text)) {
+		if err != nil {
+			t.Fatalf("SendStreamingMessage: %v (states %v, progress %q, artifact %q)", err, states, p.String(), a.String())
+		}
+		switch e := ev.(type) {
+		case *a2a.TaskStatusUpdateEvent:
+			states = append(states, e.Status.State)
+			if m := e.Status.Message; e.Status.State == a2a.TaskStateWorking && m != nil {
+				for _, part := range m.Parts {
+					if part.Meta()["baton_progress"] == true && part.Meta()["baton_call"] == call {
+						if p.Len() == 0 {
+							seen()
+						}
+						p.WriteString(part.Text())
+					}
+				}
+			}
+		case *a2a.TaskArtifactUpdateEvent:
+			for _, part := range e.Artifact.Parts {
+				a.WriteString(part.Text())
+			}
+		}
+	}
+	return states, p.String(), a.String()
 }
 
 // TestTaskBackgroundProgress: a task whose turn pauses on a background
@@ -117,43 +223,12 @@ func TestTaskBackgroundProgress(t *testing.T) {
 	}, modeltest.EchoReply)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	var states []a2a.TaskState
-	var progress, artifact strings.Builder
-	for ev, err := range f.client(0, "ada").SendStreamingMessage(ctx, textMessage("make me a calm playlist")) {
-		if err != nil {
-			t.Fatalf("SendStreamingMessage: %v", err)
-		}
-		switch e := ev.(type) {
-		case *a2a.TaskStatusUpdateEvent:
-			states = append(states, e.Status.State)
-			if m := e.Status.Message; e.Status.State == a2a.TaskStateWorking && m != nil {
-				for _, p := range m.Parts {
-					if p.Meta()["baton_progress"] == true && p.Meta()["baton_call"] == "c1" {
-						if progress.Len() == 0 {
-							close(seen)
-						}
-						progress.WriteString(p.Text())
-					}
-				}
-			}
-		case *a2a.TaskArtifactUpdateEvent:
-			for _, p := range e.Artifact.Parts {
-				artifact.WriteString(p.Text())
-			}
-		}
+	states, progress, artifact := streamTask(ctx, t, f, "make me a calm playlist", "c1", func() { close(seen) })
+	if !strings.Contains(progress, "picked rain") {
+		t.Errorf("progress the caller saw = %q, want the work's report", progress)
 	}
-	if !strings.Contains(progress.String(), "picked rain") {
-		t.Errorf("progress the caller saw = %q, want the work's report", progress.String())
+	if !strings.Contains(artifact, `prepare_playlist={"tracks":["rain","tide"]}`) {
+		t.Errorf("artifact = %q, want the resumed agent's answer on the work's result", artifact)
 	}
-	if !strings.Contains(artifact.String(), `prepare_playlist={"tracks":["rain","tide"]}`) {
-		t.Errorf("artifact = %q, want the resumed agent's answer on the work's result", artifact.String())
-	}
-	for _, s := range states {
-		if s == a2a.TaskStateInputRequired {
-			t.Errorf("states = %v: a background call is no caller's to answer", states)
-		}
-	}
-	if n := len(states); n == 0 || states[n-1] != a2a.TaskStateCompleted {
-		t.Errorf("states = %v, want the task completed last", states)
-	}
+	checkWorkedThrough(t, states, "a background call")
 }

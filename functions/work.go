@@ -107,7 +107,7 @@ func (s *Server) work(w http.ResponseWriter, r *http.Request, log *slog.Logger) 
 	// The attempt's own bound: the queue's deadline, less the time to
 	// record the result and run the resumed agent.
 	deadline := time.Now().Add(s.cfg.WorkDeadline - s.cfg.InvocationTimeout - workMargin)
-	out, err := s.team.Work(r.Context(), toolcallback.WorkRequest{UserID: task.User, SessionID: task.Session, CallID: task.Call,
+	out, err := s.team.Work(r.Context(), toolcallback.WorkRequest{UserID: task.User, SessionID: task.Session, CallID: task.Call, Step: task.Step,
 		Deadline: deadline})
 	if err != nil {
 		return err

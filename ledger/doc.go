@@ -65,9 +65,14 @@
 // cancel was sent. RemoteSent records the first message sent;
 // RemoteState applies a newer state of the task (its progress, its
 // question, an answer sent); Polled moves the sweeper's next read;
-// CancelSent marks the cancel. While the call is pending and its task
-// known, its sweep time is its next poll (Remote.PollEvery), so the
-// sweeper's one query finds the calls to read. PushToken signs the token
+// CancelSent marks the cancel. The write that closes a call whose task
+// runs (CancelDue) marks its work to be enqueued again, for the cancel,
+// and keeps the record before the sweeper, even once resumed, until
+// CancelSent (or Swept, once the queue has the cancel): a closer that
+// dies before queueing the cancel leaves it to the sweeper, as a lost
+// send is. While the call is pending and its task known, its sweep time
+// is its next poll (Remote.PollEvery), so the sweeper's one query finds
+// the calls to read. PushToken signs the token
 // a remote echoes with its notifications, with a key derived from
 // TokenKey (a push token is never a call token, nor the reverse), and
 // ByPushToken checks it against the call and its TokenID. The question a

@@ -47,6 +47,44 @@ type Remote struct {
 	CancelSent bool
 }
 
+// CancelDue reports whether c is a remote call closed by Baton (cancelled
+// or expired, not answered) whose task is known and whose cancel was not
+// sent: the task still runs on the remote until its cancel goes. The
+// write that closes such a call marks its work "to be enqueued" again,
+// this time for the cancel (the queue's step "cancel"), and keeps it
+// before the sweeper until the cancel is sent: a closer that dies before
+// queueing the cancel leaves it to the sweeper, as a lost send is.
+func (c *Call) CancelDue() bool {
+	return c.Status != StatusPending && c.Status != StatusResolved && cancelable(c)
+}
+
+// cancelable reports whether c is a remote call whose task is known and
+// was not cancelled: the closing of c must see its cancel sent.
+func cancelable(c *Call) bool {
+	return c.Kind == KindRemote && c.Remote != nil && c.Remote.TaskID != "" && !c.Remote.CancelSent
+}
+
+// cancelUpdates are the updates that the write closing c, a pending call
+// as read, at now adds for its remote task's cancel (none when c has no
+// task to cancel): its work to be enqueued again (the cancel's task), and
+// the sweeper's look after the grace, which creates that task if the
+// closer did not.
+func (l *Ledger) cancelUpdates(c *Call, now time.Time) []firestore.Update {
+	if !cancelable(c) {
+		return nil
+	}
+	return []firestore.Update{{Path: fieldWorkEnqueued, Value: time.Time{}},
+		{Path: fieldSweepAt, Value: now.Add(l.opts.EnqueueGrace)}}
+}
+
+// closedWork is c's work as the write closing it leaves it (cancelUpdates).
+func closedWork(c *Call) *Call {
+	if !cancelable(c) {
+		return c
+	}
+	return withWork(c, func(w *Work) { w.Enqueued = time.Time{} })
+}
+
 // The fields of a record's remote task, under fieldRemote.
 const (
 	fieldRemote           = "remote"
@@ -182,11 +220,29 @@ func (l *Ledger) Polled(ctx context.Context, c *Call, now time.Time) (*Call, err
 	return l.change(ctx, c, c, "record remote poll", firestore.Update{Path: fieldSweepAt, Value: nextSweep(c, now)})
 }
 
-// CancelSent records that the cancel of c's remote task was sent. It is
+// CancelSent records that the cancel of c's remote task was sent at now
+// (its delivery also marks the cancel's task created); a record whose
+// agent has the call's outcome leaves the sweeper then. It is
 // conditional on the record being as read, as every change is.
-func (l *Ledger) CancelSent(ctx context.Context, c *Call) (*Call, error) {
+func (l *Ledger) CancelSent(ctx context.Context, c *Call, now time.Time) (*Call, error) {
 	out := withRemote(c, func(r *Remote) { r.CancelSent = true })
-	return l.change(ctx, c, out, "record remote cancel", firestore.Update{Path: fieldRemoteCancelSent, Value: true})
+	out = withWork(out, func(w *Work) {
+		if w.Enqueued.IsZero() {
+			w.Enqueued = now
+		}
+	})
+	ups := []firestore.Update{{Path: fieldRemoteCancelSent, Value: true}, {Path: fieldWorkEnqueued, Value: out.Work.Enqueued}}
+	if c.Resumed {
+		ups = append(ups, firestore.Update{Path: fieldSweepAt, Value: firestore.Delete})
+	}
+	return l.change(ctx, c, out, "record remote cancel", ups...)
+}
+
+// Swept takes c, a record whose agent has the call's outcome, off the
+// sweeper: a closed remote call whose cancel the queue now carries (or
+// was sent) is left there until then (CancelDue). First writer wins.
+func (l *Ledger) Swept(ctx context.Context, c *Call) (*Call, error) {
+	return l.change(ctx, c, c, "take off the sweeper", firestore.Update{Path: fieldSweepAt, Value: firestore.Delete})
 }
 
 // pushDomain separates push tokens from call tokens: a push token is

@@ -104,16 +104,22 @@ func (l *Ledger) ExpireBecause(ctx context.Context, c *Call, reason string, now 
 	if c.Status != StatusPending {
 		return nil, fmt.Errorf("%w: call %q is %s", ErrChanged, c.ID, c.Status)
 	}
-	w := sessionstore.Update(l.Doc(c.UserID, c.SessionID, c.ID), c.version,
-		firestore.Update{Path: fieldStatus, Value: string(StatusExpired)},
-		firestore.Update{Path: fieldResolved, Value: now},
-		firestore.Update{Path: fieldReason, Value: reason},
-		firestore.Update{Path: fieldSweepAt, Value: now})
-	if err := l.commit(ctx, c, w); err != nil {
-		return nil, fmt.Errorf("expire call %q: %w", c.ID, err)
+	ups := []firestore.Update{
+		{Path: fieldStatus, Value: string(StatusExpired)},
+		{Path: fieldResolved, Value: now},
+		{Path: fieldReason, Value: reason},
+		{Path: fieldSweepAt, Value: now},
 	}
-	closed := *c
-	closed.Status, closed.Resolved, closed.Reason = StatusExpired, now, reason
+	if cu := l.cancelUpdates(c, now); cu != nil {
+		ups = append(ups[:3], cu...)
+	}
+	w := sessionstore.Update(l.Doc(c.UserID, c.SessionID, c.ID), c.version, ups...)
+	at, err := l.sessions.Commit(ctx, w)
+	if err != nil {
+		return nil, fmt.Errorf("expire call %q: %w", c.ID, changed(err))
+	}
+	closed := *closedWork(c)
+	closed.Status, closed.Resolved, closed.Reason, closed.version = StatusExpired, now, reason, at
 	return &closed, nil
 }
 
@@ -131,14 +137,15 @@ func (l *Ledger) settle(ctx context.Context, c *Call, status Status, now time.Ti
 	if c.Status != StatusPending {
 		return nil, fmt.Errorf("%w: call %q is %s", ErrChanged, c.ID, c.Status)
 	}
-	w := sessionstore.Update(l.Doc(c.UserID, c.SessionID, c.ID), c.version,
-		firestore.Update{Path: fieldStatus, Value: string(status)},
-		firestore.Update{Path: fieldResolved, Value: now})
-	if err := l.commit(ctx, c, append([]sessionstore.Write{w}, l.waitingWrites(c, false)...)...); err != nil {
-		return nil, fmt.Errorf("close call %q: %w", c.ID, err)
+	ups := append([]firestore.Update{{Path: fieldStatus, Value: string(status)}, {Path: fieldResolved, Value: now}},
+		l.cancelUpdates(c, now)...)
+	w := sessionstore.Update(l.Doc(c.UserID, c.SessionID, c.ID), c.version, ups...)
+	at, err := l.sessions.Commit(ctx, append([]sessionstore.Write{w}, l.waitingWrites(c, false)...)...)
+	if err != nil {
+		return nil, fmt.Errorf("close call %q: %w", c.ID, changed(err))
 	}
-	closed := *c
-	closed.Status, closed.Resolved = status, now
+	closed := *closedWork(c)
+	closed.Status, closed.Resolved, closed.version = status, now, at
 	return &closed, nil
 }
 
@@ -176,12 +183,18 @@ func (l *Ledger) MarkResumed(ctx context.Context, calls []*Call) (err error) {
 func (l *Ledger) Delivered(calls []*Call) []sessionstore.Write {
 	out := make([]sessionstore.Write, 0, len(calls))
 	for _, c := range calls {
-		out = append(out, sessionstore.Update(l.Doc(c.UserID, c.SessionID, c.ID), time.Time{}, resumedUpdates()...))
+		out = append(out, sessionstore.Update(l.Doc(c.UserID, c.SessionID, c.ID), time.Time{}, resumedUpdates(c)...))
 	}
 	return out
 }
 
-func resumedUpdates() []firestore.Update {
+// resumedUpdates mark c resumed, and take it off the sweeper unless it is
+// a closed remote call whose cancel is not sent (CancelDue: the sweeper
+// sees to it; CancelSent takes it off).
+func resumedUpdates(c *Call) []firestore.Update {
+	if c.Status != StatusResolved && cancelable(c) {
+		return []firestore.Update{{Path: fieldResumed, Value: true}}
+	}
 	return []firestore.Update{{Path: fieldResumed, Value: true}, {Path: fieldSweepAt, Value: firestore.Delete}}
 }
 
@@ -193,9 +206,10 @@ func resumedUpdates() []firestore.Update {
 func (l *Ledger) Closed(calls []*Call, now time.Time) []sessionstore.Write {
 	out := make([]sessionstore.Write, 0, len(calls))
 	for _, c := range calls {
-		ups := resumedUpdates()
+		ups := resumedUpdates(c)
 		if c.Status == StatusPending {
 			ups = append(ups, firestore.Update{Path: fieldStatus, Value: string(closing(c, now))}, firestore.Update{Path: fieldResolved, Value: now})
+			ups = append(ups, l.cancelUpdates(c, now)...)
 		}
 		out = append(out, sessionstore.Update(l.Doc(c.UserID, c.SessionID, c.ID), c.version, ups...))
 		if c.Status == StatusPending {

@@ -113,16 +113,23 @@ func withWork(c *Call, f func(w *Work)) *Call {
 	return &out
 }
 
-// Enqueued records that the task of c, a pending background call, was
-// created at now: the sweeper then looks at c only at its expiry. First
-// writer wins: ErrChanged when the record changed since c was read (its
-// work claimed, its status settled); read it again to know whether the
-// mark is still needed.
+// Enqueued records that the task of c, a pending background or remote
+// call, was created at now: the sweeper then looks at c only at its
+// expiry. For a closed remote call (CancelDue), the task is its cancel's:
+// the sweeper looks at it again only while its agent does not have the
+// call's outcome. First writer wins: ErrChanged when the record changed
+// since c was read (its work claimed, its status settled); read it again
+// to know whether the mark is still needed.
 func (l *Ledger) Enqueued(ctx context.Context, c *Call, now time.Time) (*Call, error) {
 	out := withWork(c, func(w *Work) { w.Enqueued = now })
-	return l.change(ctx, c, out, "mark enqueued",
-		firestore.Update{Path: fieldWorkEnqueued, Value: now},
-		firestore.Update{Path: fieldSweepAt, Value: c.Expires})
+	ups := []firestore.Update{{Path: fieldWorkEnqueued, Value: now}}
+	switch {
+	case c.Status == StatusPending:
+		ups = append(ups, firestore.Update{Path: fieldSweepAt, Value: c.Expires})
+	case c.Resumed:
+		ups = append(ups, firestore.Update{Path: fieldSweepAt, Value: firestore.Delete})
+	}
+	return l.change(ctx, c, out, "mark enqueued", ups...)
 }
 
 // Claim gives the work of c, a pending background call as read, to the

@@ -65,6 +65,7 @@ type bgFixture struct {
 	tasks    *localtasks.Server
 	queue    *workqueue.Queue
 	tool     *toolcallback.BackgroundTool
+	remote   *toolcallback.RemoteTool // set: the agent is "concierge", with this tool alone
 	team     *toolcallback.Team
 	door     *workDoor
 	doorURL  string       // where the queue delivers
@@ -80,7 +81,15 @@ var bgQueueConfig = &cloudtaskspb.RetryConfig{MaxAttempts: 10, MinBackoff: durat
 
 func newBGFixture(t testing.TB, opts *toolcallback.Options, tasksOpts *localtasks.Options, script ...reply) *bgFixture {
 	t.Helper()
-	f := &bgFixture{t: t, model: &modeltest.Strict{T: t, Script: script}}
+	return newWorkFixture(t, opts, tasksOpts, nil, script...)
+}
+
+// newWorkFixture is newBGFixture whose team's agent is, with remote set,
+// "concierge" with that remote agent as its one tool (remote_test.go)
+// rather than "dj" with prepare_playlist.
+func newWorkFixture(t testing.TB, opts *toolcallback.Options, tasksOpts *localtasks.Options, remote *toolcallback.RemoteTool, script ...reply) *bgFixture {
+	t.Helper()
+	f := &bgFixture{t: t, model: &modeltest.Strict{T: t, Script: script}, remote: remote}
 	f.client, f.counter = firestoretest.NewCountingClient(t)
 	f.sessions = sessionstore.New(f.client, nil)
 	log := testLog(t)
@@ -187,12 +196,19 @@ func (f *bgFixture) newInstanceOn(client *firestore.Client) *toolcallback.Team {
 // newInstanceWith is newInstance over client, with opts.
 func (f *bgFixture) newInstanceWith(client *firestore.Client, opts *toolcallback.Options) *toolcallback.Team {
 	f.t.Helper()
-	a, err := llmagent.New(llmagent.Config{Name: "dj", Model: f.model, Tools: []tool.Tool{f.tool}})
+	name, tools := "dj", []tool.Tool{f.tool}
+	if f.remote != nil {
+		name, tools = "concierge", []tool.Tool{f.remote}
+	}
+	a, err := llmagent.New(llmagent.Config{Name: name, Model: f.model, Tools: tools})
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	team, err := toolcallback.NewTeam(sessionstore.New(client, nil), "app",
-		[]toolcallback.Member{{Agent: a, Background: []*toolcallback.BackgroundTool{f.tool}}}, opts)
+	member := toolcallback.Member{Agent: a, Background: []*toolcallback.BackgroundTool{f.tool}}
+	if f.remote != nil {
+		member = toolcallback.Member{Agent: a, Remote: []*toolcallback.RemoteTool{f.remote}}
+	}
+	team, err := toolcallback.NewTeam(sessionstore.New(client, nil), "app", []toolcallback.Member{member}, opts)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -327,7 +343,7 @@ func (d *workDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusBadRequest)
 		return
 	}
-	out, err := team.Work(ctx, toolcallback.WorkRequest{UserID: task.User, SessionID: task.Session, CallID: task.Call})
+	out, err := team.Work(ctx, toolcallback.WorkRequest{UserID: task.User, SessionID: task.Session, CallID: task.Call, Step: task.Step})
 	if err != nil {
 		d.log.Info("delivery", "call", task.Call, "error", err)
 		w.WriteHeader(http.StatusInternalServerError)

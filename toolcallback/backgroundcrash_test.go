@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/cloudtasks/apiv2/cloudtaskspb"
+	"cloud.google.com/go/firestore"
 	"cloud.google.com/go/firestore/apiv1/firestorepb"
 	"google.golang.org/adk/v2/model"
 	"google.golang.org/adk/v2/platform"
@@ -37,6 +38,108 @@ const bgCrashLater = 2 * time.Minute
 // deadline, as if the process were alive).
 var errKilled = status.Error(codes.Canceled, "process killed")
 
+// doom is an instance that dies right after its survive-th write (-1:
+// never): a Firestore commit, the creation of a task, or whatever else a
+// test counts as one. Every later call it makes fails (errKilled).
+type doom struct {
+	survive int
+	dead    atomic.Bool
+	died    chan struct{} // closed once dead
+	// onWrite, when set, sees each write let through (under mu).
+	onWrite func(what string)
+
+	mu     sync.Mutex
+	writes []string // the writes let through, by kind, in order
+}
+
+func newDoom(survive int) *doom { return &doom{survive: survive, died: make(chan struct{})} }
+
+// write lets the doomed instance's next write through, or kills it.
+func (d *doom) write(what string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.dead.Load() {
+		return errKilled
+	}
+	if d.survive >= 0 && len(d.writes) >= d.survive {
+		d.dead.Store(true)
+		close(d.died)
+		return errKilled
+	}
+	d.writes = append(d.writes, what)
+	if d.onWrite != nil {
+		d.onWrite(what)
+	}
+	return nil
+}
+
+// wrote are the writes let through so far.
+func (d *doom) wrote() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]string(nil), d.writes...)
+}
+
+// fail is nil while the instance lives, errKilled once it died.
+func (d *doom) fail() error {
+	if d.dead.Load() {
+		return errKilled
+	}
+	return nil
+}
+
+// hook dooms f's instance: each Firestore commit (named by kind) and each
+// task it creates is a write; every other call fails once it died.
+func (d *doom) hook(f *bgFixture, kind func(req any) string) {
+	f.counter.SetHook(func(method string, req any) error {
+		if strings.HasSuffix(method, "/Commit") {
+			return d.write(kind(req))
+		}
+		return d.fail()
+	})
+	f.setQueueFault(func(method string) error {
+		if strings.HasSuffix(method, "/CreateTask") {
+			return d.write("create task")
+		}
+		return d.fail()
+	})
+}
+
+// successor is the instance that comes after f's dead one, on a client of
+// its own, its clock bgCrashLater ahead (ctx carries it): the queue now
+// delivers to it.
+func (f *bgFixture) successor() (next *toolcallback.Team, client *firestore.Client, ctx context.Context, later func() time.Time) {
+	t := f.t
+	client, _ = firestoretest.Reopen(t, f.client)
+	opts := *f.opts
+	queue, err := workqueue.New(f.tasks.Client(), workqueue.Config{Queue: bgQueue, URL: f.doorURL, Invoker: "worker@test.iam.gserviceaccount.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Queue = queue
+	later = func() time.Time { return time.Now().Add(bgCrashLater) }
+	next = f.newInstanceWith(client, &opts)
+	f.door.set(next, later)
+	return next, client, platform.WithTimeProvider(t.Context(), later), later
+}
+
+// sendOnceFree sends user-1's text to "chat" on team once the chat is
+// free: the resumed agent may still hold its lease a moment after its
+// answer is stored, and a person told "busy, retry" retries.
+func sendOnceFree(ctx context.Context, t testing.TB, team *toolcallback.Team, text string) {
+	t.Helper()
+	polltest.Until(t, "the next message to be taken", func() bool {
+		_, _, err := runTurn(ctx, team, textTurn("chat", "tab-1", text))
+		if errors.Is(err, sessionstore.ErrBusy) {
+			return false
+		}
+		if err != nil {
+			t.Fatalf("turn after the crash error = %v", err)
+		}
+		return true
+	})
+}
+
 // bgCrash is one run of a background call's whole path (the turn that
 // makes the call, the queue's delivery, the work, its answer and the
 // resumed agent) on an instance that dies right after its survive-th
@@ -46,37 +149,14 @@ var errKilled = status.Error(codes.Canceled, "process killed")
 // message.
 type bgCrash struct {
 	*bgFixture
-	survive  int
-	dead     atomic.Bool
-	died     chan struct{} // closed once dead
+	*doom
 	reported chan struct{} // closed once a progress report of the doomed instance was stored
 	once     sync.Once
 
 	reader *toolcallback.Team // what check reads the chat through: the instance alive at the end
 
-	mu     sync.Mutex
-	writes []string // the doomed instance's writes, by kind, in order
 	// running and most count the runs of the work at once.
 	running, most atomic.Int32
-}
-
-// write lets the doomed instance's next write through, or kills it.
-func (c *bgCrash) write(what string) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.dead.Load() {
-		return errKilled
-	}
-	if c.survive >= 0 && len(c.writes) >= c.survive {
-		c.dead.Store(true)
-		close(c.died)
-		return errKilled
-	}
-	c.writes = append(c.writes, what)
-	if what == "progress" {
-		c.once.Do(func() { close(c.reported) })
-	}
-	return nil
 }
 
 // commitKind names what a commit of the background path writes.
@@ -141,36 +221,17 @@ func (c *bgCrash) work(ctx context.Context, a playlistArgs) (playlistResult, err
 // runBGCrash runs the background path on an instance that dies after
 // survive writes (-1: never) and, when it dies, the recovery.
 func runBGCrash(t *testing.T, survive int) *bgCrash {
-	c := &bgCrash{survive: survive, died: make(chan struct{}), reported: make(chan struct{})}
+	c := &bgCrash{doom: newDoom(survive), reported: make(chan struct{})}
+	c.onWrite = func(what string) {
+		if what == "progress" {
+			c.once.Do(func() { close(c.reported) })
+		}
+	}
 	c.bgFixture = newBGFixture(t, nil, nil, playlistCall)
 	c.model.Repeat = echoReply
-	// Deliveries come until an instance takes them.
-	if _, err := c.tasks.Client().UpdateQueue(t.Context(), &cloudtaskspb.UpdateQueueRequest{
-		Queue: &cloudtaskspb.Queue{Name: bgQueue, RetryConfig: &cloudtaskspb.RetryConfig{MaxAttempts: -1,
-			MinBackoff: durationpb.New(time.Second), MaxBackoff: durationpb.New(2 * time.Second)}},
-		UpdateMask: &fieldmaskpb.FieldMask{Paths: []string{"retry_config"}},
-	}); err != nil {
-		t.Fatal(err)
-	}
+	c.retryForever()
 	c.setWork(c.work)
-	c.counter.SetHook(func(method string, req any) error {
-		if strings.HasSuffix(method, "/Commit") {
-			return c.write(commitKind(req))
-		}
-		if c.dead.Load() {
-			return errKilled
-		}
-		return nil
-	})
-	c.setQueueFault(func(method string) error {
-		if strings.HasSuffix(method, "/CreateTask") {
-			return c.write("create task")
-		}
-		if c.dead.Load() {
-			return errKilled
-		}
-		return nil
-	})
+	c.hook(c.bgFixture, commitKind)
 	if _, err := c.turnEvents("chat", "make me a calm playlist"); err != nil && !c.dead.Load() {
 		t.Fatalf("turn error = %v, with no crash", err)
 	}
@@ -187,10 +248,29 @@ func runBGCrash(t *testing.T, survive int) *bgCrash {
 	return c
 }
 
+// retryForever makes the queue deliver each task until an instance takes
+// it, every second or two.
+func (f *bgFixture) retryForever() {
+	if _, err := f.tasks.Client().UpdateQueue(f.t.Context(), &cloudtaskspb.UpdateQueueRequest{
+		Queue: &cloudtaskspb.Queue{Name: bgQueue, RetryConfig: &cloudtaskspb.RetryConfig{MaxAttempts: -1,
+			MinBackoff: durationpb.New(time.Second), MaxBackoff: durationpb.New(2 * time.Second)}},
+		UpdateMask: &fieldmaskpb.FieldMask{Paths: []string{"retry_config"}},
+	}); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
 // settled reports whether, as team reads the chat, nothing waits any
 // more: no call is pending, and the call's answer was delivered once and
 // answered by the agent, or the call was never stored.
 func (c *bgCrash) settled(ctx context.Context, team *toolcallback.Team) bool {
+	return chatSettled(ctx, team)
+}
+
+// chatSettled reports whether, as team reads user-1's chat "chat",
+// nothing waits any more: no call is pending, and c1's answer was
+// delivered once and answered by the agent, or c1 was never stored.
+func chatSettled(ctx context.Context, team *toolcallback.Team) bool {
 	state, err := team.Pending(ctx, toolcallback.PendingRequest{UserID: "user-1", ChatID: "chat", History: -1})
 	if errors.Is(err, sessionstore.ErrNotFound) {
 		return true // the chat was never stored: the next message starts it
@@ -234,17 +314,7 @@ func answersTo(events []*session.Event, id string) []map[string]any {
 // the user sends another message.
 func (c *bgCrash) recover() {
 	t := c.t
-	client, _ := firestoretest.Reopen(t, c.client)
-	opts := *c.opts
-	queue, err := workqueue.New(c.tasks.Client(), workqueue.Config{Queue: bgQueue, URL: c.doorURL, Invoker: "worker@test.iam.gserviceaccount.com"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts.Queue = queue
-	later := func() time.Time { return time.Now().Add(bgCrashLater) }
-	ctx := platform.WithTimeProvider(t.Context(), later)
-	next := c.newInstanceWith(client, &opts)
-	c.door.set(next, later)
+	next, _, ctx, later := c.successor()
 	c.reader = next
 	polltest.Until(t, "the call to be settled and delivered after the crash", func() bool {
 		if _, err := next.Sweep(ctx, later()); err != nil {
@@ -252,19 +322,7 @@ func (c *bgCrash) recover() {
 		}
 		return c.settled(ctx, next)
 	})
-	// The user sends another message once the chat is free: the resumed
-	// agent may still hold its lease a moment after its answer is stored,
-	// and a person told "busy, retry" retries.
-	polltest.Until(t, "the next message to be taken", func() bool {
-		_, _, err := runTurn(ctx, next, textTurn("chat", "tab-1", "are you there?"))
-		if errors.Is(err, sessionstore.ErrBusy) {
-			return false
-		}
-		if err != nil {
-			t.Fatalf("turn after the crash error = %v", err)
-		}
-		return true
-	})
+	sendOnceFree(ctx, t, next, "are you there?")
 	// The model may make the call only now (the doomed instance died
 	// before asking it): its work runs here too.
 	polltest.Until(t, "the chat to be settled after the next message", func() bool {
@@ -301,6 +359,13 @@ func (c *bgCrash) check() {
 			t.Errorf("the model was never given the work's result:\n%s", dumpBGEvents(events))
 		}
 	}
+	checkAnswered(t, events)
+}
+
+// checkAnswered checks that every user message of events is followed by
+// an answer.
+func checkAnswered(t testing.TB, events []*session.Event) {
+	t.Helper()
 	waiting := ""
 	for _, ev := range events {
 		text := ""
@@ -371,9 +436,7 @@ func TestBackgroundCrashAtEveryWrite(t *testing.T) {
 	t.Parallel()
 	whole := runBGCrash(t, -1)
 	whole.check()
-	whole.mu.Lock()
-	writes := append([]string(nil), whole.writes...)
-	whole.mu.Unlock()
+	writes := whole.wrote()
 	t.Logf("the path's %d writes: %s", len(writes), strings.Join(writes, ", "))
 	for _, want := range []string{"event with its record", "create task", "mark enqueued", "claim", "progress", "answer", "mark resumed"} {
 		if !containsPath(writes, want) {

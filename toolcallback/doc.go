@@ -282,6 +282,15 @@
 // what is missing. A question's A2UI is shown as text in the question:
 // its form is Baton's own.
 //
+// Each of a remote call's tasks names its step (WorkRequest.Step: the
+// call's message, an answer's "reply-" step, "cancel"), and a delivery
+// sends its own step's message alone: the queue delivers at least once,
+// and two of a call's tasks delivered at once after a crash would
+// otherwise both send what the record says is due. The write that closes
+// a call whose task runs leaves its cancel "to be enqueued" (as a send
+// is before its task is created), so that the sweeper queues a cancel
+// its closer did not (TestRemoteLostCancelRetried).
+//
 // # Operators
 //
 // The operator's console (package console) acts through the same paths:

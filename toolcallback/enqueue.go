@@ -62,9 +62,25 @@ func (e *engine) admitWork(ctx context.Context, user string, paused []pausedCall
 	return out, nil
 }
 
-// taskOf is the queue's task of c, a background call.
+// taskOf is the queue's task of c, a background call (a remote call's
+// send).
 func taskOf(c *Call) workqueue.Task {
 	return workqueue.Task{App: c.App, User: c.UserID, Session: c.SessionID, Call: c.ID}
+}
+
+// cancelTaskOf is the queue's task that cancels c's remote task: its step
+// "cancel", a named task created once.
+func cancelTaskOf(c *Call) workqueue.Task {
+	t := taskOf(c)
+	t.Step = cancelStep
+	return t
+}
+
+// toBeEnqueued reports whether c, as read, has a task to create and mark:
+// a pending background or remote call's work, or the cancel of a remote
+// call closed while its task ran (CancelDue).
+func toBeEnqueued(c *Call) bool {
+	return offRequest(c.Kind) && c.Work != nil && c.Work.Enqueued.IsZero() && (c.Status == StatusPending || c.CancelDue())
 }
 
 // enqueueWork hands the work of the background calls among calls, just
@@ -76,22 +92,23 @@ func (e *engine) enqueueWork(ctx context.Context, calls []*Call) {
 		if !offRequest(c.Kind) {
 			continue
 		}
-		if err := e.enqueue(ctx, c); err != nil {
+		if err := e.enqueue(ctx, c, taskOf(c)); err != nil {
 			e.opts.Logger.Warn("enqueue background call; the sweeper will", "call", c.ID, "session", c.SessionID, "error", err)
 		}
 	}
 }
 
-// enqueue creates the task of c, a pending background call, and marks its
-// record enqueued. The task's name is the call's, so doing it again (a
-// repair after a crash) queues nothing twice. A record that changed
-// meanwhile is read again: its work claimed or the call settled needs no
-// mark.
-func (e *engine) enqueue(ctx context.Context, c *Call) error {
+// enqueue creates task, the task of c (a pending background call's, or
+// the cancel of a closed remote call's task), and marks its record
+// enqueued. The task's name is the call's (and step's), so doing it again
+// (a repair after a crash) queues nothing twice. A record that changed
+// meanwhile is read again: its work claimed, the call settled, or the
+// cancel sent needs no mark.
+func (e *engine) enqueue(ctx context.Context, c *Call, task workqueue.Task) error {
 	if e.opts.Queue == nil {
 		return errors.New("no queue")
 	}
-	if err := e.opts.Queue.Enqueue(ctx, taskOf(c)); err != nil {
+	if err := e.opts.Queue.Enqueue(ctx, task); err != nil {
 		return err
 	}
 	for range 3 {
@@ -102,7 +119,7 @@ func (e *engine) enqueue(ctx context.Context, c *Call) error {
 		if c, err = e.ledger.Get(ctx, c.UserID, c.SessionID, c.ID); err != nil {
 			return err
 		}
-		if c.Status != StatusPending || c.Work == nil || !c.Work.Enqueued.IsZero() {
+		if !toBeEnqueued(c) {
 			return nil
 		}
 	}
@@ -111,10 +128,25 @@ func (e *engine) enqueue(ctx context.Context, c *Call) error {
 
 // toEnqueue reports whether c is a background call whose task should have
 // been created by now and is not marked so: a crash between its commit
-// and its enqueue, or a queue that failed.
+// and its enqueue, or a queue that failed. A remote call closed while its
+// task ran is one too, for its cancel, from the grace after its closing.
 func (e *engine) toEnqueue(c *Call, now time.Time) bool {
-	return offRequest(c.Kind) && c.Status == StatusPending && c.Work != nil && c.Work.Enqueued.IsZero() &&
-		!now.Before(c.Created.Add(e.opts.EnqueueGrace)) && now.Before(c.Expires)
+	if !toBeEnqueued(c) {
+		return false
+	}
+	if c.Status != StatusPending {
+		return !now.Before(c.Resolved.Add(e.opts.EnqueueGrace))
+	}
+	return !now.Before(c.Created.Add(e.opts.EnqueueGrace)) && now.Before(c.Expires)
+}
+
+// enqueueDue creates the task toEnqueue found due for c: its work's, or
+// its remote task's cancel.
+func (e *engine) enqueueDue(ctx context.Context, c *Call) error {
+	if c.Status != StatusPending {
+		return e.enqueue(ctx, c, cancelTaskOf(c))
+	}
+	return e.enqueue(ctx, c, taskOf(c))
 }
 
 // repairEnqueues creates the tasks of those of calls left to be enqueued
@@ -126,7 +158,7 @@ func (e *engine) repairEnqueues(ctx context.Context, calls []*Call) {
 		if !e.toEnqueue(c, platform.Now(ctx)) {
 			continue
 		}
-		if err := e.enqueue(ctx, c); err != nil {
+		if err := e.enqueueDue(ctx, c); err != nil {
 			e.opts.Logger.Warn("repair the enqueue of a background call", "call", c.ID, "session", c.SessionID, "error", err)
 		}
 	}

@@ -2,7 +2,7 @@ package toolcallback_test
 
 import (
 	"context"
-	"iter"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -11,236 +11,90 @@ import (
 	"testing"
 	"time"
 
-	cloudtasks "cloud.google.com/go/cloudtasks/apiv2"
-	"cloud.google.com/go/cloudtasks/apiv2/cloudtaskspb"
-	"cloud.google.com/go/firestore"
-	"github.com/a2aproject/a2a-go/v2/a2a"
-	"github.com/a2aproject/a2a-go/v2/a2asrv"
-	"github.com/a2aproject/a2a-go/v2/a2asrv/push"
-	"google.golang.org/adk/v2/agent/llmagent"
 	"google.golang.org/adk/v2/platform"
-	"google.golang.org/adk/v2/tool"
-	"google.golang.org/api/option"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/baton-run/baton/a2aremote"
 	"github.com/baton-run/baton/console"
-	"github.com/baton-run/baton/internal/firestoretest"
+	"github.com/baton-run/baton/internal/a2apeer"
 	"github.com/baton-run/baton/internal/localtasks"
 	"github.com/baton-run/baton/internal/polltest"
-	"github.com/baton-run/baton/modeltest"
-	"github.com/baton-run/baton/sessionstore"
 	"github.com/baton-run/baton/toolcallback"
 	"github.com/baton-run/baton/workqueue"
 )
-
-// peerMode is how the test's remote agent behaves.
-type peerMode int
-
-const (
-	peerWorks  peerMode = iota // reports working, then completes once released; pushes
-	peerAsks                   // asks a question, completes with the answer; pushes
-	peerSilent                 // as peerWorks, but sends no push notifications
-)
-
-// remotePeer is a real a2a-go server agent (a2asrv over JSON-RPC, with
-// its own push sender), the remote the tests delegate to.
-type remotePeer struct {
-	t       testing.TB
-	mode    peerMode
-	srv     *httptest.Server
-	release chan struct{} // closed: a working task completes
-
-	// result, when set, gives the parts of the result's artifact, given
-	// the peer's URL (it serves GET /files/menu.txt).
-	result func(url string) []*a2a.Part
-	// question, when set, are parts of its question's message after its
-	// text.
-	question []*a2a.Part
-
-	mu       sync.Mutex
-	messages []string // ids of the messages it took
-	texts    []string
-	cancels  int
-}
-
-func newRemotePeer(t testing.TB, mode peerMode) *remotePeer {
-	p := &remotePeer{t: t, mode: mode, release: make(chan struct{})}
-	mux := http.NewServeMux()
-	p.srv = httptest.NewServer(mux)
-	t.Cleanup(p.srv.Close)
-	card := &a2a.AgentCard{
-		Name: "events", Description: "what is on in town", Version: "1",
-		SupportedInterfaces: []*a2a.AgentInterface{a2a.NewAgentInterface(p.srv.URL, a2a.TransportProtocolJSONRPC)},
-		DefaultInputModes:   []string{"text"}, DefaultOutputModes: []string{"text"},
-		Capabilities: a2a.AgentCapabilities{PushNotifications: mode != peerSilent},
-	}
-	opts := []a2asrv.RequestHandlerOption{}
-	if mode != peerSilent {
-		opts = append(opts, a2asrv.WithPushNotifications(push.NewInMemoryStore(),
-			push.NewHTTPPushSender(&push.HTTPSenderConfig{AllowPrivateNetworks: true})))
-	}
-	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(card))
-	mux.Handle("/", a2asrv.NewJSONRPCHandler(a2asrv.NewHandler(p, opts...)))
-	mux.HandleFunc("GET /files/menu.txt", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		_, _ = w.Write([]byte(menuText))
-	})
-	return p
-}
-
-func (p *remotePeer) took() (ids, texts []string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]string(nil), p.messages...), append([]string(nil), p.texts...)
-}
-
-func (p *remotePeer) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
-	return func(yield func(a2a.Event, error) bool) {
-		p.mu.Lock()
-		p.messages = append(p.messages, ec.Message.ID)
-		text := ""
-		for _, part := range ec.Message.Parts {
-			text += part.Text()
-		}
-		p.texts = append(p.texts, text)
-		p.mu.Unlock()
-		agentSays := func(s string) *a2a.Message { return a2a.NewMessage(a2a.MessageRoleAgent, a2a.NewTextPart(s)) }
-		if ec.StoredTask == nil {
-			if !yield(a2a.NewSubmittedTask(ec, ec.Message), nil) {
-				return
-			}
-			if p.mode == peerAsks {
-				asks := agentSays("Which part of town?")
-				asks.Parts = append(asks.Parts, p.question...)
-				yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateInputRequired, asks), nil)
-				return
-			}
-		}
-		if !yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, agentSays("looking at the listings")), nil) {
-			return
-		}
-		if p.mode != peerAsks {
-			select {
-			case <-p.release:
-			case <-ctx.Done():
-				return
-			}
-		}
-		answer := "jazz at the Blue Room"
-		if p.mode == peerAsks {
-			answer += " in " + text
-		}
-		parts := []*a2a.Part{a2a.NewTextPart(answer), a2a.NewDataPart(map[string]any{"venue": "Blue Room"})}
-		if p.result != nil {
-			parts = p.result(p.srv.URL)
-		}
-		if !yield(a2a.NewArtifactEvent(ec, parts...), nil) {
-			return
-		}
-		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCompleted, nil), nil)
-	}
-}
-
-func (p *remotePeer) Cancel(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
-	return func(yield func(a2a.Event, error) bool) {
-		p.mu.Lock()
-		p.cancels++
-		p.mu.Unlock()
-		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCanceled, nil), nil)
-	}
-}
 
 // remoteFixture is a one-agent team (the agent "concierge") whose tool
 // ask_events is the remote peer, with the queue served in process
 // delivering to a worker door, and a push door serving Team.Notify.
 type remoteFixture struct {
 	*bgFixture
-	peer   *remotePeer
-	remote *toolcallback.RemoteTool
+	peer   *a2apeer.Peer
 	pushes atomic.Int32 // notifications the push door took
 	push   *httptest.Server
 	// answered receives once the push door has taken a notification that
 	// answered the call, and the agent it resumed has ended.
 	answered chan struct{}
+
+	pushMu    sync.Mutex
+	pushTeam  *toolcallback.Team // the instance the push door serves
+	pushClock func() time.Time   // its clock; nil: the machine's
 }
 
-func newRemoteFixture(t *testing.T, mode peerMode, opts *toolcallback.Options, script ...reply) *remoteFixture {
+// setPush points the push door at team, whose clock is clock (nil: the
+// machine's).
+func (f *remoteFixture) setPush(team *toolcallback.Team, clock func() time.Time) {
+	f.pushMu.Lock()
+	defer f.pushMu.Unlock()
+	f.pushTeam, f.pushClock = team, clock
+}
+
+func newRemoteFixture(t *testing.T, mode a2apeer.Mode, opts *toolcallback.Options, script ...reply) *remoteFixture {
 	t.Helper()
-	f := &remoteFixture{bgFixture: &bgFixture{t: t, model: &modeltest.Strict{T: t, Script: script}}, peer: newRemotePeer(t, mode),
-		answered: make(chan struct{}, 1)}
-	f.client, f.counter = firestoretest.NewCountingClient(t)
-	f.sessions = sessionstore.New(f.client, nil)
-	log := testLog(t)
-	issuer, err := localtasks.NewIssuer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if f.tasks, err = localtasks.Start(t.Context(), &localtasks.Options{TimeScale: 0.05, Signer: issuer.Sign, Logger: log}); err != nil {
-		t.Fatal(err)
-	}
-	f.door = &workDoor{log: log}
-	srv := httptest.NewServer(f.door)
-	t.Cleanup(srv.Close)
-	f.doorURL = srv.URL + "/work"
+	f := &remoteFixture{peer: a2apeer.Start(t, mode), answered: make(chan struct{}, 1)}
 	f.push = httptest.NewServer(http.HandlerFunc(f.servePush))
 	t.Cleanup(f.push.Close)
-	t.Cleanup(f.tasks.Stop)
-	if _, err := f.tasks.Client().CreateQueue(t.Context(), &cloudtaskspb.CreateQueueRequest{Parent: bgLocation,
-		Queue: &cloudtaskspb.Queue{Name: bgQueue, RetryConfig: bgQueueConfig}}); err != nil {
-		t.Fatal(err)
-	}
-	// The team's client goes through queueFault (bgFixture.intercept),
-	// which a test sets to make the queue fail as seen from the team.
-	client, err := cloudtasks.NewClient(t.Context(), append(f.tasks.ClientOptions(),
-		option.WithGRPCDialOption(grpc.WithUnaryInterceptor(f.intercept)))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { client.Close() })
-	if f.queue, err = workqueue.New(client, workqueue.Config{Queue: bgQueue, URL: f.doorURL, Invoker: "worker@test.iam.gserviceaccount.com"}); err != nil {
-		t.Fatal(err)
-	}
 	if opts == nil {
 		opts = &toolcallback.Options{}
 	}
-	opts.Queue, opts.TokenKey, opts.Logger = f.queue, []byte("test-key"), log
-	if opts.RemotePushURL == "" && mode != peerSilent {
+	opts.TokenKey = []byte("test-key")
+	if opts.RemotePushURL == "" && mode != a2apeer.Silent {
 		opts.RemotePushURL = f.push.URL + "/remote-push"
 	}
-	f.opts = opts
-	if f.remote, err = toolcallback.Remote(toolcallback.RemoteConfig{Name: "ask_events", Description: "ask the events agent",
-		Agent: a2aremote.Config{CardURL: f.peer.srv.URL, AllowPrivate: true}, Timeout: time.Hour, PollEvery: time.Second}); err != nil {
-		t.Fatal(err)
-	}
-	f.team = f.remoteInstance(f.client)
-	f.door.set(f.team, nil)
+	f.bgFixture = newWorkFixture(t, opts, nil, remoteTool(t, f.peer, nil), script...)
+	f.setPush(f.team, nil)
 	return f
 }
 
-func (f *remoteFixture) remoteInstance(client *firestore.Client) *toolcallback.Team {
-	f.t.Helper()
-	a, err := llmagent.New(llmagent.Config{Name: "concierge", Model: f.model, Tools: []tool.Tool{f.remote}})
+// remoteTool is the remote tool ask_events, delegating to p, sending
+// header with each request.
+func remoteTool(t testing.TB, p *a2apeer.Peer, header http.Header) *toolcallback.RemoteTool {
+	t.Helper()
+	rt, err := toolcallback.Remote(toolcallback.RemoteConfig{Name: "ask_events", Description: "ask the events agent",
+		Agent: a2aremote.Config{CardURL: p.URL(), AllowPrivate: true, Header: header}, Timeout: time.Hour, PollEvery: time.Second})
 	if err != nil {
-		f.t.Fatal(err)
+		t.Fatal(err)
 	}
-	team, err := toolcallback.NewTeam(sessionstore.New(client, nil), "app",
-		[]toolcallback.Member{{Agent: a, Remote: []*toolcallback.RemoteTool{f.remote}}}, f.opts)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	return team
+	return rt
 }
 
 // servePush is the push callback as functions serves it.
 func (f *remoteFixture) servePush(w http.ResponseWriter, r *http.Request) {
-	body := make([]byte, 1<<16)
-	n, _ := r.Body.Read(body)
-	out, err := f.team.Notify(r.Context(), r.Header.Get("A2A-Notification-Token"), body[:n])
+	f.pushMu.Lock()
+	team, clock := f.pushTeam, f.pushClock
+	f.pushMu.Unlock()
+	ctx := r.Context()
+	if clock != nil {
+		ctx = platform.WithTimeProvider(ctx, clock)
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		w.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	out, err := team.Notify(ctx, r.Header.Get("A2A-Notification-Token"), body)
 	f.pushes.Add(1)
-	f.t.Logf("push: %s -> %+v, %v", body[:n], out, err)
+	f.t.Logf("push: %s -> %+v, %v", body, out, err)
 	if err != nil {
 		w.WriteHeader(http.StatusUnauthorized)
 		return
@@ -277,7 +131,7 @@ var eventsCall = callReply(call("c1", "ask_events", map[string]any{"message": "w
 // once with the result's text and data.
 func TestRemoteAgentPushes(t *testing.T) {
 	t.Parallel()
-	f := newRemoteFixture(t, peerWorks, nil, eventsCall, echoReply)
+	f := newRemoteFixture(t, a2apeer.Works, nil, eventsCall, echoReply)
 	events, err := f.turnEvents("chat", "ask the events agent what is on tonight")
 	if err != nil {
 		t.Fatal(err)
@@ -293,7 +147,7 @@ func TestRemoteAgentPushes(t *testing.T) {
 	if c := f.record("chat", "c1"); c.Status != toolcallback.StatusPending || c.Remote.TaskID == "" || c.Remote.Sent != 1 {
 		t.Fatalf("record while the remote works = %+v %+v, want pending, its task sent once", c, c.Remote)
 	}
-	close(f.peer.release)
+	f.peer.Release()
 	got := f.waitResponse("chat", "c1")
 	if !strings.Contains(toJSON(got), "jazz at the Blue Room") || !strings.Contains(toJSON(got), "Blue Room\"}") {
 		t.Errorf("response = %s, want the remote's text and data", toJSON(got))
@@ -301,7 +155,7 @@ func TestRemoteAgentPushes(t *testing.T) {
 	polltest.Until(t, "the agent's reply stored", func() bool {
 		return strings.Contains(finalText(f.history("chat")), "jazz at the Blue Room")
 	})
-	ids, _ := f.peer.took()
+	ids, _ := f.peer.Took()
 	if len(ids) != 1 || !strings.Contains(ids[0], "c1") {
 		t.Errorf("messages the remote took = %v, want one, its id derived from the call", ids)
 	}
@@ -348,7 +202,7 @@ func (f *remoteFixture) openQuestion(chat string) *toolcallback.Call {
 // and the remote's completion then resumes the agent once.
 func TestRemoteAgentAsks(t *testing.T) {
 	t.Parallel()
-	f := newRemoteFixture(t, peerAsks, nil, eventsCall, echoReply)
+	f := newRemoteFixture(t, a2apeer.Asks, nil, eventsCall, echoReply)
 	if _, err := f.turnEvents("chat", "ask the events agent what is on tonight"); err != nil {
 		t.Fatal(err)
 	}
@@ -367,7 +221,7 @@ func TestRemoteAgentAsks(t *testing.T) {
 	if !strings.Contains(toJSON(got), "jazz at the Blue Room in Soho") {
 		t.Errorf("response = %s, want the remote's answer using the person's", toJSON(got))
 	}
-	ids, texts := f.peer.took()
+	ids, texts := f.peer.Took()
 	if len(ids) != 2 || texts[1] != "Soho" || ids[1] == ids[0] || !strings.Contains(ids[1], q.ID) {
 		t.Errorf("messages the remote took = %v %q, want the call's, then the answer with an id of its own", ids, texts)
 	}
@@ -384,7 +238,7 @@ func TestRemoteAgentAsks(t *testing.T) {
 // state shows as progress, and its completion resumes the agent once.
 func TestRemoteAgentPolled(t *testing.T) {
 	t.Parallel()
-	f := newRemoteFixture(t, peerSilent, nil, eventsCall, echoReply)
+	f := newRemoteFixture(t, a2apeer.Silent, nil, eventsCall, echoReply)
 	if _, err := f.turnEvents("chat", "ask the events agent what is on tonight"); err != nil {
 		t.Fatal(err)
 	}
@@ -407,7 +261,7 @@ func TestRemoteAgentPolled(t *testing.T) {
 		last = f.record("chat", "c1")
 		return last.Remote.State == "working"
 	})
-	close(f.peer.release)
+	f.peer.Release()
 	polltest.Until(t, "the sweeper reading the remote's result", func() bool {
 		if _, err := f.team.Sweep(t.Context(), time.Now().Add(2*time.Second)); err != nil {
 			t.Fatal(err)
@@ -428,7 +282,7 @@ func TestRemoteAgentPolled(t *testing.T) {
 // changes nothing.
 func TestRemoteNotifyRefused(t *testing.T) {
 	t.Parallel()
-	f := newRemoteFixture(t, peerWorks, &toolcallback.Options{RemotePushURL: "http://127.0.0.1:1/unused"}, eventsCall, echoReply)
+	f := newRemoteFixture(t, a2apeer.Works, &toolcallback.Options{RemotePushURL: "http://127.0.0.1:1/unused"}, eventsCall, echoReply)
 	if _, err := f.turnEvents("chat", "ask the events agent what is on tonight"); err != nil {
 		t.Fatal(err)
 	}
@@ -483,7 +337,7 @@ func TestRemoteNotifyRefused(t *testing.T) {
 // changes nothing.
 func TestRemoteAgentCancel(t *testing.T) {
 	t.Parallel()
-	f := newRemoteFixture(t, peerWorks, nil, eventsCall, echoReply)
+	f := newRemoteFixture(t, a2apeer.Works, nil, eventsCall, echoReply)
 	if _, err := f.turnEvents("chat", "ask the events agent what is on tonight"); err != nil {
 		t.Fatal(err)
 	}
@@ -496,9 +350,7 @@ func TestRemoteAgentCancel(t *testing.T) {
 		t.Fatalf("Stop() = %+v, %v; want c1 cancelled", report, err)
 	}
 	polltest.Until(t, "the remote task cancelled", func() bool {
-		f.peer.mu.Lock()
-		defer f.peer.mu.Unlock()
-		return f.peer.cancels > 0
+		return f.peer.Cancels() > 0
 	})
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
@@ -506,9 +358,7 @@ func TestRemoteAgentCancel(t *testing.T) {
 	if _, err := f.tasks.Wait(ctx, localtasks.Is(name, localtasks.Completed)); err != nil {
 		t.Fatalf("waiting for the cancel's task: %v", err)
 	}
-	f.peer.mu.Lock()
-	cancels := f.peer.cancels
-	f.peer.mu.Unlock()
+	cancels := f.peer.Cancels()
 	if cancels != 1 {
 		t.Errorf("the remote was asked to cancel %d times, want once", cancels)
 	}
@@ -524,7 +374,7 @@ func TestRemoteAgentCancel(t *testing.T) {
 // figures (docs/cost.md) vary by a few with the order in which the
 // notifications and the worker's own write land.
 func TestRemoteCallCost(t *testing.T) {
-	f := newRemoteFixture(t, peerWorks, nil, eventsCall, echoReply)
+	f := newRemoteFixture(t, a2apeer.Works, nil, eventsCall, echoReply)
 	f.counter.Reset()
 	if _, err := f.turnEvents("chat", "ask the events agent what is on tonight"); err != nil {
 		t.Fatal(err)
@@ -536,7 +386,7 @@ func TestRemoteCallCost(t *testing.T) {
 	})
 	sent := f.counter.Snapshot()
 	f.counter.Reset()
-	close(f.peer.release)
+	f.peer.Release()
 	select {
 	case <-f.answered:
 	case <-time.After(time.Minute):
@@ -559,7 +409,7 @@ func TestRemoteCallCost(t *testing.T) {
 // resumes the agent once.
 func TestRemoteSendRepairedAndIdempotent(t *testing.T) {
 	t.Parallel()
-	f := newRemoteFixture(t, peerWorks, nil, eventsCall, echoReply)
+	f := newRemoteFixture(t, a2apeer.Works, nil, eventsCall, echoReply)
 	var refused atomic.Bool
 	f.setQueueFault(func(method string) error {
 		if strings.HasSuffix(method, "/CreateTask") && refused.CompareAndSwap(false, true) {
@@ -570,7 +420,7 @@ func TestRemoteSendRepairedAndIdempotent(t *testing.T) {
 	if _, err := f.turnEvents("chat", "ask the events agent what is on tonight"); err != nil {
 		t.Fatal(err)
 	}
-	if ids, _ := f.peer.took(); len(ids) != 0 || f.tasks.Stats().Creates != 0 {
+	if ids, _ := f.peer.Took(); len(ids) != 0 || f.tasks.Stats().Creates != 0 {
 		t.Fatalf("sent %v with %d tasks, want nothing before the repair", ids, f.tasks.Stats().Creates)
 	}
 	later := time.Now().Add(time.Minute)
@@ -586,9 +436,9 @@ func TestRemoteSendRepairedAndIdempotent(t *testing.T) {
 	if code := f.deliver("chat", "c1"); code != http.StatusOK {
 		t.Errorf("a repeated delivery was answered %d", code)
 	}
-	close(f.peer.release)
+	f.peer.Release()
 	f.waitResponse("chat", "c1")
-	if ids, _ := f.peer.took(); len(ids) != 1 {
+	if ids, _ := f.peer.Took(); len(ids) != 1 {
 		t.Errorf("messages the remote took = %v, want one", ids)
 	}
 	if n := len(f.responses("chat", "c1")); n != 1 {
@@ -636,7 +486,7 @@ func (f *remoteFixture) consoleWaiting(chat string) bool {
 // when the call is stopped stops counting too.
 func TestRemoteQuestionListed(t *testing.T) {
 	t.Parallel()
-	f := newRemoteFixture(t, peerAsks, nil, eventsCall, echoReply, eventsCall)
+	f := newRemoteFixture(t, a2apeer.Asks, nil, eventsCall, echoReply, eventsCall)
 	if _, err := f.turnEvents("chat", "ask the events agent what is on tonight"); err != nil {
 		t.Fatal(err)
 	}

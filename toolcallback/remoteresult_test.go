@@ -2,6 +2,7 @@ package toolcallback_test
 
 import (
 	"bytes"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -9,13 +10,22 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/baton-run/baton/a2ui"
+	"github.com/baton-run/baton/internal/a2apeer"
 	"github.com/baton-run/baton/internal/polltest"
 	"github.com/baton-run/baton/toolcallback"
 	"github.com/baton-run/baton/usechat"
 )
 
-// menuText is the file the test's remote serves by URL.
+// menuText is the file the test's remote serves by URL (serveMenu).
 const menuText = "Blue Room: jazz at nine; Soho Hall: a quiz at eight."
+
+// serveMenu has the peer serve menuText at GET /files/menu.txt.
+func serveMenu(p *a2apeer.Peer) {
+	p.Handle("GET /files/menu.txt", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte(menuText))
+	})
+}
 
 // posterBytes stand for an image a remote sends inline.
 var posterBytes = []byte("\x89PNG\r\n\x1a\n a poster of tonight's concert")
@@ -50,8 +60,9 @@ func TestRemoteAgentFiles(t *testing.T) {
 	t.Parallel()
 	opts := &toolcallback.Options{MaxFileBytes: 1024}
 	gcs := withFiles(t, opts)
-	f := newRemoteFixture(t, peerWorks, opts, eventsCall, echoReply)
-	f.peer.result = func(url string) []*a2a.Part {
+	f := newRemoteFixture(t, a2apeer.Works, opts, eventsCall, echoReply)
+	serveMenu(f.peer)
+	f.peer.Result = func(url string) []*a2a.Part {
 		poster := a2a.NewRawPart(posterBytes)
 		poster.Filename, poster.MediaType = "poster.png", "image/png"
 		menu := a2a.NewFileURLPart(a2a.URL(url+"/files/menu.txt"), "")
@@ -60,7 +71,7 @@ func TestRemoteAgentFiles(t *testing.T) {
 		big.Filename, big.MediaType = "big.bin", "application/octet-stream"
 		return append([]*a2a.Part{a2a.NewTextPart("here is what is on"), poster, menu, big}, tonightSurface()...)
 	}
-	close(f.peer.release)
+	f.peer.Release()
 	if _, err := f.turnEvents("chat", "ask the events agent what is on tonight"); err != nil {
 		t.Fatal(err)
 	}
@@ -126,13 +137,13 @@ func TestRemoteAgentFiles(t *testing.T) {
 // shown; the answer says why, and the call is answered all the same.
 func TestRemoteAgentRefusedSurface(t *testing.T) {
 	t.Parallel()
-	f := newRemoteFixture(t, peerWorks, nil, eventsCall, echoReply)
-	f.peer.result = func(string) []*a2a.Part {
+	f := newRemoteFixture(t, a2apeer.Works, nil, eventsCall, echoReply)
+	f.peer.Result = func(string) []*a2a.Part {
 		return []*a2a.Part{a2a.NewTextPart("here is a card"),
 			a2uiPart(map[string]any{"version": "v0.9", "updateComponents": map[string]any{"surfaceId": "nowhere", "components": []any{
 				map[string]any{"id": "root", "component": "Marquee", "text": "!"}}}})}
 	}
-	close(f.peer.release)
+	f.peer.Release()
 	if _, err := f.turnEvents("chat", "ask the events agent what is on tonight"); err != nil {
 		t.Fatal(err)
 	}
@@ -151,8 +162,8 @@ func TestRemoteAgentRefusedSurface(t *testing.T) {
 // reply's text.
 func TestRemoteQuestionSurface(t *testing.T) {
 	t.Parallel()
-	f := newRemoteFixture(t, peerAsks, nil, eventsCall, echoReply)
-	f.peer.question = []*a2a.Part{
+	f := newRemoteFixture(t, a2apeer.Asks, nil, eventsCall, echoReply)
+	f.peer.Question = []*a2a.Part{
 		a2uiPart(map[string]any{"version": "v0.9", "createSurface": map[string]any{"surfaceId": "where", "catalogId": a2ui.BasicCatalogID}}),
 		a2uiPart(map[string]any{"version": "v0.9", "updateComponents": map[string]any{"surfaceId": "where", "components": []any{
 			map[string]any{"id": "root", "component": "Text", "text": "Old town or harbour?"}}}}),
@@ -180,13 +191,14 @@ func TestRemoteQuestionSurface(t *testing.T) {
 // remote gave, and the call is answered.
 func TestRemoteAgentFileWithoutStore(t *testing.T) {
 	t.Parallel()
-	f := newRemoteFixture(t, peerWorks, nil, eventsCall, echoReply)
-	f.peer.result = func(url string) []*a2a.Part {
+	f := newRemoteFixture(t, a2apeer.Works, nil, eventsCall, echoReply)
+	serveMenu(f.peer)
+	f.peer.Result = func(url string) []*a2a.Part {
 		menu := a2a.NewFileURLPart(a2a.URL(url+"/files/menu.txt"), "text/plain")
 		menu.Filename = "menu.txt"
 		return []*a2a.Part{a2a.NewTextPart("here is the menu"), menu}
 	}
-	close(f.peer.release)
+	f.peer.Release()
 	if _, err := f.turnEvents("chat", "ask the events agent what is on tonight"); err != nil {
 		t.Fatal(err)
 	}

@@ -34,35 +34,45 @@ const (
 	remoteReply                    // pending, its question answered: send the answer
 )
 
-// planRemote decides what a delivery does with c, a remote call, and q,
-// its open question as read (nil when it has none, or its answer was
-// sent). It reads and writes nothing.
-func (e *engine) planRemote(c, q *Call) remoteWay {
+// planRemote decides what a delivery of the task step of c, a remote
+// call, does, with q, its open question as read (nil when it has none, or
+// its answer was sent). Each step sends only its own: the call's message
+// (step ""), the answer to q (its "reply-" step), the cancel. It reads
+// and writes nothing.
+func (e *engine) planRemote(c, q *Call, step string) remoteWay {
 	r := c.Remote
 	switch {
 	case c.Status == StatusResolved && !c.Resumed:
 		return remoteDeliver
-	case c.Status != StatusPending && c.Status != StatusResolved && r.TaskID != "" && !r.CancelSent && !ledgerFinal(r.State):
+	case step == cancelStep && c.Status != StatusPending && c.Status != StatusResolved && r.TaskID != "" && !r.CancelSent && !ledgerFinal(r.State):
 		return remoteCancel
 	case c.Status != StatusPending:
 		return remoteSettled
 	case e.remote[c.Tool] == nil:
 		return remoteMissing
-	case r.Sent == 0 && r.TaskID == "":
+	case step == "" && r.Sent == 0 && r.TaskID == "":
 		return remoteSend
-	case q != nil && q.Status == StatusResolved && q.Answer != nil && r.Replied != q.ID:
+	case q != nil && step == replyStep(q) && q.Status == StatusResolved && q.Answer != nil && r.Replied != q.ID:
 		return remoteReply
 	}
 	return remoteSettled
 }
 
+// cancelStep is the step of the task that cancels a remote call's task.
+const cancelStep = "cancel"
+
+// replyStep is the step of the task that sends the answer to q, a remote
+// task's question.
+func replyStep(q *Call) string { return "reply-" + q.ID }
+
 // ledgerFinal reports whether a remote task in the recorded state is
 // over.
 func ledgerFinal(state string) bool { return a2aremote.State(state).Terminal() }
 
-// remoteWork carries out what planRemote decides for c; errWorkChanged
-// when the record changed since it was read.
-func (e *engine) remoteWork(ctx context.Context, c *Call) (*WorkOutcome, error) {
+// remoteWork carries out what planRemote decides for c, for a delivery
+// of its task step; errWorkChanged when the record changed since it was
+// read.
+func (e *engine) remoteWork(ctx context.Context, c *Call, step string) (*WorkOutcome, error) {
 	var q *Call
 	if r := c.Remote; c.Status == StatusPending && r.Question != "" && r.Question != r.Replied {
 		var err error
@@ -71,7 +81,7 @@ func (e *engine) remoteWork(ctx context.Context, c *Call) (*WorkOutcome, error) 
 		}
 	}
 	rt := e.remote[c.Tool]
-	switch e.planRemote(c, q) {
+	switch e.planRemote(c, q, step) {
 	case remoteDeliver:
 		res, err := e.resumeStep(ctx, c, c.ClientID, 0)
 		if err != nil {
@@ -149,15 +159,33 @@ func (e *engine) sendReply(ctx context.Context, c, q *Call, rt *RemoteTool) (*Wo
 	if out, done := e.sendFailed(ctx, c, "reply", err); done {
 		return out, nil
 	}
-	replied, err := e.ledger.RemoteState(ctx, c, ledger.RemoteUpdate{State: c.Remote.State, At: c.Remote.StateAt,
-		Replied: q.ID, Sent: c.Remote.Sent + 1}, platform.Now(ctx))
-	if errors.Is(err, ledger.ErrChanged) {
-		return nil, errWorkChanged
-	}
-	if err != nil {
-		return nil, err
+	replied, err := e.recordReply(ctx, c, q)
+	if err != nil || replied == nil {
+		return &WorkOutcome{What: "sent"}, err
 	}
 	return e.applyTask(ctx, replied, task)
+}
+
+// recordReply records that the answer to q went to c's remote task, on
+// the record as it now is: a notification applied meanwhile (the task
+// working on the answer) changes the record under the send, which must
+// not send the answer again. It returns nil when there is nothing left to
+// record (the call closed, or the reply recorded by another delivery).
+func (e *engine) recordReply(ctx context.Context, c, q *Call) (*Call, error) {
+	for range 3 {
+		replied, err := e.ledger.RemoteState(ctx, c, ledger.RemoteUpdate{State: c.Remote.State, At: c.Remote.StateAt,
+			Replied: q.ID, Sent: c.Remote.Sent + 1}, platform.Now(ctx))
+		if !errors.Is(err, ledger.ErrChanged) {
+			return replied, err
+		}
+		if c, err = e.ledger.Get(ctx, c.UserID, c.SessionID, c.ID); err != nil {
+			return nil, err
+		}
+		if c.Status != StatusPending || c.Remote.Replied == q.ID {
+			return nil, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: call %q keeps changing", ledger.ErrChanged, c.ID)
 }
 
 // sendFailed is what a send's error err leads to, done when there is
@@ -190,19 +218,34 @@ func (e *engine) sendCancel(ctx context.Context, c *Call) (*WorkOutcome, error) 
 		e.opts.Logger.Info("remote agent: cancel failed; the queue retries it", "call", c.ID, "error", err)
 		return &WorkOutcome{What: "retry", Retry: true}, nil
 	}
-	if _, err := e.ledger.CancelSent(ctx, c); errors.Is(err, ledger.ErrChanged) {
-		return nil, errWorkChanged
-	} else if err != nil {
-		return nil, err
+	// The record changes under a cancel just sent (the closer's mark that
+	// it queued it, the mark that the agent was told): record the cancel
+	// on the record as it now is, never sending it again.
+	for range 3 {
+		_, err := e.ledger.CancelSent(ctx, c, platform.Now(ctx))
+		if !errors.Is(err, ledger.ErrChanged) {
+			if err != nil {
+				return nil, err
+			}
+			return &WorkOutcome{What: "cancelled"}, nil
+		}
+		if c, err = e.ledger.Get(ctx, c.UserID, c.SessionID, c.ID); err != nil {
+			return nil, err
+		}
+		if c.Remote == nil || c.Remote.CancelSent {
+			return &WorkOutcome{What: "cancelled"}, nil
+		}
 	}
-	return &WorkOutcome{What: "cancelled"}, nil
+	return nil, fmt.Errorf("%w: call %q keeps changing", ledger.ErrChanged, c.ID)
 }
 
 // cancelRemote queues the cancel of c's remote task, a call just closed
-// (its task's step "cancel": a named task, created once). A call whose
-// message was never sent has nothing to cancel: its first task, if not
-// delivered yet, finds it closed. Best effort: the remote's own timeout
-// ends a task whose cancel is lost.
+// (its task's step "cancel": a named task, created once), and marks it
+// queued. A call whose message was never sent has nothing to cancel: its
+// first task, if not delivered yet, finds it closed. The write that
+// closed the call left its cancel "to be enqueued" (ledger's CancelDue):
+// a closer that dies, or a queue that fails, before the mark leaves the
+// cancel to the sweeper after the grace.
 func (e *engine) cancelRemote(ctx context.Context, c *Call) {
 	if e.opts.Queue == nil || c.Remote == nil || c.Remote.CancelSent {
 		return
@@ -213,10 +256,8 @@ func (e *engine) cancelRemote(ctx context.Context, c *Call) {
 		}
 		return
 	}
-	t := taskOf(c)
-	t.Step = "cancel"
-	if err := e.opts.Queue.Enqueue(ctx, t); err != nil {
-		e.opts.Logger.Warn("queue the cancel of a remote task", "call", c.ID, "error", err)
+	if err := e.enqueue(ctx, c, cancelTaskOf(c)); err != nil {
+		e.opts.Logger.Warn("queue the cancel of a remote task; the sweeper will", "call", c.ID, "error", err)
 	}
 }
 
@@ -234,7 +275,7 @@ func (e *engine) remoteAnswered(ctx context.Context, q *Call) {
 	if e.opts.Queue == nil {
 		return
 	}
-	t := workqueue.Task{App: q.App, User: q.UserID, Session: q.SessionID, Call: q.OriginalID, Step: "reply-" + q.ID}
+	t := workqueue.Task{App: q.App, User: q.UserID, Session: q.SessionID, Call: q.OriginalID, Step: replyStep(q)}
 	if err := e.opts.Queue.Enqueue(ctx, t); err != nil {
 		e.opts.Logger.Warn("queue the answer to a remote agent's question; the sweeper will", "call", q.OriginalID, "error", err)
 	}

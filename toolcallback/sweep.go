@@ -74,11 +74,16 @@ func (e *engine) sweep(ctx context.Context, now time.Time) (SweepReport, error) 
 			d = expired
 		}
 		if e.toEnqueue(d, now) {
-			if err := e.enqueue(ctx, d); err != nil {
+			if err := e.enqueueDue(ctx, d); err != nil {
 				e.opts.Logger.Warn("sweep: enqueue a background call", "call", d.ID, "error", err)
 				continue
 			}
 			report.Enqueued++
+			if d.Status == StatusPending || d.Resumed {
+				continue // a closed call's mark took it off the sweeper once resumed
+			}
+		} else if d.Resumed {
+			e.takeOff(ctx, d)
 			continue
 		}
 		if toPoll(d, now) {
@@ -211,5 +216,15 @@ func (e *engine) sweepPoll(ctx context.Context, d *Call, now time.Time) {
 		if err := out.Invocation.Wait(); err != nil {
 			e.opts.Logger.Error("sweep: agent resumed with a remote agent's result", "call", d.ID, "error", err)
 		}
+	}
+}
+
+// takeOff takes d, a record whose agent has the call's outcome and that
+// the sweeper has nothing more to do for, off the sweeper: a closed
+// remote call whose cancel was queued or sent after its agent was told
+// (CancelDue keeps it there until then).
+func (e *engine) takeOff(ctx context.Context, d *Call) {
+	if _, err := e.ledger.Swept(ctx, d); err != nil && !errors.Is(err, ledger.ErrChanged) {
+		e.opts.Logger.Warn("sweep: take a record off the sweeper", "call", d.ID, "error", err)
 	}
 }

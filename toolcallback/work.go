@@ -20,6 +20,13 @@ import (
 // now is).
 type WorkRequest struct {
 	UserID, SessionID, CallID string
+	// Step is the task's step (workqueue.Task.Step): "" for the call's
+	// work (a remote call's first message), "cancel" for the cancel of a
+	// remote call's task, "reply-" and a question's id for the answer to a
+	// remote task's question. A remote call's delivery does its own
+	// step's send alone, so that two of its tasks delivered at once never
+	// send the same thing twice.
+	Step string
 	// Deadline bounds this attempt's run of the tool (the delivery's own
 	// deadline, less the time to record the result and resume the agent);
 	// zero: only the call's expiry does.
@@ -75,7 +82,7 @@ func (t *Team) Work(ctx context.Context, req WorkRequest) (_ *WorkOutcome, err e
 		var out *WorkOutcome
 		switch {
 		case c.Kind == KindRemote && c.Remote != nil:
-			out, err = t.engine(c.Agent).remoteWork(ctx, c)
+			out, err = t.engine(c.Agent).remoteWork(ctx, c, req.Step)
 		case c.Kind != KindBackground || c.Work == nil:
 			return &WorkOutcome{What: "gone"}, nil // not a background call: no work to run, ever
 		default:
@@ -210,6 +217,7 @@ func errorText(err error) string {
 // and resumes the agent through the answer's path once the call's model
 // step is complete.
 func (e *engine) finishWork(ctx context.Context, c *Call, a Answer, what string) (*WorkOutcome, error) {
+	remote := c.Kind == KindRemote
 	answered, err := e.ledger.Answer(ctx, c, a, "", platform.Now(ctx))
 	if errors.Is(err, ledger.ErrChanged) {
 		if c, err = e.stillHeld(ctx, c); err == nil {
@@ -217,7 +225,11 @@ func (e *engine) finishWork(ctx context.Context, c *Call, a Answer, what string)
 		}
 	}
 	if errors.Is(err, ledger.ErrChanged) {
-		if what == "gave-up" {
+		if what == "gave-up" || remote {
+			// A remote call's record changes under its answer (a
+			// notification, a reply recorded): the caller reads it
+			// again, and answers it while it is still pending, rather
+			// than dropping the remote's last state.
 			return nil, errWorkChanged
 		}
 		return &WorkOutcome{What: "cancelled"}, nil
