@@ -156,8 +156,8 @@ func TestRemoteAgentPushes(t *testing.T) {
 		return strings.Contains(finalText(f.history("chat")), "jazz at the Blue Room")
 	})
 	ids, _ := f.peer.Took()
-	if len(ids) != 1 || !strings.Contains(ids[0], "c1") {
-		t.Errorf("messages the remote took = %v, want one, its id derived from the call", ids)
+	if want := f.messageID("chat", "c1", ""); len(ids) != 1 || ids[0] != want {
+		t.Errorf("messages the remote took = %v, want one, %s, its id derived from the call", ids, want)
 	}
 	if f.pushes.Load() == 0 {
 		t.Error("no push notification reached the push door")
@@ -222,7 +222,7 @@ func TestRemoteAgentAsks(t *testing.T) {
 		t.Errorf("response = %s, want the remote's answer using the person's", toJSON(got))
 	}
 	ids, texts := f.peer.Took()
-	if len(ids) != 2 || texts[1] != "Soho" || ids[1] == ids[0] || !strings.Contains(ids[1], q.ID) {
+	if len(ids) != 2 || texts[1] != "Soho" || ids[0] != f.messageID("chat", "c1", "") || ids[1] != f.messageID("chat", "c1", q.ID) {
 		t.Errorf("messages the remote took = %v %q, want the call's, then the answer with an id of its own", ids, texts)
 	}
 	if _, err := f.answerQuestion("chat", q.ID, "Soho again"); err == nil {
@@ -444,6 +444,17 @@ func TestRemoteSendRepairedAndIdempotent(t *testing.T) {
 	if n := len(f.responses("chat", "c1")); n != 1 {
 		t.Errorf("%d responses to c1, want one", n)
 	}
+}
+
+// messageID is the id of the message call of user-1's chat sends to the
+// remote: its own (question ""), or its answer to question.
+func (f *remoteFixture) messageID(chat, call, question string) string {
+	f.t.Helper()
+	c, err := f.sessions.GetChat(f.t.Context(), "app", "user-1", chat)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return toolcallback.RemoteMessageID(&toolcallback.Call{App: "app", UserID: "user-1", SessionID: c.SessionID, ID: call}, question)
 }
 
 // listedWaiting is how many questions chat's listing says wait for the

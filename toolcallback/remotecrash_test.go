@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 
 	"cloud.google.com/go/firestore/apiv1/firestorepb"
@@ -39,6 +40,9 @@ type remoteCrash struct {
 	// records is the session service records are read through: the
 	// instance's alive at the end.
 	records *sessionstore.Service
+
+	namesMu sync.Mutex
+	names   map[string]string // messageName's
 }
 
 // doomedWrote reports whether the doomed instance made a write named
@@ -114,7 +118,7 @@ func runRemoteCrash(t *testing.T, stop bool, survive int) *remoteCrash {
 	c.peer.SetGate(func(method, message string) error {
 		switch method {
 		case "SendMessage":
-			return c.write("send " + message)
+			return c.write("send " + c.messageName(message))
 		case "CancelTask":
 			return c.write("send cancel")
 		}
@@ -205,6 +209,37 @@ func (c *remoteCrash) question(team *toolcallback.Team) *toolcallback.Call {
 		}
 	}
 	return nil
+}
+
+// messageID is the id of the message the test names "baton-c1" (c1's
+// own) or "baton-c1-rq-c1-1" (its answer to the question rq-c1-1), read
+// through the instance alive at the end.
+func (c *remoteCrash) messageID(name string) string {
+	question, _ := strings.CutPrefix(name, "baton-c1")
+	chat, err := c.records.GetChat(c.t.Context(), "app", "user-1", "chat")
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return toolcallback.RemoteMessageID(&toolcallback.Call{App: "app", UserID: "user-1", SessionID: chat.SessionID, ID: "c1"},
+		strings.TrimPrefix(question, "-"))
+}
+
+// messageName names message id as the test does (messageID) by the order
+// the doomed instance first sends each: the call's own message comes
+// first, the answer to the question second (the gate cannot read the
+// record: the instance it would read through may be the one killed).
+func (c *remoteCrash) messageName(id string) string {
+	c.namesMu.Lock()
+	defer c.namesMu.Unlock()
+	if c.names == nil {
+		c.names = map[string]string{}
+	}
+	if name, ok := c.names[id]; ok {
+		return name
+	}
+	name := []string{"baton-c1", "baton-c1-rq-c1-1", "another message"}[min(len(c.names), 2)]
+	c.names[id] = name
+	return name
 }
 
 // recordOf reads the ledger record of call id of the chat's session
@@ -305,15 +340,18 @@ func (c *remoteCrash) check() {
 	if !modelSaw(c.model.LastRequest(), "c1", want) {
 		t.Errorf("the model was never given c1's outcome:\n%s", dumpBGEvents(events))
 	}
-	ids := []string{"baton-c1"}
+	names := []string{"baton-c1"}
 	if !c.stop {
-		ids = append(ids, "baton-c1-rq-c1-1")
+		names = append(names, "baton-c1-rq-c1-1")
 	}
-	for _, id := range ids {
+	var ids []string
+	for _, name := range names {
+		id := c.messageID(name)
+		ids = append(ids, id)
 		sends, runs := c.peer.Sends(id)
-		if runs != 1 || sends < 1 || sends > 2 || sends == 2 && !c.doomedWrote("send "+id) {
+		if runs != 1 || sends < 1 || sends > 2 || sends == 2 && !c.doomedWrote("send "+name) {
 			t.Errorf("message %s: taken %d times, run %d times; want run once, sent again only by the instance after the one that sent it died (its writes: %v)",
-				id, sends, runs, c.wrote())
+				name, sends, runs, c.wrote())
 		}
 	}
 	if got, _ := c.peer.Took(); len(got) != len(ids) {

@@ -2,6 +2,8 @@ package toolcallback
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 
@@ -100,14 +102,20 @@ func (e *engine) remoteWork(ctx context.Context, c *Call, step string) (*WorkOut
 	return &WorkOutcome{What: "settled"}, nil
 }
 
-// messageID is the id of the message a remote call sends: the call's own
-// (question ""), or its answer to a question. The same send, repeated
-// after a crash or a retry, has the same id.
-func messageID(call, question string) string {
-	if question == "" {
-		return "baton-" + call
+// RemoteMessageID is the id of a message remote call c sends: its own
+// (question ""), or its answer to question. The same send, repeated after
+// a crash or a retry, has the same id, and no other call's send has it: a
+// call's id is the model's, unique only within its session (an offline
+// model, or another chat, may say "c1" again), while a remote that
+// deduplicates by message id sees every chat of the deployment under one
+// credential. So the id is derived from the app, user, session and call.
+func RemoteMessageID(c *Call, question string) string {
+	h := sha256.New()
+	for _, s := range []string{c.App, c.UserID, c.SessionID, c.ID, question} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
 	}
-	return "baton-" + call + "-" + question
+	return "baton-" + hex.EncodeToString(h.Sum(nil)[:16])
 }
 
 // sendFirst sends c's message to its remote, with the push config, and
@@ -115,7 +123,7 @@ func messageID(call, question string) string {
 // answer; another failure is retried by the queue.
 func (e *engine) sendFirst(ctx context.Context, c *Call, rt *RemoteTool) (*WorkOutcome, error) {
 	text, _ := c.Args["message"].(string)
-	m := a2aremote.Message{ID: messageID(c.ID, ""), Text: text}
+	m := a2aremote.Message{ID: RemoteMessageID(c, ""), Text: text}
 	if token, _, err := e.ledger.PushToken(c); err == nil && e.opts.RemotePushURL != "" {
 		m.PushURL, m.PushToken = e.opts.RemotePushURL, token
 	}
@@ -145,7 +153,7 @@ func (e *engine) sendFirst(ctx context.Context, c *Call, rt *RemoteTool) (*WorkO
 // as the task's next message, and applies the task the remote answered
 // with.
 func (e *engine) sendReply(ctx context.Context, c, q *Call, rt *RemoteTool) (*WorkOutcome, error) {
-	m := a2aremote.Message{ID: messageID(c.ID, q.ID), TaskID: c.Remote.TaskID, ContextID: c.Remote.ContextID, Text: replyText(q)}
+	m := a2aremote.Message{ID: RemoteMessageID(c, q.ID), TaskID: c.Remote.TaskID, ContextID: c.Remote.ContextID, Text: replyText(q)}
 	task, err := rt.agent.Send(ctx, m)
 	if err != nil && !errors.Is(err, a2aremote.ErrRefused) {
 		// An earlier attempt's reply may have been taken though its answer
