@@ -16,6 +16,42 @@
 // ToGenAIParts, BuildAgentSkills) are reused so ADK callers read the calls
 // as they read adka2a's.
 //
+// # Repeated messages
+//
+// A message whose id the server took already runs nothing (dedupe.go):
+// a caller that lost an answer and sends again, or a remote-agent worker
+// that resends after a crash (toolcallback's sends carry fixed ids), gets
+// the task the first message started or continued, as it stands
+// (message/send; a blocking one reads the task every settleEvery until it
+// is final again), or its events from now on to its next final state
+// (message/stream). An id counts for the task a message names, or, for a
+// message that starts a task, for its context: such a message's context
+// (when it names none) and task ids are derived from the user and the
+// message id (UUID version 5), so the same message names the same task on
+// every instance. The writes that accept a message decide between two
+// sent at once: for a message on a task, a2a-go's conditional update that
+// adds it to the task's history (the loser finds it there); for a message
+// that starts a task, the turn's commit, which records the message id
+// with the user's message (toolcallback's TurnRequest.MessageID; the
+// loser's turn is refused with ErrMessageTaken and it waits, up to
+// taskAwait, for the winner to store the task). a2a-go runs an execution
+// on a message its task holds already without adding it again; the
+// executor tells it from a message it added (TaskStore.takeAccepted) and
+// ends such an execution with a status the store refuses unwritten.
+//
+// It costs no Firestore operation on the common path: a new task's first
+// read is a document read at its derived path, in place of a2a-go's
+// lookup of a random id (a query), and a message on a task is checked in
+// memory (a first message and an answer made the same round trips, reads
+// and writes with and without it, counted by firestoretest.Counter). A
+// repeated message costs a few reads of its task and no write; a message that
+// starts a task, sent twice at once, may make the losing instance call the
+// model beside its commit (Team's speculative turn), which is cancelled
+// when the commit fails and stores nothing. Not recognised: a message that
+// starts a task in a context the caller names, sent again after another
+// message of that context and after a crash that kept its task from
+// being stored (the chat remembers only its latest message id).
+//
 // # Background calls
 //
 // A task paused on background calls only (toolcallback.Background) is not

@@ -66,11 +66,41 @@ func (q *eventQueues) CreateWriter(ctx context.Context, id a2a.TaskID) (eventque
 }
 
 // CreateReader returns a reader of the task's events from now on.
+//
+// For a message that starts a task, a2a-go opens a reader of a random
+// task id, hands the work to localQueue.Write, which runs it under the
+// id the message derives (requestID.newTask), then opens a reader of
+// that one. An execution that fails at once would tell no reader in
+// between, so the reader of the derived id is opened here in place of the
+// random one's, before the work starts, and handed over when a2a-go asks
+// for it.
 func (q *eventQueues) CreateReader(ctx context.Context, id a2a.TaskID) (eventqueue.Reader, error) {
 	user, err := userOf(ctx)
 	if err != nil {
 		return nil, err
 	}
+	rq := requestOf(ctx)
+	switch {
+	case rq == nil || rq.newTask == "":
+		return q.open(ctx, user, id)
+	case id != rq.newTask:
+		r, err := q.open(ctx, user, rq.newTask)
+		if err != nil {
+			return nil, err
+		}
+		context.AfterFunc(ctx, func() { _ = r.Close() }) // not handed over: the request's end closes it
+		rq.reader = r
+		return idleReader{}, nil
+	case rq.reader != nil:
+		r := rq.reader
+		rq.reader = nil
+		return r, nil
+	}
+	return q.open(ctx, user, id)
+}
+
+// open starts a reader of user's task id from its current version.
+func (q *eventQueues) open(ctx context.Context, user string, id a2a.TaskID) (*eventReader, error) {
 	from := taskstore.TaskVersionMissing
 	stored, err := q.store.Get(ctx, id)
 	switch {
@@ -260,6 +290,16 @@ func (r *eventReader) Read(ctx context.Context) (*eventqueue.Message, error) {
 	}
 }
 
+// idleReader is the reader of a task id nothing runs under.
+type idleReader struct{}
+
+func (idleReader) Read(ctx context.Context) (*eventqueue.Message, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+func (idleReader) Close() error { return nil }
+
 // Close stops the listener.
 func (r *eventReader) Close() error {
 	r.closeOnce.Do(func() {
@@ -296,6 +336,9 @@ func (q *localQueue) RegisterHandler(_ workqueue.HandlerConfig, fn workqueue.Han
 // (eventQueues.finish).
 func (q *localQueue) Write(ctx context.Context, p *workqueue.Payload) (a2a.TaskID, error) {
 	request := requestOf(ctx)
+	if request != nil && request.newTask != "" && p.Type == workqueue.PayloadTypeExecute {
+		p.TaskID = request.newTask
+	}
 	go func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), q.timeout)
 		defer cancel()
@@ -364,8 +407,14 @@ func (q *eventQueues) finish(ctx context.Context, id a2a.TaskID, request *reques
 
 // requestID tells apart the requests an instance serves (ServeHTTP puts a
 // new one on each request's context): the reader a request opens and the
-// work it queues carry the same one.
-type requestID struct{ _ byte }
+// work it queues carry the same one. newTask is the task a message that
+// starts one runs under (dedupeHandler.newTask): a2a-go draws a random id
+// first, which the work queue replaces with this one; reader is the
+// reader of newTask opened in place of the random id's (CreateReader).
+type requestID struct {
+	newTask a2a.TaskID
+	reader  *eventReader
+}
 
 type requestKey struct{}
 

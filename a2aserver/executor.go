@@ -83,8 +83,15 @@ func (x *executor) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter
 // chat, pending calls under the reject policy) come back to the caller
 // before the task exists, so nothing about it is stored.
 func (r *run) start(ctx context.Context, m message) {
-	inv, _, err := r.x.team.Turn(ctx, r.turn(m))
-	if err != nil {
+	req := r.turn(m)
+	req.MessageID = r.ec.Message.ID
+	inv, _, err := r.x.team.Turn(ctx, req)
+	switch {
+	case errors.Is(err, toolcallback.ErrMessageTaken):
+		// The same message, sent again at the same time, took the turn.
+		r.yield(nil, fmt.Errorf("%w: %w", errDuplicateMessage, err))
+		return
+	case err != nil:
 		r.yield(nil, r.x.refused(ctx, err))
 		return
 	}
@@ -97,8 +104,13 @@ func (r *run) start(ctx context.Context, m message) {
 	r.stream(ctx, inv, nil)
 }
 
-// follow runs a message on an existing task.
+// follow runs a message on an existing task: one the task held already
+// was sent again, and runs nothing.
 func (r *run) follow(ctx context.Context, m message) {
+	if !r.x.store.takeAccepted(r.ec.Message) {
+		r.refuseDuplicate()
+		return
+	}
 	if r.ec.StoredTask.Status.State != a2a.TaskStateInputRequired {
 		r.awaitOwner(ctx)
 		return

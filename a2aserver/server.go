@@ -152,7 +152,7 @@ func New(client *firestore.Client, sessions *sessionstore.Service, team *toolcal
 		handlerOpts = append(handlerOpts, a2asrv.WithPushNotifications(&pushStore{tasks: store, allow: o.PushAllow},
 			&pushSender{tasks: store, allow: o.PushAllow, client: o.PushClient, attempts: o.PushAttempts, backoff: o.PushBackoff, log: o.Logger}))
 	}
-	handler := cancelHandler{RequestHandler: a2asrv.NewHandler(exec, handlerOpts...), store: store}
+	handler := dedupeHandler{RequestHandler: cancelHandler{RequestHandler: a2asrv.NewHandler(exec, handlerOpts...), store: store}, store: store}
 	s := &Server{auth: auth, opts: o, store: store, maxBody: o.MaxBodyBytes,
 		v1: a2asrv.NewJSONRPCHandler(handler), v0: a2av0.NewJSONRPCHandler(handler)}
 	var agents []agent.Agent
@@ -365,8 +365,8 @@ var publicErrors = []error{
 }
 
 func (i *interceptor) After(ctx context.Context, cc *a2asrv.CallContext, resp *a2asrv.Response) error {
-	if resp.Err == nil {
-		return nil
+	if resp.Err == nil || errors.Is(resp.Err, errDuplicateMessage) {
+		return nil // a message sent again: dedupeHandler answers with its task
 	}
 	if errors.Is(resp.Err, taskstore.ErrConcurrentModification) {
 		// Another message on the task (a duplicate answer) was taken first.

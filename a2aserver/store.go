@@ -50,6 +50,12 @@ type TaskStore struct {
 	// waits for it (see claim in executor.go).
 	commits sync.Map // a2a.Event -> chan error
 
+	// accepted are the messages this instance's Update stored in their
+	// task, until their execution starts (takeAccepted); refused are the
+	// events Update refuses unwritten (refuseDuplicate).
+	accepted sync.Map // *a2a.Message -> true
+	refused  sync.Map // a2a.Event -> true
+
 	// held are push configs of tasks not created yet, by task key, written
 	// with the task by Create (see pushStore.Save).
 	held map[string]heldPush
@@ -182,11 +188,15 @@ func (s *TaskStore) Create(ctx context.Context, task *a2a.Task) (taskstore.TaskV
 // otherwise it returns taskstore.ErrConcurrentModification.
 func (s *TaskStore) Update(ctx context.Context, req *taskstore.UpdateRequest) (_ taskstore.TaskVersion, err error) {
 	defer func() { s.reportCommit(req.Event, err) }()
+	if err := s.refusedEvent(req.Event); err != nil {
+		return 0, err
+	}
 	user, err := userOf(ctx)
 	if err != nil {
 		return 0, err
 	}
-	if msg, ok := req.Event.(*a2a.Message); ok {
+	msg, _ := req.Event.(*a2a.Message)
+	if msg != nil {
 		if s.busy(req.Task) {
 			return 0, ErrTaskBusy
 		}
@@ -212,7 +222,12 @@ func (s *TaskStore) Update(ctx context.Context, req *taskstore.UpdateRequest) (_
 	res, err := ref.Update(ctx, updates, pre...)
 	switch err = sessionstore.FirestoreError(err); {
 	case err == nil:
+		if msg != nil {
+			s.markAccepted(msg)
+		}
 		return taskstore.TaskVersion(res.UpdateTime.UnixNano()), nil
+	case errors.Is(err, sessionstore.ErrConflict) && msg != nil:
+		return 0, s.duplicateAppend(ctx, req.Task, msg, taskstore.ErrConcurrentModification)
 	case errors.Is(err, sessionstore.ErrConflict):
 		return 0, taskstore.ErrConcurrentModification
 	case errors.Is(err, sessionstore.ErrNotFound):

@@ -15,36 +15,57 @@ import (
 	"github.com/baton-run/baton/toolcallback"
 )
 
-// TestTwoBatons: a second Baton deployment is the remote agent of the
-// first. A's assistant delegates to B's team over B's A2A function (as
-// any A2A client, with B's development identity); A's worker sends the
-// message with a push config naming A's push door, which B's push
-// sender may reach (BATON_A2A_PUSH_ALLOW); B's answer, pushed, resumes A's
-// agent once, through POST {A2A}/remote-push. A notification with a bad
-// token is refused at the door.
+// TestTwoBatons: two Baton deployments, each the other's remote agent, in
+// a nested chain. A's assistant delegates to B's team over B's A2A
+// function (with B's development identity, as deployment-a); B's agent,
+// working on that message, delegates to A's team over A's A2A function
+// (with an ID token of A's Auth emulator, as deployment-b); A's agent
+// answers B's question in a chat of deployment-b; A's push resumes B's
+// agent, which completes A's message; B's push resumes A's agent. Each
+// worker sends its message with a push config naming its deployment's
+// push door, which the other's push sender may reach
+// (BATON_A2A_PUSH_ALLOW). Every model is called exactly as often as the
+// chain needs (A three times, B twice): no turn or resume runs twice. A
+// notification with a bad token is refused at the door.
 func TestTwoBatons(t *testing.T) {
 	t.Parallel()
-	door := newWorkForwarder(t) // A's A2A function, known before A exists
-	b := newHTTPFixtureWith(t, nil, func(c *Config) {
-		c.DevIdentity, c.A2APushAllow = true, []string{door.srv.URL + "/"}
-	}, modeltest.TextReply("jazz at the Blue Room tonight"))
-	remote, err := toolcallback.Remote(toolcallback.RemoteConfig{Name: "ask_b", Description: "ask the other deployment",
-		Agent:     a2aremote.Config{CardURL: b.srv.URL + "/" + NameA2A, Header: http.Header{"X-Baton-User": {"deployment-a"}}, AllowPrivate: true},
+	doorA, doorB := newWorkForwarder(t), newWorkForwarder(t) // each deployment's A2A function, known before it exists
+	askB, err := toolcallback.Remote(toolcallback.RemoteConfig{Name: "ask_b", Description: "ask the other deployment",
+		Agent:     a2aremote.Config{CardURL: doorB.srv.URL + "/" + NameA2A, Header: http.Header{"X-Baton-User": {"deployment-a"}}, AllowPrivate: true},
 		PollEvery: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
 	a, _ := newWorkFixture(t, func(f *httpFixture, so *ServerOptions) {
 		f.model.Script = []modeltest.Reply{modeltest.CallReply(modeltest.Call("c1", "ask_b", map[string]any{"message": "what is on tonight?"})),
-			modeltest.EchoReply}
-		root, err := llmagent.New(llmagent.Config{Name: "assistant", Model: f.model, Tools: []tool.Tool{remote}})
+			modeltest.TextReply("alice likes jazz"), modeltest.EchoReply}
+		root, err := llmagent.New(llmagent.Config{Name: "assistant", Model: f.model, Tools: []tool.Tool{askB}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		f.members = []toolcallback.Member{{Agent: root, Remote: []*toolcallback.RemoteTool{remote}}}
-		f.cfg.RemotePushURL = door.srv.URL + "/" + NameA2A + RemotePushPath
+		f.members = []toolcallback.Member{{Agent: root, Remote: []*toolcallback.RemoteTool{askB}}}
+		f.cfg.RemotePushURL, f.cfg.A2APushAllow = doorA.srv.URL+"/"+NameA2A+RemotePushPath, []string{doorB.srv.URL + "/"}
 	})
-	door.forwardTo(a)
+	doorA.forwardTo(a)
+	askA, err := toolcallback.Remote(toolcallback.RemoteConfig{Name: "ask_a", Description: "ask the first deployment",
+		Agent: a2aremote.Config{CardURL: doorA.srv.URL + "/" + NameA2A, Header: http.Header{"Authorization": {"Bearer " + a.token("deployment-b")}},
+			AllowPrivate: true},
+		PollEvery: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := newWorkFixture(t, func(f *httpFixture, so *ServerOptions) {
+		f.model.Script = []modeltest.Reply{modeltest.CallReply(modeltest.Call("d1", "ask_a", map[string]any{"message": "what does the user like?"})),
+			modeltest.EchoReply}
+		root, err := llmagent.New(llmagent.Config{Name: "events", Model: f.model, Tools: []tool.Tool{askA}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.members = []toolcallback.Member{{Agent: root, Remote: []*toolcallback.RemoteTool{askA}}}
+		f.cfg.DevIdentity = true
+		f.cfg.RemotePushURL, f.cfg.A2APushAllow = doorB.srv.URL+"/"+NameA2A+RemotePushPath, []string{doorA.srv.URL + "/"}
+	})
+	doorB.forwardTo(b)
 	defer func() {
 		if t.Failed() {
 			t.Logf("A's log:\n%s\nB's log:\n%s", a.logs.String(), b.logs.String())
@@ -56,23 +77,26 @@ func TestTwoBatons(t *testing.T) {
 	}
 	a.stream(resp, "c1")
 	team := a.server.Team()
-	polltest.Until(t, "A's agent resumed with B's answer", func() bool {
+	polltest.Until(t, "A's agent resumed with B's answer, which holds A's answer to B", func() bool {
 		p, err := team.Pending(t.Context(), toolcallback.PendingRequest{UserID: a.user("alice").UID, ChatID: "chat-1", History: 50})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for ev := range p.History.All() {
-			if ev.Content == nil {
+			if ev.Content == nil || ev.Author != "assistant" {
 				continue
 			}
 			for _, part := range ev.Content.Parts {
-				if strings.Contains(part.Text, "jazz at the Blue Room tonight") && ev.Author == "assistant" {
+				if strings.Contains(part.Text, "ask_b=") && strings.Contains(part.Text, "alice likes jazz") {
 					return true
 				}
 			}
 		}
 		return false
 	})
+	if na, nb := a.model.Calls(), b.model.Calls(); na != 3 || nb != 2 {
+		t.Errorf("models called A %d, B %d times; want 3 and 2 (each turn and resume once)", na, nb)
+	}
 	// A push with a forged token is refused at the door, and writes nothing.
 	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, a.srv.URL+"/"+NameA2A+RemotePushPath,
 		strings.NewReader(`{"statusUpdate":{"taskId":"t","contextId":"c","status":{"state":"TASK_STATE_COMPLETED"}}}`))

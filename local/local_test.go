@@ -41,18 +41,26 @@ func TestMain(m *testing.M) {
 // emulator and stops it when the test ends.
 func startForTest(t *testing.T) string {
 	t.Helper()
-	firestoretest.NewClient(t) // the shared emulator, started or skipped as the harness decides
-	authtest.Emulator(t, localProject)
 	port, err := emulator.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
+	return startInProcess(t, port, peering{})
+}
+
+// startInProcess runs the whole local system on port against the test
+// emulators, with peer as go run ./local -peer, and stops it when the test
+// ends.
+func startInProcess(t *testing.T, port string, peer peering) string {
+	t.Helper()
+	firestoretest.NewClient(t) // the shared emulator, started or skipped as the harness decides
+	authtest.Emulator(t, localProject)
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
 	logs := &runnerLogs{}
 	t.Cleanup(func() { logs.report(t) })
-	opts, stopNotes, err := demo(ctx)
+	opts, stopNotes, err := demo(ctx, peer)
 	if err != nil {
 		t.Fatal(err)
 	}

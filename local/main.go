@@ -3,18 +3,22 @@
 // /<Name>, the demo page at /, a sweeper) with the agents on Gemini or,
 // without credentials, an offline model, and the demo's notes MCP server.
 //
-//	go run ./local [-addr 127.0.0.1:8080] [-trace]
+//	go run ./local [-addr 127.0.0.1:8080] [-trace] [-peer http://127.0.0.1:8081]
 //
 // With -trace it prints each request's spans to stderr as an indented tree
-// with durations.
+// with durations. With -peer, the concierge may delegate to the concierge
+// of the runner at that URL (the tool ask_peer), and that runner may push
+// its answers to this one: two runners each given the other's URL are
+// each other's remote agent (docs/remote-agents.md, "Two local runners").
 package main
 
 import (
 	"context"
-	"fmt"
+	"flag"
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"google.golang.org/adk/v2/model"
@@ -27,21 +31,27 @@ import (
 	"github.com/baton-run/baton/toolcallback"
 )
 
+var peer = flag.String("peer", "", "base URL of another local runner whose concierge this one's may ask (ask_peer)")
+
 func main() {
-	opts, stopNotes, err := demo(context.Background())
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "baton local:", err)
-		os.Exit(1)
-	}
-	defer stopNotes()
-	devserver.Main(opts)
+	stop := func() {}
+	devserver.Main(&devserver.Options{Configure: func(o *devserver.Options) error {
+		opts, stopDemo, err := demo(context.Background(), peering{url: *peer, user: localagent.PeerUser})
+		if err != nil {
+			return err
+		}
+		*o, stop = *opts, stopDemo
+		return nil
+	}})
+	stop()
 }
 
 // demo returns the devserver options of the demo: its agents on the model
 // localagent.Model picks, and the notes MCP server they use, started here
 // on a port of its own, as an MCP server elsewhere would be; the returned
-// func stops it.
-func demo(ctx context.Context) (*devserver.Options, func(), error) {
+// func stops it. With a peer, the concierge also delegates to that
+// runner's concierge, which may push to this one.
+func demo(ctx context.Context, peer peering) (*devserver.Options, func(), error) {
 	m, err := localagent.Model(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -63,7 +73,7 @@ func demo(ctx context.Context) (*devserver.Options, func(), error) {
 	eventsURL := "http://" + eln.Addr().String()
 	esrv := &http.Server{Handler: events.Handler(eventsURL), ReadHeaderTimeout: 10 * time.Second}
 	go esrv.Serve(eln)
-	eventsTool, err := localagent.EventsTool(eventsURL)
+	remote, pushAllow, err := remoteAgents(eventsURL, peer)
 	if err != nil {
 		srv.Close()
 		esrv.Close()
@@ -72,14 +82,48 @@ func demo(ctx context.Context) (*devserver.Options, func(), error) {
 	return &devserver.Options{
 		MCPServers: []mcpregistry.Server{{Name: localagent.NotesServer, URL: "http://" + ln.Addr().String() + "/"}},
 		TeamWithMCP: func(_ context.Context, reg *mcpregistry.Registry) ([]toolcallback.Member, error) {
-			return localagent.TeamWithMCP(m, reg, eventsTool)
+			return localagent.TeamWithMCP(m, reg, remote...)
 		},
+		A2APushAllow:     pushAllow,
+		AuthUsers:        peer.users(),
 		ModelName:        m.Name(),
 		Suggestions:      localagent.Suggestions(),
 		LiveRules:        offlineRules(m),
 		TitleModel:       offlineRules(m), // with Gemini, the functions' own title model
 		SessionStateOnly: true,            // the demo agents keep no app: or user: state
 	}, func() { srv.Close(); esrv.Close() }, nil
+}
+
+// peering is go run ./local -peer: the other runner's base URL ("" for
+// none), and the user the two runners' concierges call each other as.
+type peering struct{ url, user string }
+
+// users are the users a runner with a peer makes in its Auth emulator:
+// the one the peer's concierge calls as.
+func (p peering) users() []string {
+	if p.url == "" {
+		return nil
+	}
+	return []string{p.user}
+}
+
+// remoteAgents are the concierge's remote agents: the events agent at
+// eventsURL and, with a peer, the other runner's concierge (whose pushes
+// this runner's A2A function may then send: pushAllow).
+func remoteAgents(eventsURL string, peer peering) (remote []*toolcallback.RemoteTool, pushAllow []string, err error) {
+	events, err := localagent.EventsTool(eventsURL)
+	if err != nil || peer.url == "" {
+		return []*toolcallback.RemoteTool{events}, nil, err
+	}
+	project := os.Getenv("GOOGLE_CLOUD_PROJECT") // the Auth emulator's, as devserver defaults it
+	if project == "" {
+		project = "baton-local"
+	}
+	other, err := localagent.PeerTool(peer.url, project, peer.user)
+	if err != nil {
+		return nil, nil, err
+	}
+	return []*toolcallback.RemoteTool{events, other}, []string{strings.TrimSuffix(peer.url, "/") + "/"}, nil
 }
 
 // offlineRules are the rules the live stand-in answers with, and the

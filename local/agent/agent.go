@@ -31,7 +31,7 @@ book_table books a restaurant table once a person approves; show_surface shows t
 with wait, returns what they did with it; notes_add_note and notes_list_notes
 keep notes for the conversation, and notes_clear_notes forgets them after asking the user, when the
 notes server is connected; ask_events delegates to the events agent, which may ask the user a question
-before it answers. Earlier turns may hold records like
+before it answers; ask_peer, when present, delegates to the concierge of another Baton runner. Earlier turns may hold records like
 "[dj called change_bgm(track=2): ...]" of what another agent did. Answer briefly.`
 	djInstruction = `You are the DJ of Baton's demo. change_bgm switches the music playing in the
 user's page (tracks 1 to 3); get_location tells where the user is, to pick music for the place;

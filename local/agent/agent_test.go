@@ -33,6 +33,8 @@ func TestOfflinePhrasings(t *testing.T) {
 		{"forget all notes", "notes_clear_notes", `{}`},
 		{"prepare a calm playlist of 10 songs", "prepare_playlist", `{"mood":"calm","songs":10}`},
 		{"make me a playlist", "prepare_playlist", `{"mood":""}`},
+		{"ask the other runner what is 12*7 and what time is it?", "ask_peer", `{"message":"what is 12*7 and what time is it?"}`},
+		{"ask the other runner to ask the other runner what's on tonight", "ask_peer", `{"message":"ask the other runner what's on tonight"}`},
 		{"hello", "", ""},
 	}
 	for _, tc := range tests {
@@ -72,6 +74,8 @@ func TestOfflineWordsResults(t *testing.T) {
 		{"get_location", map[string]any{"error": "permission denied"}, "couldn't get your location: permission denied"},
 		{"prepare_playlist", map[string]any{"mood": "calm", "tracks": []any{"Quiet Rain", "Blue Tides"}}, "Your calm playlist is ready: Quiet Rain, Blue Tides."},
 		{"prepare_playlist", map[string]any{"error": "stopped: the user stopped the turn"}, "The playlist was not prepared: stopped"},
+		{"ask_peer", map[string]any{"text": "12*7 = 84."}, "The other runner says: 12*7 = 84."},
+		{"ask_peer", map[string]any{"error": "timed out"}, "The other runner could not answer: timed out."},
 	}
 	for _, tc := range tests {
 		c := &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{{FunctionResponse: &genai.FunctionResponse{Name: tc.name, Response: tc.resp}}}}

@@ -181,6 +181,7 @@ var (
 	reNoteClr  = regexp.MustCompile(`(?i)\b(?:clear|delete|forget|erase)\b(?: all)?(?: of)? (?:the |my )?notes\b`)
 	reNoteAdd  = regexp.MustCompile(`(?i)^\s*(?:note|remember|take a note|add a note|write down)\b(?:\s+that)?[\s:,-]*(.+)$`)
 	reEvents   = regexp.MustCompile(`(?i)\bevents agent\b|\bwhat(?:'s| is) on tonight\b`)
+	rePeer     = regexp.MustCompile(`(?i)^\s*ask the other runner\b(?:\s+to\b)?[\s:,-]*(.+)$`)
 	reTZ       = regexp.MustCompile(`(?i)\bin\s+(tokyo|london|paris|new york|sydney|berlin)\b`)
 	rePlaylist = regexp.MustCompile(`(?i)\b(?:prepare|make|build|create)\b(?:\s+(?:me|a|an|the))*(?:\s+([\p{L}]+))?\s+playlist\b(?:.*?\b(\d+)\s+(?:songs|tracks)\b)?`)
 )
@@ -216,6 +217,10 @@ func slow(contents []*genai.Content) bool {
 // gets both calls in one model step, as Gemini makes parallel calls.
 func answer(msg string, history []*genai.Content) *genai.Content {
 	msg = strings.TrimSpace(msg)
+	if m := rePeer.FindStringSubmatch(msg); m != nil {
+		// First, whole: the question may hold anything, another delegation too.
+		return call("ask_peer", map[string]any{"message": strings.TrimSpace(m[1])})
+	}
 	if first, second, ok := strings.Cut(msg, " and "); ok {
 		a, b := answer(first, history), answer(second, history)
 		if a.Parts[0].FunctionCall != nil && b.Parts[0].FunctionCall != nil {
@@ -317,6 +322,8 @@ func describe(r *genai.FunctionResponse) string {
 			return fmt.Sprintf("The playlist was not prepared: %v.", e)
 		case r.Name == "ask_events":
 			return fmt.Sprintf("The events agent could not answer: %v.", e)
+		case r.Name == "ask_peer":
+			return fmt.Sprintf("The other runner could not answer: %v.", e)
 		}
 		return fmt.Sprintf("%s failed: %v.", r.Name, e)
 	}
@@ -343,6 +350,8 @@ func describe(r *genai.FunctionResponse) string {
 		return fmt.Sprintf("Your %v playlist is ready: %s.", resp["mood"], strings.Join(tracks, ", "))
 	case "ask_events":
 		return fmt.Sprintf("The events agent says: %v", resp["text"])
+	case "ask_peer":
+		return fmt.Sprintf("The other runner says: %v", resp["text"])
 	case "show_surface":
 		return describeSurface(resp)
 	case "notes_add_note", "notes_list_notes":

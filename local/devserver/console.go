@@ -25,14 +25,40 @@ const (
 	localOperatorDevID    = "operator"
 )
 
+// emulatorAuth is the Admin SDK's client of the Auth emulator of project.
+func emulatorAuth(ctx context.Context, project string) (*auth.Client, error) {
+	app, err := firebase.NewApp(ctx, &firebase.Config{ProjectID: project}, option.WithoutAuthentication())
+	if err != nil {
+		return nil, err
+	}
+	return app.Auth(ctx)
+}
+
+// ensureUsers makes the local operator and the users uids in the Auth
+// emulator (Options.AuthUsers; they may exist from an earlier run, or
+// another runner's, of the same emulator): the emulator's tokens are
+// accepted only for users it has.
+func ensureUsers(ctx context.Context, cfg functions.Config, uids []string) error {
+	if err := ensureOperator(ctx, cfg.Project, cfg.OperatorClaim); err != nil || len(uids) == 0 {
+		return err
+	}
+	client, err := emulatorAuth(ctx, cfg.Project)
+	if err != nil {
+		return fmt.Errorf("auth users: %w", err)
+	}
+	for _, uid := range uids {
+		_, err := client.CreateUser(ctx, (&auth.UserToCreate{}).UID(uid))
+		if err != nil && !auth.IsUIDAlreadyExists(err) {
+			return fmt.Errorf("auth user %s: %w", uid, err)
+		}
+	}
+	return nil
+}
+
 // ensureOperator makes the local operator in the Auth emulator (it may
 // exist from an earlier run of the same emulator).
 func ensureOperator(ctx context.Context, project, claim string) error {
-	app, err := firebase.NewApp(ctx, &firebase.Config{ProjectID: project}, option.WithoutAuthentication())
-	if err != nil {
-		return fmt.Errorf("local operator: %w", err)
-	}
-	client, err := app.Auth(ctx)
+	client, err := emulatorAuth(ctx, project)
 	if err != nil {
 		return fmt.Errorf("local operator: %w", err)
 	}

@@ -14,6 +14,8 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -74,6 +76,19 @@ type Options struct {
 	// Ready, when set, is called with the base URL once the server accepts
 	// connections.
 	Ready func(url string)
+	// A2APushAllow are URL prefixes the A2A function may send push
+	// notifications to, beside BATON_A2A_PUSH_ALLOW's: a peer runner's
+	// push door, when the two delegate to each other.
+	A2APushAllow []string
+	// AuthUsers are the ids of users Run makes in the Auth emulator when
+	// they are missing: the user a peer runner presents
+	// (localagent.PeerUser), since the emulator accepts tokens only of
+	// users it has. Unused in development identity.
+	AuthUsers []string
+	// Configure, when set, is called by Main once the command line is
+	// parsed, before Run: it may set the options from the caller's own
+	// flags (go run ./local -peer). An error ends Main as Run's would.
+	Configure func(*Options) error
 }
 
 // Main runs Run until Ctrl-C or SIGTERM, with the flags -addr and -trace
@@ -84,15 +99,19 @@ func Main(opts *Options) {
 	addr := flag.String("addr", defaultAddr(), "address to serve on (PORT sets the port)")
 	traces := flag.Bool("trace", false, "print each request's spans to stderr")
 	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := configure(&o)
 	if o.Addr == "" {
 		o.Addr = *addr
 	}
 	if *traces {
 		o.Trace = os.Stderr
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := Run(ctx, &o); err != nil {
+	if err == nil {
+		err = Run(ctx, &o)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "baton local:", err)
 		if errors.Is(err, emulator.ErrMissing) {
 			fmt.Fprintln(os.Stderr, "To run locally,", emulator.InstallHint+".")
@@ -100,6 +119,14 @@ func Main(opts *Options) {
 		stop()
 		os.Exit(1)
 	}
+}
+
+// configure calls o.Configure, if set.
+func configure(o *Options) error {
+	if o.Configure == nil {
+		return nil
+	}
+	return o.Configure(o)
 }
 
 func defaultAddr() string {
@@ -151,10 +178,7 @@ func Run(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	if _, set := env.lookup("BATON_REMOTE_PUSH_URL"); !set {
-		// Remote agents notify this runner's A2A function.
-		env.overrides["BATON_REMOTE_PUSH_URL"] = "http://" + ln.Addr().String() + "/" + functions.NameA2A + functions.RemotePushPath
-	}
+	env.remoteAgents("http://"+ln.Addr().String(), o.A2APushAllow)
 	defer work.stop()
 	cfg, err := functions.ConfigFromEnv(env.lookup)
 	if err != nil {
@@ -175,7 +199,7 @@ func Run(ctx context.Context, opts *Options) error {
 	}
 	defer stopMetrics(context.Background())
 	if emus.signIn != nil {
-		if err := ensureOperator(ctx, cfg.Project, cfg.OperatorClaim); err != nil {
+		if err := ensureUsers(ctx, cfg, o.AuthUsers); err != nil {
 			return err
 		}
 	}
@@ -225,6 +249,24 @@ func (e *environment) lookup(k string) (string, bool) {
 	}
 	v, ok := localDefaults[k]
 	return v, ok
+}
+
+// remoteAgents sets what remote agents need of a runner at base: remotes
+// notify its A2A function (BATON_REMOTE_PUSH_URL, unless set), and its A2A
+// function may push to the prefixes given (Options.A2APushAllow, beside
+// BATON_A2A_PUSH_ALLOW's).
+func (e *environment) remoteAgents(base string, pushAllow []string) {
+	if _, set := e.lookup("BATON_REMOTE_PUSH_URL"); !set {
+		e.overrides["BATON_REMOTE_PUSH_URL"] = base + "/" + functions.NameA2A + functions.RemotePushPath
+	}
+	if len(pushAllow) == 0 {
+		return
+	}
+	all := slices.Clone(pushAllow)
+	if v, _ := e.lookup("BATON_A2A_PUSH_ALLOW"); v != "" {
+		all = append(all, v)
+	}
+	e.overrides["BATON_A2A_PUSH_ALLOW"] = strings.Join(all, ",")
 }
 
 // serverParts are what Run made for the server besides Firestore: the
