@@ -141,7 +141,7 @@ func TestTaskRemoteProgress(t *testing.T) {
 	}, modeltest.CallReply(modeltest.Call("c1", "ask_events", map[string]any{"message": "what is on tonight?"})), modeltest.EchoReply)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	states, progress, artifact := streamTask(ctx, t, f, "ask the events agent what is on tonight", "c1", peer.Release)
+	states, progress, artifact := streamProgress(ctx, t, f, "ask the events agent what is on tonight", "c1", peer.Release)
 	if !strings.Contains(progress, "looking at the listings") {
 		t.Errorf("progress the caller saw = %q, want the remote's working message", progress)
 	}
@@ -165,10 +165,10 @@ func checkWorkedThrough(t *testing.T, states []a2a.TaskState, what string) {
 	}
 }
 
-// streamTask sends text to f's first instance as ada, streaming, and
+// streamProgress sends text to f's first instance as ada, streaming, and
 // returns the task's states, the progress of call it saw (seen is called
 // once the first came), and its artifacts' text.
-func streamTask(ctx context.Context, t *testing.T, f *fixture, text, call string, seen func()) (states []a2a.TaskState, progress, artifact string) {
+func streamProgress(ctx context.Context, t *testing.T, f *fixture, text, call string, seen func()) (states []a2a.TaskState, progress, artifact string) {
 	t.Helper()
 	var p, a strings.Builder
 	for ev, err := range f.client(0, "ada").SendStreamingMessage(ctx, textMessage(text)) {
@@ -223,7 +223,7 @@ func TestTaskBackgroundProgress(t *testing.T) {
 	}, modeltest.EchoReply)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	states, progress, artifact := streamTask(ctx, t, f, "make me a calm playlist", "c1", func() { close(seen) })
+	states, progress, artifact := streamProgress(ctx, t, f, "make me a calm playlist", "c1", func() { close(seen) })
 	if !strings.Contains(progress, "picked rain") {
 		t.Errorf("progress the caller saw = %q, want the work's report", progress)
 	}
