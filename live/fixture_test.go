@@ -18,6 +18,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/baton-run/baton/internal/firestoretest"
+	"github.com/baton-run/baton/internal/polltest"
 	"github.com/baton-run/baton/internal/teamtest"
 	"github.com/baton-run/baton/live"
 	"github.com/baton-run/baton/modeltest"
@@ -156,10 +157,13 @@ func (c *client) messages() []live.Message {
 }
 
 // await waits for the n-th message (from 1) that match accepts, and
-// returns it.
+// returns it. It returns as soon as the message comes; the bound, the
+// polls' (polltest.Timeout), matters only when it never does, and is
+// generous: a background call's result travels through the queue and the
+// worker, which a loaded machine slowed past 15 s.
 func (c *client) await(what string, n int, match func(live.Message) bool) live.Message {
 	c.t.Helper()
-	timeout := time.After(15 * time.Second)
+	timeout := time.After(polltest.Timeout)
 	for {
 		seen := 0
 		for _, m := range c.messages() {
@@ -172,7 +176,7 @@ func (c *client) await(what string, n int, match func(live.Message) bool) live.M
 		select {
 		case <-c.more:
 		case <-timeout:
-			c.t.Fatalf("after 15 s, still waiting for %s #%d; messages:\n%s", what, n, dumpMessages(c.messages()))
+			c.t.Fatalf("after %s, still waiting for %s #%d; messages:\n%s", polltest.Timeout, what, n, dumpMessages(c.messages()))
 		}
 	}
 }

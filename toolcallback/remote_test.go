@@ -534,3 +534,47 @@ func TestRemoteQuestionListed(t *testing.T) {
 		t.Error("the console lists the stopped chat as waiting for a person")
 	}
 }
+
+// TestRemoteStoppedWhileSending: a call stopped while its message is on
+// its way to the remote (the closer knows no task to cancel) has the task
+// the message started cancelled by the delivery that learns it, once; the
+// model is told of the stop alone.
+func TestRemoteStoppedWhileSending(t *testing.T) {
+	t.Parallel()
+	f := newRemoteFixture(t, a2apeer.Works, nil, eventsCall, echoReply)
+	f.bgFixture.remote = remoteTool(t, f.peer, http.Header{a2apeer.InstanceHeader: {"held"}})
+	f.team = f.newInstance()
+	f.door.set(f.team, nil)
+	f.setPush(f.team, nil)
+	sending, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	f.peer.SetGate(func(method, _ string) error {
+		if method == "SendMessage" {
+			once.Do(func() { close(sending) })
+			<-release
+		}
+		return nil
+	})
+	if _, err := f.turnEvents("chat", "ask the events agent what is on tonight"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-sending:
+	case <-time.After(time.Minute):
+		t.Fatal("the message was never sent")
+	}
+	report, err := f.team.Stop(t.Context(), "user-1", "chat", 0)
+	if err != nil || len(report.Cancelled) != 1 {
+		t.Fatalf("Stop() = %+v, %v; want c1 cancelled", report, err)
+	}
+	close(release)
+	polltest.Until(t, "the remote task the message started cancelled", func() bool {
+		return f.peer.Cancels() > 0
+	})
+	if got := f.responses("chat", "c1"); len(got) != 1 || !strings.Contains(toJSON(got), "stopped") {
+		t.Errorf("responses to c1 = %s, want the stop's alone", toJSON(got))
+	}
+	if n := f.peer.Cancelled(); n != 1 {
+		t.Errorf("the remote was asked to cancel %d times, want once", n)
+	}
+}

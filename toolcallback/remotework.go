@@ -138,6 +138,9 @@ func (e *engine) sendFirst(ctx context.Context, c *Call, rt *RemoteTool) (*WorkO
 		if c, err = e.ledger.Get(ctx, c.UserID, c.SessionID, c.ID); err != nil {
 			return nil, err
 		}
+		if c.Status != StatusPending && c.Remote.TaskID == "" {
+			return e.cancelUnrecorded(ctx, c, rt, task.ID)
+		}
 		if c.Status != StatusPending || c.Remote.Sent > 0 {
 			return &WorkOutcome{What: "sent"}, nil
 		}
@@ -245,6 +248,24 @@ func (e *engine) sendCancel(ctx context.Context, c *Call) (*WorkOutcome, error) 
 		}
 	}
 	return nil, fmt.Errorf("%w: call %q keeps changing", ledger.ErrChanged, c.ID)
+}
+
+// cancelUnrecorded cancels task, the remote task c's message started, c
+// having been closed while the message was on its way: the closer knew no
+// task to cancel, and only this delivery knows it. It cancels at once and
+// records the cancel sent on the closed record. A process that dies
+// between the send's answer and the cancel still leaves the task running
+// (docs/remote-agents.md, "What is not done yet").
+func (e *engine) cancelUnrecorded(ctx context.Context, c *Call, rt *RemoteTool, task string) (*WorkOutcome, error) {
+	if err := rt.agent.Cancel(ctx, task); err != nil && !errors.Is(err, a2aremote.ErrRefused) {
+		e.opts.Logger.Info("remote agent: cancel of a task started after its call closed failed; the queue retries it",
+			"call", c.ID, "task", task, "error", err)
+		return &WorkOutcome{What: "retry", Retry: true}, nil
+	}
+	if _, err := e.ledger.CancelSent(ctx, c, platform.Now(ctx)); err != nil && !errors.Is(err, ledger.ErrChanged) {
+		return nil, err
+	}
+	return &WorkOutcome{What: "cancelled"}, nil
 }
 
 // cancelRemote queues the cancel of c's remote task, a call just closed
