@@ -68,6 +68,7 @@ func New(cfg Config) (*Agent, error) {
 	if len(cfg.Header) > 0 {
 		hc.Transport = headers{next: hc.Transport, h: cfg.Header}
 	}
+	hc.Transport = refusals{next: hc.Transport}
 	return &Agent{cfg: cfg, base: u, http: hc, bare: &bare}, nil
 }
 
@@ -83,6 +84,30 @@ func (t headers) RoundTrip(r *http.Request) (*http.Response, error) {
 		r.Header[k] = v
 	}
 	return t.next.RoundTrip(r)
+}
+
+// refusals turns the remote's HTTP 401 and 403 into a2a's errors for
+// them, which classify counts as refusals: a2a-go reports any status but
+// 200 as a plain "unexpected HTTP status", which would be retried (a bad
+// credential until the call's timeout).
+type refusals struct{ next http.RoundTripper }
+
+func (t refusals) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(r)
+	if err != nil {
+		return nil, err
+	}
+	var refused error
+	switch resp.StatusCode {
+	case http.StatusUnauthorized:
+		refused = a2a.ErrUnauthenticated
+	case http.StatusForbidden:
+		refused = a2a.ErrUnauthorized
+	default:
+		return resp, nil
+	}
+	resp.Body.Close()
+	return nil, fmt.Errorf("%w: HTTP %s", refused, resp.Status)
 }
 
 // connect resolves the card and builds the client, once.

@@ -156,3 +156,35 @@ func TestFetch(t *testing.T) {
 		t.Errorf("Fetch(file URL) error = %v, want ErrRefused", err)
 	}
 }
+
+// TestRefusedCredentials: a remote that answers 401 or 403 refuses the
+// message for good (ErrRefused), so the call fails at once instead of
+// being retried until its timeout; a 503 stays worth another attempt.
+func TestRefusedCredentials(t *testing.T) {
+	for _, tc := range []struct {
+		status  int
+		refused bool
+	}{
+		{http.StatusUnauthorized, true},
+		{http.StatusForbidden, true},
+		{http.StatusServiceUnavailable, false},
+	} {
+		t.Run(http.StatusText(tc.status), func(t *testing.T) {
+			mux := http.NewServeMux()
+			srv := httptest.NewServer(mux)
+			t.Cleanup(srv.Close)
+			card := &a2a.AgentCard{Name: "peer", Version: "1", SupportedInterfaces: []*a2a.AgentInterface{
+				a2a.NewAgentInterface(srv.URL, a2a.TransportProtocolJSONRPC)}}
+			mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(card))
+			mux.HandleFunc("POST /{$}", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(tc.status) })
+			a, err := New(Config{CardURL: srv.URL, AllowPrivate: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = a.Send(t.Context(), Message{ID: "m1", Text: "hello"})
+			if err == nil || errors.Is(err, ErrRefused) != tc.refused {
+				t.Errorf("Send() error = %v, want refused %v", err, tc.refused)
+			}
+		})
+	}
+}
