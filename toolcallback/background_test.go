@@ -25,6 +25,8 @@ import (
 	"google.golang.org/api/option"
 	"google.golang.org/genai"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/baton-run/baton/internal/firestoretest"
@@ -163,6 +165,18 @@ func (f *bgFixture) setQueueFault(fault func(method string) error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.queueFault = fault
+}
+
+// refuseFirstEnqueue has the queue refuse its first task creation, as a
+// queue unreachable between a call's commit and its enqueue would.
+func (f *bgFixture) refuseFirstEnqueue() {
+	var refused atomic.Bool
+	f.setQueueFault(func(method string) error {
+		if strings.HasSuffix(method, "/CreateTask") && refused.CompareAndSwap(false, true) {
+			return status.Error(codes.Unavailable, "queue unreachable")
+		}
+		return nil
+	})
 }
 
 func (f *bgFixture) intercept(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {

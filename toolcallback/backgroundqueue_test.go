@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"google.golang.org/adk/v2/platform"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/baton-run/baton/internal/localtasks"
 	"github.com/baton-run/baton/toolcallback"
@@ -133,15 +131,7 @@ func TestBackgroundRetries(t *testing.T) {
 func TestBackgroundEnqueueRepair(t *testing.T) {
 	t.Parallel()
 	f := newBGFixture(t, nil, nil, playlistCall, echoReply)
-	// The queue refuses the first creation, as a queue unreachable
-	// between the commit and the enqueue would.
-	var refused atomic.Bool
-	f.setQueueFault(func(method string) error {
-		if strings.HasSuffix(method, "/CreateTask") && refused.CompareAndSwap(false, true) {
-			return status.Error(codes.Unavailable, "queue unreachable")
-		}
-		return nil
-	})
+	f.refuseFirstEnqueue()
 	if _, err := f.turnEvents("chat", "make me a playlist"); err != nil {
 		t.Fatal(err)
 	}

@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"google.golang.org/adk/v2/platform"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/baton-run/baton/a2aremote"
 	"github.com/baton-run/baton/console"
@@ -410,13 +408,7 @@ func TestRemoteCallCost(t *testing.T) {
 func TestRemoteSendRepairedAndIdempotent(t *testing.T) {
 	t.Parallel()
 	f := newRemoteFixture(t, a2apeer.Works, nil, eventsCall, echoReply)
-	var refused atomic.Bool
-	f.setQueueFault(func(method string) error {
-		if strings.HasSuffix(method, "/CreateTask") && refused.CompareAndSwap(false, true) {
-			return status.Error(codes.Unavailable, "queue unreachable")
-		}
-		return nil
-	})
+	f.refuseFirstEnqueue()
 	if _, err := f.turnEvents("chat", "ask the events agent what is on tonight"); err != nil {
 		t.Fatal(err)
 	}
