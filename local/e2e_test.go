@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -39,6 +40,10 @@ func TestBrowserScenarios(t *testing.T) {
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
+	// Registered first, so it runs last: what failed is repeated after the
+	// runner's own lines, where a CI log cut to its head and tail shows it.
+	var failed failures
+	t.Cleanup(func() { failed.report(t) })
 	node, chromium := browserTools(ctx, t)
 	dir := "e2e"
 	url := startForTest(t)
@@ -53,7 +58,7 @@ func TestBrowserScenarios(t *testing.T) {
 	scenarios := func(name string, env ...string) error {
 		cmd := exec.CommandContext(ctx, node, "--test", "--test-reporter=spec", "scenarios.test.mjs")
 		cmd.Env = append(os.Environ(), append([]string{"BATON_URL=" + url, "CHROMIUM=" + chromium}, env...)...)
-		return runLogged(ctx, t, name+": ", cmd, dir)
+		return runLoggedTo(ctx, &lineLogger{t: t, prefix: name + ": ", failed: &failed}, cmd, dir)
 	}
 	claims := t.TempDir()
 	var wg sync.WaitGroup
@@ -136,11 +141,15 @@ var (
 // whole process group (node and the browser it started) is killed.
 func runLogged(ctx context.Context, t *testing.T, prefix string, cmd *exec.Cmd, dir string) error {
 	t.Helper()
+	return runLoggedTo(ctx, &lineLogger{t: t, prefix: prefix}, cmd, dir)
+}
+
+// runLoggedTo is runLogged with its output going to out.
+func runLoggedTo(ctx context.Context, out *lineLogger, cmd *exec.Cmd, dir string) error {
 	cmd.Dir = dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 10 * time.Second
-	out := &lineLogger{t: t, prefix: prefix}
 	cmd.Stdout, cmd.Stderr = out, out
 	err := cmd.Run()
 	out.flush()
@@ -153,12 +162,15 @@ func runLogged(ctx context.Context, t *testing.T, prefix string, cmd *exec.Cmd, 
 	return nil
 }
 
-// lineLogger writes complete lines to the test log as they arrive.
+// lineLogger writes complete lines to the test log as they arrive. With
+// failed set, it also keeps node:test's summary of failing tests.
 type lineLogger struct {
-	t      *testing.T
-	prefix string
-	mu     sync.Mutex
-	buf    []byte
+	t       *testing.T
+	prefix  string
+	failed  *failures
+	summary bool // past node:test's "✖ failing tests:" line
+	mu      sync.Mutex
+	buf     []byte
 }
 
 func (l *lineLogger) Write(p []byte) (int, error) {
@@ -170,7 +182,7 @@ func (l *lineLogger) Write(p []byte) (int, error) {
 		if i < 0 {
 			return len(p), nil
 		}
-		l.t.Log(l.prefix + string(l.buf[:i]))
+		l.line(string(l.buf[:i]))
 		l.buf = l.buf[i+1:]
 	}
 }
@@ -179,9 +191,62 @@ func (l *lineLogger) flush() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(l.buf) > 0 {
-		l.t.Log(l.prefix + string(l.buf))
+		l.line(string(l.buf))
 		l.buf = nil
 	}
 }
 
+func (l *lineLogger) line(s string) {
+	l.t.Log(l.prefix + s)
+	if l.failed == nil {
+		return
+	}
+	if strings.HasPrefix(s, "✖ failing tests:") {
+		l.summary = true
+	}
+	// Stack frames are left out: the message says what failed.
+	if l.summary && !strings.HasPrefix(strings.TrimSpace(s), "at ") {
+		l.failed.add(l.prefix + s)
+	}
+}
+
+// failures gathers the node processes' summaries of failing scenarios.
+type failures struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+// failureLines bounds what is repeated: the full output is above it.
+const failureLines = 200
+
+func (f *failures) add(line string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.lines) < failureLines {
+		f.lines = append(f.lines, line)
+	}
+}
+
+// report repeats the summaries, if any, at the end of the test's log.
+func (f *failures) report(t *testing.T) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.lines) > 0 {
+		t.Errorf("failing scenarios, as node:test summed them up:\n%s", strings.Join(f.lines, "\n"))
+	}
+}
+
 var _ io.Writer = (*lineLogger)(nil)
+
+// TestFailingSummaryKept checks that what node:test sums up as failing is
+// kept, without its stack frames, and nothing before it.
+func TestFailingSummaryKept(t *testing.T) {
+	var f failures
+	out := &lineLogger{t: t, prefix: "node-0: ", failed: &f}
+	fmt.Fprint(out, "✖ bad one (1ms)\n  early detail\nℹ fail 1\n\n✖ failing tests:\n\ntest at a.mjs:4:1\n✖ bad one (1ms)\n  AssertionError: numbers differ\n      at TestContext.<anonymous> (file:///a.mjs:4:32)\n  }")
+	out.flush()
+	want := []string{"node-0: ✖ failing tests:", "node-0: ", "node-0: test at a.mjs:4:1", "node-0: ✖ bad one (1ms)", "node-0:   AssertionError: numbers differ", "node-0:   }"}
+	if strings.Join(f.lines, "\n") != strings.Join(want, "\n") {
+		t.Errorf("kept %q, want %q", f.lines, want)
+	}
+}
