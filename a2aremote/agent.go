@@ -14,6 +14,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 	"github.com/a2aproject/a2a-go/v2/a2aclient/agentcard"
 	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
+	"golang.org/x/oauth2"
 )
 
 // ErrRefused: the remote refused a request for good (bad parameters, an
@@ -31,6 +32,12 @@ type Config struct {
 	// Header is sent with every request to the remote: its credentials
 	// (an Authorization header, an API key).
 	Header http.Header
+	// TokenSource, when set, gives the Authorization header of every
+	// request to the remote, renewed as its tokens expire: for a
+	// credential that lives an hour, as a Google-signed ID token from
+	// google.golang.org/api/idtoken.NewTokenSource does. It wins over an
+	// Authorization in Header.
+	TokenSource oauth2.TokenSource
 	// AllowPrivate lets the remote be on a loopback, private or link-local
 	// address (a local runner, a test, a peer on a private network).
 	AllowPrivate bool
@@ -65,6 +72,12 @@ func New(cfg Config) (*Agent, error) {
 	}
 	hc := httpClient(cfg.AllowPrivate, cfg.Timeout)
 	bare := *hc
+	if cfg.TokenSource != nil {
+		// x/oauth2's transport sets the header from the source's current
+		// token; ReuseTokenSource asks for a new one only when it expires.
+		// Inside headers, so that its Authorization is the one sent.
+		hc.Transport = &oauth2.Transport{Source: oauth2.ReuseTokenSource(nil, cfg.TokenSource), Base: hc.Transport}
+	}
 	if len(cfg.Header) > 0 {
 		hc.Transport = headers{next: hc.Transport, h: cfg.Header}
 	}

@@ -2,15 +2,20 @@ package a2aremote
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
+	"golang.org/x/oauth2"
 )
 
 // TestGuard: the dialer's check refuses loopback, private, link-local
@@ -184,6 +189,73 @@ func TestRefusedCredentials(t *testing.T) {
 			_, err = a.Send(t.Context(), Message{ID: "m1", Text: "hello"})
 			if err == nil || errors.Is(err, ErrRefused) != tc.refused {
 				t.Errorf("Send() error = %v, want refused %v", err, tc.refused)
+			}
+		})
+	}
+}
+
+// tokens is a token source that counts its tokens; each expires at
+// expiry.
+type tokens struct {
+	mu     sync.Mutex
+	n      int
+	expiry time.Time
+}
+
+func (s *tokens) Token() (*oauth2.Token, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.n++
+	return &oauth2.Token{AccessToken: fmt.Sprint("tok-", s.n), TokenType: "Bearer", Expiry: s.expiry}, nil
+}
+
+// TestTokenSource: with a TokenSource, every request to the remote carries
+// its current token (over a static Authorization in Header), a token is
+// reused while it is valid, and an expired one is renewed.
+func TestTokenSource(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		expiry time.Time
+		want   []string // the Authorization of the card's read and of two sends
+	}{
+		{"valid", time.Now().Add(time.Hour), []string{"Bearer tok-1", "Bearer tok-1", "Bearer tok-1"}},
+		{"expired", time.Now().Add(-time.Minute), []string{"Bearer tok-1", "Bearer tok-2", "Bearer tok-3"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var seen []string
+			record := func(r *http.Request) {
+				mu.Lock()
+				defer mu.Unlock()
+				seen = append(seen, r.Header.Get("Authorization"))
+			}
+			mux := http.NewServeMux()
+			srv := httptest.NewServer(mux)
+			t.Cleanup(srv.Close)
+			card := a2asrv.NewStaticAgentCardHandler(&a2a.AgentCard{Name: "peer", Version: "1", SupportedInterfaces: []*a2a.AgentInterface{
+				a2a.NewAgentInterface(srv.URL, a2a.TransportProtocolJSONRPC)}})
+			mux.HandleFunc("GET "+a2asrv.WellKnownAgentCardPath, func(w http.ResponseWriter, r *http.Request) {
+				record(r)
+				card.ServeHTTP(w, r)
+			})
+			mux.HandleFunc("POST /{$}", func(w http.ResponseWriter, r *http.Request) {
+				record(r)
+				w.WriteHeader(http.StatusServiceUnavailable)
+			})
+			a, err := New(Config{CardURL: srv.URL, AllowPrivate: true, TokenSource: &tokens{expiry: tc.expiry},
+				Header: http.Header{"Authorization": {"Bearer static"}, "X-Api-Key": {"k"}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, id := range []string{"m1", "m2"} {
+				if _, err := a.Send(t.Context(), Message{ID: id, Text: "hello"}); err == nil {
+					t.Fatalf("Send(%s) = nil error, want the remote's 503", id)
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if !slices.Equal(seen, tc.want) {
+				t.Errorf("Authorization sent = %q, want %q", seen, tc.want)
 			}
 		})
 	}
