@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/adk/v2/agent/llmagent"
 	"google.golang.org/adk/v2/model"
 	"google.golang.org/genai"
 
@@ -308,5 +309,37 @@ func TestChatLiveWait(t *testing.T) {
 	}
 	if d := time.Since(start); d < time.Second {
 		t.Errorf("seen turn answered after %v, want a wait of 1 s", d)
+	}
+}
+
+// TestChatReplayShowsSwitch: the replay of a turn that switched agents
+// (a live tab's wait that missed it) carries the switch as the turn's own
+// stream did (data-agent, switched): a tab that shows the replayed message
+// keeps the switch line. A later turn's replay names no switch.
+func TestChatReplayShowsSwitch(t *testing.T) {
+	t.Parallel()
+	addDJ := func(f *httpFixture, _ *ServerOptions) {
+		f.members = append(f.members, f.world.Member(llmagent.Config{Name: "dj", Model: f.model}))
+	}
+	f := newHTTPFixtureWith(t, addDJ, nil, modeltest.TextReply("hello"), modeltest.TextReply("playing"), modeltest.TextReply("again"))
+	f.stream(f.chat("ada", chatBody("chat1", "tab-a", userMessage("u1", "hi"))))
+	body := chatBody("chat1", "tab-a", userMessage("u2", "play something"))
+	body["agent"] = "dj"
+	live := chunksOfType(f.stream(f.chat("ada", body)), "data-agent")
+	if len(live) != 1 || live[0]["data"].(map[string]any)["switched"] != true {
+		t.Fatalf("the switching turn's stream has data-agent %v, want one switch", live)
+	}
+	replay := func() []map[string]any {
+		return chunksOfType(f.stream(f.do(http.MethodGet, NameChat+"/chat1/stream", f.token("ada"), nil,
+			map[string]string{usechat.WaitHeader: "1", usechat.SeenHeader: "none"})), "data-agent")
+	}
+	if got := replay(); !cmp.Equal(got, live) {
+		t.Errorf("the switching turn replayed with data-agent %v, want %v as it streamed", got, live)
+	}
+	body = chatBody("chat1", "tab-a", userMessage("u3", "more"))
+	body["agent"] = "dj"
+	f.stream(f.chat("ada", body))
+	if got := replay(); len(got) != 0 {
+		t.Errorf("a turn without a switch replayed with data-agent %v, want none", got)
 	}
 }

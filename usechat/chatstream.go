@@ -246,6 +246,9 @@ func (s *Server) streamTurn(ctx context.Context, w http.ResponseWriter, log *slo
 	if err := enc.Start(); err != nil {
 		return nil
 	}
+	if sw := turnSwitch(cw.events, start); sw != nil {
+		_ = enc.Data("agent", sw) // as the turn's own stream said it first
+	}
 	work := newTurnWork(cw.chat, log, func(c *toolcallback.Call) { _ = enc.Progress(c.OriginalID, c.Work.Progress) })
 	for _, ev := range cw.events[start:] {
 		rp.write(enc, log, ev)
@@ -334,6 +337,30 @@ func unseen(events []*session.Event, seen string) bool {
 
 // lastTurn returns the index of the event that starts the last turn in
 // events (len(events) when there is none).
+// turnSwitch is the agent switch the turn starting at events[start] made,
+// nil when it made none (or the events read begin with the turn): a
+// switch moves the chat's history into the new agent's session, and the
+// message of the turn that switched comes right after it (see history).
+func turnSwitch(events []*session.Event, start int) *toolcallback.SwitchReport {
+	if start >= len(events) {
+		return nil
+	}
+	for _, ev := range slices.Backward(events[:start]) {
+		if ev.Partial || ev.Content == nil {
+			continue
+		}
+		sw, _, moved := sessionstore.MovedBy(ev)
+		if !moved {
+			return nil
+		}
+		if later, _, also := sessionstore.MovedBy(events[start]); also && sameSwitch(later, sw) {
+			return nil
+		}
+		return &toolcallback.SwitchReport{Switched: true, From: sw.From, To: sw.To}
+	}
+	return nil
+}
+
 func lastTurn(events []*session.Event) int {
 	for i, ev := range slices.Backward(events) {
 		if transcript.StartsTurn(ev) {
