@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"cloud.google.com/go/firestore/apiv1/firestorepb"
+	"google.golang.org/adk/v2/session"
 
 	"github.com/baton-run/baton/internal/a2apeer"
 	"github.com/baton-run/baton/internal/polltest"
@@ -282,8 +283,15 @@ func (c *remoteCrash) recover() {
 	c.setPush(next, later)
 	c.reader, c.records = next, sessionstore.New(client, nil)
 	settle := func(what string) {
+		var swept toolcallback.SweepReport
+		defer func() {
+			if t.Failed() {
+				c.explain(ctx, next, swept)
+			}
+		}()
 		polltest.Until(t, what, func() bool {
-			if _, err := next.Sweep(ctx, later()); err != nil {
+			var err error
+			if swept, err = next.Sweep(ctx, later()); err != nil {
 				t.Logf("sweep after the crash: %v", err)
 			}
 			if c.stop && c.working(next) {
@@ -306,6 +314,43 @@ func (c *remoteCrash) recover() {
 	settle("the chat to be settled after the next message")
 	if c.stop {
 		sendOnceFree(ctx, t, next, "and now?") // the model hears of a stop with the next message
+	}
+}
+
+// explain logs what the recovery found when it gave up waiting: c1's
+// record, the chat's open calls and its session's lease, at the test's
+// time and at the recovery's (later), the last sweep's report, and the
+// chat's events.
+func (c *remoteCrash) explain(later context.Context, next *toolcallback.Team, swept toolcallback.SweepReport) {
+	t := c.t
+	ctx := context.WithoutCancel(t.Context())
+	t.Logf("the last sweep after the crash: %+v", swept)
+	if rec := c.recordOf(ctx, "c1"); rec != nil {
+		t.Logf("c1: status %s, resumed %v, remote %+v, work %+v", rec.Status, rec.Resumed, rec.Remote, rec.Work)
+	}
+	for _, at := range []struct {
+		name string
+		ctx  context.Context
+	}{{"now", ctx}, {"later", context.WithoutCancel(later)}} {
+		state, err := next.Pending(at.ctx, toolcallback.PendingRequest{UserID: "user-1", ChatID: "chat", History: -1})
+		if err != nil {
+			t.Logf("pending (%s): %v", at.name, err)
+			continue
+		}
+		for _, call := range state.Calls {
+			t.Logf("pending (%s): %s %s %s", at.name, call.ID, call.Kind, call.Status)
+		}
+		if at.name == "now" {
+			t.Logf("events:\n%s", dumpBGEvents(listEvents(state.History)))
+		}
+	}
+	if chat, err := c.records.GetChat(ctx, "app", "user-1", "chat"); err == nil {
+		if sess, err := c.records.Get(ctx, &session.GetRequest{AppName: "app", UserID: "user-1", SessionID: chat.SessionID}); err == nil {
+			if ss, ok := sess.Session.(*sessionstore.Session); ok {
+				t.Logf("session %s: lease holder now %q, later %q; may have open records %v", chat.SessionID,
+					ss.LiveHolder(ctx), ss.LiveHolder(later), ss.MayHaveOpenDocs())
+			}
+		}
 	}
 }
 
