@@ -115,7 +115,9 @@ func withWork(c *Call, f func(w *Work)) *Call {
 
 // Enqueued records that the task of c, a pending background or remote
 // call, was created at now: the sweeper then looks at c only at its
-// expiry. For a closed remote call (CancelDue), the task is its cancel's:
+// expiry, or, for a remote call whose task a notification already named,
+// at its next poll (a mark after that notification must not undo its
+// polls). For a closed remote call (CancelDue), the task is its cancel's:
 // the sweeper looks at it again only while its agent does not have the
 // call's outcome. First writer wins: ErrChanged when the record changed
 // since c was read (its work claimed, its status settled); read it again
@@ -124,6 +126,8 @@ func (l *Ledger) Enqueued(ctx context.Context, c *Call, now time.Time) (*Call, e
 	out := withWork(c, func(w *Work) { w.Enqueued = now })
 	ups := []firestore.Update{{Path: fieldWorkEnqueued, Value: now}}
 	switch {
+	case c.Status == StatusPending && c.Remote != nil && c.Remote.TaskID != "":
+		ups = append(ups, firestore.Update{Path: fieldSweepAt, Value: nextSweep(c, now)})
 	case c.Status == StatusPending:
 		ups = append(ups, firestore.Update{Path: fieldSweepAt, Value: c.Expires})
 	case c.Resumed:

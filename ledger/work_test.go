@@ -49,6 +49,45 @@ func TestWorkRoundTrip(t *testing.T) {
 	}
 }
 
+// TestEnqueuedKeepsPoll: a remote call whose task a notification named
+// before the turn marked the call's task created keeps its polls: the mark
+// moves the sweeper's look to the next poll, not to the expiry (a crash
+// that then lost the remote's later notifications left the call waiting
+// for its timeout). A remote call whose task is not known yet is looked
+// at only at its expiry, as a background call is, until its send is
+// recorded.
+func TestEnqueuedKeepsPoll(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	ctx := t.Context()
+	c := work("s", "r1")
+	c.Kind, c.Tool, c.Remote = ledger.KindRemote, "ask_events", &ledger.Remote{PollEvery: time.Minute}
+	w.record(c)
+	asRead := w.get("s", "r1")
+	noted, err := w.ledger.RemoteState(ctx, asRead, ledger.RemoteUpdate{TaskID: "t1", ContextID: "x1", State: "submitted"}, base.Add(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.ledger.Enqueued(ctx, noted, base.Add(2*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if due, err := w.ledger.Due(ctx, "dj", base.Add(2*time.Second+time.Minute), 10); err != nil || len(due) != 1 {
+		t.Errorf("Due(next poll) after the mark = %v, %v; want r1", ids(due), err)
+	}
+
+	w.record(func() *ledger.Call {
+		c := work("s", "r2")
+		c.Kind, c.Tool, c.Remote = ledger.KindRemote, "ask_events", &ledger.Remote{PollEvery: time.Minute}
+		return c
+	}())
+	if _, err := w.ledger.Enqueued(ctx, w.get("s", "r2"), base.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if due, err := w.ledger.Due(ctx, "dj", base.Add(59*time.Minute), 10); err != nil || len(due) != 1 || due[0].ID != "r1" {
+		t.Errorf("Due(before expiry) = %v, %v; want r1 only: r2's task is not known yet", ids(due), err)
+	}
+}
+
 // TestWorkFirstWriterWins: every change of a call's work is conditional
 // on the record as read: two attempts claiming the same delivery, a
 // progress report after a stop, a mark after a claim; the loser writes
