@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-run/baton/internal/polltest"
 	"github.com/baton-run/baton/limits"
 	"github.com/baton-run/baton/live"
 	"github.com/baton-run/baton/modeltest"
@@ -23,6 +24,10 @@ func TestGoAwayCrossed(t *testing.T) {
 	}
 	cl.turnsComplete(1)
 	first := w.model.Conn(0)
+	// The stand-in issues the turn's handle just after its turnComplete: a
+	// goAway sent before it (a busy machine) crosses no handle, and the
+	// segment rightly seeds the new connection instead.
+	polltest.Until(t, "the turn's handle to be issued", func() bool { return first.Count("sessionResumptionUpdate") == 1 })
 	first.GoAway(50 * time.Millisecond)
 	cl.await("reconnecting", 1, func(m live.Message) bool { s, ok := m.(live.Signal); return ok && s.Type == "reconnecting" })
 	<-first.Done()
