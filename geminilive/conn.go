@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -145,18 +146,27 @@ func (s *Session) dial(ctx context.Context, handle string) (*genai.Session, erro
 
 // prime brings a new connection up to date: a resumed model session gets
 // what it took after the handle (since.replay) and the answers it lacks; a
-// new one, the history as context.
+// new one, the history as context. A new one that replaces a seeded model
+// session no handle came from is seeded with what that model had: its
+// seed and what it took since (the stored history may not hold the last
+// turn yet, and holds what the tab typed meanwhile, which goes out after).
 func (s *Session) prime(ctx context.Context, conn *genai.Session, resumed bool) error {
 	var replay []*genai.Content
 	var ask bool
 	again := outgoing{}
 	s.mu.Lock()
-	if resumed {
+	reseed := !resumed && s.seed != nil
+	if resumed || reseed {
 		var replayed []string
 		replay, ask, replayed = s.since.replay()
 		again.answers = s.calls.resumed(replayed)
 	} else {
 		s.calls.seeded()
+		s.since.seeded()
+	}
+	if reseed {
+		replay = append(slices.Clone(s.seed), replay...)
+		s.seed = slices.Clone(replay)
 		s.since.seeded()
 	}
 	if len(again.answers) > 0 {
@@ -168,20 +178,36 @@ func (s *Session) prime(ctx context.Context, conn *genai.Session, resumed bool) 
 			return writeError{err}
 		}
 	}
-	if !resumed && s.cfg.History != nil {
-		history, err := s.cfg.History(ctx)
-		if err != nil {
-			return fmt.Errorf("history: %w", err)
-		}
-		if len(history) > 0 {
-			asContext := false
-			if err := conn.SendClientContent(genai.LiveClientContentInput{Turns: history, TurnComplete: &asContext}); err != nil {
-				return writeError{err}
-			}
+	if !resumed && !reseed {
+		if err := s.seedHistory(ctx, conn); err != nil {
+			return err
 		}
 	}
 	if len(again.answers) > 0 {
 		return s.write(conn, again)
+	}
+	return nil
+}
+
+// seedHistory seeds a new model session with History, as context, and
+// keeps it as the session's seed.
+func (s *Session) seedHistory(ctx context.Context, conn *genai.Session) error {
+	var history []*genai.Content
+	if s.cfg.History != nil {
+		var err error
+		if history, err = s.cfg.History(ctx); err != nil {
+			return fmt.Errorf("history: %w", err)
+		}
+	}
+	s.mu.Lock()
+	s.seed = append([]*genai.Content{}, history...)
+	s.mu.Unlock()
+	if len(history) == 0 {
+		return nil
+	}
+	asContext := false
+	if err := conn.SendClientContent(genai.LiveClientContentInput{Turns: history, TurnComplete: &asContext}); err != nil {
+		return writeError{err}
 	}
 	return nil
 }

@@ -30,7 +30,11 @@
 // at its connection limit, 1000, 1001) and on a lost connection: with the
 // latest handle, or, without a handle or when the model refuses it (1007),
 // with a new model session seeded with History as context (turnComplete
-// false: the model waits for the user).
+// false: the model waits for the user). A model session that was seeded
+// and issued no handle since is replaced by one seeded with what it had,
+// its seed and what it took since: History, read from storage, may not
+// hold the turn just ended yet, and may hold what was typed meanwhile
+// (sent after the seed).
 //
 // A handle restores the model session as it was when issued, and Gemini
 // issues none while a call is in flight, nor between a turn's end and a

@@ -46,6 +46,7 @@ func (s *Session) take(ctx context.Context, msg *genai.LiveServerMessage) bool {
 	}
 	if u := msg.SessionResumptionUpdate; u != nil && u.Resumable && u.NewHandle != "" {
 		s.handle = u.NewHandle
+		s.seed = nil
 		s.calls.issued()
 		s.since.handle()
 		evs = append(evs, Event{Kind: Handle, Handle: u.NewHandle})

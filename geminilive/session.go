@@ -65,7 +65,12 @@ type Session struct {
 	dropped int
 	handle  string
 	calls   *calls
-	since   since // what the model session took after handle
+	since   since // what the model session took after handle (or after seed)
+	// seed is what the current model session was seeded with, while no
+	// handle came since: a connection that ends then is replaced by a
+	// session seeded with seed and since, what that model had. nil when
+	// the session was resumed, or a handle came.
+	seed []*genai.Content
 	err     error
 
 	heard, said strings.Builder // the turn's transcriptions so far: the reader's alone

@@ -90,3 +90,47 @@ func seenLines(contents []*genai.Content) string {
 	}
 	return b.String()
 }
+
+// TestGoAwayBeforeHandle: the model's connection ends after a turn's
+// turnComplete and before the handle that turn would bring (a goAway with
+// no time left), so there is no handle to resume from: the new model
+// session is seeded with what the old one had (its seed and what it took
+// since), not with the stored conversation, which may not hold the turn
+// yet (its last event waits for the handle to be stored with it). Its
+// context is the stored conversation, line for line; it once lacked the
+// turn.
+func TestGoAwayBeforeHandle(t *testing.T) {
+	w := newWorld(t, &modeltest.LiveOptions{Repeat: modeltest.EchoReply,
+		AfterFrame: func(c *modeltest.LiveConn, m *genai.LiveServerMessage) {
+			if c.Index() == 0 && m.ServerContent != nil && m.ServerContent.TurnComplete {
+				// Before the turn's handle, which the stand-in sends next:
+				// the connection ends first, and the handle never comes.
+				c.GoAway(time.Minute)
+				c.CloseWith(modeltest.CloseDeadline, "Deadline expired before operation could complete.")
+			}
+		}})
+	in := w.instance(nil, nil, nil)
+	conv, cl := in.open(t, chat, device)
+	if err := conv.Text("one"); err != nil {
+		t.Fatal(err)
+	}
+	cl.turnsComplete(1)
+	polltest.Until(t, "the model's connection to be replaced", func() bool { return len(w.model.Conns()) == 2 })
+	if err := conv.Text("two"); err != nil {
+		t.Fatal(err)
+	}
+	if said := cl.said(2); said.Text != "saw text=two" {
+		t.Fatalf("after the reconnect the model said %q", said.Text)
+	}
+	conv.Close()
+	if _, err := conv.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	seeded := w.model.Conn(1)
+	if seeded.Resumed() != "" {
+		t.Fatalf("the second connection resumed %q, want a seeded one (no handle was issued)", seeded.Resumed())
+	}
+	if diff := cmp.Diff(storedLines(w.events(chat)), seenLines(seeded.Seen())); diff != "" {
+		t.Errorf("the seeded model's context against the stored conversation (-stored +model):\n%s", diff)
+	}
+}
