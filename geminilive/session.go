@@ -71,7 +71,7 @@ type Session struct {
 	// session seeded with seed and since, what that model had. nil when
 	// the session was resumed, or a handle came.
 	seed []*genai.Content
-	err     error
+	err  error
 
 	heard, said strings.Builder // the turn's transcriptions so far: the reader's alone
 }
