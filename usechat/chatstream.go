@@ -335,8 +335,6 @@ func unseen(events []*session.Event, seen string) bool {
 	return start < len(events)-1 && events[start].InvocationID != seen
 }
 
-// lastTurn returns the index of the event that starts the last turn in
-// events (len(events) when there is none).
 // turnSwitch is the agent switch the turn starting at events[start] made,
 // nil when it made none (or the events read begin with the turn): a
 // switch moves the chat's history into the new agent's session, and the
@@ -361,6 +359,8 @@ func turnSwitch(events []*session.Event, start int) *toolcallback.SwitchReport {
 	return nil
 }
 
+// lastTurn returns the index of the event that starts the last turn in
+// events (len(events) when there is none).
 func lastTurn(events []*session.Event) int {
 	for i, ev := range slices.Backward(events) {
 		if transcript.StartsTurn(ev) {
